@@ -1,0 +1,48 @@
+"""What every command shares: the Store of the home, the --json flag, session arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from agenvoy_cli.paths import Layout, resolve_home, validate_name
+from agenvoy_cli.storage.store import Store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def get_store(ctx: click.Context) -> Store:
+    obj = ctx.find_root().obj or {}
+    if "store" not in obj:
+        obj["store"] = Store(Layout(resolve_home(obj.get("home"))))
+        ctx.call_on_close(obj["store"].close)
+    return obj["store"]
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True,
+                        help="Print exactly one JSON document on stdout.")(func)
+
+
+def session_argument(func: F) -> F:
+    return click.argument("session_id", metavar="SESSION",
+                          shell_complete=complete_session)(func)
+
+
+def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Session ids from the home's sessions/ folder (no database, no heavy import)."""
+    from click.shell_completion import CompletionItem
+
+    home = resolve_home((ctx.find_root().params or {}).get("home"))
+    folder = Layout(home).sessions
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def checked_session(session_id: str) -> str:
+    return validate_name(session_id)

@@ -1,0 +1,118 @@
+"""agenvoy session list|show|reset|remove."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from agenvoy_cli.commands.common import get_store, json_option, session_argument
+from agenvoy_cli.errors import BadInput
+from agenvoy_cli.output import emit, table
+from agenvoy_cli.storage.store import Store
+
+
+def describe(store: Store, session_id: str, *, detail: bool) -> dict[str, Any]:
+    from agenvoy_cli.errors import CorruptStore
+    from agenvoy_cli.storage.messages import ns_to_local
+    from agenvoy_cli.storage.summary import read_summary
+
+    info: dict[str, Any] = {"session_id": session_id, "messages": 0, "bytes": 0,
+                            "last_message_time": None, "summary": False, "problem": None}
+    try:
+        recent = store.recent(session_id)
+        info["messages"] = len(recent)
+        info["bytes"] = store.history(session_id).size
+        if recent:
+            info["last_message_time"] = ns_to_local(recent[-1].send_at)
+    except CorruptStore as exc:
+        info["problem"] = str(exc)
+    try:
+        info["summary"] = read_summary(store.layout.summary(session_id)) is not None
+    except CorruptStore as exc:
+        info["problem"] = info["problem"] or str(exc)
+    if detail:
+        start_seq, start_at = store.trim_point(session_id)
+        info["archive_rows"] = store.archive_rows(session_id)
+        info["trim_point"] = {"start_seq": start_seq, "start_at": start_at,
+                              "time": ns_to_local(start_at) if start_at else None}
+        info["path"] = str(store.layout.session_dir(session_id))
+    return info
+
+
+@click.group("session")
+def command() -> None:
+    """List, show, reset or remove sessions."""
+
+
+@command.command("list")
+@json_option
+@click.pass_context
+def list_cmd(ctx: click.Context, as_json: bool) -> None:
+    """Every session of the home: messages, bytes, last message time, summary."""
+    store = get_store(ctx)
+    with store.read_lock():
+        sessions = [describe(store, sid, detail=False) for sid in store.session_ids()]
+    emit({"sessions": sessions}, as_json, lambda d: table(
+        [(s["session_id"], s["messages"], s["bytes"], s["last_message_time"] or "-",
+          "yes" if s["summary"] else "no") + (("DAMAGED",) if s["problem"] else ())
+         for s in d["sessions"]],
+        ["session", "messages", "bytes", "last message", "summary"],
+    ) if d["sessions"] else "no sessions")
+
+
+@command.command("show")
+@session_argument
+@json_option
+@click.pass_context
+def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
+    """One session, with its archive row count and trim point."""
+    store = get_store(ctx)
+    with store.read_lock():
+        store.require(session_id)
+        info = describe(store, session_id, detail=True)
+    emit(info, as_json, lambda d: table(
+        [(k, v) for k, v in d.items() if k != "trim_point"]
+        + [("trim point", f"{d['trim_point']['time'] or 'never trimmed'} "
+                          f"(seq {d['trim_point']['start_seq']})")],
+        ["field", "value"]))
+
+
+def confirm(action: str, session_id: str, yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise BadInput(f"refusing to {action} {session_id!r} without --yes (stdin is not a terminal)")
+    if not click.confirm(f"{action} session {session_id!r}?", err=True):
+        raise click.Abort()
+
+
+def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove: bool) -> None:
+    store = get_store(ctx)
+    store.require(session_id)
+    confirm("remove" if remove else "reset", session_id, yes)
+    result = store.clear(session_id, remove=remove)
+    emit(result, as_json, lambda d: f"{d['action']} {d['session_id']}: "
+         f"{d['rows_deleted']} archive row(s) deleted"
+         + (", summary kept" if d.get("summary_kept") else ""))
+
+
+@command.command("reset")
+@session_argument
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_context
+def reset_cmd(ctx: click.Context, session_id: str, yes: bool, as_json: bool) -> None:
+    """Delete history.json, the session's archive rows and vectors; keep summary.json."""
+    _clear(ctx, session_id, yes, as_json, remove=False)
+
+
+@command.command("remove")
+@session_argument
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_context
+def remove_cmd(ctx: click.Context, session_id: str, yes: bool, as_json: bool) -> None:
+    """Delete the whole session: its directory, archive rows and vectors."""
+    _clear(ctx, session_id, yes, as_json, remove=True)

@@ -1,0 +1,64 @@
+"""Settings: upstream's config.json knobs, overridable by environment variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from agenvoy_cli.errors import BadInput
+from agenvoy_cli.paths import Layout
+from agenvoy_cli.storage.jsonfs import read_json
+
+DEFAULT_MAX_HISTORY_MESSAGES = 16
+DEFAULT_MAX_HISTORY_BYTES = 5 * 1024 * 1024
+DEFAULT_LOCK_TIMEOUT = 30.0
+
+
+def _env_number(name: str, cast: type, default: Any, minimum: float) -> Any:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = cast(raw)
+    except ValueError:
+        raise BadInput(f"{name}={raw!r} is not a number") from None
+    if value < minimum:
+        raise BadInput(f"{name}={raw!r} must be at least {minimum}")
+    return value
+
+
+def _config_number(data: dict[str, Any], key: str, default: int) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadInput(f"config.json: limits.{key} must be a positive integer, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    max_history_messages: int = DEFAULT_MAX_HISTORY_MESSAGES
+    max_history_bytes: int = DEFAULT_MAX_HISTORY_BYTES
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def section(self, name: str) -> dict[str, Any]:
+        value = self.raw.get(name)
+        return value if isinstance(value, dict) else {}
+
+
+def load_settings(layout: Layout) -> Settings:
+    data = read_json(layout.config, default={})
+    if not isinstance(data, dict):
+        raise BadInput(f"{layout.config}: expected a JSON object")
+    limits = data.get("limits") or {}
+    if not isinstance(limits, dict):
+        raise BadInput(f"{layout.config}: 'limits' must be an object")
+    messages = _config_number(limits, "max_history_messages", DEFAULT_MAX_HISTORY_MESSAGES)
+    size = _config_number(limits, "max_history_bytes", DEFAULT_MAX_HISTORY_BYTES)
+    return Settings(
+        max_history_messages=_env_number("AGENVOY_MAX_HISTORY_MESSAGES", int, messages, 1),
+        max_history_bytes=_env_number("AGENVOY_MAX_HISTORY_BYTES", int, size, 1024),
+        lock_timeout=_env_number("AGENVOY_LOCK_TIMEOUT", float, DEFAULT_LOCK_TIMEOUT, 0),
+        raw=data,
+    )

@@ -1,0 +1,172 @@
+"""The SQLite archive of a session: rows by place (seq), alignment with history.json.
+
+Every message has a place in the session's full history: history.json holds the
+places start_seq .. start_seq+len-1, SQLite holds 0 .. n-1. A write first aligns
+the two (by content hashes, which also covers rows the Go daemon wrote), then
+inserts exactly the places SQLite lacks, so any replay is harmless.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from agenvoy_cli.storage import fts
+from agenvoy_cli.storage.messages import (
+    Message,
+    assign_times,
+    content_text,
+    message_hash,
+    strip_header,
+)
+
+
+@dataclass(frozen=True)
+class SessionRows:
+    count: int  # rows in SQLite
+    next_seq: int  # max(seq) + 1
+    start_seq: int | None
+    start_at: int
+
+
+def hist_hash(message: dict[str, Any]) -> str:
+    return message_hash(str(message.get("role")), content_text(message.get("content")))
+
+
+def adopt_foreign_rows(conn: sqlite3.Connection, session_id: str) -> int:
+    """Rows inserted by another writer (the Go daemon) have no place yet: give them one."""
+    rows = conn.execute(
+        "SELECT id, role, content FROM messages WHERE session_id = ? AND seq IS NULL "
+        "ORDER BY send_at, id",
+        (session_id,),
+    ).fetchall()
+    if not rows:
+        return 0
+    top = conn.execute("SELECT max(seq) FROM messages WHERE session_id = ?",
+                       (session_id,)).fetchone()[0]
+    seq = 0 if top is None else top + 1
+    for row_id, role, content in rows:
+        conn.execute("UPDATE messages SET seq = ?, hash = ?, tokens = ? WHERE id = ?",
+                     (seq, message_hash(role, content), fts.index_text(strip_header(content)), row_id))
+        seq += 1
+    return len(rows)
+
+
+def session_rows(conn: sqlite3.Connection, session_id: str) -> SessionRows:
+    count, top = conn.execute(
+        "SELECT count(*), max(seq) FROM messages WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    meta = conn.execute("SELECT start_seq, start_at FROM session_meta WHERE session_id = ?",
+                        (session_id,)).fetchone()
+    start_seq, start_at = meta if meta else (None, 0)
+    return SessionRows(count, 0 if top is None else top + 1, start_seq, start_at or 0)
+
+
+def _hashes(conn: sqlite3.Connection, session_id: str, lo: int, hi: int) -> dict[int, str]:
+    return dict(conn.execute(
+        "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
+        (session_id, lo, hi),
+    ).fetchall())
+
+
+def _hash_at(conn: sqlite3.Connection, session_id: str, seq: int) -> str | None:
+    row = conn.execute("SELECT hash FROM messages WHERE session_id = ? AND seq = ?",
+                       (session_id, seq)).fetchone()
+    return row[0] if row else None
+
+
+def align(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str, Any]],
+          rows: SessionRows, *, thorough: bool = False) -> int:
+    """The place of history[0]: the recorded start when it checks out, else the smallest
+    offset at which history agrees with every archived row it overlaps and covers the
+    archive's end. With no agreement at all, history is new: it goes after the archive."""
+    n, m = rows.next_seq, len(history)
+    if m == 0:
+        return n
+    hint = rows.start_seq if rows.start_seq is not None else (0 if rows.count == 0 else None)
+    if hint is not None and hint <= n <= hint + m and not thorough:
+        probes = {p for p in (hint, n - 1) if hint <= p < n}
+        if all(_hash_at(conn, session_id, p) == hist_hash(history[p - hint]) for p in probes):
+            return hint
+    lo = max(0, n - m)
+    archived = _hashes(conn, session_id, lo, n)
+    wanted = [hist_hash(msg) for msg in history[: n - lo]]
+    for offset in range(lo, n + 1):
+        if all(archived.get(offset + i) == wanted[i] for i in range(n - offset)):
+            return offset
+    return n
+
+
+def last_send_at(conn: sqlite3.Connection, session_id: str, before_seq: int) -> int | None:
+    row = conn.execute(
+        "SELECT send_at FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+        (session_id, before_seq),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def send_at_of(conn: sqlite3.Connection, session_id: str, seq: int) -> int | None:
+    row = conn.execute("SELECT send_at FROM messages WHERE session_id = ? AND seq = ?",
+                       (session_id, seq)).fetchone()
+    return row[0] if row else None
+
+
+def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
+           messages: Sequence[dict[str, Any]], fallback_ns: int) -> int:
+    """Insert messages at places first_seq.. (a place already taken is left as it is)."""
+    if not messages:
+        return 0
+    times = assign_times(messages, last_send_at(conn, session_id, first_seq), fallback_ns)
+    params = []
+    for i, (msg, send_at) in enumerate(zip(messages, times)):
+        role = str(msg.get("role"))
+        text = content_text(msg.get("content"))
+        params.append((session_id, send_at, role, text, first_seq + i, message_hash(role, text),
+                       orjson.dumps(msg).decode(), fts.index_text(strip_header(text))))
+    before = conn.total_changes
+    conn.executemany(
+        "INSERT OR IGNORE INTO messages (session_id, send_at, role, content, seq, hash, message,"
+        " tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        params,
+    )
+    return conn.total_changes - before
+
+
+def set_start(conn: sqlite3.Connection, session_id: str, start_seq: int) -> int:
+    """Record the trim point (place and time of the first message kept in history.json)."""
+    start_at = send_at_of(conn, session_id, start_seq)
+    if start_at is None:
+        start_at = (last_send_at(conn, session_id, start_seq) or 0) + 1
+    conn.execute(
+        "INSERT INTO session_meta (session_id, start_at, start_seq) VALUES (?, ?, ?) "
+        "ON CONFLICT(session_id) DO UPDATE SET start_at = excluded.start_at, "
+        "start_seq = excluded.start_seq",
+        (session_id, start_at if start_seq > 0 else 0, start_seq),
+    )
+    return start_at
+
+
+def rows_from(conn: sqlite3.Connection, session_id: str, lo: int = 0,
+              hi: int | None = None) -> list[Message]:
+    sql = ("SELECT seq, send_at, role, content, message FROM messages "
+           "WHERE session_id = ? AND seq >= ?")
+    args: list[Any] = [session_id, lo]
+    if hi is not None:
+        sql += " AND seq < ?"
+        args.append(hi)
+    out = []
+    for seq, send_at, role, content, message in conn.execute(sql + " ORDER BY seq", args):
+        raw = orjson.loads(message) if message else {"role": role, "content": content}
+        out.append(Message(seq, send_at, role, content, raw))
+    return out
+
+
+def delete_session(conn: sqlite3.Connection, session_id: str) -> int:
+    before = conn.total_changes
+    conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM session_meta WHERE session_id = ?", (session_id,))
+    return conn.total_changes - before

@@ -1,0 +1,86 @@
+"""Compaction: trim history.json from the oldest end, never losing what SQLite lacks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.storage import archive
+from agenvoy_cli.storage.history import dump_history, message_sizes, write_history
+
+if TYPE_CHECKING:
+    from agenvoy_cli.storage.store import Store
+
+TARGET_RATIO = 0.8
+MIN_MESSAGES = 4  # as upstream: a shorter history is never trimmed
+
+
+@dataclass(frozen=True)
+class Compaction:
+    session_id: str
+    removed: int
+    kept: int
+    bytes_before: int
+    bytes_after: int
+    start_at: int | None
+    start_seq: int | None
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "removed": self.removed, "kept": self.kept,
+                "bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
+                "start_at": self.start_at, "note": self.note}
+
+
+def _can_cut(messages: list[dict[str, Any]], cut: int) -> bool:
+    """Only right after a finished assistant message, so user+assistant pairs stay whole
+    (and no tool result is separated from the call that asked for it)."""
+    before, after = messages[cut - 1], messages[cut]
+    return (before.get("role") == "assistant" and not before.get("tool_calls")
+            and after.get("role") != "tool")
+
+
+def choose_cut(messages: list[dict[str, Any]], max_bytes: int) -> tuple[int, str]:
+    """How many messages to drop from the front; 0 with a reason when none can go."""
+    sizes = message_sizes(messages)
+    target = int(max_bytes * TARGET_RATIO)
+    kept = sum(sizes) + 1
+    best = 0
+    for cut in range(1, len(messages)):
+        kept -= sizes[cut - 1]
+        if _can_cut(messages, cut):
+            best = cut
+            if kept <= target:
+                return cut, ""
+    if best:
+        return best, f"could not reach {target} bytes without breaking a user+assistant pair"
+    return 0, "no place to cut right after an assistant message; left alone"
+
+
+def compact_session(store: Store, session_id: str, max_bytes: int | None = None,
+                    *, force: bool = False) -> Compaction:
+    """Trim when over the limit. Order: archive everything, record the trim point in SQLite,
+    replace history.json, then drop vectors older than the trim point. Hold the write lock."""
+    limit = max_bytes or store.settings.max_history_bytes
+    with store.write_lock():
+        history = store.history(session_id)
+        size = history.size
+        count = len(history.messages)
+        if size <= limit and not force:
+            return Compaction(session_id, 0, count, size, size, None, None, "under the limit")
+        if count < MIN_MESSAGES:
+            return Compaction(session_id, 0, count, size, size, None, None,
+                              f"fewer than {MIN_MESSAGES} messages; left alone")
+        cut, note = choose_cut(history.messages, limit)
+        if cut == 0:
+            return Compaction(session_id, 0, count, size, size, None, None, note)
+        synced = store.sync(session_id, history)  # never drop what is not archived
+        new_start = synced.start_seq + cut
+        with store.transaction() as conn:
+            start_at = archive.set_start(conn, session_id, new_start)
+        data = dump_history(history.messages[cut:])
+        write_history(history.path, data)
+        from agenvoy_cli.storage.vector_hooks import after_trim
+
+        after_trim(store, session_id, new_start)
+        return Compaction(session_id, cut, count - cut, size, len(data), start_at, new_start, note)

@@ -1,0 +1,78 @@
+"""Text for the FTS5 index and safe MATCH expressions.
+
+The unicode61 tokenizer sees a run of Chinese characters as one token, so `記憶`
+would never match inside `錯誤記憶`. We index CJK runs as overlapping bigrams
+(any substring of 2+ characters is then a phrase of consecutive bigrams) and let
+unicode61 + porter handle everything else. The same function builds the query,
+and every token is quoted, so user text can never become FTS syntax.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CJK = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+    "\U00020000-\U0002ffff"
+)
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_TOKEN = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+
+
+def _bigrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def index_text(text: str) -> str:
+    """The string stored in messages.tokens and indexed by FTS5."""
+
+    def expand(match: re.Match[str]) -> str:
+        return " " + " ".join(_bigrams(match.group(0))) + " "
+
+    return _CJK_RUN.sub(expand, text)
+
+
+def term_tokens(term: str) -> list[str]:
+    """Tokens of one query term, in order (CJK runs as bigrams, words lower-cased)."""
+    tokens: list[str] = []
+    for match in _TOKEN.finditer(term):
+        piece = match.group(0)
+        if _CJK_CHAR.match(piece):
+            tokens.extend(_bigrams(piece))
+        else:
+            tokens.append(piece.lower())
+    return tokens
+
+
+def query_terms(query: str) -> list[list[str]]:
+    """Whitespace-separated terms, each as its token list; empty terms dropped."""
+    return [toks for toks in (term_tokens(t) for t in query.split()) if toks]
+
+
+def _quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def _phrase(tokens: list[str]) -> str:
+    if len(tokens) == 1 and _CJK_CHAR.match(tokens[0]) and len(tokens[0]) == 1:
+        return _quote(tokens[0]) + "*"  # one CJK character: prefix of its bigrams
+    return " + ".join(_quote(t) for t in tokens)
+
+
+def match_all(query: str) -> str | None:
+    """MATCH expression requiring every term (any order); None when nothing searchable."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return " AND ".join(_phrase(t) for t in terms)
+
+
+def match_any(query: str) -> str | None:
+    """MATCH expression for any token of the query (BM25 ranks the best first)."""
+    tokens = sorted({tok for term in query_terms(query) for tok in term})
+    if not tokens:
+        return None
+    return " OR ".join(_quote(t) for t in tokens)

@@ -1,0 +1,102 @@
+"""Atomic JSON files: readers see the old file or the new one, never a torn one."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agenvoy_cli.errors import CorruptStore
+
+_MISSING = object()
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def ensure_dir(path: Path) -> None:
+    """Create a private directory (and parents) if missing."""
+    if path.is_dir():
+        return
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            pass
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Temp file in the same directory, fsync, replace, fsync the directory."""
+    ensure_dir(path.parent)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def dumps(obj: Any, *, indent: bool = False) -> bytes:
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps(obj, option=option)
+
+
+def atomic_write_json(path: Path, obj: Any, *, indent: bool = True) -> None:
+    atomic_write_bytes(path, dumps(obj, indent=indent) + b"\n")
+
+
+def read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise CorruptStore(f"{path} is a directory, expected a JSON file") from None
+
+
+def parse_json(data: bytes, path: Path, hint: str = "") -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        detail = f"{path} is not valid JSON ({exc})"
+        raise CorruptStore(detail + (f"; {hint}" if hint else "")) from None
+
+
+def read_json(path: Path, default: Any = _MISSING, hint: str = "") -> Any:
+    data = read_bytes(path)
+    if data is None:
+        if default is _MISSING:
+            raise FileNotFoundError(path)
+        return default
+    if not data.strip():
+        raise CorruptStore(f"{path} is empty" + (f"; {hint}" if hint else ""))
+    return parse_json(data, path, hint)
+
+
+def stale_temp_files(directory: Path) -> list[Path]:
+    """Temp files left by a writer that died between create and replace."""
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.glob(".*.tmp") if p.is_file())

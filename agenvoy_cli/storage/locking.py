@@ -1,0 +1,74 @@
+"""One inter-process lock per home: fcntl.flock on a file that is never deleted.
+
+Writers hold it exclusively for the whole of a write; readers hold it shared so
+they never see history.json and SQLite from two different moments. Nested use
+inside one process is counted, not re-locked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from agenvoy_cli.errors import StoreBusy
+from agenvoy_cli.storage.jsonfs import FILE_MODE, ensure_dir
+
+_held: dict[str, list] = {}  # path -> [fd, mode, depth]
+
+
+def _acquire(fd: int, mode: int, timeout: float, path: Path) -> None:
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StoreBusy(
+                    f"the store is busy: another agenvoy process held {path} for more than "
+                    f"{timeout:g}s (set AGENVOY_LOCK_TIMEOUT to wait longer)"
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
+@contextlib.contextmanager
+def store_lock(path: Path, timeout: float, *, shared: bool = False) -> Iterator[None]:
+    """Hold the lock. shared=True for readers; a missing lock file means no writer ever ran,
+    so a reader needs no lock (and must not create files)."""
+    key = str(path)
+    held = _held.get(key)
+    if held is not None:
+        if held[1] == fcntl.LOCK_SH and not shared:
+            raise RuntimeError("cannot upgrade a shared store lock to exclusive")
+        held[2] += 1
+        try:
+            yield
+        finally:
+            held[2] -= 1
+        return
+    if shared:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            yield
+            return
+    else:
+        ensure_dir(path.parent)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    try:
+        _acquire(fd, mode, timeout, path)
+        _held[key] = [fd, mode, 1]
+        try:
+            yield
+        finally:
+            del _held[key]
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

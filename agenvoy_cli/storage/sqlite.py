@@ -1,0 +1,207 @@
+"""SQLite: connection settings, schema and migrations (upstream names kept)."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from agenvoy_cli.errors import CorruptStore, StoreBusy
+from agenvoy_cli.storage import fts
+from agenvoy_cli.storage.jsonfs import ensure_dir
+from agenvoy_cli.storage.messages import message_hash, strip_header
+
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+
+def _m001_upstream(conn: sqlite3.Connection) -> None:
+    # Upstream's schema statement for statement (the Go daemon runs the same IF NOT EXISTS),
+    # so either program can create the file and both keep every index in sync.
+    _script(conn, 
+        """
+        CREATE TABLE IF NOT EXISTS messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL,
+            send_at INTEGER NOT NULL DEFAULT 0,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_messages_session_send_at ON messages(session_id, send_at);
+        CREATE TABLE IF NOT EXISTS session_meta (
+            session_id TEXT PRIMARY KEY,
+            start_at INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts5 USING fts5(
+            role, content, content=messages, content_rowid=id
+        );
+        CREATE TRIGGER IF NOT EXISTS trigger_messages_after_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts5(rowid, role, content) VALUES (new.id, new.role, new.content);
+        END;
+        CREATE TRIGGER IF NOT EXISTS trigger_messages_after_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts5(messages_fts5, rowid, role, content)
+            VALUES ('delete', old.id, old.role, old.content);
+        END;
+        """
+    )
+
+
+def _script(conn: sqlite3.Connection, sql: str) -> None:
+    """Run statements one by one: executescript() would COMMIT the open transaction."""
+    pending = ""
+    for line in sql.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            conn.execute(pending)
+            pending = ""
+    if pending.strip():
+        conn.execute(pending)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _m002_positions(conn: sqlite3.Connection) -> None:
+    """seq (place in the session's full history) + hash make every write replayable;
+    message keeps the full JSON so history.json can be rebuilt; tokens (CJK bigrams) feeds
+    our own FTS index, messages_fts, beside upstream's unicode61 messages_fts5."""
+    have = _columns(conn, "messages")
+    for name, decl in (("seq", "INTEGER"), ("hash", "TEXT"), ("message", "TEXT"),
+                       ("tokens", "TEXT")):
+        if name not in have:
+            conn.execute(f"ALTER TABLE messages ADD COLUMN {name} {decl}")
+    if "start_seq" not in _columns(conn, "session_meta"):
+        conn.execute("ALTER TABLE session_meta ADD COLUMN start_seq INTEGER")
+    # Rows written before (by the Go daemon) get their places by time, then id.
+    rows = conn.execute(
+        "SELECT id, session_id, role, content FROM messages WHERE seq IS NULL "
+        "ORDER BY session_id, send_at, id"
+    ).fetchall()
+    next_seq: dict[str, int] = {}
+    for row_id, session_id, role, content in rows:
+        if session_id not in next_seq:
+            top = conn.execute(
+                "SELECT max(seq) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            next_seq[session_id] = 0 if top is None else top + 1
+        conn.execute(
+            "UPDATE messages SET seq = ?, hash = ?, tokens = ? WHERE id = ?",
+            (next_seq[session_id], message_hash(role, content),
+             fts.index_text(strip_header(content)), row_id),
+        )
+        next_seq[session_id] += 1
+    _script(conn, 
+        f"""
+        CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_session_seq ON messages(session_id, seq);
+        CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+            tokens, content='messages', content_rowid='id', tokenize='{FTS_TOKENIZE}'
+        );
+        CREATE TRIGGER IF NOT EXISTS messages_fts_ai AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens);
+        END;
+        CREATE TRIGGER IF NOT EXISTS messages_fts_ad AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, tokens)
+            VALUES ('delete', old.id, old.tokens);
+        END;
+        CREATE TRIGGER IF NOT EXISTS messages_fts_au AFTER UPDATE OF tokens ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, tokens)
+            VALUES ('delete', old.id, old.tokens);
+            INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens);
+        END;
+        INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+        """
+    )
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("001_upstream", _m001_upstream),
+    ("002_positions", _m002_positions),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _configure(conn: sqlite3.Connection, busy_ms: int) -> None:
+    conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _wrap(exc: sqlite3.Error, path: Path) -> Exception:
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+        return StoreBusy(f"{path} is locked by another process: {text}")
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        "malformed" in text or "not a database" in text or "file is not a database" in text
+    ):
+        return CorruptStore(f"{path} is damaged ({text}); restore it from a backup or move it "
+                            "aside and run `agenvoy backfill --all` to rebuild from history.json")
+    return exc
+
+
+def user_version(conn: sqlite3.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def connect(path: Path, busy_timeout: float, *, readonly: bool = False) -> sqlite3.Connection:
+    """A connection with WAL and a busy timeout; migrations run for writers."""
+    busy_ms = max(1, int(busy_timeout * 1000))
+    try:
+        if readonly:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                                   check_same_thread=False)
+            _configure(conn, busy_ms)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        ensure_dir(path.parent)
+        fresh = not path.exists()
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        if fresh:
+            path.chmod(0o600)
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+        _configure(conn, busy_ms)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        migrate(conn)
+        return conn
+    except sqlite3.Error as exc:
+        raise _wrap(exc, path) from None
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    version = user_version(conn)
+    if version >= SCHEMA_VERSION:
+        return
+    with transaction(conn):
+        version = user_version(conn)  # another process may have migrated meanwhile
+        for number, (name, step) in enumerate(MIGRATIONS, 1):
+            if number > version:
+                step(conn)
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS agenvoy_migrations (name TEXT PRIMARY KEY, applied_at REAL)"
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO agenvoy_migrations VALUES (?, ?)",
+            [(name, time.time()) for name, _ in MIGRATIONS],
+        )
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def reclaim_space(conn: sqlite3.Connection) -> None:
+    """Give freed pages back to the file system so the file does not grow forever."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+        conn.execute("PRAGMA incremental_vacuum")
+    else:
+        conn.execute("VACUUM")

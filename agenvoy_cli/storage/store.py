@@ -1,0 +1,271 @@
+"""The Store: every read and write of a home goes through here, under the lock."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from agenvoy_cli.config import Settings, load_settings
+from agenvoy_cli.errors import CorruptStore, NotFound
+from agenvoy_cli.paths import Layout, validate_name
+from agenvoy_cli.storage import archive, sqlite
+from agenvoy_cli.storage.history import (
+    History,
+    appended_bytes,
+    load_history,
+    write_history,
+)
+from agenvoy_cli.storage.jsonfs import ensure_dir
+from agenvoy_cli.storage.locking import store_lock
+from agenvoy_cli.storage.messages import Message, assign_times, validate_message, with_header
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    session_id: str
+    start_seq: int
+    inserted: int
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    session_id: str
+    appended: int
+    messages: int
+    bytes: int
+    backfilled: int
+    compaction: Any = None
+
+
+class Store:
+    def __init__(self, layout: Layout, settings: Settings | None = None) -> None:
+        self.layout = layout
+        self.settings = settings or load_settings(layout)
+        self._conn: sqlite3.Connection | None = None
+        self._ro: sqlite3.Connection | None = None
+
+    # -- locks and connections -------------------------------------------------------------
+    def write_lock(self) -> contextlib.AbstractContextManager[None]:
+        return store_lock(self.layout.lock, self.settings.lock_timeout)
+
+    def read_lock(self) -> contextlib.AbstractContextManager[None]:
+        return store_lock(self.layout.lock, self.settings.lock_timeout, shared=True)
+
+    def db(self) -> sqlite3.Connection:
+        """The writer connection (creates and migrates the database). Hold write_lock."""
+        if self._conn is None:
+            self._conn = sqlite.connect(self.layout.db, self.settings.lock_timeout)
+        return self._conn
+
+    def db_readonly(self) -> sqlite3.Connection | None:
+        """A read-only connection, or None when there is no database. Never creates files
+        (an old schema is upgraded once under the write lock)."""
+        if self._conn is not None:
+            return self._conn
+        if self._ro is None:
+            if not self.layout.db.exists():
+                return None
+            conn = sqlite.connect(self.layout.db, self.settings.lock_timeout, readonly=True)
+            if sqlite.user_version(conn) < sqlite.SCHEMA_VERSION:
+                conn.close()
+                with self.write_lock():
+                    self.db()
+                return self._conn
+            self._ro = conn
+        return self._ro
+
+    def close(self) -> None:
+        for conn in (self._conn, self._ro):
+            if conn is not None:
+                conn.close()
+        self._conn = self._ro = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self.db()
+        try:
+            with sqlite.transaction(conn):
+                yield conn
+        except sqlite3.DatabaseError as exc:
+            raise sqlite._wrap(exc, self.layout.db) from None
+
+    # -- sessions ----------------------------------------------------------------------------
+    def session_ids(self) -> list[str]:
+        ids: set[str] = set()
+        if self.layout.sessions.is_dir():
+            for entry in self.layout.sessions.iterdir():
+                with contextlib.suppress(Exception):
+                    if entry.is_dir() and not entry.is_symlink():
+                        ids.add(validate_name(entry.name))
+        conn = self.db_readonly()
+        if conn is not None:
+            ids.update(r[0] for r in conn.execute("SELECT DISTINCT session_id FROM messages"))
+        return sorted(ids)
+
+    def exists(self, session_id: str) -> bool:
+        if self.layout.session_dir(session_id).is_dir():
+            return True
+        conn = self.db_readonly()
+        return conn is not None and conn.execute(
+            "SELECT 1 FROM messages WHERE session_id = ? LIMIT 1", (session_id,)
+        ).fetchone() is not None
+
+    def require(self, session_id: str) -> None:
+        if not self.exists(session_id):
+            raise NotFound(f"no session {session_id!r} in {self.layout.home}")
+
+    def history(self, session_id: str) -> History:
+        return load_history(self.layout.history(session_id), session_id)
+
+    # -- the dual write ----------------------------------------------------------------------
+    def _fallback_ns(self, history: History) -> int:
+        try:
+            return history.path.stat().st_mtime_ns
+        except OSError:
+            return time.time_ns()
+
+    def sync(self, session_id: str, history: History | None = None, *,
+             thorough: bool = False) -> SyncResult:
+        """Write into SQLite every history.json message it lacks (first backfill, repair of a
+        crash between the two writes); never a duplicate. Hold write_lock."""
+        history = history or self.history(session_id)
+        with self.transaction() as conn:
+            archive.adopt_foreign_rows(conn, session_id)
+            rows = archive.session_rows(conn, session_id)
+            start = archive.align(conn, session_id, history.messages, rows, thorough=thorough)
+            missing = history.messages[rows.next_seq - start:]
+            inserted = archive.insert(conn, session_id, rows.next_seq, missing,
+                                      self._fallback_ns(history))
+            if start != rows.start_seq and (start > 0 or rows.start_seq is not None):
+                archive.set_start(conn, session_id, start)
+        return SyncResult(session_id, start, inserted)
+
+    def append(self, session_id: str, messages: list[Any], moment: datetime | None = None,
+               *, compact: bool = True) -> AppendResult:
+        """All of the batch or none of it: validate everything before writing anything."""
+        validate_name(session_id)
+        limit = self.settings.max_history_bytes
+        checked = [validate_message(m, i, limit) for i, m in enumerate(messages)]
+        if not checked:
+            from agenvoy_cli.errors import BadInput
+
+            raise BadInput("no messages to append (empty batch)")
+        moment = moment or datetime.now().replace(microsecond=0)
+        stamped = [with_header(m, moment) for m in checked]
+        with self.write_lock():
+            history = self.history(session_id)
+            conn = self.db()
+            archive.adopt_foreign_rows(conn, session_id)
+            rows = archive.session_rows(conn, session_id)
+            start = archive.align(conn, session_id, history.messages, rows)
+            missing = history.messages[rows.next_seq - start:]
+            data = appended_bytes(history, stamped)
+            ensure_dir(history.path.parent)
+            write_history(history.path, data)
+            with self.transaction() as conn:
+                inserted = archive.insert(conn, session_id, rows.next_seq, missing + stamped,
+                                          self._fallback_ns(history))
+                if start != rows.start_seq and (start > 0 or rows.start_seq is not None):
+                    archive.set_start(conn, session_id, start)
+            total = len(history.messages) + len(stamped)
+            compaction = None
+            if compact and len(data) > limit:
+                from agenvoy_cli.storage.compaction import compact_session
+
+                compaction = compact_session(self, session_id, limit)
+                data_size = compaction.bytes_after
+            else:
+                data_size = len(data)
+        return AppendResult(session_id, len(stamped), compaction.kept if compaction else total,
+                            data_size, inserted - len(stamped), compaction)
+
+    def clear(self, session_id: str, *, remove: bool) -> dict[str, Any]:
+        """session reset (remove=False) or remove. Order keeps the invariants at every instant:
+        history.json first (SQLite stays a superset), vectors before rows (never ahead)."""
+        import shutil
+
+        from agenvoy_cli.storage.vector_hooks import after_clear
+
+        with self.write_lock():
+            self.require(session_id)
+            folder = self.layout.session_dir(session_id)
+            history = self.layout.history(session_id)
+            had_history = history.exists()
+            if had_history:
+                history.unlink()
+            after_clear(self, session_id)
+            rows = 0
+            if self.layout.db.exists():
+                with self.transaction() as conn:
+                    rows = archive.delete_session(conn, session_id)
+                sqlite.reclaim_space(self.db())
+            if remove and folder.exists():
+                shutil.rmtree(folder)
+            return {"session_id": session_id, "action": "removed" if remove else "reset",
+                    "history_deleted": had_history, "rows_deleted": rows,
+                    "summary_kept": (not remove) and self.layout.summary(session_id).exists()}
+
+    # -- reads -------------------------------------------------------------------------------
+    def recent(self, session_id: str, history: History | None = None) -> list[Message]:
+        """history.json as Messages with their places and times (archived times when known)."""
+        history = history or self.history(session_id)
+        conn = self.db_readonly()
+        start, prev = 0, None
+        archived: dict[int, int] = {}
+        if conn is not None:
+            rows = archive.session_rows(conn, session_id)
+            start = archive.align(conn, session_id, history.messages, rows)
+            archived = dict(conn.execute(
+                "SELECT seq, send_at FROM messages WHERE session_id = ? AND seq >= ?",
+                (session_id, start)).fetchall())
+            prev = archive.last_send_at(conn, session_id, start)
+        times = assign_times(history.messages, prev, self._fallback_ns(history))
+        from agenvoy_cli.storage.messages import content_text
+
+        return [
+            Message(start + i, archived.get(start + i, t), str(m.get("role")),
+                    content_text(m.get("content")), m)
+            for i, (m, t) in enumerate(zip(history.messages, times))
+        ]
+
+    def context(self, session_id: str, max_messages: int | None = None) -> list[dict[str, Any]]:
+        """What the LLM is fed this turn: the summary as a system message, then the window."""
+        from agenvoy_cli.storage.messages import content_text, header_time
+        from agenvoy_cli.storage.summary import context_message, read_summary
+
+        limit = self.settings.max_history_messages if max_messages is None else max_messages
+        with self.read_lock():
+            self.require(session_id)
+            history = self.history(session_id)
+            window = history.messages[-limit:] if limit > 0 else []
+            summary = read_summary(self.layout.summary(session_id))
+        if not summary:
+            return list(window)
+        oldest = header_time(content_text(window[0].get("content"))) if window else None
+        return [context_message(summary, oldest), *window]
+
+    def archive_rows(self, session_id: str) -> int:
+        conn = self.db_readonly()
+        if conn is None:
+            return 0
+        return archive.session_rows(conn, session_id).count
+
+    def trim_point(self, session_id: str) -> tuple[int, int]:
+        """(start_seq, start_at) of the session; (0, 0) when never trimmed."""
+        conn = self.db_readonly()
+        if conn is None:
+            return 0, 0
+        rows = archive.session_rows(conn, session_id)
+        return rows.start_seq or 0, rows.start_at
+
+
+def corrupt_as_none(func: Any) -> Any:
+    try:
+        return func()
+    except CorruptStore:
+        return None

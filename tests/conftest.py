@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agenvoy_cli.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own Agenvoy home; nothing leaks from the real one."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("AGENVOY_HOME", str(home))
+    monkeypatch.setenv("TZ", "Asia/Taipei")
+    for name in list(os.environ):
+        if name.startswith(("AGENVOY_", "OPENAI_")) and name != "AGENVOY_HOME":
+            monkeypatch.delenv(name)
+    import time
+
+    time.tzset()
+    return home
+
+
+class Result:
+    def __init__(self, exit_code: int, stdout: str, stderr: str) -> None:
+        self.exit_code, self.stdout, self.stderr = exit_code, stdout, stderr
+
+    def json(self):
+        import orjson
+
+        return orjson.loads(self.stdout)
+
+
+@pytest.fixture
+def run():
+    """Run the CLI in-process (CliRunner, stdout and stderr kept apart)."""
+
+    def invoke(*args: str, input: str | bytes | None = None) -> Result:
+        runner = CliRunner()
+        res = runner.invoke(cli, list(args), input=input, catch_exceptions=False)
+        return Result(res.exit_code, res.stdout, res.stderr)
+
+    return invoke
+
+
+def agenvoy(*args: str, input: bytes | str | None = None, env: dict | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the real program in a subprocess."""
+    if isinstance(input, str):
+        input = input.encode()
+    return subprocess.run([sys.executable, "-m", "agenvoy_cli", *args], input=input,
+                          capture_output=True, timeout=timeout, env={**os.environ, **(env or {})},
+                          cwd=ROOT)
