@@ -83,7 +83,8 @@ def confirm(action: str, session_id: str, yes: bool) -> None:
     if yes:
         return
     if not sys.stdin.isatty():
-        raise BadInput(f"refusing to {action} {session_id!r} without --yes (stdin is not a terminal)")
+        raise BadInput(
+            f"refusing to {action} {session_id!r} without --yes (stdin is not a terminal)")
     if not click.confirm(f"{action} session {session_id!r}?", err=True):
         raise click.Abort()
 

@@ -51,7 +51,8 @@ def adopt_foreign_rows(conn: sqlite3.Connection, session_id: str) -> int:
     seq = 0 if top is None else top + 1
     for row_id, role, content in rows:
         conn.execute("UPDATE messages SET seq = ?, hash = ?, tokens = ? WHERE id = ?",
-                     (seq, message_hash(role, content), fts.index_text(strip_header(content)), row_id))
+                     (seq, message_hash(role, content),
+                      fts.index_text(strip_header(content)), row_id))
         seq += 1
     return len(rows)
 

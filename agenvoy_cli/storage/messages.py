@@ -18,7 +18,8 @@ TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 _TIME_RE = r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})"
 # Upstream writes "---\n當前時間: <time>\n[工作目錄: <dir>\n]---\n<content>": a block
 # between two --- lines at the very start that names the time (a bare line is accepted too).
-_BLOCK = re.compile(r"\A[ \t\r\n]*-{3,}[ \t]*\r?\n((?:[^\n]*\n){0,8}?)[ \t]*-{3,}[ \t]*(?:\r?\n|\Z)")
+_BLOCK = re.compile(
+    r"\A[ \t\r\n]*-{3,}[ \t]*\r?\n((?:[^\n]*\n){0,8}?)[ \t]*-{3,}[ \t]*(?:\r?\n|\Z)")
 _BARE = re.compile(r"\A[ \t\r\n]*(?=" + HEADER_LABEL + r")[^\n]*(?:\r?\n|\Z)")
 _TIME_IN = re.compile(HEADER_LABEL + r"[:：][ \t]*" + _TIME_RE)
 _PLAIN_TIME = re.compile(r"\A" + _TIME_RE + r"\Z")

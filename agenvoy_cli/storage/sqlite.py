@@ -19,7 +19,7 @@ FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 def _m001_upstream(conn: sqlite3.Connection) -> None:
     # Upstream's schema statement for statement (the Go daemon runs the same IF NOT EXISTS),
     # so either program can create the file and both keep every index in sync.
-    _script(conn, 
+    _script(conn,
         """
         CREATE TABLE IF NOT EXISTS messages (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -92,7 +92,7 @@ def _m002_positions(conn: sqlite3.Connection) -> None:
              fts.index_text(strip_header(content)), row_id),
         )
         next_seq[session_id] += 1
-    _script(conn, 
+    _script(conn,
         f"""
         CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_session_seq ON messages(session_id, seq);
         CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
@@ -174,7 +174,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         return
     with transaction(conn):
         version = user_version(conn)  # another process may have migrated meanwhile
-        for number, (name, step) in enumerate(MIGRATIONS, 1):
+        for number, (_name, step) in enumerate(MIGRATIONS, 1):
             if number > version:
                 step(conn)
         conn.execute(
