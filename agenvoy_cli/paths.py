@@ -89,3 +89,8 @@ class Layout:
     def lock(self) -> Path:
         # Never deleted: deleting a flock file lets two holders in at once.
         return self.store / "agenvoy.lock"
+
+    def task_lock(self, task: str, name: str) -> Path:
+        """Lock file of one long task (e.g. summarizing one session) that must not hold the
+        store lock for its whole length (an LLM call). Never deleted, like the store lock."""
+        return self.store / "locks" / f"{task}.{validate_name(name)}.lock"
