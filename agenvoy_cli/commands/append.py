@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -18,7 +19,7 @@ def read_input(source: str) -> str:
     """Text of a file or of stdin ('-'), strictly UTF-8."""
     try:
         if source == "-":
-            data = click.get_binary_stream("stdin").read()
+            data = sys.stdin.buffer.read()
         else:
             with open(source, "rb") as handle:
                 data = handle.read()

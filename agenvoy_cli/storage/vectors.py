@@ -196,3 +196,11 @@ def forget_session(store: Store, session_id: str) -> int:
     if index is None:
         return 0
     return index.delete(index.get({"session_id": session_id}))
+
+
+def drop_index(store: Store, name: str) -> bool:
+    """Delete a whole collection (rebuild after an embedder change)."""
+    if not index_exists(store, name):
+        return False
+    client(store).delete_collection(name)
+    return True

@@ -1,0 +1,42 @@
+"""agenvoy compact SESSION | --all: trim history.json, keeping everything in the archive."""
+
+from __future__ import annotations
+
+import click
+
+from agenvoy_cli.commands.common import complete_session, get_store, json_option
+from agenvoy_cli.errors import BadInput
+from agenvoy_cli.output import emit, table
+from agenvoy_cli.storage.compaction import compact_session
+
+
+@click.command("compact")
+@click.argument("session_id", metavar="[SESSION]", required=False, shell_complete=complete_session)
+@click.option("--all", "all_sessions", is_flag=True, help="Every session of the home.")
+@click.option("--max-bytes", type=click.IntRange(min=1024),
+              help="Limit to compact against (default: max_history_bytes).")
+@json_option
+@click.pass_context
+def command(ctx: click.Context, session_id: str | None, all_sessions: bool,
+            max_bytes: int | None, as_json: bool) -> None:
+    """Trim SESSION's history.json from the oldest end to 80% of the limit, cutting only
+    after an assistant message. SQLite keeps every message."""
+    if bool(session_id) == all_sessions:
+        raise BadInput("give a SESSION or --all (not both)")
+    store = get_store(ctx)
+    if session_id:
+        store.require(session_id)
+        ids = [session_id]
+    else:
+        ids = store.session_ids()
+    results = [compact_session(store, sid, max_bytes).as_dict() for sid in ids]
+    if session_id:
+        emit(results[0], as_json, lambda d: f"{d['session_id']}: removed {d['removed']}, kept "
+             f"{d['kept']}, {d['bytes_before']} -> {d['bytes_after']} bytes"
+             + (f" ({d['note']})" if d["note"] else ""))
+    else:
+        emit({"sessions": results}, as_json, lambda d: table(
+            [(r["session_id"], r["removed"], r["kept"], r["bytes_before"], r["bytes_after"],
+              r["note"]) for r in d["sessions"]],
+            ["session", "removed", "kept", "bytes before", "bytes after", "note"],
+        ) if d["sessions"] else "no sessions")

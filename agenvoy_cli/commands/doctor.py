@@ -1,0 +1,42 @@
+"""agenvoy doctor [SESSION] [--repair]: check the invariants; exit 1 while problems remain."""
+
+from __future__ import annotations
+
+import click
+
+from agenvoy_cli.commands.common import complete_session, get_store, json_option
+from agenvoy_cli.errors import FAILED
+from agenvoy_cli.output import emit
+from agenvoy_cli.storage.doctor import run_doctor
+
+
+def _render(doc: dict) -> str:
+    if not doc["problems"]:
+        return f"ok: {doc['sessions']} session(s) checked, no problems"
+    lines = []
+    for p in doc["problems"]:
+        where = p["session_id"] or "(home)"
+        fixed = f"  -> repaired: {p['repaired']}" if p["repaired"] else ""
+        lines.append(f"{where}: {p['check']}: {p['detail']}{fixed}")
+    return "\n".join(lines)
+
+
+@click.command("doctor")
+@click.argument("session_id", metavar="[SESSION]", required=False, shell_complete=complete_session)
+@click.option("--repair", is_flag=True, help="Fix what can be fixed from what is on disk.")
+@json_option
+@click.pass_context
+def command(ctx: click.Context, session_id: str | None, repair: bool, as_json: bool) -> None:
+    """Check that files parse and that the dual-write invariants hold (every history.json
+    message in SQLite exactly once, no vector without its message or older than the trim
+    point, meta consistent). Exit 0 when clean, 1 when problems remain."""
+    store = get_store(ctx)
+    if session_id:
+        store.require(session_id)
+    ids = [session_id] if session_id else store.session_ids()
+    problems = run_doctor(store, ids, repair)
+    remaining = [p for p in problems if not p.repaired]
+    emit({"sessions": len(ids), "problems": [p.as_dict() for p in problems],
+          "remaining": len(remaining)}, as_json, _render)
+    if remaining:
+        ctx.exit(FAILED)

@@ -1,0 +1,172 @@
+"""doctor: check the invariants of a home, and repair what the files on disk allow."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agenvoy_cli.errors import CorruptStore
+from agenvoy_cli.storage import archive
+from agenvoy_cli.storage.history import dump_history, write_history
+from agenvoy_cli.storage.jsonfs import read_json, stale_temp_files
+from agenvoy_cli.storage.store import Store
+
+
+@dataclass
+class Problem:
+    session_id: str | None
+    check: str
+    detail: str
+    repaired: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "check": self.check, "detail": self.detail,
+                "repaired": self.repaired}
+
+
+def _aside(path: Path) -> Path:
+    """Keep a damaged file beside the original instead of deleting it."""
+    target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    path.rename(target)
+    return target
+
+
+class Doctor:
+    def __init__(self, store: Store, repair: bool) -> None:
+        self.store = store
+        self.repair = repair
+        self.problems: list[Problem] = []
+
+    def report(self, sid: str | None, check: str, detail: str,
+               fix: Callable[[], str] | None = None) -> None:
+        problem = Problem(sid, check, detail)
+        if self.repair and fix is not None:
+            problem.repaired = fix()
+        self.problems.append(problem)
+
+    # -- the whole home ---------------------------------------------------------------------
+    def check_database(self) -> bool:
+        if not self.store.layout.db.exists():
+            return True
+        conn = self.store.db()
+        try:
+            result = conn.execute("PRAGMA quick_check").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            self.report(None, "sqlite", f"{self.store.layout.db}: {exc}")
+            return False
+        if result != "ok":
+            self.report(None, "sqlite", f"quick_check: {result}")
+            return False
+        for table in ("messages_fts", "messages_fts5"):
+            try:
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+            except sqlite3.DatabaseError as exc:
+                def rebuild(table: str = table) -> str:
+                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+                    return f"rebuilt {table}"
+
+                self.report(None, "fts", f"{table}: {exc}", rebuild)
+        return True
+
+    # -- one session ------------------------------------------------------------------------
+    def check_session(self, sid: str) -> None:
+        store = self.store
+        folder = store.layout.session_dir(sid)
+        for tmp in stale_temp_files(folder):
+            self.report(sid, "temp-file", f"{tmp.name} left by an interrupted write",
+                        lambda tmp=tmp: (tmp.unlink(), f"deleted {tmp.name}")[1])
+        for path in (store.layout.summary(sid), store.layout.summary_meta(sid)):
+            try:
+                read_json(path, default=None)
+            except CorruptStore as exc:
+                self.report(sid, path.name, str(exc),
+                            lambda path=path: f"moved aside to {_aside(path).name}")
+        try:
+            history = store.history(sid)
+        except CorruptStore as exc:
+            self.report(sid, "history.json", str(exc), lambda: self._rebuild_history(sid))
+            return
+        if not store.layout.db.exists():
+            if history.messages:
+                self.report(sid, "archive", f"{len(history.messages)} message(s) of history.json "
+                            "are not in SQLite (no database)", lambda: self._sync(sid))
+            return
+        conn = store.db()
+        foreign = conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND seq IS NULL",
+                               (sid,)).fetchone()[0]
+        if foreign:
+            self.report(sid, "archive", f"{foreign} row(s) written by another program have no "
+                        "place yet", lambda: self._sync(sid))
+        rows = archive.session_rows(conn, sid)
+        if rows.count - foreign != rows.next_seq:
+            self.report(sid, "archive", f"{rows.next_seq - (rows.count - foreign)} place(s) "
+                        "missing in the archive sequence (rows deleted by hand?)")
+        start = archive.align(conn, sid, history.messages, rows, thorough=True)
+        overlap = min(len(history.messages), rows.next_seq - start)
+        archived = dict(conn.execute(
+            "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
+            (sid, start, start + overlap)).fetchall())
+        wrong = [i for i in range(overlap)
+                 if archived.get(start + i) != archive.hist_hash(history.messages[i])]
+        missing = len(history.messages) - overlap
+        if history.messages and start == rows.next_seq and rows.count:
+            self.report(sid, "archive", "history.json does not match the archive's end (edited "
+                        "by hand?); its messages will be archived as new ones",
+                        lambda: self._sync(sid))
+        elif missing > 0:
+            self.report(sid, "archive", f"{missing} message(s) of history.json are not in SQLite",
+                        lambda: self._sync(sid))
+        if wrong:
+            self.report(sid, "archive", f"{len(wrong)} message(s) differ from their archived row")
+        if history.messages and rows.count and start != (rows.start_seq or 0) and \
+                start != rows.next_seq:
+            self.report(sid, "session_meta", f"trim point is seq {rows.start_seq}, history.json "
+                        f"starts at seq {start}", lambda: self._sync(sid))
+        self.check_vectors(sid, start, rows.next_seq)
+
+    def check_vectors(self, sid: str, start_seq: int, next_seq: int) -> None:
+        from agenvoy_cli.storage import vectors
+
+        if not vectors.index_exists(self.store, vectors.MESSAGES):
+            return
+        with self.store.write_lock():
+            index = vectors.VectorIndex(self.store, vectors.MESSAGES, create=False)
+            entries = index.get({"session_id": sid})
+            stale = [i for i, m in entries.items()
+                     if not start_seq <= int(m.get("seq", -1)) < next_seq]
+            if stale:
+                self.report(sid, "vectors", f"{len(stale)} vector(s) older than the trim point "
+                            "or without their message",
+                            lambda: f"deleted {index.delete(stale)} vector(s)")
+
+    # -- repairs ----------------------------------------------------------------------------
+    def _sync(self, sid: str) -> str:
+        with self.store.write_lock():
+            result = self.store.sync(sid, thorough=True)
+        return f"archived {result.inserted} message(s); history.json starts at seq " \
+               f"{result.start_seq}"
+
+    def _rebuild_history(self, sid: str) -> str:
+        store = self.store
+        with store.write_lock():
+            path = store.layout.history(sid)
+            kept = _aside(path)
+            conn = store.db()
+            rows = archive.session_rows(conn, sid)
+            messages = [m.raw for m in archive.rows_from(conn, sid, rows.start_seq or 0)]
+            write_history(path, dump_history(messages))
+        return f"rebuilt history.json from the archive ({len(messages)} message(s)); the " \
+               f"damaged file is {kept.name}"
+
+
+def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Problem]:
+    doctor = Doctor(store, repair)
+    with store.write_lock():
+        if doctor.check_database():
+            for sid in session_ids:
+                doctor.check_session(sid)
+    return doctor.problems
