@@ -128,13 +128,12 @@ def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
         text = content_text(msg.get("content"))
         params.append((session_id, send_at, role, text, first_seq + i, message_hash(role, text),
                        orjson.dumps(msg).decode(), fts.index_text(strip_header(text))))
-    before = conn.total_changes
-    conn.executemany(
+    cur = conn.executemany(
         "INSERT OR IGNORE INTO messages (session_id, send_at, role, content, seq, hash, message,"
         " tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         params,
     )
-    return conn.total_changes - before
+    return cur.rowcount  # rows of this statement only (total_changes counts trigger writes)
 
 
 def set_start(conn: sqlite3.Connection, session_id: str, start_seq: int) -> int:
@@ -167,7 +166,6 @@ def rows_from(conn: sqlite3.Connection, session_id: str, lo: int = 0,
 
 
 def delete_session(conn: sqlite3.Connection, session_id: str) -> int:
-    before = conn.total_changes
-    conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+    deleted = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
     conn.execute("DELETE FROM session_meta WHERE session_id = ?", (session_id,))
-    return conn.total_changes - before
+    return deleted

@@ -202,6 +202,7 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 def reclaim_space(conn: sqlite3.Connection) -> None:
     """Give freed pages back to the file system so the file does not grow forever."""
     if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
-        conn.execute("PRAGMA incremental_vacuum")
+        # executescript steps the pragma to completion; execute() frees a single page.
+        conn.executescript("PRAGMA incremental_vacuum;")
     else:
         conn.execute("VACUUM")
