@@ -167,11 +167,20 @@ class Store:
             data = appended_bytes(history, stamped)
             ensure_dir(history.path.parent)
             write_history(history.path, data)
-            with self.transaction() as conn:
-                inserted = archive.insert(conn, session_id, rows.next_seq, missing + stamped,
-                                          self._fallback_ns(history))
-                if start != rows.start_seq and (start > 0 or rows.start_seq is not None):
-                    archive.set_start(conn, session_id, start)
+            try:
+                with self.transaction() as conn:
+                    inserted = archive.insert(conn, session_id, rows.next_seq, missing + stamped,
+                                              self._fallback_ns(history))
+                    if start != rows.start_seq and (start > 0 or rows.start_seq is not None):
+                        archive.set_start(conn, session_id, start)
+            except BaseException:
+                # Put history.json back so a failed append leaves the previous state (had we
+                # died instead, the next write or doctor would archive the extra message).
+                if history.raw is None:
+                    history.path.unlink(missing_ok=True)
+                else:
+                    write_history(history.path, history.raw)
+                raise
             total = len(history.messages) + len(stamped)
             compaction = None
             if compact and len(data) > limit:
