@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.paths import Layout
@@ -35,12 +34,11 @@ def _config_number(data: dict[str, Any], key: str, default: int) -> int:
     return value
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     max_history_messages: int = DEFAULT_MAX_HISTORY_MESSAGES
     max_history_bytes: int = DEFAULT_MAX_HISTORY_BYTES
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = {}  # noqa: RUF012 - never mutated
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.raw.get(name)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from agenvoy_cli.errors import BadInput
 
@@ -49,8 +49,7 @@ def validate_name(name: str, kind: str = "session id") -> str:
     return name
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     home: Path
 
     @property

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -25,8 +24,7 @@ from agenvoy_cli.storage.messages import (
 )
 
 
-@dataclass(frozen=True)
-class SessionRows:
+class SessionRows(NamedTuple):
     count: int  # rows in SQLite
     next_seq: int  # max(seq) + 1
     start_seq: int | None
@@ -88,8 +86,8 @@ def align(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
     n, m = rows.next_seq, len(history)
     if m == 0:
         return n
-    hint = rows.start_seq if rows.start_seq is not None else (0 if rows.count == 0 else None)
-    if hint is not None and hint <= n <= hint + m and not thorough:
+    hint = rows.start_seq or 0  # never trimmed: history.json starts at the first message
+    if hint <= n <= hint + m and not thorough:
         probes = {p for p in (hint, n - 1) if hint <= p < n}
         if all(_hash_at(conn, session_id, p) == hist_hash(history[p - hint]) for p in probes):
             return hint

@@ -9,15 +9,24 @@ and every token is quoted, so user text can never become FTS syntax.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CJK = (
     "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
     "\U00020000-\U0002ffff"
 )
+# Compiling these classes costs milliseconds: `append` needs only the first one.
 _CJK_RUN = re.compile(f"[{_CJK}]+")
-_TOKEN = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
-_CJK_CHAR = re.compile(f"[{_CJK}]")
+
+
+@functools.cache
+def _query_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    return re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+"), re.compile(f"[{_CJK}]")
+
+
+def _is_cjk(token: str) -> bool:
+    return _CJK_RUN.match(token) is not None
 
 
 def _bigrams(run: str) -> list[str]:
@@ -38,9 +47,9 @@ def index_text(text: str) -> str:
 def term_tokens(term: str) -> list[str]:
     """Tokens of one query term, in order (CJK runs as bigrams, words lower-cased)."""
     tokens: list[str] = []
-    for match in _TOKEN.finditer(term):
+    for match in _query_patterns()[0].finditer(term):
         piece = match.group(0)
-        if _CJK_CHAR.match(piece):
+        if _is_cjk(piece):
             tokens.extend(_bigrams(piece))
         else:
             tokens.append(piece.lower())
@@ -57,7 +66,7 @@ def _quote(token: str) -> str:
 
 
 def _phrase(tokens: list[str]) -> str:
-    if len(tokens) == 1 and _CJK_CHAR.match(tokens[0]) and len(tokens[0]) == 1:
+    if len(tokens) == 1 and len(tokens[0]) == 1 and _is_cjk(tokens[0]):
         return _quote(tokens[0]) + "*"  # one CJK character: prefix of its bigrams
     return " + ".join(_quote(t) for t in tokens)
 
@@ -76,3 +85,14 @@ def match_any(query: str) -> str | None:
     if not tokens:
         return None
     return " OR ".join(_quote(t) for t in tokens)
+
+
+def word_pattern() -> re.Pattern[str]:
+    """CJK runs or words (what a query term is made of)."""
+    return _query_patterns()[0]
+
+
+def __getattr__(name: str) -> re.Pattern[str]:  # old name, compiled on first use
+    if name == "_TOKEN":
+        return word_pattern()
+    raise AttributeError(name)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -17,8 +16,7 @@ def recovery_hint(session_id: str) -> str:
             "from the archive (the damaged file is kept beside it)")
 
 
-@dataclass
-class History:
+class History(NamedTuple):
     path: Path
     messages: list[dict[str, Any]]
     raw: bytes | None  # None when the file does not exist

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from agenvoy_cli.errors import BadInput
+
+try:  # the builtin module: hashlib would first load OpenSSL (~3 ms on every append)
+    from _blake2 import blake2b as _blake2b
+except ImportError:  # pragma: no cover - not CPython
+    from hashlib import blake2b as _blake2b
 
 ROLES = ("user", "assistant", "system", "tool")
 HEADER_LABEL = "當前時間"
@@ -26,12 +29,18 @@ _PLAIN_TIME = re.compile(r"\A" + _TIME_RE + r"\Z")
 NS = 1_000_000_000
 
 
+def _to_datetime(stamp: str) -> datetime:
+    # By hand: datetime.strptime drags in _strptime, locale and calendar (ms on every append).
+    return datetime(int(stamp[0:4]), int(stamp[5:7]), int(stamp[8:10]),
+                    int(stamp[11:13]), int(stamp[14:16]), int(stamp[17:19]))
+
+
 def parse_local_time(text: str) -> datetime:
     """'YYYY-MM-DD HH:MM:SS' in the local zone (TZ honoured); raises BadInput."""
     if not _PLAIN_TIME.match(text.strip()):
         raise BadInput(f"time {text!r} is not in the form YYYY-MM-DD HH:MM:SS")
     try:
-        return datetime.strptime(text.strip(), TIME_FORMAT)
+        return _to_datetime(text.strip())
     except ValueError as exc:
         raise BadInput(f"time {text!r}: {exc}") from None
 
@@ -57,6 +66,8 @@ def content_text(content: Any) -> str:
 def _header(text: str) -> tuple[str | None, int]:
     """(time text, end of the header) of a content's leading time header."""
     head = text[:2000]
+    if HEADER_LABEL not in head:
+        return None, 0
     for pattern in (_BLOCK, _BARE):
         match = pattern.match(head)
         if match:
@@ -71,7 +82,7 @@ def header_time(text: str) -> datetime | None:
     if stamp is None:
         return None
     try:
-        return datetime.strptime(stamp, TIME_FORMAT)
+        return _to_datetime(stamp)
     except ValueError:
         return None
 
@@ -141,11 +152,11 @@ def with_header(message: dict[str, Any], moment: datetime) -> dict[str, Any]:
 
 def message_hash(role: str, text: str) -> str:
     """Identity used to align history.json with SQLite rows (also rows the Go daemon wrote)."""
-    return hashlib.sha256(f"{role}\x00{text}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    data = f"{role}\x00{text}".encode("utf-8", "surrogatepass")
+    return _blake2b(data, digest_size=16).hexdigest()
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     """One message with its place in the session's full history."""
 
     seq: int

@@ -6,9 +6,8 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from agenvoy_cli.config import Settings, load_settings
 from agenvoy_cli.errors import CorruptStore, NotFound
@@ -25,15 +24,13 @@ from agenvoy_cli.storage.locking import store_lock
 from agenvoy_cli.storage.messages import Message, assign_times, validate_message, with_header
 
 
-@dataclass(frozen=True)
-class SyncResult:
+class SyncResult(NamedTuple):
     session_id: str
     start_seq: int
     inserted: int
 
 
-@dataclass(frozen=True)
-class AppendResult:
+class AppendResult(NamedTuple):
     session_id: str
     appended: int
     messages: int
@@ -141,7 +138,7 @@ class Store:
             missing = history.messages[rows.next_seq - start:]
             inserted = archive.insert(conn, session_id, rows.next_seq, missing,
                                       self._fallback_ns(history))
-            if start != rows.start_seq and (start > 0 or rows.start_seq is not None):
+            if start != (rows.start_seq or 0):
                 archive.set_start(conn, session_id, start)
         return SyncResult(session_id, start, inserted)
 
@@ -171,7 +168,7 @@ class Store:
                 with self.transaction() as conn:
                     inserted = archive.insert(conn, session_id, rows.next_seq, missing + stamped,
                                               self._fallback_ns(history))
-                    if start != rows.start_seq and (start > 0 or rows.start_seq is not None):
+                    if start != (rows.start_seq or 0):
                         archive.set_start(conn, session_id, start)
             except BaseException:
                 # Put history.json back so a failed append leaves the previous state (had we

@@ -1,0 +1,79 @@
+"""bench/append: process wall time of `agenvoy append`, as ratios the issue sets targets for.
+
+  ratio 1: median(append one message) / median(python -c "import click, orjson, sqlite3")  <= 1.5
+  ratio 2: median(append to a ~5 MiB history.json) / median(append to an empty session)   <= 1.3
+
+Usage: python bench/append.py [--runs 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+
+def agenvoy_exe() -> list[str]:
+    script = Path(sys.executable).with_name("agenvoy")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "agenvoy_cli"]
+
+
+def wall(cmd: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def build_big(home: Path, sid: str, target: int) -> int:
+    """A history.json of about `target` bytes (user/assistant pairs with headers)."""
+    msgs, size, i = [], 2, 0
+    while size < target:
+        head = f"---\n當前時間: 2024-01-01 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}\n---\n"
+        role = "user" if i % 2 == 0 else "assistant"
+        msg = {"role": role, "content": head + f"message {i} " + "lorem ipsum dolor " * 60}
+        msgs.append(msg)
+        size += len(orjson.dumps(msg)) + 1
+        i += 1
+    folder = home / "sessions" / sid
+    folder.mkdir(parents=True)
+    (folder / "history.json").write_bytes(orjson.dumps(msgs))
+    return len(msgs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=30)
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="agenvoy-bench-"))
+    env = {**os.environ, "AGENVOY_HOME": str(home), "AGENVOY_MAX_HISTORY_BYTES": str(8 << 20)}
+    exe = agenvoy_exe()
+    count = build_big(home, "big", 5 << 20)
+    subprocess.run(exe + ["backfill", "big"], env=env, check=True, stdout=subprocess.DEVNULL)
+    base, empty, big = [], [], []
+    imports = [sys.executable, "-c", "import click, orjson, sqlite3"]
+    for n in range(args.runs):  # interleaved, so machine noise hits every series alike
+        base.append(wall(imports, env))
+        empty.append(wall(exe + ["append", f"fresh{n}", "--role", "user", "--content", "hi"], env))
+        big.append(wall(exe + ["append", "big", "--role", "user", "--content", "hi"], env))
+    size = (home / "sessions/big/history.json").stat().st_size
+    med = {k: statistics.median(v) for k, v in (("imports", base), ("empty", empty),
+                                                 ("big", big))}
+    print(f"runs: {args.runs}; big session: {count} messages, {size / 2**20:.2f} MiB")
+    print(f"python -c 'import click, orjson, sqlite3'  median {med['imports'] * 1000:7.1f} ms")
+    print(f"agenvoy append (empty session)           median {med['empty'] * 1000:7.1f} ms")
+    print(f"agenvoy append (~5 MiB history.json)     median {med['big'] * 1000:7.1f} ms")
+    print(f"ratio append/imports: {med['empty'] / med['imports']:.2f}  (target <= 1.5)")
+    print(f"ratio big/empty:      {med['big'] / med['empty']:.2f}  (target <= 1.3)")
+    shutil.rmtree(home)
+
+
+if __name__ == "__main__":
+    main()
