@@ -148,6 +148,22 @@ def set_start(conn: sqlite3.Connection, session_id: str, start_seq: int) -> int:
     return start_at
 
 
+def fingerprint(conn: sqlite3.Connection, session_id: str) -> tuple[int, int, int, int] | None:
+    """(inode, size, mtime_ns, messages) of the history.json our last append wrote."""
+    row = conn.execute("SELECT hist_ino, hist_size, hist_mtime_ns, hist_count FROM session_meta"
+                       " WHERE session_id = ?", (session_id,)).fetchone()
+    return row if row and row[0] is not None else None
+
+
+def set_fingerprint(conn: sqlite3.Connection, session_id: str, stat: Any, count: int) -> None:
+    conn.execute(
+        "INSERT INTO session_meta (session_id, hist_ino, hist_size, hist_mtime_ns, hist_count) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+        "hist_ino = excluded.hist_ino, hist_size = excluded.hist_size, "
+        "hist_mtime_ns = excluded.hist_mtime_ns, hist_count = excluded.hist_count",
+        (session_id, stat.st_ino, stat.st_size, stat.st_mtime_ns, count))
+
+
 def rows_from(conn: sqlite3.Connection, session_id: str, lo: int = 0,
               hi: int | None = None) -> list[Message]:
     sql = ("SELECT seq, send_at, role, content, message FROM messages "

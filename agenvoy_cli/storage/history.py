@@ -46,10 +46,10 @@ def dump_history(messages: list[dict[str, Any]]) -> bytes:
     return orjson.dumps(messages) + b"\n"
 
 
-def appended_bytes(history: History, new: list[dict[str, Any]]) -> bytes:
+def appended_bytes(history: History, new: list[dict[str, Any]], *, empty: bool) -> bytes:
     """The file with `new` appended, splicing bytes so the cost does not grow with history
     (the existing text is reused as it is, not re-serialized)."""
-    if history.raw is None or not history.messages:
+    if history.raw is None or empty:
         return dump_history(new)
     body = history.raw.rstrip()
     if not body.endswith(b"]"):

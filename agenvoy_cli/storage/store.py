@@ -142,6 +142,26 @@ class Store:
                 archive.set_start(conn, session_id, start)
         return SyncResult(session_id, start, inserted)
 
+    def _history_for_append(self, conn: sqlite3.Connection, session_id: str,
+                            rows: archive.SessionRows) -> tuple[History, int]:
+        """history.json and its message count. When the file is exactly the one our last
+        append wrote (same inode, size and mtime, recorded with the rows), its bytes are
+        reused without parsing: the cost of an append must not grow with the history."""
+        path = self.layout.history(session_id)
+        known = archive.fingerprint(conn, session_id)
+        if known is not None:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                stat = None
+            if (stat is not None and (stat.st_ino, stat.st_size, stat.st_mtime_ns) == known[:3]
+                    and rows.next_seq == (rows.start_seq or 0) + known[3]):
+                raw = path.read_bytes()
+                if len(raw) == stat.st_size and raw.rstrip().endswith(b"]"):
+                    return History(path, [], raw), known[3]
+        history = load_history(path, session_id)
+        return history, len(history.messages)
+
     def append(self, session_id: str, messages: list[Any], moment: datetime | None = None,
                *, compact: bool = True) -> AppendResult:
         """All of the batch or none of it: validate everything before writing anything."""
@@ -155,13 +175,16 @@ class Store:
         moment = moment or datetime.now().replace(microsecond=0)
         stamped = [with_header(m, moment) for m in checked]
         with self.write_lock():
-            history = self.history(session_id)
             conn = self.db()
             archive.adopt_foreign_rows(conn, session_id)
             rows = archive.session_rows(conn, session_id)
-            start = archive.align(conn, session_id, history.messages, rows)
-            missing = history.messages[rows.next_seq - start:]
-            data = appended_bytes(history, stamped)
+            history, count = self._history_for_append(conn, session_id, rows)
+            if history.messages or count == 0:
+                start = archive.align(conn, session_id, history.messages, rows)
+                missing = history.messages[rows.next_seq - start:]
+            else:  # unchanged since our last write, which left both stores in step
+                start, missing = rows.start_seq or 0, []
+            data = appended_bytes(history, stamped, empty=count == 0)
             ensure_dir(history.path.parent)
             write_history(history.path, data)
             try:
@@ -170,6 +193,8 @@ class Store:
                                               self._fallback_ns(history))
                     if start != (rows.start_seq or 0):
                         archive.set_start(conn, session_id, start)
+                    archive.set_fingerprint(conn, session_id, history.path.stat(),
+                                            count + len(stamped))
             except BaseException:
                 # Put history.json back so a failed append leaves the previous state (had we
                 # died instead, the next write or doctor would archive the extra message).
@@ -178,7 +203,7 @@ class Store:
                 else:
                     write_history(history.path, history.raw)
                 raise
-            total = len(history.messages) + len(stamped)
+            total = count + len(stamped)
             compaction = None
             if compact and len(data) > limit:
                 from agenvoy_cli.storage.compaction import compact_session
