@@ -115,9 +115,80 @@ def _m002_positions(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m003_error_memory(conn: sqlite3.Connection) -> None:
+    """Error memory (agenvoy errors): one row per record with its expiry (unix ns), its
+    keywords in a side table for exact matches, and an FTS index over CJK-aware tokens
+    (fts.index_text; no stemming, so query tokens can be compared with stored ones).
+    vector_model names the model of the record's vector in Chroma (NULL: none)."""
+    _script(conn,
+        """
+        CREATE TABLE IF NOT EXISTS error_records (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            tool_name TEXT NOT NULL,
+            keywords TEXT NOT NULL,
+            error_type TEXT,
+            symptom TEXT NOT NULL,
+            cause TEXT NOT NULL DEFAULT '',
+            action TEXT NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('resolved', 'failed', 'abandoned')),
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            hits INTEGER NOT NULL DEFAULT 0,
+            last_hit_at INTEGER,
+            vector_model TEXT,
+            kw_tokens TEXT NOT NULL DEFAULT '',
+            text_tokens TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX IF NOT EXISTS idx_error_records_tool
+            ON error_records(tool_name, error_type, expires_at);
+        CREATE INDEX IF NOT EXISTS idx_error_records_expires ON error_records(expires_at);
+        CREATE TABLE IF NOT EXISTS error_keywords (
+            keyword TEXT NOT NULL,
+            seq INTEGER NOT NULL REFERENCES error_records(seq) ON DELETE CASCADE,
+            PRIMARY KEY (keyword, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS idx_error_keywords_seq ON error_keywords(seq);
+        CREATE VIRTUAL TABLE IF NOT EXISTS error_records_fts USING fts5(
+            kw_tokens, text_tokens,
+            content='error_records', content_rowid='seq',
+            tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE IF NOT EXISTS error_records_vocab
+            USING fts5vocab(error_records_fts, 'row');
+        CREATE TRIGGER IF NOT EXISTS error_records_fts_ai AFTER INSERT ON error_records BEGIN
+            INSERT INTO error_records_fts(rowid, kw_tokens, text_tokens)
+            VALUES (new.seq, new.kw_tokens, new.text_tokens);
+        END;
+        CREATE TRIGGER IF NOT EXISTS error_records_fts_ad AFTER DELETE ON error_records BEGIN
+            INSERT INTO error_records_fts(error_records_fts, rowid, kw_tokens, text_tokens)
+            VALUES ('delete', old.seq, old.kw_tokens, old.text_tokens);
+        END;
+        CREATE TRIGGER IF NOT EXISTS error_records_fts_au
+        AFTER UPDATE OF kw_tokens, text_tokens ON error_records BEGIN
+            INSERT INTO error_records_fts(error_records_fts, rowid, kw_tokens, text_tokens)
+            VALUES ('delete', old.seq, old.kw_tokens, old.text_tokens);
+            INSERT INTO error_records_fts(rowid, kw_tokens, text_tokens)
+            VALUES (new.seq, new.kw_tokens, new.text_tokens);
+        END;
+        """
+    )
+
+
+def _m004_history_fingerprint(conn: sqlite3.Connection) -> None:
+    """Identity of the history.json our last append wrote, so the next one can skip
+    parsing a file nobody else touched."""
+    have = _columns(conn, "session_meta")
+    for name in ("hist_ino", "hist_size", "hist_mtime_ns", "hist_count"):
+        if name not in have:
+            conn.execute(f"ALTER TABLE session_meta ADD COLUMN {name} INTEGER")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
+    ("003_error_memory", _m003_error_memory),
+    ("004_history_fingerprint", _m004_history_fingerprint),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
