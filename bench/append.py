@@ -52,6 +52,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
+    # Byte-compile the package as a regular install does (pip compiles on install); with an
+    # editable install and PYTHONDONTWRITEBYTECODE set, every run would compile the source.
+    import agenvoy_cli
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(agenvoy_cli.__file__)
+                    .parent)], check=True)
     home = Path(tempfile.mkdtemp(prefix="agenvoy-bench-"))
     env = {**os.environ, "AGENVOY_HOME": str(home), "AGENVOY_MAX_HISTORY_BYTES": str(8 << 20)}
     exe = agenvoy_exe()
