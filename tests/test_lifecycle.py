@@ -176,3 +176,26 @@ def test_doctor_rebuilds_damaged_history_from_archive(run, home):
 @pytest.mark.parametrize("sid", ["../x", ".x"])
 def test_doctor_refuses_bad_ids(run, sid):
     assert run("doctor", sid).exit_code == 2
+
+
+def test_bulk_backfill_keeps_both_fts_indexes_and_triggers(run, home):
+    folder = home / "sessions" / "bulk"
+    folder.mkdir(parents=True)
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"第{i}條 部署 item{i}"}
+            for i in range(1200)]
+    (folder / "history.json").write_bytes(orjson.dumps(msgs))
+    assert run("backfill", "bulk", "--json").json()["inserted"] == 1200
+    conn = sqlite3.connect(home / ".store/history.db")
+    assert conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH '部署'"
+                        ).fetchone()[0] == 1200
+    assert conn.execute("SELECT rowid FROM messages_fts5 WHERE messages_fts5 MATCH 'item7'"
+                        ).fetchall() == [(8,)]
+    triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+    assert {"trigger_messages_after_insert", "messages_fts_ai"} <= triggers
+    conn.close()
+    run("append", "bulk", "--role", "user", "--content", "after the bulk 部署")
+    conn = sqlite3.connect(home / ".store/history.db")
+    assert conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH '部署'"
+                        ).fetchone()[0] == 1201
+    conn.close()
+    assert run("doctor").exit_code == 0
