@@ -165,6 +165,8 @@ class Doctor:
 
 def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Problem]:
     doctor = Doctor(store, repair)
+    if not session_ids and not store.layout.db.exists():
+        return []  # an empty home: nothing to check, and checking must not create it
     with store.write_lock():
         if doctor.check_database():
             for sid in session_ids:
