@@ -51,6 +51,9 @@ class Store:
         return store_lock(self.layout.lock, self.settings.lock_timeout)
 
     def read_lock(self) -> contextlib.AbstractContextManager[None]:
+        # Open (and, once, upgrade) the database first: an upgrade needs the write lock,
+        # which cannot be taken while this process holds the lock shared.
+        self.db_readonly()
         return store_lock(self.layout.lock, self.settings.lock_timeout, shared=True)
 
     def db(self) -> sqlite3.Connection:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from agenvoy_cli.errors import CorruptStore
 from agenvoy_cli.storage.jsonfs import read_json
+from agenvoy_cli.storage.messages import TIME_FORMAT
 
 KEYS = ("key_decisions", "past_discussions", "current_discussion")
 LEGACY_KEYS = ("core_discussion", "discussion_log", "confirmed_needs", "current_conclusion")
@@ -68,3 +72,60 @@ def drop_stale_discussions(summary: dict[str, Any], oldest: datetime | None) -> 
 def context_message(summary: dict[str, Any], oldest: datetime | None) -> dict[str, str]:
     body = orjson.dumps(drop_stale_discussions(summary, oldest), option=orjson.OPT_INDENT_2)
     return {"role": "system", "content": CONTEXT_TEMPLATE.format(summary=body.decode())}
+
+
+# -- summarize helpers (read-only: writing is the summarizer's, under the locks) -------------
+CURSOR_KEY = "last_message_time"
+_FENCED = re.compile(r"```(?:json|summary)?[ \t]*\r?\n(.*?)\r?\n[ \t]*```", re.S | re.I)
+_TAGGED = re.compile(r"<summary>\s*(.*?)\s*</summary>", re.S | re.I)
+_BRACKETED = re.compile(r"\[summary\]\s*(.*?)\s*\[/summary\]", re.S | re.I)
+_THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
+_MAX_BARE_STARTS = 32  # '{' positions tried for bare JSON: bounds the work on garbage
+
+
+def read_cursor(path: Path) -> dict[str, Any]:
+    """summary.meta.json as a dict ({} when missing). A last_message_time that is not
+    'YYYY-MM-DD HH:MM:SS' is refused rather than guessed (it decides what is re-sent)."""
+    data = read_json(path, default={}, hint="fix or delete it")
+    if not isinstance(data, dict):
+        raise CorruptStore(f"{path} is not a JSON object; fix or delete it")
+    stamp = data.get(CURSOR_KEY)
+    if stamp not in (None, ""):
+        try:
+            datetime.strptime(str(stamp), TIME_FORMAT)
+        except ValueError:
+            raise CorruptStore(f"{path}: {CURSOR_KEY} {stamp!r} is not YYYY-MM-DD HH:MM:SS; "
+                               "fix or delete it") from None
+    return data
+
+
+def _load_valid(text: str) -> dict[str, Any] | None:
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return data if is_valid_summary(data) else None
+
+
+def parse_summary_reply(text: str) -> dict[str, Any] | None:
+    """The summary in an LLM reply, as upstream accepts it: a ```json fence, a <summary>
+    block, a [summary] block, else bare JSON; only a valid summary counts."""
+    text = _THINKING.sub("", text)  # reasoning models may put braces in their thoughts
+    for pattern in (_FENCED, _TAGGED, _BRACKETED):
+        for match in pattern.finditer(text):
+            found = _load_valid(match.group(1))
+            if found is not None:
+                return found
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    for _ in range(_MAX_BARE_STARTS):
+        if start < 0:
+            break
+        try:
+            data, _end = decoder.raw_decode(text, start)  # trailing prose is tolerated
+        except ValueError:
+            data = None
+        if is_valid_summary(data):
+            return data
+        start = text.find("{", start + 1)
+    return None

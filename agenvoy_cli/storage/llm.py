@@ -1,0 +1,263 @@
+"""The LLM behind `summarize`: an OpenAI-compatible chat-completions endpoint (stdlib urllib)
+or a command that reads the request JSON on stdin and prints the reply on stdout.
+
+Configuration, first match wins:
+  base_url  AGENVOY_LLM_BASE_URL, config agenvoy.llm.base_url, OPENAI_BASE_URL,
+            https://api.openai.com/v1 when only OPENAI_API_KEY is set
+  model     AGENVOY_LLM_MODEL, config agenvoy.llm.model
+  api key   AGENVOY_LLM_API_KEY, the variable named by agenvoy.llm.api_key_env, OPENAI_API_KEY
+  timeout   AGENVOY_LLM_TIMEOUT, config agenvoy.llm.timeout, 120 s
+  command   --llm-command / AGENVOY_LLM_COMMAND, config agenvoy.llm.command
+The key is never read from the config file, never written anywhere, never put in a message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agenvoy_cli.config import Settings
+from agenvoy_cli.errors import BadInput, OperationFailed
+
+DEFAULT_TIMEOUT = 120.0
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+MASK = "****"
+_SNIPPET = 200  # characters of a failing reply shown in the error
+_MAX_REPLY = 16 * 1024 * 1024  # a chat reply larger than this is not a summary
+
+
+class LLMError(OperationFailed):
+    """A failed call: HTTP error, timeout, unreachable endpoint, failing command."""
+
+
+class Client(Protocol):
+    def complete(self, body: dict[str, Any]) -> str: ...
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = DEFAULT_TIMEOUT
+    command: tuple[str, ...] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str | None:
+        if self.command or not self.base_url:
+            return None
+        base = self.base_url.rstrip("/")
+        return base if base.endswith("/chat/completions") else base + "/chat/completions"
+
+    def headers(self, *, masked: bool = False) -> dict[str, str]:
+        out = {"Content-Type": "application/json", "Accept": "application/json",
+               "User-Agent": "agenvoy-cli"}
+        if self.api_key:
+            out["Authorization"] = f"Bearer {MASK if masked else self.api_key}"
+        return out
+
+    def body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        """The request document; extra `options` (temperature, reasoning_effort, ...) come
+        from the config file because servers differ in what they accept."""
+        body: dict[str, Any] = {}
+        if self.model:
+            body["model"] = self.model
+        body["messages"] = messages
+        body["stream"] = False
+        for key, value in self.options.items():
+            body.setdefault(key, value)
+        return body
+
+    def target(self) -> str:
+        return f"command {shlex.join(self.command)}" if self.command else str(self.url)
+
+    def scrub(self, text: str) -> str:
+        """Text with the key masked: servers sometimes echo the request in an error."""
+        return text.replace(self.api_key, MASK) if self.api_key else text
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _timeout(raw: Any, where: str) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise BadInput(f"{where}={raw!r} is not a number of seconds") from None
+    if not value > 0:
+        raise BadInput(f"{where}={raw!r} must be more than 0 seconds")
+    return value
+
+
+def load_config(settings: Settings, command: str | None = None) -> LLMConfig:
+    """The LLM settings, or BadInput naming what to set (checked before anything is done)."""
+    section = settings.section("agenvoy").get("llm")
+    conf: dict[str, Any] = section if isinstance(section, dict) else {}
+    if any(k in conf for k in ("api_key", "key", "token")):
+        raise BadInput("config.json holds agenvoy.llm.api_key: keys do not belong in a file; "
+                       "remove it and set AGENVOY_LLM_API_KEY (or agenvoy.llm.api_key_env)")
+    options = conf.get("options", {})
+    if not isinstance(options, dict):
+        raise BadInput("config.json: agenvoy.llm.options must be an object")
+    raw_timeout = _env("AGENVOY_LLM_TIMEOUT")
+    timeout = (_timeout(raw_timeout, "AGENVOY_LLM_TIMEOUT") if raw_timeout
+               else _timeout(conf.get("timeout", DEFAULT_TIMEOUT), "agenvoy.llm.timeout"))
+    key_env = conf.get("api_key_env")
+    api_key = (_env("AGENVOY_LLM_API_KEY") or (_env(str(key_env)) if key_env else None)
+               or _env("OPENAI_API_KEY"))
+    model = _env("AGENVOY_LLM_MODEL") or (str(conf["model"]) if conf.get("model") else None)
+
+    cmd = command or _env("AGENVOY_LLM_COMMAND") or conf.get("command")
+    if cmd:
+        argv = tuple(cmd) if isinstance(cmd, list) else tuple(shlex.split(str(cmd)))
+        if not argv:
+            raise BadInput("--llm-command is empty")
+        return LLMConfig(None, model, api_key, timeout, argv, options)
+
+    base_url = (_env("AGENVOY_LLM_BASE_URL") or (str(conf["base_url"]) if conf.get("base_url")
+                else None) or _env("OPENAI_BASE_URL")
+                or (OPENAI_BASE_URL if _env("OPENAI_API_KEY") else None))
+    missing = [name for name, value in (("AGENVOY_LLM_BASE_URL", base_url),
+                                        ("AGENVOY_LLM_MODEL", model)) if not value]
+    if missing:
+        raise BadInput(
+            f"no LLM configured: set {' and '.join(missing)} (or agenvoy.llm.base_url and "
+            "agenvoy.llm.model in config.json), or pass --llm-command CMD; nothing was changed")
+    assert base_url is not None
+    if not base_url.startswith(("http://", "https://")):
+        raise BadInput(f"LLM base URL {base_url!r} must start with http:// or https://")
+    return LLMConfig(base_url, model, api_key, timeout, None, options)
+
+
+def make_client(config: LLMConfig) -> Client:
+    return CommandClient(config) if config.command else HTTPClient(config)
+
+
+def reply_text(doc: Any) -> str:
+    """choices[0].message.content of a chat-completions response (string or text parts)."""
+    try:
+        content = doc["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise LLMError("the response has no choices[0].message.content") from None
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if not isinstance(content, str) or not content.strip():
+        raise LLMError("the reply is empty")
+    return content
+
+
+class HTTPClient:
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
+
+    def _fail(self, reason: str) -> LLMError:
+        return LLMError(self.config.scrub(f"LLM call to {self.config.url} failed: {reason}"))
+
+    def complete(self, body: dict[str, Any]) -> str:
+        config = self.config
+        data = json.dumps(body, ensure_ascii=False).encode()
+        request = urllib.request.Request(str(config.url), data=data, method="POST",
+                                         headers=config.headers())
+        deadline = time.monotonic() + config.timeout
+        try:
+            with urllib.request.urlopen(request, timeout=config.timeout) as response:
+                raw = self._read(response, deadline)
+        except urllib.error.HTTPError as exc:
+            detail = _snippet(exc.read(_SNIPPET * 4).decode("utf-8", "replace"))
+            hint = " (does the base URL end with /v1?)" if exc.code == 404 else ""
+            raise self._fail(f"HTTP {exc.code} {exc.reason}{hint}: {detail}") from None
+        except TimeoutError:
+            raise self._fail(f"no answer within {config.timeout:g}s "
+                             "(set AGENVOY_LLM_TIMEOUT to wait longer)") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, TimeoutError):
+                raise self._fail(f"no answer within {config.timeout:g}s "
+                                 "(set AGENVOY_LLM_TIMEOUT to wait longer)") from None
+            raise self._fail(f"cannot connect: {exc.reason}") from None
+        except OSError as exc:
+            raise self._fail(f"{type(exc).__name__}: {exc}") from None
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            raise self._fail(f"the response is not JSON: {_snippet(raw.decode('utf-8', 'replace'))}"
+                             ) from None
+        try:
+            return reply_text(doc)
+        except LLMError as exc:
+            raise self._fail(str(exc)) from None
+
+    def _read(self, response: Any, deadline: float) -> bytes:
+        # The socket timeout bounds each read; the deadline bounds a server that trickles.
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            chunk = response.read(65536)
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+            size += len(chunk)
+            if size > _MAX_REPLY:
+                raise OSError(f"the response is larger than {_MAX_REPLY} bytes")
+            if time.monotonic() > deadline:
+                raise TimeoutError
+
+
+class CommandClient:
+    """`--llm-command CMD`: the request JSON on stdin, the reply on stdout (plain text, or a
+    chat-completions response document). Run without a shell; killed with its process group
+    when it overruns the timeout."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
+
+    def _fail(self, reason: str) -> LLMError:
+        return LLMError(self.config.scrub(f"LLM {self.config.target()} failed: {reason}"))
+
+    def complete(self, body: dict[str, Any]) -> str:
+        argv = list(self.config.command or ())
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            raise self._fail(f"cannot run it: {exc.strerror or exc}") from None
+        data = json.dumps(body, ensure_ascii=False).encode()
+        try:
+            out, err = proc.communicate(data, timeout=self.config.timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise self._fail(f"no answer within {self.config.timeout:g}s") from None
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        if proc.returncode != 0:
+            lines = err.decode("utf-8", "replace").strip().splitlines()
+            tail = _snippet(lines[-1]) if lines else ""
+            raise self._fail(f"exit status {proc.returncode}" + (f": {tail}" if tail else ""))
+        text = out.decode("utf-8", "replace")
+        if text.lstrip().startswith("{") and '"choices"' in text:
+            with contextlib.suppress(ValueError, LLMError):
+                return reply_text(json.loads(text))
+        if not text.strip():
+            raise self._fail("it printed nothing")
+        return text
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"
