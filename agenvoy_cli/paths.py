@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from agenvoy_cli.errors import BadInput
+from agenvoy_cli.errors import BadInput, CorruptStore
 
 HOME_ENV = "AGENVOY_HOME"
 NAME_MAX_BYTES = 200
@@ -49,6 +49,13 @@ def validate_name(name: str, kind: str = "session id") -> str:
     return name
 
 
+def _no_symlink(path: Path) -> Path:
+    """A symlink planted inside the home could lead reads and writes outside it."""
+    if path.is_symlink():
+        raise CorruptStore(f"{path} is a symbolic link; refusing to follow it out of the home")
+    return path
+
+
 class Layout(NamedTuple):
     home: Path
 
@@ -58,19 +65,19 @@ class Layout(NamedTuple):
 
     @property
     def sessions(self) -> Path:
-        return self.home / "sessions"
+        return _no_symlink(self.home / "sessions")
 
     def session_dir(self, session_id: str) -> Path:
-        return self.sessions / validate_name(session_id)
+        return _no_symlink(self.sessions / validate_name(session_id))
 
     def history(self, session_id: str) -> Path:
-        return self.session_dir(session_id) / "history.json"
+        return _no_symlink(self.session_dir(session_id) / "history.json")
 
     def summary(self, session_id: str) -> Path:
-        return self.session_dir(session_id) / "summary.json"
+        return _no_symlink(self.session_dir(session_id) / "summary.json")
 
     def summary_meta(self, session_id: str) -> Path:
-        return self.session_dir(session_id) / "summary.meta.json"
+        return _no_symlink(self.session_dir(session_id) / "summary.meta.json")
 
     @property
     def store(self) -> Path:

@@ -182,3 +182,31 @@ def test_subprocess_exit_codes_and_clean_stdout(home):
     bad = agenvoy("append", "s", "--messages", "-", input=b"{nope")
     assert bad.returncode == 2 and bad.stdout == b""
     assert bad.stderr.decode().startswith("agenvoy: error: ") and b"Traceback" not in bad.stderr
+
+
+def test_symlinks_inside_the_home_are_not_followed(run, home, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (home / "sessions").mkdir(parents=True)
+    (home / "sessions" / "evil").symlink_to(outside)
+    res = run("append", "evil", "--role", "user", "--content", "x")
+    assert res.exit_code == 4 and "symbolic link" in res.stderr
+    assert list(outside.iterdir()) == []
+    run("append", "s", "--role", "user", "--content", "x")
+    target = outside / "passwd"
+    target.write_text("secret")
+    hist = home / "sessions/s/history.json"
+    hist.unlink()
+    hist.symlink_to(target)
+    assert run("context", "s").exit_code == 4
+    assert run("append", "s", "--role", "user", "--content", "y").exit_code == 4
+    assert target.read_text() == "secret"
+
+
+def test_private_permissions(run, home):
+    run("append", "s", "--role", "user", "--content", "x")
+    for path in (home, home / "sessions", home / "sessions/s", home / ".store"):
+        assert path.stat().st_mode & 0o777 == 0o700, path
+    for path in (home / "sessions/s/history.json", home / ".store/history.db",
+                 home / ".store/agenvoy.lock"):
+        assert path.stat().st_mode & 0o777 == 0o600, path
