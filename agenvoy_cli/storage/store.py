@@ -223,10 +223,11 @@ class Store:
         history.json first (SQLite stays a superset), vectors before rows (never ahead)."""
         import shutil
 
-        from agenvoy_cli.storage.vector_hooks import after_clear
+        from agenvoy_cli.storage.vector_hooks import after_clear, before_clear
 
         with self.write_lock():
             self.require(session_id)
+            before_clear(self)
             folder = self.layout.session_dir(session_id)
             history = self.layout.history(session_id)
             had_history = history.exists()

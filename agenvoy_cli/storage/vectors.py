@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed
+from agenvoy_cli.storage.vector_hooks import server_url
 
 if TYPE_CHECKING:
     from agenvoy_cli.storage.embedders import Embedder
@@ -53,8 +54,7 @@ def embedder(store: Store) -> Embedder:
 
 def client(store: Store) -> Any:
     """Chroma client: a server when AGENVOY_CHROMA_URL is set, else the embedded directory."""
-    url = os.environ.get("AGENVOY_CHROMA_URL") or store.settings.section("agenvoy").get(
-        "chroma_url")
+    url = server_url(store)
     key = url or str(store.layout.chroma)
     if key not in _clients:
         import chromadb
@@ -82,7 +82,7 @@ def client(store: Store) -> Any:
 
 
 def index_exists(store: Store, name: str) -> bool:
-    if not (os.environ.get("AGENVOY_CHROMA_URL") or store.layout.chroma.is_dir()):
+    if not (server_url(store) or store.layout.chroma.is_dir()):
         return False
     return name in {c if isinstance(c, str) else c.name for c in client(store).list_collections()}
 
