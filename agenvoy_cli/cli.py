@@ -49,6 +49,26 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def main(self, args: Any = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        """Like click's, but a usage error is one line on stderr, as every other error."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            click.echo(f"agenvoy: error: {exc.format_message()}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"agenvoy: error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("agenvoy: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -85,7 +105,7 @@ def cli(ctx: click.Context, home: str | None, debug: bool) -> None:
 
 def main() -> None:
     try:
-        cli.main(prog_name="agenvoy")
+        cli.main(prog_name="agenvoy", windows_expand_args=False)
     except KeyboardInterrupt:
         click.echo("agenvoy: interrupted", err=True)
         sys.exit(INTERRUPTED)

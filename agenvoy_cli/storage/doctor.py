@@ -143,6 +143,23 @@ class Doctor:
                             "or without their message",
                             lambda: f"deleted {index.delete(stale)} vector(s)")
 
+    def check_error_memory(self) -> None:
+        from agenvoy_cli.storage import errormem
+
+        problems = errormem.check_error_index(self.store)
+        if not problems:
+            return
+        done: list[str] = []
+
+        def repair() -> str:
+            done.extend(errormem.repair_error_index(self.store))
+            return "; ".join(done) or "nothing to do"
+
+        for i, detail in enumerate(problems):
+            # one repair fixes them all: run it once, report it on the first line
+            self.report(None, "error-memory", detail,
+                        repair if i == 0 else (lambda: "repaired with the line above"))
+
     # -- repairs ----------------------------------------------------------------------------
     def _sync(self, sid: str) -> str:
         with self.store.write_lock():
@@ -171,4 +188,5 @@ def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Probl
         if doctor.check_database():
             for sid in session_ids:
                 doctor.check_session(sid)
+            doctor.check_error_memory()
     return doctor.problems

@@ -1,0 +1,239 @@
+"""agenvoy errors record|lookup|show|list|forget|prune: the cross-session error memory."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, BinaryIO
+
+import click
+
+from agenvoy_cli.commands.common import get_store, json_option
+from agenvoy_cli.errors import BadInput
+from agenvoy_cli.output import emit, table, warn
+from agenvoy_cli.storage import errormem
+
+
+def _complete_tool(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """Tool names of the home's records (SQLite read-only; nothing heavy, nothing created)."""
+    import sqlite3
+
+    from click.shell_completion import CompletionItem
+
+    from agenvoy_cli.paths import Layout, resolve_home
+
+    db = Layout(resolve_home((ctx.find_root().params or {}).get("home"))).db
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            names = [r[0] for r in conn.execute(
+                "SELECT DISTINCT tool_name FROM error_records ORDER BY tool_name")]
+    except sqlite3.Error:
+        return []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
+def _complete_choice(values: tuple[str, ...]) -> Any:
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(v) for v in values if v.startswith(incomplete)]
+
+    return complete
+
+
+def _semantic_option(func: Any) -> Any:
+    return click.option(
+        "--semantic/--no-semantic", default=None,
+        help="Use the vector index (default: automatic; AGENVOY_ERRORS_SEMANTIC=0 turns "
+             "it off). --no-semantic never loads the embedding model.")(func)
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+@click.group("errors")
+def command() -> None:
+    """Cross-session memory of tool failures and their fixes.
+
+    An agent records what failed and how it ended; the next time a tool fails, in any
+    session, `lookup` returns the related records and a hint for the agent's next turn:
+    a resolved record's action must be applied, a failed or abandoned one avoided.
+    Records expire after 90 days (AGENVOY_ERROR_TTL_DAYS); every lookup hit renews them.
+    """
+
+
+@command.command("record")
+@click.option("--tool", "tool_name", metavar="NAME", shell_complete=_complete_tool,
+              help="The tool that failed.")
+@click.option("-k", "--keyword", "keywords", multiple=True, metavar="K",
+              help="A keyword (repeatable; trimmed, lower-cased, de-duplicated).")
+@click.option("--symptom", metavar="TEXT", help="What the failure looked like.")
+@click.option("--cause", metavar="TEXT", help="Why it happened (optional).")
+@click.option("--action", metavar="TEXT", help="What was done about it.")
+@click.option("--outcome", metavar="OUTCOME",
+              shell_complete=_complete_choice(errormem.OUTCOMES),
+              help="resolved, failed or abandoned.")
+@click.option("--from-json", "source", type=click.File("rb"), metavar="FILE|-",
+              help='The tool-call arguments as JSON: {"tool_name","keywords","symptom",'
+                   '"cause","action","outcome"} (or a list of them).')
+@_semantic_option
+@json_option
+@click.pass_context
+def record_cmd(ctx: click.Context, tool_name: str | None, keywords: tuple[str, ...],
+               symptom: str | None, cause: str | None, action: str | None,
+               outcome: str | None, source: BinaryIO | None, semantic: bool | None,
+               as_json: bool) -> None:
+    """Remember a tool failure and how it ended.
+
+    The failure (tool, symptom, cause, keywords), the action taken and its outcome.
+
+    An error type is derived from symptom + cause and added as keyword error_type:<t>.
+    Prints the record id (one per line for a list)."""
+    fields = (tool_name, keywords, symptom, cause, action, outcome)
+    if source is not None:
+        if any(fields):
+            raise BadInput("--from-json replaces the field options; give one or the other")
+        name = "stdin" if source is sys.stdin.buffer or source.name == "<stdin>" else source.name
+        drafts = errormem.drafts_from_json(source.read(), name, warn)
+    else:
+        missing = [opt for opt, value in (("--tool", tool_name), ("--keyword", keywords),
+                                          ("--symptom", symptom), ("--action", action),
+                                          ("--outcome", outcome)) if not value]
+        if missing:
+            raise BadInput(f"missing {', '.join(missing)} (or give --from-json FILE|-)")
+        drafts = [errormem.make_draft(tool_name, list(keywords), symptom, cause, action,
+                                      outcome)]
+    store = get_store(ctx)
+    records = errormem.record(store, drafts, semantic=semantic, warn=warn)
+    emit({"records": [r.as_dict() for r in records]}, as_json,
+         lambda d: "\n".join(r["id"] for r in d["records"]))
+
+
+def _read_query(words: tuple[str, ...], text: str | None) -> str:
+    if text is not None:
+        if words:
+            raise BadInput("give the query as QUERY or as --query, not both")
+        return text
+    if words == ("-",):
+        return sys.stdin.read()
+    return " ".join(words)
+
+
+@command.command("lookup")
+@click.argument("query", nargs=-1, metavar="[QUERY...|-]")
+@click.option("-q", "--query", "query_text", metavar="TEXT",
+              help="The query as one option value (safe for error text starting with '-').")
+@click.option("--tool", metavar="NAME", shell_complete=_complete_tool,
+              help="The tool that failed (its records rank first).")
+@click.option("--type", "error_type", metavar="TYPE",
+              shell_complete=_complete_choice(errormem.ERROR_TYPES),
+              help="Error type to match (default: classified from QUERY).")
+@click.option("-n", "--limit", type=click.IntRange(1, errormem.MAX_LIMIT),
+              default=errormem.DEFAULT_LIMIT, show_default=True, help="At most N records.")
+@click.option("--format", "fmt", type=click.Choice(["table", "hint", "json"]),
+              default="table", show_default=True,
+              help="hint: only the text to inject into the agent's next turn.")
+@_semantic_option
+@json_option
+@click.pass_context
+def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | None,
+               tool: str | None, error_type: str | None, limit: int, fmt: str,
+               semantic: bool | None, as_json: bool) -> None:
+    """Records related to an error text or keywords, best first.
+
+    QUERY is the error text or keywords (`-` reads it from stdin; text that starts with
+    '-' goes after `--` or in --query). Every record returned has its expiry renewed.
+    Nothing found: nothing on stdout, exit 0."""
+    text = _read_query(query, query_text)
+    store = get_store(ctx)
+    result = errormem.lookup(store, text, tool=tool, error_type=error_type,
+                             limit=limit, semantic=semantic, warn=warn)
+    doc = {"records": [h.as_dict() for h in result.hits], "hint": result.hint,
+           "mode": result.mode}
+    if as_json or fmt == "json":
+        emit(doc, True)
+    elif fmt == "hint":
+        if doc["hint"]:
+            click.echo(doc["hint"])
+    elif not doc["records"]:
+        warn("no related error records")
+    else:
+        emit(doc, False, lambda d: table(
+            [(r["id"][:errormem.SHORT_ID], f"{r['score']:.2f}", r["tool_name"], r["outcome"],
+              r["error_type"] or "-", _clip(r["symptom"], 50), _clip(r["action"], 50))
+             for r in d["records"]],
+            ["id", "score", "tool", "outcome", "type", "symptom", "action"]))
+
+
+@command.command("show")
+@click.argument("record_id", metavar="ID")
+@json_option
+@click.pass_context
+def show_cmd(ctx: click.Context, record_id: str, as_json: bool) -> None:
+    """One record (ID or a unique prefix of at least 6 digits)."""
+    rec = errormem.get(get_store(ctx), record_id)
+    emit(rec.as_dict(), as_json, lambda d: table(
+        [(k, ", ".join(v) if isinstance(v, list) else ("-" if v in (None, "") else v))
+         for k, v in d.items() if k not in ("timestamp", "expires_at")],
+        ["field", "value"]))
+
+
+@command.command("list")
+@click.option("--tool", metavar="NAME", shell_complete=_complete_tool, help="Only this tool.")
+@click.option("--outcome", metavar="OUTCOME",
+              shell_complete=_complete_choice(errormem.OUTCOMES), help="Only this outcome.")
+@click.option("--type", "error_type", metavar="TYPE",
+              shell_complete=_complete_choice(errormem.ERROR_TYPES),
+              help="Only this error type.")
+@click.option("-n", "--limit", type=click.IntRange(1), help="At most N records (newest).")
+@json_option
+@click.pass_context
+def list_cmd(ctx: click.Context, tool: str | None, outcome: str | None,
+             error_type: str | None, limit: int | None, as_json: bool) -> None:
+    """Live records, newest first (listing does not renew them)."""
+    records = errormem.list_records(get_store(ctx), tool=tool, outcome=outcome,
+                                    error_type=error_type, limit=limit)
+    emit({"records": [r.as_dict() for r in records]}, as_json, lambda d: table(
+        [(r["id"][:errormem.SHORT_ID], r["created"], r["expires"][:10], r["tool_name"],
+          r["outcome"], r["error_type"] or "-", r["hits"], _clip(r["symptom"], 50))
+         for r in d["records"]],
+        ["id", "created", "expires", "tool", "outcome", "type", "hits", "symptom"],
+    ) if d["records"] else "no error records")
+
+
+@command.command("forget")
+@click.argument("record_id", metavar="ID")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_context
+def forget_cmd(ctx: click.Context, record_id: str, yes: bool, as_json: bool) -> None:
+    """Delete one record (and its vector)."""
+    store = get_store(ctx)
+    rec = errormem.get(store, record_id)  # unknown id: exit 3 before any question
+    if not yes:
+        if not sys.stdin.isatty():
+            raise BadInput(f"refusing to forget {rec.short_id} without --yes "
+                           "(stdin is not a terminal)")
+        if not click.confirm(f"forget error record {rec.short_id} ({rec.tool_name}: "
+                             f"{_clip(rec.symptom, 60)})?", err=True):
+            raise click.Abort()
+    gone = errormem.forget(store, rec.id, warn=warn)
+    emit({"forgotten": gone.id}, as_json, lambda d: f"forgot {d['forgotten']}")
+
+
+@command.command("prune")
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@json_option
+@click.pass_context
+def prune_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
+    """Remove expired records and their vectors.
+
+    Expired records are never returned, pruned or not: this only frees the space."""
+    gone = errormem.prune(get_store(ctx), dry_run=dry_run, warn=warn)
+    verb = "would remove" if dry_run else "removed"
+    emit({"pruned": 0 if dry_run else len(gone), "dry_run": dry_run,
+          "ids": [r.id for r in gone]}, as_json,
+         lambda d: f"{verb} {len(d['ids'])} expired error record(s)")
