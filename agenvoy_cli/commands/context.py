@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from agenvoy_cli.commands.common import get_store, json_option, session_argument
-from agenvoy_cli.output import emit
+from agenvoy_cli.output import emit, warn
 from agenvoy_cli.storage.messages import content_text
 
 
@@ -24,5 +24,5 @@ def _render(doc: dict) -> str:
 @click.pass_context
 def command(ctx: click.Context, session_id: str, max_messages: int | None, as_json: bool) -> None:
     """Print the rolling summary (as a system message) and the last N messages of SESSION."""
-    messages = get_store(ctx).context(session_id, max_messages)
+    messages = get_store(ctx).context(session_id, max_messages, warn=warn)
     emit({"session_id": session_id, "messages": messages}, as_json, _render)

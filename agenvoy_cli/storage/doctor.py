@@ -52,9 +52,12 @@ class Doctor:
     def check_database(self) -> bool:
         if not self.store.layout.db.exists():
             return True
-        conn = self.store.db()
         try:
+            conn = self.store.db()
             result = conn.execute("PRAGMA quick_check").fetchone()[0]
+        except CorruptStore as exc:
+            self.report(None, "sqlite", str(exc))
+            return False
         except sqlite3.DatabaseError as exc:
             self.report(None, "sqlite", f"{self.store.layout.db}: {exc}")
             return False

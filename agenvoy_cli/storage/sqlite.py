@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from agenvoy_cli.errors import CorruptStore, StoreBusy
+from agenvoy_cli.errors import CorruptStore, OperationFailed, StoreBusy
 from agenvoy_cli.storage import fts
 from agenvoy_cli.storage.jsonfs import ensure_dir
 from agenvoy_cli.storage.messages import message_hash, strip_header
@@ -184,11 +184,76 @@ def _m004_history_fingerprint(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE session_meta ADD COLUMN {name} INTEGER")
 
 
+def _m005_rag(conn: sqlite3.Connection) -> None:
+    """Document RAG (agenvoy rag): named databases, the paths they watch, their files (with
+    the size/mtime/hash a sync compares and a state: pending until both the rows and the
+    vectors of the file are written, then done; or skipped, with the reason) and the
+    files' chunks, indexed by FTS5 over CJK-bigram tokens (fts.index_text), as messages_fts.
+    AUTOINCREMENT keeps ids unique for ever: a chunk id names its vector in Chroma, a
+    database id its collection."""
+    _script(conn,
+        f"""
+        CREATE TABLE IF NOT EXISTS rag_dbs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            created_at INTEGER NOT NULL,
+            synced_at INTEGER,
+            options TEXT NOT NULL DEFAULT '{{}}'
+        );
+        CREATE TABLE IF NOT EXISTS rag_sources (
+            db_id INTEGER NOT NULL REFERENCES rag_dbs(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('dir', 'file')),
+            added_at INTEGER NOT NULL,
+            PRIMARY KEY (db_id, path)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS rag_files (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            db_id INTEGER NOT NULL REFERENCES rag_dbs(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            source TEXT NOT NULL,
+            format TEXT,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            hash TEXT,
+            lines INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'skipped')),
+            reason TEXT,
+            chunks INTEGER NOT NULL DEFAULT 0,
+            indexed_at INTEGER,
+            UNIQUE (db_id, path)
+        );
+        CREATE TABLE IF NOT EXISTS rag_chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            file_id INTEGER NOT NULL REFERENCES rag_files(id) ON DELETE CASCADE,
+            ord INTEGER NOT NULL,
+            line_start INTEGER NOT NULL,
+            line_end INTEGER NOT NULL,
+            heading TEXT,
+            text TEXT NOT NULL,
+            tokens TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_rag_chunks_file ON rag_chunks(file_id, ord);
+        CREATE VIRTUAL TABLE IF NOT EXISTS rag_chunks_fts USING fts5(
+            tokens, content='rag_chunks', content_rowid='id', tokenize='{FTS_TOKENIZE}'
+        );
+        CREATE TRIGGER IF NOT EXISTS rag_chunks_fts_ai AFTER INSERT ON rag_chunks BEGIN
+            INSERT INTO rag_chunks_fts(rowid, tokens) VALUES (new.id, new.tokens);
+        END;
+        CREATE TRIGGER IF NOT EXISTS rag_chunks_fts_ad AFTER DELETE ON rag_chunks BEGIN
+            INSERT INTO rag_chunks_fts(rag_chunks_fts, rowid, tokens)
+            VALUES ('delete', old.id, old.tokens);
+        END;
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
     ("003_error_memory", _m003_error_memory),
     ("004_history_fingerprint", _m004_history_fingerprint),
+    ("005_rag", _m005_rag),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -200,6 +265,11 @@ def _configure(conn: sqlite3.Connection, busy_ms: int) -> None:
 
 def _wrap(exc: sqlite3.Error, path: Path) -> Exception:
     text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and "readonly" in text:
+        return OperationFailed(f"{path} is read-only ({text}); nothing was written")
+    if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in text
+                                                      or "database or disk is full" in text):
+        return OperationFailed(f"{path}: the disk is full; nothing was written")
     if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
         return StoreBusy(f"{path} is locked by another process: {text}")
     if isinstance(exc, sqlite3.DatabaseError) and (
@@ -265,7 +335,8 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back already (disk full, I/O error)
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -53,7 +54,8 @@ class Store:
     def read_lock(self) -> contextlib.AbstractContextManager[None]:
         # Open (and, once, upgrade) the database first: an upgrade needs the write lock,
         # which cannot be taken while this process holds the lock shared.
-        self.db_readonly()
+        with contextlib.suppress(CorruptStore):  # reported where the database is used
+            self.db_readonly()
         return store_lock(self.layout.lock, self.settings.lock_timeout, shared=True)
 
     def db(self) -> sqlite3.Connection:
@@ -102,7 +104,10 @@ class Store:
                 with contextlib.suppress(Exception):
                     if entry.is_dir() and not entry.is_symlink():
                         ids.add(validate_name(entry.name))
-        conn = self.db_readonly()
+        try:
+            conn = self.db_readonly()
+        except CorruptStore:
+            conn = None  # sessions of a damaged archive are still listed from their folders
         if conn is not None:
             ids.update(r[0] for r in conn.execute("SELECT DISTINCT session_id FROM messages"))
         return sorted(ids)
@@ -165,6 +170,25 @@ class Store:
         history = load_history(path, session_id)
         return history, len(history.messages)
 
+    def _archive_append(self, session_id: str, rows: archive.SessionRows, start: int,
+                        messages: list[dict[str, Any]], history: History, count: int,
+                        previous: Any) -> None:
+        """The SQLite half of an append; on failure history.json is put back as it was (had
+        we died instead, the next write or doctor would archive the extra messages)."""
+        try:
+            with self.transaction() as conn:
+                archive.insert(conn, session_id, rows.next_seq, messages,
+                               self._fallback_ns(history))
+                if start != (rows.start_seq or 0):
+                    archive.set_start(conn, session_id, start)
+                archive.set_fingerprint(conn, session_id, history.path.stat(), count)
+        except BaseException:
+            if previous is None:
+                history.path.unlink(missing_ok=True)
+            else:
+                os.replace(previous, history.path)
+            raise
+
     def append(self, session_id: str, messages: list[Any], moment: datetime | None = None,
                *, compact: bool = True) -> AppendResult:
         """All of the batch or none of it: validate everything before writing anything."""
@@ -189,23 +213,21 @@ class Store:
                 start, missing = rows.start_seq or 0, []
             data = appended_bytes(history, stamped, empty=count == 0)
             ensure_dir(history.path.parent)
-            write_history(history.path, data)
+            # A hard link to the old file lets a failed append put it back without needing
+            # disk space (a full disk is a common reason for the SQLite write to fail).
+            previous = None
+            if history.raw is not None:
+                previous = history.path.with_name(f".{history.path.name}.{os.getpid()}.prev.tmp")
+                previous.unlink(missing_ok=True)
+                os.link(history.path, previous)
             try:
-                with self.transaction() as conn:
-                    inserted = archive.insert(conn, session_id, rows.next_seq, missing + stamped,
-                                              self._fallback_ns(history))
-                    if start != (rows.start_seq or 0):
-                        archive.set_start(conn, session_id, start)
-                    archive.set_fingerprint(conn, session_id, history.path.stat(),
-                                            count + len(stamped))
-            except BaseException:
-                # Put history.json back so a failed append leaves the previous state (had we
-                # died instead, the next write or doctor would archive the extra message).
-                if history.raw is None:
-                    history.path.unlink(missing_ok=True)
-                else:
-                    write_history(history.path, history.raw)
-                raise
+                write_history(history.path, data)
+                self._archive_append(session_id, rows, start, missing + stamped, history,
+                                     count + len(stamped), previous)
+            finally:
+                if previous is not None:
+                    previous.unlink(missing_ok=True)
+            inserted = len(missing) + len(stamped)
             total = count + len(stamped)
             compaction = None
             if compact and len(data) > limit:
@@ -268,8 +290,11 @@ class Store:
             for i, (m, t) in enumerate(zip(history.messages, times))
         ]
 
-    def context(self, session_id: str, max_messages: int | None = None) -> list[dict[str, Any]]:
-        """What the LLM is fed this turn: the summary as a system message, then the window."""
+    def context(self, session_id: str, max_messages: int | None = None,
+                warn: Any = None) -> list[dict[str, Any]]:
+        """What the LLM is fed this turn: the summary as a system message, then the window.
+        A damaged summary.json is reported through `warn` and left out: the agent can still
+        talk (the window is intact), and `doctor --repair` / `summarize` bring it back."""
         from agenvoy_cli.storage.messages import content_text, header_time
         from agenvoy_cli.storage.summary import context_message, read_summary
 
@@ -278,7 +303,13 @@ class Store:
             self.require(session_id)
             history = self.history(session_id)
             window = history.messages[-limit:] if limit > 0 else []
-            summary = read_summary(self.layout.summary(session_id))
+            try:
+                summary = read_summary(self.layout.summary(session_id))
+            except CorruptStore as exc:
+                if warn is None:
+                    raise
+                warn(f"agenvoy: warning: {exc}; context sent without the summary")
+                summary = None
         if not summary:
             return list(window)
         oldest = header_time(content_text(window[0].get("content"))) if window else None

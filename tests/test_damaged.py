@@ -1,0 +1,129 @@
+"""Damaged homes: a clear message, no further damage, and a documented way back."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from tests.conftest import ROOT
+from tests.test_append import history, snapshot
+
+
+def seed(run, sid: str = "s", n: int = 6) -> None:
+    batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} 部署"}
+             for i in range(n)]
+    assert run("append", sid, "--messages", "-", input=orjson.dumps(batch)).exit_code == 0
+
+
+def test_corrupt_database_is_refused_and_rebuilt_from_history(run, home):
+    seed(run)
+    db = home / ".store/history.db"
+    for suffix in ("-wal", "-shm"):
+        (home / ".store" / f"history.db{suffix}").unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    before = snapshot(home)
+    res = run("append", "s", "--role", "user", "--content", "x")
+    assert res.exit_code == 4 and "history.db is damaged" in res.stderr
+    assert "backfill --all" in res.stderr
+    assert snapshot(home) == before
+    assert run("context", "s").exit_code == 0  # the hot path does not need SQLite
+    doctor = run("doctor", "--json")
+    assert doctor.exit_code == 1 and doctor.json()["problems"][0]["check"] == "sqlite"
+    # the documented way back: move the file aside, rebuild the archive from history.json
+    db.rename(db.with_name("history.db.damaged"))
+    assert run("backfill", "--all").exit_code == 0
+    assert run("doctor").exit_code == 0
+    assert run("search", "s", "部署", "--mode", "keyword", "--json").json()["results"]
+
+
+def test_database_locked_by_another_program_is_busy(run, home, monkeypatch):
+    seed(run)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys, time\n"
+         f"c = sqlite3.connect({str(home / '.store/history.db')!r}, isolation_level=None)\n"
+         "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE, cwd=ROOT)
+    assert holder.stdout.readline().strip() == b"locked"
+    monkeypatch.setenv("AGENVOY_LOCK_TIMEOUT", "0.5")
+    before = history(home)
+    res = run("append", "s", "--role", "user", "--content", "x")
+    holder.kill()
+    holder.wait()
+    assert res.exit_code == 75 and "locked" in res.stderr
+    assert history(home) == before  # history.json was put back
+    assert run("append", "s", "--role", "user", "--content", "x").exit_code == 0
+    assert run("doctor").exit_code == 0
+
+
+def test_immutable_database_fails_cleanly(run, home):
+    seed(run)
+    db = home / ".store/history.db"
+    run("doctor")  # checkpoint: leaves no WAL behind
+    if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not supported here")
+    try:
+        before = history(home)
+        res = run("append", "s", "--role", "user", "--content", "x")
+        assert res.exit_code == 1 and res.stderr.count("\n") == 1
+        assert "read-only" in res.stderr or "readonly" in res.stderr
+        assert history(home) == before
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True)
+    assert run("doctor").exit_code == 0
+
+
+def test_full_disk(run, home, tmp_path, monkeypatch):
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        monkeypatch.setenv("AGENVOY_HOME", str(mount / "home"))
+        monkeypatch.setenv("AGENVOY_MAX_HISTORY_BYTES", str(1 << 20))
+        acked = []
+        for i in range(400):
+            res = run("append", "s", "--role", "user" if i % 2 == 0 else "assistant",
+                      "--content", f"n{i} " + "z" * 2000)
+            if res.exit_code != 0:
+                break
+            acked.append(i)
+        else:
+            pytest.fail("the disk never filled")
+        assert res.exit_code == 1 and res.stderr.count("\n") == 1
+        assert "No space left" in res.stderr or "disk is full" in res.stderr
+        hist = orjson.loads((mount / "home/sessions/s/history.json").read_bytes())
+        assert len(hist) == len(acked)  # nothing acknowledged lost, nothing half-written
+        with sqlite3.connect(mount / "home/.store/history.db") as conn:
+            assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == len(acked)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_damaged_summary_files(run, home):
+    seed(run)
+    folder = home / "sessions/s"
+    (folder / "summary.json").write_text('{"key_decisions": [')
+    res = run("context", "s", "--json")
+    assert res.exit_code == 0 and "summary.json" in res.stderr
+    assert [m["role"] for m in res.json()["messages"]][0] == "user"  # no summary, window intact
+    (folder / "summary.meta.json").write_text("nope")
+    assert run("summarize", "s", "--llm-command", "false").exit_code == 4
+    assert run("doctor").exit_code == 1
+    assert run("doctor", "--repair").exit_code == 0
+    assert run("doctor").exit_code == 0
+    assert list(folder.glob("summary.json.damaged-*")) and list(folder.glob("summary.meta.json.damaged-*"))
+
+
+def test_missing_chroma_directory_is_rebuilt_by_search(run, home):
+    seed(run, n=30)
+    assert run("backfill", "s", "--vectors").exit_code == 0
+    shutil.rmtree(home / ".store/chroma")
+    res = run("search", "s", "m3 部署", "--json")
+    assert res.exit_code == 0 and res.json()["results"]
+    assert run("doctor").exit_code == 0
