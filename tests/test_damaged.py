@@ -117,7 +117,8 @@ def test_damaged_summary_files(run, home):
     assert run("doctor").exit_code == 1
     assert run("doctor", "--repair").exit_code == 0
     assert run("doctor").exit_code == 0
-    assert list(folder.glob("summary.json.damaged-*")) and list(folder.glob("summary.meta.json.damaged-*"))
+    assert list(folder.glob("summary.json.damaged-*"))
+    assert list(folder.glob("summary.meta.json.damaged-*"))
 
 
 def test_missing_chroma_directory_is_rebuilt_by_search(run, home):
