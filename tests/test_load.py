@@ -1,0 +1,20 @@
+"""Invariant 5 under load: 16 processes mixing every command on one home (bounded)."""
+
+from __future__ import annotations
+
+import sys
+
+from tests.conftest import ROOT
+
+
+def test_sixteen_processes_mixing_commands(tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    import load
+
+    report = load.run(procs=16, seconds=5, home=tmp_path / "home")
+    assert report["errors"] == 0, report["commands"]
+    assert report["doctor"] == 0, report["doctor_problems"]
+    kinds = set(report["commands"])
+    assert {"append", "keyword", "semantic", "hybrid", "compact", "summarize", "errors-record",
+            "errors-lookup"} <= kinds
+    assert report["commands"]["append"]["calls"] >= 16
