@@ -114,7 +114,7 @@ CONVERSATION = [CAT, "好可愛的名字！", DEPLOY, "Let's raise the migration
 
 def test_search_semantic_and_hybrid_through_the_server(run, home, server):
     append(run, "s", CONVERSATION)
-    doc = ok(run("search", "s", "what is the name of my cat", "--limit", "1", "--json")).json()
+    doc = ok(run("search", "s", "how old is my cat", "--limit", "1", "--json")).json()
     assert doc["indexed"] == 20
     assert [r["content"] for r in doc["results"] if r["hit"]][0] == CAT
     doc = ok(run("search", "s", "why did the deploy fail", "--mode", "hybrid", "--json")).json()

@@ -56,6 +56,8 @@ def client(store: Store) -> Any:
     """Chroma client: a server when AGENVOY_CHROMA_URL is set, else the embedded directory."""
     url = server_url(store)
     key = url or str(store.layout.chroma)
+    if not url and not store.layout.chroma.is_dir():
+        _clients.pop(key, None)  # the directory was deleted under a cached client
     if key not in _clients:
         import chromadb
         from chromadb.config import Settings
