@@ -119,3 +119,48 @@ def test_failed_compaction_loses_nothing(run, home, monkeypatch, step):
     assert run("doctor", "--repair").exit_code == 0
     assert run("doctor").exit_code == 0
     assert sum(archive_counts(home).values()) == 40
+
+
+def _repaired(env=None) -> None:
+    res = agenvoy("doctor", "--repair", "--json", env=env)
+    assert res.returncode == 0, res.stdout.decode() + res.stderr.decode()
+    assert agenvoy("doctor", env=env).returncode == 0
+
+
+def test_kill_9_during_summarize_errors_rag_and_reset(home, tmp_path):
+    from tests.llm_server import FakeLLM
+
+    rng = random.Random(99)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(30):
+        (docs / f"note{i}.md").write_text(f"# Note {i}\n\n部署 deploy note number {i}.\n")
+    assert agenvoy("rag", "create", "notes", "--path", str(docs), "--no-index").returncode == 0
+    recorded: set[str] = set()
+    with FakeLLM() as llm:
+        env = {"AGENVOY_LLM_BASE_URL": llm.url, "AGENVOY_LLM_MODEL": "fake"}
+        for it in range(4):
+            batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"c{it}-{i}"}
+                     for i in range(40)]
+            agenvoy("append", "chat", "--messages", "-", input=orjson.dumps(batch))
+            (docs / f"note{it}.md").write_text(f"# Note {it}\n\nedited in round {it}\n")
+            victims = [spawn("summarize", "50", env=env), spawn("errors", f"e{it}", "50"),
+                       spawn("rag-sync", "notes", "50"), spawn("reset", "50")]
+            time.sleep(rng.uniform(0.8, 1.8))
+            for victim in victims:
+                victim.send_signal(signal.SIGKILL)
+            for victim in victims:
+                out, _ = victim.communicate()
+                recorded.update(line.split()[1] for line in out.decode().splitlines()
+                                if line.startswith("rec "))
+            _repaired(env)
+            for path in (home / "sessions/chat").glob("summary*.json"):
+                orjson.loads(path.read_bytes())  # parses
+        assert agenvoy("summarize", "chat", env=env).returncode == 0
+    assert recorded, "the kills landed before any record was acknowledged"
+    for record_id in recorded:
+        assert agenvoy("errors", "show", record_id).returncode == 0, record_id
+    assert agenvoy("rag", "sync", "notes").returncode == 0
+    files = orjson.loads(agenvoy("rag", "files", "notes", "--json").stdout)
+    assert len(files["files"]) == 30
+    _repaired()

@@ -10,6 +10,8 @@ import contextlib
 import io
 import sys
 
+import orjson
+
 from agenvoy_cli.cli import cli
 
 
@@ -43,6 +45,31 @@ def main() -> None:
         for _ in range(int(rest[0])):
             code = invoke(["backfill", "--all"])
             print("backfilled" if code == 0 else f"FAILED {code}", flush=True)
+    elif kind == "summarize":  # summarize COUNT (AGENVOY_LLM_BASE_URL set by the parent)
+        for _ in range(int(rest[0])):
+            code = invoke(["summarize", "--pending"])
+            print("summarized" if code == 0 else f"FAILED {code}", flush=True)
+    elif kind == "errors":  # errors PREFIX COUNT
+        for i in range(int(rest[1])):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code = cli.main(["errors", "record", "--tool", "web_fetch", "--keyword", "t",
+                                 "--symptom", f"{rest[0]}-{i} timeout", "--action", "retry",
+                                 "--outcome", "resolved", "--json"], prog_name="agenvoy",
+                                standalone_mode=False)
+            if not code:
+                print("rec", orjson.loads(out.getvalue())["id"], flush=True)
+    elif kind == "rag-sync":  # rag-sync NAME COUNT
+        for _ in range(int(rest[1])):
+            code = invoke(["rag", "sync", rest[0]])
+            print("synced" if code == 0 else f"FAILED {code}", flush=True)
+    elif kind == "reset":  # reset COUNT: append a pair, then reset or remove the session
+        for i in range(int(rest[0])):
+            sid = f"r{i % 3}"
+            invoke(["append", sid, "--role", "user", "--content", f"r{i}"])
+            invoke(["append", sid, "--role", "assistant", "--content", f"r{i} ok"])
+            code = invoke(["session", "reset" if i % 2 else "remove", sid, "--yes"])
+            print("cleared" if code == 0 else f"FAILED {code}", flush=True)
     elif kind == "hold-lock":  # hold-lock SECONDS
         import time
 
