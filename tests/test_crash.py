@@ -146,7 +146,7 @@ def test_kill_9_during_summarize_errors_rag_and_reset(home, tmp_path):
             (docs / f"note{it}.md").write_text(f"# Note {it}\n\nedited in round {it}\n")
             victims = [spawn("summarize", "50", env=env), spawn("errors", f"e{it}", "50"),
                        spawn("rag-sync", "notes", "50"), spawn("reset", "50")]
-            time.sleep(rng.uniform(0.8, 1.8))
+            time.sleep(rng.uniform(2.0, 4.0))  # past model load: into the writes
             for victim in victims:
                 victim.send_signal(signal.SIGKILL)
             for victim in victims:
