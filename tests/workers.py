@@ -58,7 +58,7 @@ def main() -> None:
                                  "--outcome", "resolved", "--json"], prog_name="agenvoy",
                                 standalone_mode=False)
             if not code:
-                print("rec", orjson.loads(out.getvalue())["id"], flush=True)
+                print("rec", orjson.loads(out.getvalue())["records"][0]["id"], flush=True)
     elif kind == "rag-sync":  # rag-sync NAME COUNT
         for _ in range(int(rest[1])):
             code = invoke(["rag", "sync", rest[0]])
