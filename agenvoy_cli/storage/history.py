@@ -46,16 +46,44 @@ def dump_history(messages: list[dict[str, Any]]) -> bytes:
     return orjson.dumps(messages) + b"\n"
 
 
-def appended_bytes(history: History, new: list[dict[str, Any]], *, empty: bool) -> bytes:
-    """The file with `new` appended, splicing bytes so the cost does not grow with history
-    (the existing text is reused as it is, not re-serialized)."""
-    if history.raw is None or empty:
-        return dump_history(new)
-    body = history.raw.rstrip()
-    if not body.endswith(b"]"):
-        raise CorruptStore(f"{history.path}: does not end with ']'")
-    extra = b",".join(orjson.dumps(m) for m in new)
-    return body[:-1].rstrip() + b"," + extra + b"]\n"
+_SPACE = b" \t\r\n"
+
+
+def splice_point(tail: bytes, offset: int, path: Path) -> int:
+    """Where new messages go: the file offset right after the last element, found in the
+    file's last bytes (`tail`, which starts at `offset`), before the closing ']'."""
+    end = len(tail)
+    while end and tail[end - 1] in _SPACE:
+        end -= 1
+    if not end or tail[end - 1] != ord("]"):
+        raise CorruptStore(f"{path}: does not end with ']'; {recovery_hint(path.parent.name)}")
+    end -= 1
+    while end and tail[end - 1] in _SPACE:
+        end -= 1
+    if end == 0 and offset > 0:
+        raise CorruptStore(f"{path}: cannot find the end of the array")
+    return offset + end
+
+
+def read_tail(path: Path, size: int, want: int = 4096) -> tuple[bytes, int]:
+    """The last bytes of a file and their offset."""
+    with open(path, "rb") as handle:
+        offset = max(0, size - want)
+        handle.seek(offset)
+        return handle.read(), offset
+
+
+def write_appended(path: Path, new: list[dict[str, Any]], splice: int | None) -> int:
+    """Write history.json with `new` after the existing messages, which are copied as they
+    are (in the kernel, never re-serialized): the cost does not grow with the history.
+    splice=None: there are no existing messages. Returns the new size."""
+    if splice is None:
+        data = dump_history(new)
+        atomic_write_bytes(path, data)
+        return len(data)
+    tail = b"," + b",".join(orjson.dumps(m) for m in new) + b"]\n"
+    atomic_write_bytes(path, tail, prefix=(path, splice))
+    return splice + len(tail)
 
 
 def write_history(path: Path, data: bytes) -> None:

@@ -39,12 +39,35 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Temp file in the same directory, fsync, replace, fsync the directory."""
+def _copy_prefix(source: Path, length: int, dest_fd: int) -> None:
+    """The first `length` bytes of source into dest, in the kernel where it can."""
+    with open(source, "rb") as src:
+        done = 0
+        try:
+            while done < length:
+                n = os.copy_file_range(src.fileno(), dest_fd, length - done, done)
+                if n == 0:
+                    raise CorruptStore(f"{source} shrank while being copied")
+                done += n
+        except (AttributeError, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno not in (18, 22, 38, 95):  # EXDEV..ENOTSUP
+                raise
+            src.seek(done)
+            os.lseek(dest_fd, done, os.SEEK_SET)
+            os.write(dest_fd, src.read(length - done))
+        os.lseek(dest_fd, length, os.SEEK_SET)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, prefix: tuple[Path, int] | None = None) -> None:
+    """Temp file in the same directory, fsync, replace, fsync the directory. With `prefix`
+    (file, length), the new file starts with that many bytes of the file (an append that
+    must not copy megabytes through Python)."""
     ensure_dir(path.parent)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
+        if prefix is not None:
+            _copy_prefix(prefix[0], prefix[1], fd)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

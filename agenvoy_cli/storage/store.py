@@ -16,9 +16,10 @@ from agenvoy_cli.paths import Layout, validate_name
 from agenvoy_cli.storage import archive, sqlite
 from agenvoy_cli.storage.history import (
     History,
-    appended_bytes,
     load_history,
-    write_history,
+    read_tail,
+    splice_point,
+    write_appended,
 )
 from agenvoy_cli.storage.jsonfs import ensure_dir
 from agenvoy_cli.storage.locking import store_lock
@@ -153,8 +154,8 @@ class Store:
     def _history_for_append(self, conn: sqlite3.Connection, session_id: str,
                             rows: archive.SessionRows) -> tuple[History, int]:
         """history.json and its message count. When the file is exactly the one our last
-        append wrote (same inode, size and mtime, recorded with the rows), its bytes are
-        reused without parsing: the cost of an append must not grow with the history."""
+        append wrote (same inode, size and mtime, recorded with the rows), it is neither read
+        nor parsed (messages=[]): the cost of an append must not grow with the history."""
         path = self.layout.history(session_id)
         known = archive.fingerprint(conn, session_id)
         if known is not None:
@@ -164,9 +165,7 @@ class Store:
                 stat = None
             if (stat is not None and (stat.st_ino, stat.st_size, stat.st_mtime_ns) == known[:3]
                     and rows.next_seq == (rows.start_seq or 0) + known[3]):
-                raw = path.read_bytes()
-                if len(raw) == stat.st_size and raw.rstrip().endswith(b"]"):
-                    return History(path, [], raw), known[3]
+                return History(path, [], None), known[3]
         history = load_history(path, session_id)
         return history, len(history.messages)
 
@@ -211,17 +210,23 @@ class Store:
                 missing = history.messages[rows.next_seq - start:]
             else:  # unchanged since our last write, which left both stores in step
                 start, missing = rows.start_seq or 0, []
-            data = appended_bytes(history, stamped, empty=count == 0)
+            exists = history.raw is not None or count > 0
+            splice = None
+            if count:
+                size = history.size if history.raw is not None else history.path.stat().st_size
+                tail, offset = (history.raw, 0) if history.raw is not None else \
+                    read_tail(history.path, size)
+                splice = splice_point(tail, offset, history.path)
             ensure_dir(history.path.parent)
             # A hard link to the old file lets a failed append put it back without needing
             # disk space (a full disk is a common reason for the SQLite write to fail).
             previous = None
-            if history.raw is not None:
+            if exists:
                 previous = history.path.with_name(f".{history.path.name}.{os.getpid()}.prev.tmp")
                 previous.unlink(missing_ok=True)
                 os.link(history.path, previous)
             try:
-                write_history(history.path, data)
+                new_size = write_appended(history.path, stamped, splice)
                 self._archive_append(session_id, rows, start, missing + stamped, history,
                                      count + len(stamped), previous)
             finally:
@@ -230,13 +235,13 @@ class Store:
             inserted = len(missing) + len(stamped)
             total = count + len(stamped)
             compaction = None
-            if compact and len(data) > limit:
+            if compact and new_size > limit:
                 from agenvoy_cli.storage.compaction import compact_session
 
                 compaction = compact_session(self, session_id, limit)
                 data_size = compaction.bytes_after
             else:
-                data_size = len(data)
+                data_size = new_size
         return AppendResult(session_id, len(stamped), compaction.kept if compaction else total,
                             data_size, inserted - len(stamped), compaction)
 
