@@ -29,8 +29,11 @@ class WordsEmbedder:
         norm = math.sqrt(sum(x * x for x in v)) or 1.0
         return [x / norm for x in v]
 
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.calls = getattr(self, "calls", 0) + len(texts)
+        self.texts += texts
         return [self._vec(t) for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
@@ -325,6 +328,21 @@ def test_index_session_never_ahead_or_stale(run, home, words):
         r[0] for r in sqlite3.connect(home / ".store/history.db").execute(
             "SELECT hash FROM messages"))
     store.close()
+
+
+def test_each_message_is_embedded_after_the_end_of_the_one_before(run, home, words):
+    from agenvoy_cli.storage import search
+
+    add(run, "s", "Do you still keep llamas?", "Yes, three of them!")
+    run("search", "s", "llamas")
+    assert words.texts == ["Do you still keep llamas?", "Do you still keep llamas?\nYes, three "
+                           "of them!"]
+    start = compacted(run, home, pairs=12)
+    words.texts.clear()
+    run("search", "s", "llamas")  # the first recent message's context comes from the archive
+    k = (start - 2) // 2  # the llama pair is seq 0-1, then filler pairs
+    assert words.texts[0] == f"answer {k - 1} filler {'a' * 80}\nquestion {k} filler {'q' * 80}"
+    assert search.doc_text("reply", "x" * 1000) == "x" * search.DOC_CONTEXT_CHARS + "\nreply"
 
 
 def test_hybrid_covers_archive_and_labels_sources(run, home, words, monkeypatch):

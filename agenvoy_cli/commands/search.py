@@ -84,7 +84,7 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...], mode: s
     history.json, from SQLite) and [recent] (history.json). semantic and hybrid leave out the
     context window (the last max_history_messages) and show each hit with 2 messages before
     and 1 after. A semantic or hybrid search first embeds messages not yet indexed.
-    No match is not an error (exit 0)."""
+    No match is not an error (exit 0). Put -- before a query that starts with '-'."""
     checked_session(session_id)
     window = time_window(range_, since, until)
     store = get_store(ctx)

@@ -8,22 +8,24 @@ keyword   Our FTS5 index (``messages_fts``: CJK bigrams + unicode61/porter, see 
           Ranked by BM25, then recency. Never imports chromadb, never creates a file.
 semantic  Cosine similarity in the Chroma collection over the recent part, leaving out the
           context window (the last ``max_history_messages``); every hit is expanded to
-          2 messages before and 1 after, and touching windows merge into segments.
-hybrid    BM25 over any query term (stopwords dropped), over the whole history, fused with
-          the vector ranking by weighted reciprocal ranks (weights measured on LoCoMo:
-          docs/benchmarks.md). Window exclusion and expansion as in semantic.
+          2 messages before and 1 after, and touching windows merge into segments. Each
+          message is embedded together with the end of the message before it (doc_text).
+hybrid    BM25 over any query term (stopwords dropped) over the whole history, fused with
+          the vector ranking by reciprocal ranks plus neighbour smoothing (constants
+          measured on LoCoMo: docs/benchmarks.md). Window exclusion and expansion as in
+          semantic.
 
 The vector index is derived (SPEC invariant 3): ``index_session`` embeds what SQLite holds
-at or after the trim point and the index lacks, and deletes what SQLite no longer holds
-there. It runs before every semantic/hybrid search and from ``backfill --vectors``.
-Embedding runs outside the store lock; every Chroma access holds it.
+at or after the trim point and the index lacks (never a message SQLite does not hold) and,
+on a full check, deletes what SQLite does not back there. It runs before every
+semantic/hybrid search and from ``backfill --vectors``. Embedding runs outside the store
+lock; every Chroma access holds it.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import time
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +51,7 @@ BEFORE, AFTER = 2, 1  # expansion of a semantic/hybrid hit (upstream's history w
 POOL = 50  # candidates per ranker before fusion
 # BM25 ranks the newest RANK_WINDOW matches of a query: exact for any term in fewer
 # messages, and a bounded cost (~0.1 s) for a term found in nearly all of a million.
-RANK_WINDOW = 10_000
+RANK_WINDOW = 5_000
 INDEX_BATCH = 64  # messages embedded per lock round-trip during catch-up
 DOC_CONTEXT_CHARS = 300  # of the previous message, embedded with each message (0: none)
 
@@ -182,7 +184,11 @@ def recent_messages(store: Store, session_id: str) -> list[Message]:
             "SELECT seq, send_at FROM messages WHERE session_id = ? AND seq >= ?",
             (session_id, start)).fetchall())
         prev = archive.last_send_at(conn, session_id, start)
-    times = assign_times(history.messages, prev, store._fallback_ns(history))
+    count = len(history.messages)
+    if all(start + i in archived for i in range(count)):  # the usual case: no header parsing
+        times = [archived[start + i] for i in range(count)]
+    else:
+        times = assign_times(history.messages, prev, store._fallback_ns(history))
     return [Message(start + i, archived.get(start + i, t), str(m.get("role")),
                     content_text(m.get("content")), m)
             for i, (m, t) in enumerate(zip(history.messages, times))]
@@ -792,7 +798,8 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     vector = vectors.embedder(store).embed_query(query)  # outside the lock
     with store.write_lock():
         scope = _scope(store, session_id, exclude_window=True)
-        ranked = _rank_in(store, session_id, query, mode, POOL, scope, window, vector)
+        ranked = _rank_in(store, session_id, query, mode, max(POOL, 2 * limit), scope,
+                          window, vector)
         hits = _cap_per_source(ranked, scope.start, limit)
         hi = scope.cutoff if scope.cutoff is not None else scope.start
         lo = 0 if mode == "hybrid" else scope.start
@@ -838,6 +845,3 @@ def search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
     return vector_search(store, session_id, query, mode, limit=limit, window=window,
                          progress=progress)
 
-
-def elapsed_ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000, 1)
