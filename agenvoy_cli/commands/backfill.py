@@ -58,7 +58,7 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
             if vectors:
                 from agenvoy_cli.storage.search import index_session
 
-                row["embedded"] = index_session(store, sid)
+                row["embedded"] = index_session(store, sid, full=True)  # also repairs
             results.append(row)
             if bar is not None:
                 bar.update(1)

@@ -105,8 +105,9 @@ class Doctor:
             self.report(sid, "archive", f"{foreign} row(s) written by another program have no "
                         "place yet", lambda: self._sync(sid))
         rows = archive.session_rows(conn, sid)
-        if rows.count - foreign != rows.next_seq:
-            self.report(sid, "archive", f"{rows.next_seq - (rows.count - foreign)} place(s) "
+        placed = archive.count_rows(conn, sid) - foreign
+        if placed != rows.next_seq:
+            self.report(sid, "archive", f"{rows.next_seq - placed} place(s) "
                         "missing in the archive sequence (rows deleted by hand?)")
         start = archive.align(conn, sid, history.messages, rows, thorough=True)
         overlap = min(len(history.messages), rows.next_seq - start)
@@ -116,7 +117,7 @@ class Doctor:
         wrong = [i for i in range(overlap)
                  if archived.get(start + i) != archive.hist_hash(history.messages[i])]
         missing = len(history.messages) - overlap
-        if history.messages and start == rows.next_seq and rows.count:
+        if history.messages and start == rows.next_seq and rows.has_rows:
             self.report(sid, "archive", "history.json does not match the archive's end (edited "
                         "by hand?); its messages will be archived as new ones",
                         lambda: self._sync(sid))
@@ -125,7 +126,7 @@ class Doctor:
                         lambda: self._sync(sid))
         if wrong:
             self.report(sid, "archive", f"{len(wrong)} message(s) differ from their archived row")
-        if history.messages and rows.count and start != (rows.start_seq or 0) and \
+        if history.messages and rows.has_rows and start != (rows.start_seq or 0) and \
                 start != rows.next_seq:
             self.report(sid, "session_meta", f"trim point is seq {rows.start_seq}, history.json "
                         f"starts at seq {start}", lambda: self._sync(sid))

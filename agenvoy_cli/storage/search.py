@@ -152,48 +152,6 @@ def time_window(range_: str = "all", since: str | None = None, until: str | None
 # ----------------------------------------------------------------------------- reading
 
 
-def session_rows_fast(conn: sqlite3.Connection, session_id: str) -> archive.SessionRows:
-    """archive.session_rows without its count(*), which walks the whole session's index
-    (~0.2 s at 1M rows). `count` here is only 0 or 1 (are there rows at all?), which is all
-    archive.align looks at. Candidate to replace the count in archive.session_rows."""
-    top = conn.execute("SELECT max(seq) FROM messages WHERE session_id = ?",
-                       (session_id,)).fetchone()[0]
-    any_row = top is not None or conn.execute(
-        "SELECT EXISTS(SELECT 1 FROM messages WHERE session_id = ?)", (session_id,)
-    ).fetchone()[0]
-    meta = conn.execute("SELECT start_seq, start_at FROM session_meta WHERE session_id = ?",
-                        (session_id,)).fetchone()
-    start_seq, start_at = meta if meta else (None, 0)
-    return archive.SessionRows(int(bool(any_row)), 0 if top is None else top + 1, start_seq,
-                               start_at or 0)
-
-
-def recent_messages(store: Store, session_id: str) -> list[Message]:
-    """Store.recent (history.json with places and times), reading the session's rows with
-    session_rows_fast so a search does not pay for counting a large archive."""
-    from agenvoy_cli.storage.messages import assign_times, content_text
-
-    history = store.history(session_id)
-    conn = store.db_readonly()
-    start, prev = 0, None
-    archived: dict[int, int] = {}
-    if conn is not None:
-        rows = session_rows_fast(conn, session_id)
-        start = archive.align(conn, session_id, history.messages, rows)
-        archived = dict(conn.execute(
-            "SELECT seq, send_at FROM messages WHERE session_id = ? AND seq >= ?",
-            (session_id, start)).fetchall())
-        prev = archive.last_send_at(conn, session_id, start)
-    count = len(history.messages)
-    if all(start + i in archived for i in range(count)):  # the usual case: no header parsing
-        times = [archived[start + i] for i in range(count)]
-    else:
-        times = assign_times(history.messages, prev, store._fallback_ns(history))
-    return [Message(start + i, archived.get(start + i, t), str(m.get("role")),
-                    content_text(m.get("content")), m)
-            for i, (m, t) in enumerate(zip(history.messages, times))]
-
-
 # ----------------------------------------------------------------------------- results
 
 
@@ -379,10 +337,10 @@ def keyword_search(store: Store, session_id: str, query: str, *, limit: int = DE
     result = SearchResult(session_id, query, "keyword", window=window)
     with store.read_lock():
         store.require(session_id)
-        recent = recent_messages(store, session_id)
+        recent = store.recent(session_id)
         conn = store.db_readonly()
         if conn is not None:
-            start = recent[0].seq if recent else session_rows_fast(conn, session_id).next_seq
+            start = recent[0].seq if recent else archive.session_rows(conn, session_id).next_seq
         else:
             start = 0
         by_seq = {m.seq: m for m in recent}
@@ -548,7 +506,7 @@ def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_T
     conn = store.db_readonly()
     if conn is None:
         return None, []
-    rows = session_rows_fast(conn, session_id)
+    rows = archive.session_rows(conn, session_id)
     if rows.next_seq == 0 and not vectors.index_exists(store, vectors.MESSAGES):
         return None, []
     start = rows.start_seq or 0
@@ -568,7 +526,7 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
     conn = store.db_readonly()
     if conn is None or not batch:
         return 0
-    start = session_rows_fast(conn, session_id).start_seq or 0
+    start = archive.session_rows(conn, session_id).start_seq or 0
     seqs = [t.msg.seq for t in batch]
     current = _sqlite_hashes(conn, session_id, max(start, min(seqs)), max(seqs) + 1)
     ids, keep, metas = [], [], []
@@ -674,9 +632,9 @@ class _Scope:
 
 
 def _scope(store: Store, session_id: str, exclude_window: bool) -> _Scope:
-    recent = recent_messages(store, session_id)
+    recent = store.recent(session_id)
     conn = store.db_readonly()
-    rows = session_rows_fast(conn, session_id) if conn is not None else None
+    rows = archive.session_rows(conn, session_id) if conn is not None else None
     start = recent[0].seq if recent else (rows.next_seq if rows else 0)
     if rows is not None and rows.start_seq is not None:
         start = max(start, rows.start_seq)  # never a vector older than the trim point
@@ -828,7 +786,7 @@ def _unarchived(conn: sqlite3.Connection | None, session_id: str, scope: _Scope)
         return 0
     if conn is None:
         return len(scope.recent)
-    nxt = session_rows_fast(conn, session_id).next_seq
+    nxt = archive.session_rows(conn, session_id).next_seq
     return sum(1 for m in scope.recent if m.seq >= nxt)
 
 

@@ -274,7 +274,10 @@ class Store:
 
     # -- reads -------------------------------------------------------------------------------
     def recent(self, session_id: str, history: History | None = None) -> list[Message]:
-        """history.json as Messages with their places and times (archived times when known)."""
+        """history.json as Messages with their places and times (archived times when known,
+        which also spares parsing every header)."""
+        from agenvoy_cli.storage.messages import content_text
+
         history = history or self.history(session_id)
         conn = self.db_readonly()
         start, prev = 0, None
@@ -286,14 +289,14 @@ class Store:
                 "SELECT seq, send_at FROM messages WHERE session_id = ? AND seq >= ?",
                 (session_id, start)).fetchall())
             prev = archive.last_send_at(conn, session_id, start)
-        times = assign_times(history.messages, prev, self._fallback_ns(history))
-        from agenvoy_cli.storage.messages import content_text
-
-        return [
-            Message(start + i, archived.get(start + i, t), str(m.get("role")),
-                    content_text(m.get("content")), m)
-            for i, (m, t) in enumerate(zip(history.messages, times))
-        ]
+        count = len(history.messages)
+        if all(start + i in archived for i in range(count)):
+            times = [archived[start + i] for i in range(count)]
+        else:
+            times = assign_times(history.messages, prev, self._fallback_ns(history))
+        return [Message(start + i, archived.get(start + i, t), str(m.get("role")),
+                        content_text(m.get("content")), m)
+                for i, (m, t) in enumerate(zip(history.messages, times))]
 
     def context(self, session_id: str, max_messages: int | None = None,
                 warn: Any = None) -> list[dict[str, Any]]:
@@ -324,7 +327,7 @@ class Store:
         conn = self.db_readonly()
         if conn is None:
             return 0
-        return archive.session_rows(conn, session_id).count
+        return archive.count_rows(conn, session_id)
 
     def trim_point(self, session_id: str) -> tuple[int, int]:
         """(start_seq, start_at) of the session; (0, 0) when never trimmed."""
