@@ -62,6 +62,10 @@ def compact_session(store: Store, session_id: str, max_bytes: int | None = None,
     """Trim when over the limit. Order: archive everything, record the trim point in SQLite,
     replace history.json, then drop vectors older than the trim point. Hold the write lock."""
     limit = max_bytes or store.settings.max_history_bytes
+    from agenvoy_cli.storage.vector_hooks import has_vectors, preload
+
+    if has_vectors(store) and not store.holds_lock():
+        preload()
     with store.write_lock():
         history = store.history(session_id)
         size = history.size

@@ -350,8 +350,9 @@ def _embed(store: Store, texts: list[str]) -> tuple[list[list[float]], str]:
 
 
 def _warm_chroma() -> None:
-    """Import chromadb before taking the lock (the import is the slow part)."""
-    import chromadb  # noqa: F401
+    from agenvoy_cli.storage.vector_hooks import preload
+
+    preload()
 
 
 def record(store: Store, drafts: Sequence[Draft], *, semantic: bool | None = None,

@@ -37,6 +37,11 @@ def _acquire(fd: int, mode: int, timeout: float, path: Path) -> None:
             delay = min(delay * 2, 0.05)
 
 
+def is_held(path: Path) -> bool:
+    """Whether this process holds the lock (in any mode)."""
+    return str(path) in _held
+
+
 @contextlib.contextmanager
 def store_lock(path: Path, timeout: float, *, shared: bool = False) -> Iterator[None]:
     """Hold the lock. shared=True for readers; a missing lock file means no writer ever ran,

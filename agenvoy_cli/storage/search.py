@@ -562,7 +562,9 @@ def index_session(store: Store, session_id: str, progress: Progress | None = Non
     one run of indexed places from the trim point. full=True compares every vector with
     SQLite and deletes those it does not back (backfill --vectors, after doctor)."""
     from agenvoy_cli.storage import vectors
+    from agenvoy_cli.storage.vector_hooks import preload
 
+    preload()
     with store.write_lock():
         index, todo = _index_plan(store, session_id, full)
     if not todo:

@@ -151,6 +151,24 @@ class Store:
                 archive.set_start(conn, session_id, start)
         return SyncResult(session_id, start, inserted)
 
+    def holds_lock(self) -> bool:
+        from agenvoy_cli.storage.locking import is_held
+
+        return is_held(self.layout.lock)
+
+    def _preload_if_compacting(self, session_id: str, new: list[dict[str, Any]]) -> None:
+        """When this append will likely compact and a vector index exists, import chromadb
+        now, before the lock (compaction deletes old vectors under it)."""
+        try:
+            size = self.layout.history(session_id).stat().st_size
+        except (FileNotFoundError, CorruptStore):
+            return
+        if size + sum(len(str(m.get("content"))) for m in new) > self.settings.max_history_bytes:
+            from agenvoy_cli.storage.vector_hooks import has_vectors, preload
+
+            if has_vectors(self):
+                preload()
+
     def _history_for_append(self, conn: sqlite3.Connection, session_id: str,
                             rows: archive.SessionRows) -> tuple[History, int]:
         """history.json and its message count. When the file is exactly the one our last
@@ -200,6 +218,8 @@ class Store:
             raise BadInput("no messages to append (empty batch)")
         moment = moment or datetime.now().replace(microsecond=0)
         stamped = [with_header(m, moment) for m in checked]
+        if compact:
+            self._preload_if_compacting(session_id, stamped)
         with self.write_lock():
             conn = self.db()
             archive.adopt_foreign_rows(conn, session_id)
@@ -250,8 +270,10 @@ class Store:
         history.json first (SQLite stays a superset), vectors before rows (never ahead)."""
         import shutil
 
-        from agenvoy_cli.storage.vector_hooks import after_clear, before_clear
+        from agenvoy_cli.storage.vector_hooks import after_clear, before_clear, has_vectors, preload
 
+        if has_vectors(self):
+            preload()
         with self.write_lock():
             self.require(session_id)
             before_clear(self)

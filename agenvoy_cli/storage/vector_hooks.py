@@ -23,6 +23,12 @@ def has_vectors(store: Store) -> bool:
     return bool(server_url(store)) or store.layout.chroma.is_dir()
 
 
+def preload() -> None:
+    """Import chromadb before taking the store lock: the import (0.5-2 s) is the slow part,
+    and must not keep every other process waiting."""
+    import chromadb  # noqa: F401
+
+
 def before_clear(store: Store) -> None:
     """Fail before anything changes when the index is configured but unreachable."""
     if has_vectors(store):
