@@ -36,3 +36,29 @@ def warn(message: str) -> None:
 
 def stderr_is_terminal() -> bool:
     return sys.stderr.isatty()
+
+
+class ProgressBar:
+    """progress(done, total) for a long run: a bar on stderr, only on a terminal, never with
+    --json, and only once `total` is worth one (at least `minimum`)."""
+
+    def __init__(self, label: str, minimum: int, enabled: bool = True) -> None:
+        self.label, self.minimum = label, minimum
+        self.enabled = enabled and sys.stderr.isatty()
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if total < self.minimum:
+                return
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr,
+                                         show_pos=True)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None

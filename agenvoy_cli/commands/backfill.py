@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from agenvoy_cli.commands.common import complete_session, get_store, json_option
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.output import emit, table
-
-
-@contextlib.contextmanager
-def progress(length: int, label: str, enabled: bool) -> Iterator[Any]:
-    """A progress bar on stderr for people; nothing for scripts or --json."""
-    if not enabled or not sys.stderr.isatty() or length < 2:
-        yield None
-        return
-    with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
-        yield bar
+from agenvoy_cli.output import ProgressBar, emit, table
 
 
 @click.command("backfill")
@@ -50,8 +37,9 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
         with store.write_lock():
             vector_index.drop_index(store, vector_index.MESSAGES)
     results = []
-    with progress(len(ids), "backfill", not as_json) as bar:
-        for sid in ids:
+    bar = ProgressBar("backfill", 2, not as_json)
+    try:
+        for done, sid in enumerate(ids, 1):
             with store.write_lock():
                 synced = store.sync(sid)
             row: dict[str, Any] = {"session_id": sid, "inserted": synced.inserted}
@@ -60,8 +48,9 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
 
                 row["embedded"] = index_session(store, sid, full=True)  # also repairs
             results.append(row)
-            if bar is not None:
-                bar.update(1)
+            bar(done, len(ids))
+    finally:
+        bar.close()
     doc = {"sessions": results, "inserted": sum(r["inserted"] for r in results)}
     if vectors:
         doc["embedded"] = sum(r["embedded"] for r in results)

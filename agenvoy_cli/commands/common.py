@@ -44,5 +44,19 @@ def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str
     return [CompletionItem(n) for n in names if n.startswith(incomplete)]
 
 
+def confirm_destructive(question: str, refusal: str, yes: bool) -> None:
+    """Ask on a terminal; without one, a destructive command needs --yes (exit 2)."""
+    import sys
+
+    from agenvoy_cli.errors import BadInput
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise BadInput(f"refusing to {refusal} without --yes (stdin is not a terminal)")
+    if not click.confirm(question, err=True):
+        raise click.Abort()
+
+
 def checked_session(session_id: str) -> str:
     return validate_name(session_id)

@@ -7,7 +7,7 @@ from typing import Any, BinaryIO
 
 import click
 
-from agenvoy_cli.commands.common import get_store, json_option
+from agenvoy_cli.commands.common import confirm_destructive, get_store, json_option
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.output import emit, table, warn
 from agenvoy_cli.storage import errormem
@@ -213,13 +213,8 @@ def forget_cmd(ctx: click.Context, record_id: str, yes: bool, as_json: bool) -> 
     """Delete one record (and its vector)."""
     store = get_store(ctx)
     rec = errormem.get(store, record_id)  # unknown id: exit 3 before any question
-    if not yes:
-        if not sys.stdin.isatty():
-            raise BadInput(f"refusing to forget {rec.short_id} without --yes "
-                           "(stdin is not a terminal)")
-        if not click.confirm(f"forget error record {rec.short_id} ({rec.tool_name}: "
-                             f"{_clip(rec.symptom, 60)})?", err=True):
-            raise click.Abort()
+    confirm_destructive(f"forget error record {rec.short_id} ({rec.tool_name}: "
+                        f"{_clip(rec.symptom, 60)})?", f"forget {rec.short_id}", yes)
     gone = errormem.forget(store, rec.id, warn=warn)
     emit({"forgotten": gone.id}, as_json, lambda d: f"forgot {d['forgotten']}")
 

@@ -2,43 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
-from agenvoy_cli.commands.common import get_store, json_option
+from agenvoy_cli.commands.common import confirm_destructive, get_store, json_option
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.output import emit, table, warn
+from agenvoy_cli.output import ProgressBar, emit, table, warn
 from agenvoy_cli.storage import rag
 
 PROGRESS_MIN = 10  # files to read before a progress bar is worth showing
 NOTES_SHOWN = 20  # skip notes printed on stderr per run (all of them are in --json)
 PREVIEW_LINES = 6  # lines of a chunk shown by a human-readable search
-
-
-class _Bar:
-    """A progress bar on stderr for a long indexing run (terminal only, never --json)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.bar: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if self.bar is None:
-            if total < PROGRESS_MIN:
-                return
-            self.bar = click.progressbar(length=total, label="indexing", file=sys.stderr,
-                                         show_pos=True)
-            self.bar.__enter__()
-        self.bar.update(done - self.bar.pos)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
 
 
 def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -95,7 +70,7 @@ def _render_sync(doc: dict[str, Any]) -> str:
 def _index(ctx: click.Context, name: str, paths: list[str] | None, as_json: bool,
            **options: Any) -> dict[str, Any]:
     store = get_store(ctx)
-    bar = _Bar(not as_json)
+    bar = ProgressBar("indexing", PROGRESS_MIN, not as_json)
     try:
         report = rag.sync(store, name, paths, progress=bar, **options)
     except KeyboardInterrupt:
@@ -276,13 +251,8 @@ def remove_cmd(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
     """Delete the database NAME: its rows and vectors (your files are not touched)."""
     store = get_store(ctx)
     info = rag.list_files(store, name)  # NotFound before asking anything
-    if not yes:
-        if not sys.stdin.isatty():
-            raise BadInput(f"refusing to remove {name!r} without --yes "
-                           "(stdin is not a terminal)")
-        if not click.confirm(f"remove RAG database {name!r} ({info['files']} files, "
-                             f"{info['chunks']} chunks)?", err=True):
-            raise click.Abort()
+    confirm_destructive(f"remove RAG database {name!r} ({info['files']} files, "
+                        f"{info['chunks']} chunks)?", f"remove {name!r}", yes)
     doc = rag.remove(store, name)
     emit(doc, as_json, lambda d: f"removed {d['database']}: {d['files']} file(s), "
          f"{d['chunks']} chunk(s)")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
 from agenvoy_cli.commands.common import checked_session, get_store, json_option, session_argument
-from agenvoy_cli.output import emit, warn
+from agenvoy_cli.output import ProgressBar, emit, warn
 from agenvoy_cli.storage.search import DEFAULT_LIMIT, MODES, RANGES, search, time_window
 
 PROGRESS_MIN = 100  # messages to embed before a progress bar is worth showing
@@ -37,26 +36,6 @@ def _render(doc: dict[str, Any]) -> str:
         out.append("")
         out.append("(no message has every term; showing messages with any of them)")
     return "\n".join(out)
-
-
-class _Bar:
-    """A progress bar on stderr for a long catch-up, only when stderr is a terminal."""
-
-    def __init__(self) -> None:
-        self.bar: Any = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self.bar is None:
-            if total < PROGRESS_MIN or not sys.stderr.isatty():
-                return
-            self.bar = click.progressbar(length=total, label="indexing", file=sys.stderr)
-            self.bar.__enter__()
-        self.bar.update(done - self.bar.pos)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
 
 
 @click.command("search")
@@ -88,7 +67,7 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...], mode: s
     checked_session(session_id)
     window = time_window(range_, since, until)
     store = get_store(ctx)
-    bar = _Bar()
+    bar = ProgressBar("indexing", PROGRESS_MIN)
     try:
         result = search(store, session_id, " ".join(query), mode, limit=limit, window=window,
                         progress=bar)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
-from agenvoy_cli.commands.common import get_store, json_option, session_argument
-from agenvoy_cli.errors import BadInput
+from agenvoy_cli.commands.common import (
+    confirm_destructive,
+    get_store,
+    json_option,
+    session_argument,
+)
 from agenvoy_cli.output import emit, table
 from agenvoy_cli.storage.store import Store
 
@@ -79,20 +82,11 @@ def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
         ["field", "value"]))
 
 
-def confirm(action: str, session_id: str, yes: bool) -> None:
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise BadInput(
-            f"refusing to {action} {session_id!r} without --yes (stdin is not a terminal)")
-    if not click.confirm(f"{action} session {session_id!r}?", err=True):
-        raise click.Abort()
-
-
 def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove: bool) -> None:
     store = get_store(ctx)
     store.require(session_id)
-    confirm("remove" if remove else "reset", session_id, yes)
+    action = "remove" if remove else "reset"
+    confirm_destructive(f"{action} session {session_id!r}?", f"{action} {session_id!r}", yes)
     result = store.clear(session_id, remove=remove)
     emit(result, as_json, lambda d: f"{d['action']} {d['session_id']}: "
          f"{d['rows_deleted']} archive row(s) deleted"
