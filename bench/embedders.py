@@ -31,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo import norm_ids  # noqa: E402  (one evidence normaliser for both benches)
 
 LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
 CACHE = Path("/tmp/agenvoy-bench-embeddings")
@@ -237,18 +239,6 @@ def zh_check(emb) -> tuple[int, int, dict[str, list[int]], list[str]]:
 
 
 # --------------------------------------------------------------------------- LoCoMo
-
-_ID = re.compile(r"D\s*(\d+)\s*:\s*(\d+)")
-
-
-def norm_ids(raw) -> list[str]:
-    """'D1:03', 'D1:3 D1:5', 'D1:3; D1:5' -> ['D1:3', ...]."""
-    out = []
-    for item in raw if isinstance(raw, list) else [raw]:
-        for a, b in _ID.findall(str(item)):
-            out.append(f"D{int(a)}:{int(b)}")
-    return out
-
 
 def turns_of(conv: dict) -> list[tuple[str, str]]:
     """(dia_id, "<speaker>: <text>") for every turn, sessions in order."""

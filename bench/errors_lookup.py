@@ -31,7 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import orjson
+from append import agenvoy_exe, wall  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -113,17 +115,6 @@ def records(count: int, seed: int = 7) -> list[dict]:
                     "cause": cause, "action": rng.choice(ACTIONS),
                     "outcome": rng.choice(OUTCOMES)})
     return out
-
-
-def agenvoy_exe() -> list[str]:
-    script = Path(sys.executable).with_name("agenvoy")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "agenvoy_cli"]
-
-
-def wall(cmd: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
 
 
 def build(home: Path, count: int, env: dict[str, str]) -> None:

@@ -51,7 +51,7 @@ TOP = 50
 HEAD = (1, 2, 3, 4)
 CATEGORY = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
             5: "adversarial"}
-_ID = re.compile(r"D(\d+):(\d+)")
+_ID = re.compile(r"D\s*(\d+)\s*:\s*(\d+)")
 
 
 # ----------------------------------------------------------------------------- data

@@ -23,8 +23,6 @@ measures scanning, parsing, chunking, SQLite and Chroma writes alone.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import math
 import os
 import random
 import re
@@ -36,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from tests.words_embedder import WordsEmbedder  # noqa: E402  (the model-free stand-in)
 
 TOP = 5
 PARAPHRASES = [  # query -> (file name, a substring of the answering chunk)
@@ -67,26 +66,6 @@ _STOP = """self return none true false from import with that this class none
 def elif else while print assert value values which there their about these those into
 have will when what where only also than then them each other such using used"""
 STOP = frozenset(_STOP.split())
-
-
-class Hashed:
-    """A hashed bag of words: no meaning, but fast (the pipeline without a model)."""
-
-    model_id = "bench/hashed-words"
-    dim = 256
-
-    def _vec(self, text: str) -> list[float]:
-        v = [0.0] * self.dim
-        for word in re.findall(r"[\u4e00-\u9fff]|\w+", text.lower()):
-            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norm = math.sqrt(sum(x * x for x in v)) or 1.0
-        return [x / norm for x in v]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._vec(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vec(text)
 
 
 def word_queries(chunks: list[dict], n: int, rng: random.Random) -> list[tuple[str, dict]]:
@@ -130,7 +109,7 @@ def main() -> int:
     from agenvoy_cli.storage.store import Store
 
     if args.embedder == "hashed":
-        vectors._embedders[""] = Hashed()
+        vectors._embedders[""] = WordsEmbedder()
     elif args.embedder:
         os.environ["AGENVOY_EMBEDDER"] = args.embedder
     store = Store(Layout(home))

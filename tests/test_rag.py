@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
 import re
 import shutil
@@ -20,29 +18,9 @@ import orjson
 import pytest
 
 from tests.conftest import ROOT, agenvoy
+from tests.words_embedder import WordsEmbedder
 
 CORPUS = ROOT / "tests" / "data" / "rag"
-
-
-class WordsEmbedder:
-    """Deterministic stand-in for a model: hashed bag of words (CJK by character)."""
-
-    model_id = "test/hashed-words"
-    dim = 512
-
-    def vec(self, text: str) -> list[float]:
-        v = [0.0] * self.dim
-        for word in re.findall(r"[\u4e00-\u9fff]|\w+", text.lower()):
-            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norm = math.sqrt(sum(x * x for x in v)) or 1.0
-        return [x / norm for x in v]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.calls = getattr(self, "calls", 0) + len(texts)
-        return [self.vec(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.vec(text)
 
 
 @pytest.fixture

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import math
-import re
 import sqlite3
 import subprocess
 import sys
@@ -14,30 +11,7 @@ import orjson
 import pytest
 
 from tests.conftest import ROOT, agenvoy
-
-
-class WordsEmbedder:
-    """Deterministic stand-in for a model: hashed bag of words (CJK by character)."""
-
-    model_id = "test/hashed-words"
-    dim = 64
-
-    def _vec(self, text: str) -> list[float]:
-        v = [0.0] * self.dim
-        for word in re.findall(r"[\u4e00-\u9fff]|\w+", text.lower()):
-            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
-        norm = math.sqrt(sum(x * x for x in v)) or 1.0
-        return [x / norm for x in v]
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.texts += texts
-        return [self._vec(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vec(text)
+from tests.words_embedder import WordsEmbedder
 
 
 @pytest.fixture

@@ -1,0 +1,34 @@
+"""A deterministic stand-in for an embedding model (tests and model-free benches): a hashed
+bag of words, CJK by character. No meaning, but fast and stable."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+
+
+class WordsEmbedder:
+    model_id = "test/hashed-words"
+    dim = 512
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []  # everything embedded, for assertions
+
+    @property
+    def calls(self) -> int:
+        return len(self.texts)
+
+    def vec(self, text: str) -> list[float]:
+        v = [0.0] * self.dim
+        for word in re.findall(r"[\u4e00-\u9fff]|\w+", text.lower()):
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
+        norm = math.sqrt(sum(x * x for x in v)) or 1.0
+        return [x / norm for x in v]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.texts += texts
+        return [self.vec(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vec(text)
