@@ -117,3 +117,17 @@ def test_context_and_session_list_stay_light(home):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[-1] == "[]"
+
+
+def test_reads_leave_an_existing_home_as_they_found_it(home):
+    agenvoy("append", "s", "--role", "user", "--content", "部署 deploy")
+    agenvoy("errors", "record", "--tool", "t", "--keyword", "k", "--symptom", "timeout",
+            "--action", "retry", "--outcome", "resolved", "--no-semantic")
+    before = sorted(p.relative_to(home) for p in home.rglob("*"))
+    for args in (["context", "s"], ["search", "s", "部署", "--mode", "keyword"],
+                 ["session", "list"], ["session", "show", "s"], ["errors", "list"],
+                 ["errors", "lookup", "--tool", "t", "timeout", "--no-semantic"],
+                 ["rag", "list"]):
+        res = agenvoy(*args)
+        assert res.returncode == 0, (args, res.stderr)
+        assert sorted(p.relative_to(home) for p in home.rglob("*")) == before, args

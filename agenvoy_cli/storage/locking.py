@@ -37,9 +37,10 @@ def _acquire(fd: int, mode: int, timeout: float, path: Path) -> None:
             delay = min(delay * 2, 0.05)
 
 
-def is_held(path: Path) -> bool:
-    """Whether this process holds the lock (in any mode)."""
-    return str(path) in _held
+def is_held(path: Path, *, exclusive: bool = False) -> bool:
+    """Whether this process holds the lock (exclusively, if asked)."""
+    held = _held.get(str(path))
+    return held is not None and (not exclusive or held[1] == fcntl.LOCK_EX)
 
 
 @contextlib.contextmanager

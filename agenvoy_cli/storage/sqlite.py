@@ -289,7 +289,12 @@ def connect(path: Path, busy_timeout: float, *, readonly: bool = False) -> sqlit
     busy_ms = max(1, int(busy_timeout * 1000))
     try:
         if readonly:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+            # With no -wal file nobody has the database open and everything is in the main
+            # file: read it immutable, which creates no -wal/-shm files (a reader must leave
+            # the home as it found it). Our writers are kept out by the shared store lock.
+            wal = path.with_name(path.name + "-wal")
+            mode = "ro" if wal.exists() else "ro&immutable=1"
+            conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, isolation_level=None,
                                    check_same_thread=False)
             _configure(conn, busy_ms)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()

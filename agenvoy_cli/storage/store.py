@@ -47,16 +47,31 @@ class Store:
         self.settings = settings or load_settings(layout)
         self._conn: sqlite3.Connection | None = None
         self._ro: sqlite3.Connection | None = None
+        self._stale: list[sqlite3.Connection] = []
 
     # -- locks and connections -------------------------------------------------------------
     def write_lock(self) -> contextlib.AbstractContextManager[None]:
+        self._drop_reader()
         return store_lock(self.layout.lock, self.settings.lock_timeout)
 
+    def _drop_reader(self) -> None:
+        """A reading connection may be immutable (it then never sees later writes): it is
+        only good within the lock it was opened under, so a new lock gets a new one."""
+        from agenvoy_cli.storage.locking import is_held
+
+        if self._ro is not None and not is_held(self.layout.lock):
+            self._stale.append(self._ro)  # a caller may still hold it: closed with the Store
+            self._ro = None
+
     def read_lock(self) -> contextlib.AbstractContextManager[None]:
-        # Open (and, once, upgrade) the database first: an upgrade needs the write lock,
-        # which cannot be taken while this process holds the lock shared.
-        with contextlib.suppress(CorruptStore):  # reported where the database is used
-            self.db_readonly()
+        # Upgrade an old schema first: that needs the write lock, which cannot be taken
+        # while this process holds the lock shared. The reading connection itself is opened
+        # inside the lock (an immutable one must not outlive a writer's turn).
+        self._drop_reader()
+        if self._conn is None and self._ro is None:
+            with contextlib.suppress(CorruptStore):  # reported where the database is used
+                self.db_readonly()
+            self._drop_reader()
         return store_lock(self.layout.lock, self.settings.lock_timeout, shared=True)
 
     def db(self) -> sqlite3.Connection:
@@ -70,6 +85,10 @@ class Store:
         (an old schema is upgraded once under the write lock)."""
         if self._conn is not None:
             return self._conn
+        from agenvoy_cli.storage.locking import is_held
+
+        if is_held(self.layout.lock, exclusive=True) and self.layout.db.exists():
+            return self.db()  # a writer reads through its own connection
         if self._ro is None:
             if not self.layout.db.exists():
                 return None
@@ -83,10 +102,11 @@ class Store:
         return self._ro
 
     def close(self) -> None:
-        for conn in (self._conn, self._ro):
+        for conn in (self._conn, self._ro, *self._stale):
             if conn is not None:
                 conn.close()
         self._conn = self._ro = None
+        self._stale = []
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
