@@ -32,7 +32,7 @@ def _render(doc: dict[str, Any]) -> str:
             out.append("")
         segment = row["segment"]
         out.append(f"[{row['time']} · {row['role']}] {row['content']}")
-    if doc.get("match") == "any":
+    if doc.get("match") == "any" and doc["mode"] == "keyword":
         out.append("")
         out.append("(no message has every term; showing messages with any of them)")
     return "\n".join(out)
