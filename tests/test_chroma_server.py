@@ -87,10 +87,15 @@ def server(chroma_server, monkeypatch):
 
 
 def entries(api, name: str, session_id: str | None = None) -> dict[str, dict]:
-    if name not in {c if isinstance(c, str) else c.name for c in api.list_collections()}:
+    """Entries of the collection `name` of the (one) home under test: on a server the
+    collection names carry a per-home suffix."""
+    names = [c if isinstance(c, str) else c.name for c in api.list_collections()]
+    found = [n for n in names if n == name or n.startswith(name + "-")]
+    if not found:
         return {}
-    got = api.get_collection(name).get(where={"session_id": session_id} if session_id else None,
-                                       include=["metadatas"])
+    assert len(found) == 1, found
+    got = api.get_collection(found[0]).get(
+        where={"session_id": session_id} if session_id else None, include=["metadatas"])
     return dict(zip(got["ids"], got["metadatas"]))
 
 
@@ -211,3 +216,20 @@ def test_a_server_that_is_down_is_one_clear_error(home, down):
     err = res.stderr.decode()
     assert res.returncode == 1 and len(err.strip().splitlines()) == 1 and down in err, err
     assert (home / "sessions" / "d" / "history.json").exists()
+
+
+def test_two_homes_on_one_server_never_meet(run, home, server, tmp_path, monkeypatch):
+    append(run, "main", ["the llama farm is in Peru"] + [f"pad {i}" for i in range(17)])
+    assert ok(run("search", "main", "llama farm", "--json")).json()["indexed"] == 18
+    other = tmp_path / "other-home"
+    monkeypatch.setenv("AGENVOY_HOME", str(other))
+    append(run, "main", ["my bicycle is blue"] + [f"pad {i}" for i in range(17)])
+    doc = ok(run("search", "main", "llama farm", "--json")).json()
+    assert doc["indexed"] == 18  # its own index, not the first home's entries
+    assert "the llama farm is in Peru" not in [r["content"] for r in doc["results"]]
+    names = [c if isinstance(c, str) else c.name for c in server.list_collections()]
+    assert len([n for n in names if n.startswith(MESSAGES)]) == 2
+    ok(run("session", "reset", "main", "--yes"))
+    monkeypatch.setenv("AGENVOY_HOME", str(home))
+    doc = ok(run("search", "main", "llama farm", "--json")).json()
+    assert "the llama farm is in Peru" in [r["content"] for r in doc["results"]]

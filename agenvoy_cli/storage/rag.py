@@ -735,10 +735,13 @@ def remove(store: Store, name: str) -> dict[str, Any]:
 
 def _drop_orphans(store: Store, conn: sqlite3.Connection, vectors: Any) -> None:
     """Collections of databases that no longer exist (a remove that died half-way)."""
-    live = {collection_name(r[0]) for r in conn.execute("SELECT id FROM rag_dbs")}
+    live = {vectors.scoped(store, collection_name(r[0]))
+            for r in conn.execute("SELECT id FROM rag_dbs")}
+    ours = vectors.scoped(store, "")  # "" embedded; "-<home key>" on a shared server
     for col in vectors.client(store).list_collections():
         cname = col if isinstance(col, str) else col.name
-        if cname.startswith(COLLECTION_PREFIX) and cname not in live:
+        if (cname.startswith(COLLECTION_PREFIX) and cname.endswith(ours)
+                and cname not in live):
             with contextlib.suppress(Exception):
                 vectors.client(store).delete_collection(cname)
 

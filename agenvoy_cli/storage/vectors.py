@@ -87,10 +87,23 @@ def client(store: Store) -> Any:
     return _clients[key]
 
 
+def scoped(store: Store, name: str) -> str:
+    """The collection's name on the Chroma side. An embedded directory belongs to one home;
+    on a server shared by several homes each home gets its own collections (two homes'
+    session "main" must never meet), keyed by the home's path."""
+    if not server_url(store):
+        return name
+    from agenvoy_cli.storage.messages import _blake2b
+
+    key = _blake2b(str(store.layout.home.resolve()).encode(), digest_size=6).hexdigest()
+    return f"{name}-{key}"
+
+
 def index_exists(store: Store, name: str) -> bool:
     if not (server_url(store) or store.layout.chroma.is_dir()):
         return False
-    return name in {c if isinstance(c, str) else c.name for c in client(store).list_collections()}
+    names = {c if isinstance(c, str) else c.name for c in client(store).list_collections()}
+    return scoped(store, name) in names
 
 
 @dataclass
@@ -114,9 +127,10 @@ class VectorIndex:
                         "hnsw:batch_size": SYNC_THRESHOLD, "model_id": emb.model_id,
                         "dim": emb.dim}
                 self.collection = api.get_or_create_collection(
-                    name, embedding_function=None, metadata=meta)
+                    scoped(store, name), embedding_function=None, metadata=meta)
             else:
-                self.collection = api.get_collection(name, embedding_function=None)
+                self.collection = api.get_collection(scoped(store, name),
+                                                     embedding_function=None)
         except AgenvoyError:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -210,5 +224,5 @@ def drop_index(store: Store, name: str) -> bool:
     """Delete a whole collection (rebuild after an embedder change)."""
     if not index_exists(store, name):
         return False
-    client(store).delete_collection(name)
+    client(store).delete_collection(scoped(store, name))
     return True
