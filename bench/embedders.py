@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from locomo import norm_ids  # noqa: E402  (one evidence normaliser for both benches)
+from locomo import norm_ids, questions_of  # noqa: E402  (one evidence normaliser for both)
 
 LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
 CACHE = Path("/tmp/agenvoy-bench-embeddings")
@@ -260,16 +260,8 @@ def locomo_questions():
     for sample in data:
         turns = turns_of(sample["conversation"])
         ids = [i for i, _ in turns]
-        known = set(ids)
-        qs = []
-        for qa in sample["qa"]:
-            gold = norm_ids(qa.get("evidence", []))
-            dropped += sum(1 for g in gold if g not in known)
-            gold = sorted({g for g in gold if g in known})
-            if not gold:
-                empty += 1
-                continue
-            qs.append((qa["question"], gold, int(qa["category"])))
+        qs, d, e = questions_of(sample, set(ids))
+        dropped, empty = dropped + d, empty + e
         convs.append((ids, [t for _, t in turns], qs))
     return convs, dropped, empty
 

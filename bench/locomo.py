@@ -83,6 +83,22 @@ def sessions_of(conv: dict) -> list[tuple[datetime, list[tuple[str, str, str]]]]
     return out
 
 
+def questions_of(sample: dict, known: set[str]) -> tuple[list[tuple[str, list[str], int]],
+                                                         int, int]:
+    """(question, gold ids, category) of a sample, evidence normalised, impossible ids
+    dropped, questions left without evidence skipped; plus how many of each."""
+    qs, dropped, empty = [], 0, 0
+    for qa in sample["qa"]:
+        gold = norm_ids(qa.get("evidence", []))
+        dropped += sum(1 for g in gold if g not in known)
+        gold = sorted({g for g in gold if g in known})
+        if not gold:
+            empty += 1
+            continue
+        qs.append((qa["question"], gold, int(qa["category"])))
+    return qs, dropped, empty
+
+
 def load(path: Path):
     data = json.loads(path.read_text())
     convs, dropped, empty = [], 0, 0
@@ -90,15 +106,8 @@ def load(path: Path):
         conv = sample["conversation"]
         sessions = sessions_of(conv)
         known = {d for _, turns in sessions for d, _, _ in turns}
-        qs = []
-        for qa in sample["qa"]:
-            gold = norm_ids(qa.get("evidence", []))
-            dropped += sum(1 for g in gold if g not in known)
-            gold = sorted({g for g in gold if g in known})
-            if not gold:
-                empty += 1
-                continue
-            qs.append((qa["question"], gold, int(qa["category"])))
+        qs, d, e = questions_of(sample, known)
+        dropped, empty = dropped + d, empty + e
         convs.append({"a": conv["speaker_a"], "b": conv["speaker_b"], "sessions": sessions,
                       "qa": qs})
     return convs, dropped, empty
