@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import click
 import pytest
@@ -80,6 +82,14 @@ def test_json_output_is_exactly_one_document(home):
         orjson.loads(res.stdout)  # raises if anything else is on stdout
 
 
+def _has_lock_open(pid: int) -> bool:
+    try:
+        return any(os.readlink(fd).endswith("agenvoy.lock")
+                   for fd in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:  # an fd closed while we looked
+        return False
+
+
 def test_ctrl_c_exits_130(home):
     agenvoy("append", "s", "--role", "user", "--content", "x")
     holder = spawn("hold-lock", "20")
@@ -87,7 +97,11 @@ def test_ctrl_c_exits_130(home):
     waiting = subprocess.Popen([sys.executable, "-m", "agenvoy_cli", "append", "s", "--role",
                                 "user", "--content", "y"], cwd=ROOT, stderr=subprocess.PIPE,
                                stdout=subprocess.PIPE)
-    time.sleep(1.0)
+    # Interrupt it while it waits for the lock, not while Python is still starting.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _has_lock_open(waiting.pid):
+        time.sleep(0.05)
+    time.sleep(0.2)
     waiting.send_signal(signal.SIGINT)
     _, err = waiting.communicate(timeout=20)
     holder.kill()

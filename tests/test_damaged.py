@@ -126,5 +126,27 @@ def test_missing_chroma_directory_is_rebuilt_by_search(run, home):
     assert run("backfill", "s", "--vectors").exit_code == 0
     shutil.rmtree(home / ".store/chroma")
     res = run("search", "s", "m3 部署", "--json")
-    assert res.exit_code == 0 and res.json()["results"]
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["results"]
     assert run("doctor").exit_code == 0
+
+
+def test_directory_deleted_under_a_live_client(home, monkeypatch):
+    # One process (an agent using the library) keeps chromadb's per-path system alive; a
+    # deleted directory must give a fresh index, not "no such table" from the old one.
+    from agenvoy_cli.paths import Layout
+    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.storage.store import Store
+    from tests.words_embedder import WordsEmbedder
+
+    monkeypatch.setitem(vectors._embedders, "", WordsEmbedder())
+    store = Store(Layout(home))
+    index = vectors.VectorIndex(store, "probe")
+    emb = index.embedder
+    index.add(["a", "b"], emb.embed_documents(["deploy m3", "lunch menu"]), [{"k": 1}, {"k": 2}])
+    assert index.query(emb.embed_query("deploy"), 1)[0].id == "a"
+    shutil.rmtree(home / ".store/chroma")
+    again = vectors.VectorIndex(store, "probe")
+    assert again.collection.count() == 0
+    again.add(["c"], emb.embed_documents(["deploy again"]), [{"k": 3}])
+    assert [h.id for h in again.query(emb.embed_query("deploy"), 5)] == ["c"]

@@ -10,6 +10,7 @@ refused with a rebuild hint, never mixed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -60,8 +61,13 @@ def client(store: Store) -> Any:
     """Chroma client: a server when AGENVOY_CHROMA_URL is set, else the embedded directory."""
     url = server_url(store)
     key = url or str(store.layout.chroma)
-    if not url and not store.layout.chroma.is_dir():
-        _clients.pop(key, None)  # the directory was deleted under a cached client
+    if not url and not store.layout.chroma.is_dir() and key in _clients:
+        # The directory was deleted under a cached client. chromadb shares one
+        # system per path inside a process, so only close() lets a new client
+        # start afresh instead of reading tables that are gone.
+        stale = _clients.pop(key)
+        with contextlib.suppress(Exception):
+            stale.close()
     if key not in _clients:
         import chromadb
         from chromadb.config import Settings
