@@ -286,11 +286,11 @@ def test_credentials_in_url_are_not_shown(server, monkeypatch):
 
 def test_timeout(openai, monkeypatch):
     monkeypatch.setenv("AGENVOY_EMBED_TIMEOUT", "0.2")
-    openai.delay = 1.0
+    openai.delay = 5.0
     start = time.monotonic()
     with pytest.raises(EmbedderError, match="timed out"):
         get_embedder("openai:m").embed_query("a")
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 3.0  # gave up long before the reply
 
 
 def test_long_and_odd_texts_are_cleaned(openai):
