@@ -93,7 +93,7 @@ DISTRACTORS = [
 
 
 def embedder(name: str):
-    from agenvoy_cli.storage.embedders import get_embedder
+    from agenvoy_cli.models.embedders import get_embedder
 
     return get_embedder(name)
 

@@ -181,12 +181,13 @@ def phases(home: str, tool: str, message: str) -> None:
     """One semantic lookup in this fresh process, timed part by part."""
     marks = [("start", time.perf_counter())]
     from agenvoy_cli.cli import cli  # noqa: F401  (what every command imports)
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import errormem, vectors
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.errormem import memory as errormem
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import open_store
 
     marks.append(("imports (cli, storage)", time.perf_counter()))
-    store = Store(Layout(Path(home)))
+    store = open_store(Layout(Path(home)))
     vec = vectors.embedder(store).embed_query(message)
     marks.append(("model load + query embedding", time.perf_counter()))
     import chromadb  # noqa: F401
@@ -207,11 +208,11 @@ def phases(home: str, tool: str, message: str) -> None:
 def in_process(home: Path) -> None:
     """The same lookups inside one warm process: what the storage layer itself costs."""
     os.environ["AGENVOY_HOME"] = str(home)
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import errormem
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.errormem import memory as errormem
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors.hooks import open_store
 
-    store = Store(Layout(home))
+    store = open_store(Layout(home))
     rng = random.Random(5)
     cases = [(rng.choice(TOOLS), fill(t, rng)) for t, _, _ in TEMPLATES]
     errormem.lookup(store, cases[0][1], tool=cases[0][0])  # load model, open Chroma
@@ -255,16 +256,17 @@ PAIRS = [  # (tool, keywords, symptom, cause) recorded; the paraphrase looked up
 
 
 def quality(embedders: list[str]) -> None:
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import errormem, vectors
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.errormem import memory as errormem
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import open_store
 
     print(f"quality: {len(PAIRS)} paraphrased failures (top-1 = the recorded one first)")
     for n, spec in enumerate(embedders):
         home = Path(tempfile.mkdtemp(prefix="agenvoy-errq-"))
         os.environ["AGENVOY_EMBEDDER"] = spec
         vectors._embedders.clear()
-        store = Store(Layout(home))
+        store = open_store(Layout(home))
         drafts = [errormem.make_draft(t, k.split(", "), s, c, "act", "resolved")
                   for (t, k, s, c), _ in PAIRS]
         ids = [r.id for r in errormem.record(store, drafts)]

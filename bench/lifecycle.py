@@ -42,13 +42,13 @@ def backfill_rate(count: int) -> tuple[float, float]:
     subprocess.run(agenvoy_exe() + ["backfill", "imported", "--json"], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     process = time.perf_counter() - start
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors.hooks import open_store
 
     again = Path(tempfile.mkdtemp(prefix="agenvoy-backfill2-"))
     shutil.copytree(folder, again / "sessions" / "imported")
     os.environ["AGENVOY_MAX_HISTORY_BYTES"] = str(1 << 30)
-    store = Store(Layout(again))
+    store = open_store(Layout(again))
     start = time.perf_counter()
     with store.write_lock():
         result = store.sync("imported")

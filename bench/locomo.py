@@ -10,7 +10,7 @@ per conversation, built with Store.append — every turn is one message
 "<speaker>: <text>" (speaker_a as user, speaker_b as assistant), each LoCoMo session one
 batch whose messages carry that session's date as their time. By default max_history_bytes
 is set high so nothing is compacted. Each question's text is the query; the ranking is
-`agenvoy_cli.storage.search.rank` (what `agenvoy search` starts from), top 50, BEFORE
+`agenvoy_cli.search.engine.rank` (what `agenvoy search` starts from), top 50, BEFORE
 context expansion and WITHOUT leaving out the context window (the window is a property of
 a live agent turn, not of the data set). recall@k = |gold ∩ top k| / |gold|, MRR over
 the 50; macro-averaged over questions; headline = categories 1-4.
@@ -41,10 +41,12 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from agenvoy_cli.config import Settings  # noqa: E402
-from agenvoy_cli.paths import Layout  # noqa: E402
-from agenvoy_cli.storage import search, vectors  # noqa: E402
-from agenvoy_cli.storage.store import Store  # noqa: E402
+from agenvoy_cli.conversation.store import Store  # noqa: E402
+from agenvoy_cli.home.config import Settings  # noqa: E402
+from agenvoy_cli.home.layout import Layout  # noqa: E402
+from agenvoy_cli.search import engine as search  # noqa: E402
+from agenvoy_cli.vectors import index as vectors  # noqa: E402
+from agenvoy_cli.vectors.hooks import open_store  # noqa: E402
 
 LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
 TOP = 50
@@ -120,7 +122,7 @@ def build_home(home: Path, conv: dict, max_bytes: int) -> tuple[Store, dict[int,
     """One home, one session "locomo", through Store.append. Returns seq -> dia_id."""
     if home.exists():
         shutil.rmtree(home)
-    store = Store(Layout(home), Settings(max_history_bytes=max_bytes, lock_timeout=60))
+    store = open_store(Layout(home), Settings(max_history_bytes=max_bytes, lock_timeout=60))
     seq_to_dia: dict[int, str] = {}
     seq = 0
     for when, turns in conv["sessions"]:

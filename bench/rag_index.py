@@ -103,16 +103,17 @@ def main() -> int:
 
     home = Path(tempfile.mkdtemp(prefix="agenvoy-rag-bench-"))
     os.environ["AGENVOY_HOME"] = str(home)
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import rag, vectors
-    from agenvoy_cli.storage.rag_formats import Found, walk
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.rag import index as rag
+    from agenvoy_cli.rag.formats import Found, walk
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import open_store
 
     if args.embedder == "hashed":
         vectors._embedders[""] = WordsEmbedder()
     elif args.embedder:
         os.environ["AGENVOY_EMBEDDER"] = args.embedder
-    store = Store(Layout(home))
+    store = open_store(Layout(home))
     paths = [str(Path(p).resolve()) for p in args.paths]
     if args.max_files:
         files = sorted({str(f.path) for p in paths for f in walk(Path(p))

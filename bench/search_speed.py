@@ -81,11 +81,12 @@ def text(rng: random.Random, i: int) -> str:
 
 
 def build_archive(home: Path, rows: int) -> None:
-    from agenvoy_cli.config import Settings
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import archive, fts
-    from agenvoy_cli.storage.messages import header_for, message_hash, strip_header
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.conversation import archive
+    from agenvoy_cli.conversation.messages import header_for, message_hash, strip_header
+    from agenvoy_cli.home import fts
+    from agenvoy_cli.home.config import Settings
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors.hooks import open_store
 
     done = home / ".built"
     if done.exists() and done.read_text() == str(rows):
@@ -94,7 +95,7 @@ def build_archive(home: Path, rows: int) -> None:
         import shutil
 
         shutil.rmtree(home)
-    store = Store(Layout(home), Settings())
+    store = open_store(Layout(home), Settings())
     rng = random.Random(7)
     from datetime import datetime, timedelta
 
@@ -168,13 +169,14 @@ t = time.perf_counter(); marks = {}
 def lap(name):
     global t
     now = time.perf_counter(); marks[name] = now - t; t = now
-from agenvoy_cli.paths import Layout
-from agenvoy_cli.storage.store import Store
-from agenvoy_cli.storage import search, vectors
+from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.vectors.hooks import open_store
+from agenvoy_cli.search import engine as search
+from agenvoy_cli.vectors import index as vectors
 lap("import agenvoy_cli")
 import chromadb
 lap("import chromadb")
-store = Store(Layout(__import__("pathlib").Path(os.environ["AGENVOY_HOME"])))
+store = open_store(Layout(__import__("pathlib").Path(os.environ["AGENVOY_HOME"])))
 with store.write_lock():
     vectors.VectorIndex(store, vectors.MESSAGES, create=False)
 lap("chroma client + collection")
@@ -191,10 +193,10 @@ print(json.dumps(marks))
 
 
 def build_vectors(home: Path, count: int) -> dict:
-    from agenvoy_cli.config import Settings
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import search
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.home.config import Settings
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.search import engine as search
+    from agenvoy_cli.vectors.hooks import open_store
 
     done = home / ".built"
     if done.exists() and done.read_text().startswith(f"{count} "):
@@ -204,7 +206,7 @@ def build_vectors(home: Path, count: int) -> dict:
 
         shutil.rmtree(home)
     rng = random.Random(11)
-    store = Store(Layout(home), Settings(max_history_bytes=1 << 40))
+    store = open_store(Layout(home), Settings(max_history_bytes=1 << 40))
     from datetime import datetime, timedelta
 
     t0 = datetime(2024, 1, 1)

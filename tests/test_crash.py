@@ -88,7 +88,7 @@ def test_failed_replace_leaves_previous_state(run, home, monkeypatch):
 def test_failed_sqlite_write_restores_history(run, home, monkeypatch):
     run("append", "s", "--role", "user", "--content", "before")
     before = snapshot(home)
-    from agenvoy_cli.storage import archive
+    from agenvoy_cli.conversation import archive
 
     def broken(*args, **kwargs):
         raise sqlite3.OperationalError("disk I/O error")
@@ -106,7 +106,7 @@ def test_failed_compaction_loses_nothing(run, home, monkeypatch, step):
     batch = [{"role": r, "content": f"{r} {i} " + "z" * 200}
              for i in range(20) for r in ("user", "assistant")]
     run("append", "s", "--messages", "-", "--no-compact", input=orjson.dumps(batch))
-    from agenvoy_cli.storage import compaction
+    from agenvoy_cli.conversation import compaction
 
     def broken(*args, **kwargs):
         raise OSError(5, "Input/output error")

@@ -134,13 +134,13 @@ def test_missing_chroma_directory_is_rebuilt_by_search(run, home):
 def test_directory_deleted_under_a_live_client(home, monkeypatch):
     # One process (an agent using the library) keeps chromadb's per-path system alive; a
     # deleted directory must give a fresh index, not "no such table" from the old one.
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import vectors
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import open_store
     from tests.words_embedder import WordsEmbedder
 
     monkeypatch.setitem(vectors._embedders, "", WordsEmbedder())
-    store = Store(Layout(home))
+    store = open_store(Layout(home))
     index = vectors.VectorIndex(store, "probe")
     emb = index.embedder
     index.add(["a", "b"], emb.embed_documents(["deploy m3", "lunch menu"]), [{"k": 1}, {"k": 2}])

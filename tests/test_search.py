@@ -16,7 +16,7 @@ from tests.words_embedder import WordsEmbedder
 
 @pytest.fixture
 def words(monkeypatch):
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     emb = WordsEmbedder()
     monkeypatch.setitem(vectors._embedders, "", emb)
@@ -62,11 +62,11 @@ def compacted(run, home, sid="s", pairs=20, word="filler") -> int:
 
 
 def vector_ids(home: Path, sid: str = "s") -> dict[str, dict]:
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import vectors
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import open_store
 
-    store = Store(Layout(home))
+    store = open_store(Layout(home))
     with store.write_lock():
         return vectors.VectorIndex(store, vectors.MESSAGES, create=False).get(
             {"session_id": sid})
@@ -234,7 +234,7 @@ def test_window_exclusion_and_json_shape(run, home, words, monkeypatch):
 
 
 def test_expansion_and_merging(run, home, words, monkeypatch):
-    from agenvoy_cli.storage import search
+    from agenvoy_cli.search import engine as search
 
     monkeypatch.setattr(search, "DOC_CONTEXT_CHARS", 0)  # each message embedded alone
     monkeypatch.setenv("AGENVOY_MAX_HISTORY_MESSAGES", "2")
@@ -274,12 +274,13 @@ def test_catch_up_after_appends_and_compaction(run, home, words):
 
 
 def test_index_session_never_ahead_or_stale(run, home, words):
-    from agenvoy_cli.paths import Layout
-    from agenvoy_cli.storage import search, vectors
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.search import engine as search
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import open_store
 
     add(run, "s", *[f"m{i}" for i in range(8)])
-    store = Store(Layout(home))
+    store = open_store(Layout(home))
     assert search.index_session(store, "s") == 8
     assert search.index_session(store, "s") == 0
     with store.write_lock():  # a stray vector for a place SQLite does not have
@@ -305,7 +306,7 @@ def test_index_session_never_ahead_or_stale(run, home, words):
 
 
 def test_each_message_is_embedded_after_the_end_of_the_one_before(run, home, words):
-    from agenvoy_cli.storage import search
+    from agenvoy_cli.search import engine as search
 
     add(run, "s", "Do you still keep llamas?", "Yes, three of them!")
     run("search", "s", "llamas")

@@ -15,9 +15,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agenvoy_cli.storage.messages import Message
-from agenvoy_cli.storage.summarizer import chunk_messages, enforce_limits
-from agenvoy_cli.storage.summary import parse_summary_reply
+from agenvoy_cli.conversation.messages import Message
+from agenvoy_cli.conversation.summarizer import chunk_messages, enforce_limits
+from agenvoy_cli.conversation.summary import parse_summary_reply
 from tests.conftest import ROOT
 from tests.llm_server import FakeLLM, merged_summary, wrap
 
@@ -342,10 +342,10 @@ def test_a_message_appended_during_a_run_keeps_the_session_pending(run, home, ll
     original = llm._handle
 
     def racing(req):
-        from agenvoy_cli.paths import Layout
-        from agenvoy_cli.storage.store import Store
+        from agenvoy_cli.home.layout import Layout
+        from agenvoy_cli.vectors.hooks import open_store
 
-        store = Store(Layout(home))
+        store = open_store(Layout(home))
         store.append("s", [{"role": "user", "content": "s message 2"}],
                      datetime.strptime(stamp(2), "%Y-%m-%d %H:%M:%S"))
         store.close()

@@ -73,10 +73,10 @@ def main() -> None:
     elif kind == "hold-lock":  # hold-lock SECONDS
         import time
 
-        from agenvoy_cli.paths import Layout, resolve_home
-        from agenvoy_cli.storage.store import Store
+        from agenvoy_cli.home.layout import Layout, resolve_home
+        from agenvoy_cli.vectors.hooks import open_store
 
-        store = Store(Layout(resolve_home()))
+        store = open_store(Layout(resolve_home()))
         with store.write_lock():
             print("locked", flush=True)
             time.sleep(float(rest[0]))

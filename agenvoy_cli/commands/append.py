@@ -9,10 +9,10 @@ import click
 import orjson
 
 from agenvoy_cli.commands.common import get_store, json_option, session_argument
+from agenvoy_cli.conversation.messages import ROLES, parse_local_time
 from agenvoy_cli.errors import BadInput
+from agenvoy_cli.home.layout import validate_name
 from agenvoy_cli.output import emit
-from agenvoy_cli.paths import validate_name
-from agenvoy_cli.storage.messages import ROLES, parse_local_time
 
 
 def read_input(source: str) -> str:

@@ -32,7 +32,7 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
         store.require(session_id)
     ids = [session_id] if session_id else store.session_ids()
     if rebuild:
-        from agenvoy_cli.storage import vectors as vector_index
+        from agenvoy_cli.vectors import index as vector_index
 
         with store.write_lock():
             vector_index.drop_index(store, vector_index.MESSAGES)
@@ -44,7 +44,7 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
                 synced = store.sync(sid)
             row: dict[str, Any] = {"session_id": sid, "inserted": synced.inserted}
             if vectors:
-                from agenvoy_cli.storage.search import index_session
+                from agenvoy_cli.search.engine import index_session
 
                 row["embedded"] = index_session(store, sid, full=True)  # also repairs
             results.append(row)

@@ -7,8 +7,9 @@ from typing import Any, TypeVar
 
 import click
 
-from agenvoy_cli.paths import Layout, resolve_home, validate_name
-from agenvoy_cli.storage.store import Store
+from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
+from agenvoy_cli.vectors.hooks import open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -16,7 +17,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def get_store(ctx: click.Context) -> Store:
     obj = ctx.find_root().obj or {}
     if "store" not in obj:
-        obj["store"] = Store(Layout(resolve_home(obj.get("home"))))
+        obj["store"] = open_store(Layout(resolve_home(obj.get("home"))))
         ctx.call_on_close(obj["store"].close)
     return obj["store"]
 

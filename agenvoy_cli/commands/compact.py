@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from agenvoy_cli.commands.common import complete_session, get_store, json_option
+from agenvoy_cli.conversation.compaction import compact_session
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.output import emit, table
-from agenvoy_cli.storage.compaction import compact_session
 
 
 @click.command("compact")

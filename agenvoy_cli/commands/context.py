@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from agenvoy_cli.commands.common import get_store, json_option, session_argument
+from agenvoy_cli.conversation.messages import content_text
 from agenvoy_cli.output import emit, warn
-from agenvoy_cli.storage.messages import content_text
 
 
 def _render(doc: dict) -> str:

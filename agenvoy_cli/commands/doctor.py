@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from agenvoy_cli.commands.common import complete_session, get_store, json_option
+from agenvoy_cli.doctor.checks import run_doctor
 from agenvoy_cli.errors import FAILED
 from agenvoy_cli.output import emit
-from agenvoy_cli.storage.doctor import run_doctor
 
 
 def _render(doc: dict) -> str:

@@ -8,9 +8,9 @@ from typing import Any, BinaryIO
 import click
 
 from agenvoy_cli.commands.common import confirm_destructive, get_store, json_option
+from agenvoy_cli.errormem import memory as errormem
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.output import emit, table, warn
-from agenvoy_cli.storage import errormem
 
 
 def _complete_tool(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -19,7 +19,7 @@ def _complete_tool(ctx: click.Context, param: click.Parameter, incomplete: str) 
 
     from click.shell_completion import CompletionItem
 
-    from agenvoy_cli.paths import Layout, resolve_home
+    from agenvoy_cli.home.layout import Layout, resolve_home
 
     db = Layout(resolve_home((ctx.find_root().params or {}).get("home"))).db
     if not db.exists():

@@ -9,7 +9,7 @@ import click
 from agenvoy_cli.commands.common import confirm_destructive, get_store, json_option
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.output import ProgressBar, emit, table, warn
-from agenvoy_cli.storage import rag
+from agenvoy_cli.rag import index as rag
 
 PROGRESS_MIN = 10  # files to read before a progress bar is worth showing
 NOTES_SHOWN = 20  # skip notes printed on stderr per run (all of them are in --json)

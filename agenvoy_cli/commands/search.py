@@ -8,7 +8,7 @@ import click
 
 from agenvoy_cli.commands.common import checked_session, get_store, json_option, session_argument
 from agenvoy_cli.output import ProgressBar, emit, warn
-from agenvoy_cli.storage.search import DEFAULT_LIMIT, MODES, RANGES, search, time_window
+from agenvoy_cli.search.engine import DEFAULT_LIMIT, MODES, RANGES, search, time_window
 
 PROGRESS_MIN = 100  # messages to embed before a progress bar is worth showing
 

@@ -12,14 +12,14 @@ from agenvoy_cli.commands.common import (
     json_option,
     session_argument,
 )
+from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.output import emit, table
-from agenvoy_cli.storage.store import Store
 
 
 def describe(store: Store, session_id: str, *, detail: bool) -> dict[str, Any]:
+    from agenvoy_cli.conversation.messages import ns_to_local
+    from agenvoy_cli.conversation.summary import read_summary
     from agenvoy_cli.errors import CorruptStore
-    from agenvoy_cli.storage.messages import ns_to_local
-    from agenvoy_cli.storage.summary import read_summary
 
     info: dict[str, Any] = {"session_id": session_id, "messages": 0, "bytes": 0,
                             "last_message_time": None, "summary": False, "problem": None}

@@ -8,8 +8,8 @@ import click
 
 from agenvoy_cli.commands.common import complete_session, get_store, json_option
 from agenvoy_cli.errors import FAILED, AgenvoyError, BadInput
+from agenvoy_cli.home.layout import validate_name
 from agenvoy_cli.output import emit, table, to_json, warn
-from agenvoy_cli.paths import validate_name
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -70,13 +70,13 @@ def command(ctx: click.Context, session_id: str | None, pending: bool, dry_run: 
     (e.g. http://localhost:11434/v1), AGENVOY_LLM_MODEL and, if needed,
     AGENVOY_LLM_API_KEY; or the agenvoy.llm section of config.json. See docs/summarize.md.
     """
-    from agenvoy_cli.storage.llm import load_config, make_client
-    from agenvoy_cli.storage.summarizer import (
+    from agenvoy_cli.conversation.summarizer import (
         SessionResult,
         pending_sessions,
         summarize_session,
     )
-    from agenvoy_cli.storage.summarizer import dry_run as plan
+    from agenvoy_cli.conversation.summarizer import dry_run as plan
+    from agenvoy_cli.models.llm import load_config, make_client
 
     if bool(session_id) == pending:
         raise BadInput("give a SESSION or --pending (not both)")

@@ -6,8 +6,8 @@ import os
 from typing import Any, NamedTuple
 
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.paths import Layout
-from agenvoy_cli.storage.jsonfs import read_json
+from agenvoy_cli.home.files import read_json
+from agenvoy_cli.home.layout import Layout
 
 DEFAULT_MAX_HISTORY_MESSAGES = 16
 DEFAULT_MAX_HISTORY_BYTES = 5 * 1024 * 1024

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation.history import dump_history, write_history
+from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import CorruptStore
-from agenvoy_cli.storage import archive
-from agenvoy_cli.storage.history import dump_history, write_history
-from agenvoy_cli.storage.jsonfs import read_json, stale_temp_files
-from agenvoy_cli.storage.store import Store
+from agenvoy_cli.home.files import read_json, stale_temp_files
 
 
 @dataclass
@@ -133,7 +133,7 @@ class Doctor:
         self.check_vectors(sid, start, rows.next_seq)
 
     def check_vectors(self, sid: str, start_seq: int, next_seq: int) -> None:
-        from agenvoy_cli.storage import vectors
+        from agenvoy_cli.vectors import index as vectors
 
         if not vectors.index_exists(self.store, vectors.MESSAGES):
             return
@@ -148,7 +148,7 @@ class Doctor:
                             lambda: f"deleted {index.delete(stale)} vector(s)")
 
     def check_error_memory(self) -> None:
-        from agenvoy_cli.storage import errormem
+        from agenvoy_cli.errormem import memory as errormem
 
         problems = errormem.check_error_index(self.store)
         if not problems:

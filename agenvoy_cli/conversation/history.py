@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.errors import CorruptStore
-from agenvoy_cli.storage.jsonfs import atomic_write_bytes, parse_json, read_bytes
+from agenvoy_cli.home.files import atomic_write_bytes, parse_json, read_bytes
 
 
 def recovery_hint(session_id: str) -> str:

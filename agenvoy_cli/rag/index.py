@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agenvoy_cli.errors import BadInput, NotFound, StoreBusy
-from agenvoy_cli.paths import validate_name
-from agenvoy_cli.storage import fts
-from agenvoy_cli.storage.locking import store_lock
-from agenvoy_cli.storage.rag_chunking import Chunk, pack
-from agenvoy_cli.storage.rag_formats import (
+from agenvoy_cli.home import fts
+from agenvoy_cli.home.layout import validate_name
+from agenvoy_cli.home.locking import store_lock
+from agenvoy_cli.rag.chunking import Chunk, pack
+from agenvoy_cli.rag.formats import (
     Found,
     Skipped,
     binary_reason,
@@ -58,7 +58,7 @@ from agenvoy_cli.storage.rag_formats import (
 if TYPE_CHECKING:
     import sqlite3
 
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.conversation.store import Store
 
 MODES = ("hybrid", "keyword", "semantic")
 DEFAULT_MODE = "hybrid"
@@ -342,7 +342,7 @@ def _embed_text(work: _Work, chunk: Chunk) -> str:
 
 
 def _index(store: Store, db: Database, *, create: bool) -> Any:
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     name = collection_name(db.id)
     if not create and not vectors.index_exists(store, name):
@@ -352,7 +352,7 @@ def _index(store: Store, db: Database, *, create: bool) -> Any:
 
 def _rebuild_hint(db: Database) -> Callable[[Exception], Exception]:
     def convert(exc: Exception) -> Exception:
-        from agenvoy_cli.storage.vectors import IndexModelMismatch
+        from agenvoy_cli.vectors.index import IndexModelMismatch
 
         text = str(exc).split("; rebuild", 1)[0]
         return IndexModelMismatch(f"{text}; re-embed it with `agenvoy rag sync {db.name} "
@@ -361,7 +361,7 @@ def _rebuild_hint(db: Database) -> Callable[[Exception], Exception]:
 
 
 def _mismatch() -> type[Exception]:
-    from agenvoy_cli.storage.vectors import IndexModelMismatch
+    from agenvoy_cli.vectors.index import IndexModelMismatch
 
     return IndexModelMismatch
 
@@ -551,7 +551,7 @@ def _prepare(store: Store, name: str, roots: list[tuple[Path, str]] | None,
                 tx.execute("UPDATE rag_files SET state = 'pending', hash = NULL "
                            "WHERE db_id = ? AND state = 'done'", (db.id,))
         if rebuild:
-            from agenvoy_cli.storage import vectors
+            from agenvoy_cli.vectors import index as vectors
 
             vectors.drop_index(store, collection_name(db.id))
         db = _database(conn, name)
@@ -682,7 +682,7 @@ def _flush(store: Store, db: Database, group: list[_Work], report: SyncReport,
     vecs: list[list[float]] = []
     if texts:
         if embed is None:
-            from agenvoy_cli.storage import vectors
+            from agenvoy_cli.vectors import index as vectors
 
             embed = vectors.embedder(store).embed_documents
         vecs = _interruptible(embed, texts)  # outside the lock: the slow part
@@ -721,13 +721,13 @@ def remove(store: Store, name: str) -> dict[str, Any]:
         with store.transaction() as tx:
             tx.execute("UPDATE rag_files SET state = 'pending' WHERE db_id = ?", (db.id,))
         if store.layout.chroma.is_dir() or os.environ.get("AGENVOY_CHROMA_URL"):
-            from agenvoy_cli.storage import vectors
+            from agenvoy_cli.vectors import index as vectors
 
             vectors.drop_index(store, collection_name(db.id))
             _drop_orphans(store, conn, vectors)
         with store.transaction() as tx:
             tx.execute("DELETE FROM rag_dbs WHERE id = ?", (db.id,))
-        from agenvoy_cli.storage import sqlite
+        from agenvoy_cli.home import sqlite
 
         sqlite.reclaim_space(conn)
     return {"database": name, "action": "removed", "files": files, "chunks": chunks}
@@ -879,7 +879,7 @@ def fts_ranking(conn: sqlite3.Connection, db_ids: Sequence[int], match: str | No
 
 
 def _any_match(query: str) -> str | None:
-    from agenvoy_cli.storage.search import content_query
+    from agenvoy_cli.search.engine import content_query
 
     return fts.match_any(content_query(query))
 
@@ -966,7 +966,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         if not (store.layout.chroma.is_dir() or os.environ.get("AGENVOY_CHROMA_URL")):
             result.results = _hits(conn, kw[:limit])  # nothing was ever embedded
             return result
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     vector = vectors.embedder(store).embed_query(query)  # outside the lock
     with store.write_lock():
@@ -974,7 +974,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         if mode == "semantic":
             ranked = vec[:limit]
         else:
-            from agenvoy_cli.storage.search import fuse
+            from agenvoy_cli.search.engine import fuse
 
             ranked = fuse(kw, vec)[:limit]
         conn = _readonly(store)

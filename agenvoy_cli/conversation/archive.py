@@ -14,14 +14,14 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from agenvoy_cli.storage import fts
-from agenvoy_cli.storage.messages import (
+from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
     content_text,
     message_hash,
     strip_header,
 )
+from agenvoy_cli.home import fts
 
 
 class SessionRows(NamedTuple):

@@ -9,9 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from agenvoy_cli.errors import CorruptStore, OperationFailed, StoreBusy
-from agenvoy_cli.storage import fts
-from agenvoy_cli.storage.jsonfs import ensure_dir
-from agenvoy_cli.storage.messages import message_hash, strip_header
+from agenvoy_cli.home.files import ensure_dir
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -74,24 +72,8 @@ def _m002_positions(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE messages ADD COLUMN {name} {decl}")
     if "start_seq" not in _columns(conn, "session_meta"):
         conn.execute("ALTER TABLE session_meta ADD COLUMN start_seq INTEGER")
-    # Rows written before (by the Go daemon) get their places by time, then id.
-    rows = conn.execute(
-        "SELECT id, session_id, role, content FROM messages WHERE seq IS NULL "
-        "ORDER BY session_id, send_at, id"
-    ).fetchall()
-    next_seq: dict[str, int] = {}
-    for row_id, session_id, role, content in rows:
-        if session_id not in next_seq:
-            top = conn.execute(
-                "SELECT max(seq) FROM messages WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
-            next_seq[session_id] = 0 if top is None else top + 1
-        conn.execute(
-            "UPDATE messages SET seq = ?, hash = ?, tokens = ? WHERE id = ?",
-            (next_seq[session_id], message_hash(role, content),
-             fts.index_text(strip_header(content)), row_id),
-        )
-        next_seq[session_id] += 1
+    # Rows written before (by the Go daemon) keep seq NULL here: the archive adopts them
+    # (archive.adopt_foreign_rows), the one place that knows a message's identity.
     _script(conn,
         f"""
         CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_session_seq ON messages(session_id, seq);

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from agenvoy_cli.errors import AgenvoyError, BadInput, NotFound
-from agenvoy_cli.storage import fts
+from agenvoy_cli.home import fts
 
 if TYPE_CHECKING:
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.conversation.store import Store
 
 OUTCOMES = ("resolved", "failed", "abandoned")
 ERROR_TYPES = ("tool_not_exist", "required_param", "invalid_param", "timeout", "permission",
@@ -305,7 +305,7 @@ class Record:
         return max(self.created_at, self.last_hit_at or 0)
 
     def as_dict(self) -> dict[str, Any]:
-        from agenvoy_cli.storage.messages import ns_to_local
+        from agenvoy_cli.conversation.messages import ns_to_local
 
         return {
             "id": self.id, "tool_name": self.tool_name, "keywords": self.keywords,
@@ -341,7 +341,7 @@ def _vector_meta(draft: Draft) -> dict[str, Any]:
 
 def _embed(store: Store, texts: list[str]) -> tuple[list[list[float]], str]:
     """Vectors of texts (identical texts embedded once) and the model id. Outside the lock."""
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     emb = vectors.embedder(store)
     unique = list(dict.fromkeys(texts))
@@ -350,7 +350,7 @@ def _embed(store: Store, texts: list[str]) -> tuple[list[list[float]], str]:
 
 
 def _warm_chroma() -> None:
-    from agenvoy_cli.storage.vector_hooks import preload
+    from agenvoy_cli.vectors.hooks import preload
 
     preload()
 
@@ -409,7 +409,7 @@ def _add_vectors(store: Store, ids: list[str], vecs: list[list[float]],
                  metas: list[dict[str, Any]], model: str | None) -> None:
     """Hold write_lock. Chroma first, then the flag in SQLite (a crash in between leaves a
     vector whose record says 'none': repair re-embeds it, an upsert)."""
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     index = vectors.VectorIndex(store, vectors.ERRORS)
     if index.embedder.model_id != model:
@@ -515,7 +515,7 @@ def _delete_vectors(store: Store, ids: list[str], warn: Warn) -> None:
     if not ids or not _vector_dir_exists(store):
         return
     try:
-        from agenvoy_cli.storage import vectors
+        from agenvoy_cli.vectors import index as vectors
 
         if vectors.index_exists(store, vectors.ERRORS):
             vectors.VectorIndex(store, vectors.ERRORS, create=False).delete(ids)
@@ -525,7 +525,7 @@ def _delete_vectors(store: Store, ids: list[str], warn: Warn) -> None:
 
 
 def _vector_dir_exists(store: Store) -> bool:
-    from agenvoy_cli.storage.vector_hooks import has_vectors
+    from agenvoy_cli.vectors.location import has_vectors
 
     return has_vectors(store)
 
@@ -557,7 +557,7 @@ def prune(store: Store, *, now: int | None = None, dry_run: bool = False,
         with store.transaction() as conn:
             conn.executemany("DELETE FROM error_records WHERE seq = ?",
                              [(r.seq,) for r in expired])
-        from agenvoy_cli.storage import sqlite as sqlite_mod
+        from agenvoy_cli.home import sqlite as sqlite_mod
 
         sqlite_mod.reclaim_space(store.db())
         return expired
@@ -708,7 +708,7 @@ def _semantic(store: Store, conn: sqlite3.Connection, qvec: list[float], model: 
     similarity for every candidate that has a vector."""
     import numpy as np
 
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     if not _vector_dir_exists(store) or not vectors.index_exists(store, vectors.ERRORS):
         raise AgenvoyError("the error-memory vector index is missing")
@@ -817,7 +817,7 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
     model = ""
     if want:  # the model runs outside the lock
         try:
-            from agenvoy_cli.storage import vectors
+            from agenvoy_cli.vectors import index as vectors
 
             emb = vectors.embedder(store)
             qvec, model = emb.embed_query(q.text), emb.model_id
@@ -915,7 +915,7 @@ def _inspect(store: Store) -> _IndexState:
     rows = conn.execute("SELECT id, vector_model, expires_at FROM error_records").fetchall()
     flagged = {i for i, m, _ in rows if m is not None}
     all_ids = {i for i, _, _ in rows}
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     have: set[str] = set()
     exists = _vector_dir_exists(store) and vectors.index_exists(store, vectors.ERRORS)
@@ -961,7 +961,7 @@ def repair_error_index(store: Store, *, warn: Warn = _quiet) -> list[str]:
     """Bring the indexes back in line with the records; returns what was done."""
     if not store.layout.db.exists():
         return []
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     done: list[str] = []
     with store.write_lock():

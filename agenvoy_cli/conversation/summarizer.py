@@ -33,12 +33,8 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.errors import StoreBusy
-from agenvoy_cli.storage import archive
-from agenvoy_cli.storage.jsonfs import atomic_write_json
-from agenvoy_cli.storage.llm import Client, LLMConfig, LLMError
-from agenvoy_cli.storage.locking import store_lock
-from agenvoy_cli.storage.messages import (
+from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation.messages import (
     NS,
     TIME_FORMAT,
     Message,
@@ -46,8 +42,8 @@ from agenvoy_cli.storage.messages import (
     local_to_ns,
     parse_local_time,
 )
-from agenvoy_cli.storage.store import Store
-from agenvoy_cli.storage.summary import (
+from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.conversation.summary import (
     CURSOR_KEY,
     KEYS,
     LEGACY_KEYS,
@@ -55,6 +51,10 @@ from agenvoy_cli.storage.summary import (
     read_cursor,
     read_summary,
 )
+from agenvoy_cli.errors import StoreBusy
+from agenvoy_cli.home.files import atomic_write_json
+from agenvoy_cli.home.locking import store_lock
+from agenvoy_cli.models.llm import Client, LLMConfig, LLMError
 
 CHUNK_SIZE = 16
 MAX_DECISIONS = 8

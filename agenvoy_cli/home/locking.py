@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agenvoy_cli.errors import StoreBusy
-from agenvoy_cli.storage.jsonfs import FILE_MODE, ensure_dir
+from agenvoy_cli.home.files import FILE_MODE, ensure_dir
 
 _held: dict[str, list] = {}  # path -> [fd, mode, depth]
 

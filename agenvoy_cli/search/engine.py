@@ -32,14 +32,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation.messages import NS, Message, local_to_ns, strip_header
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.storage import archive, fts
-from agenvoy_cli.storage.messages import NS, Message, local_to_ns, strip_header
+from agenvoy_cli.home import fts
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.conversation.store import Store
 
 MODES = ("semantic", "keyword", "hybrid")
 RANGES: dict[str, timedelta | None] = {
@@ -441,7 +442,7 @@ def _fast_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
     catch-up leaves it. The catch-up adds in seq order and compaction deletes from the
     front, so the indexed places are one run [start, x): check both ends (with their
     content hashes), find x by bisection, embed [x, nxt)."""
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     if nxt <= start:
         return None
@@ -479,7 +480,7 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
                ) -> list[_Todo]:
     """Compare every vector of the session with SQLite: delete those it does not back
     (older than the trim point, beyond its last row, or of a changed message)."""
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     hashes = _sqlite_hashes(conn, session_id, start)
     stale, present = [], set()
@@ -501,7 +502,7 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
 
 def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_Todo]]:
     """Under the write lock: (the index, the messages to embed)."""
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     conn = store.db_readonly()
     if conn is None:
@@ -521,7 +522,7 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
                  vecs: Sequence[Sequence[float]]) -> int:
     """Under the write lock: add the vectors whose message is still in SQLite, unchanged,
     at or after the current trim point (compaction may have run while we embedded)."""
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     conn = store.db_readonly()
     if conn is None or not batch:
@@ -561,8 +562,8 @@ def index_session(store: Store, session_id: str, progress: Progress | None = Non
     The quick check (default, before every search) trusts the shape the catch-up leaves:
     one run of indexed places from the trim point. full=True compares every vector with
     SQLite and deletes those it does not back (backfill --vectors, after doctor)."""
-    from agenvoy_cli.storage import vectors
-    from agenvoy_cli.storage.vector_hooks import preload
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import preload
 
     preload()
     with store.write_lock():
@@ -585,7 +586,7 @@ def vector_ranking(store: Store, session_id: str, vector: Sequence[float], n: in
                    lo_seq: int, hi_seq: int | None,
                    window: TimeWindow | None = None) -> list[tuple[int, float]]:
     """(seq, cosine similarity), best first. Hold the write lock (Chroma access)."""
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     if n <= 0 or (hi_seq is not None and hi_seq <= lo_seq):
         return []
@@ -657,7 +658,7 @@ def rank(store: Store, session_id: str, query: str, mode: str, n: int = POOL, *,
     if mode not in MODES:
         raise BadInput(f"unknown search mode {mode!r}")
     if mode != "keyword" and vector is None:
-        from agenvoy_cli.storage import vectors
+        from agenvoy_cli.vectors import index as vectors
 
         index_session(store, session_id)
         vector = vectors.embedder(store).embed_query(query)
@@ -746,7 +747,7 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
                   progress: Progress | None = None) -> SearchResult:
     """Semantic or hybrid search as a user sees it: context window left out, hits expanded
     2 before / 1 after into merged segments."""
-    from agenvoy_cli.storage import vectors
+    from agenvoy_cli.vectors import index as vectors
 
     query = _checked_query(query)
     window = window or TimeWindow()

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from agenvoy_cli.storage.rag_chunking import Block, heading_path, scoped
+from agenvoy_cli.rag.chunking import Block, heading_path, scoped
 
 SNIFF_BYTES = 8192
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", ".jj"})

@@ -10,9 +10,9 @@ from typing import Any
 
 import orjson
 
+from agenvoy_cli.conversation.messages import TIME_FORMAT
 from agenvoy_cli.errors import CorruptStore
-from agenvoy_cli.storage.jsonfs import read_json
-from agenvoy_cli.storage.messages import TIME_FORMAT
+from agenvoy_cli.home.files import read_json
 
 KEYS = ("key_decisions", "past_discussions", "current_discussion")
 LEGACY_KEYS = ("core_discussion", "discussion_log", "confirmed_needs", "current_conclusion")

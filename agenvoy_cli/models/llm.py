@@ -25,8 +25,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agenvoy_cli.config import Settings
 from agenvoy_cli.errors import BadInput, OperationFailed
+from agenvoy_cli.home.config import Settings
 
 DEFAULT_TIMEOUT = 120.0
 OPENAI_BASE_URL = "https://api.openai.com/v1"

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed
-from agenvoy_cli.storage.vector_hooks import server_url
+from agenvoy_cli.vectors.location import server_url
 
 if TYPE_CHECKING:
-    from agenvoy_cli.storage.embedders import Embedder
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.conversation.store import Store
+    from agenvoy_cli.models.embedders import Embedder
 
 MESSAGES = "agenvoy_messages"
 ERRORS = "agenvoy_errors"
@@ -46,7 +46,7 @@ def embedder_spec(store: Store) -> str | None:
 
 def embedder(store: Store) -> Embedder:
     """The configured embedder (AGENVOY_EMBEDDER or config agenvoy.embedder), cached."""
-    from agenvoy_cli.storage.embedders import EmbedderError, get_embedder
+    from agenvoy_cli.models.embedders import EmbedderError, get_embedder
 
     spec = embedder_spec(store) or ""
     if spec not in _embedders:
@@ -83,7 +83,7 @@ def client(store: Store) -> Any:
                     ssl=parsed.scheme == "https", settings=settings)
                 _clients[key].heartbeat()
             else:
-                from agenvoy_cli.storage.jsonfs import ensure_dir
+                from agenvoy_cli.home.files import ensure_dir
 
                 ensure_dir(store.layout.chroma)
                 _clients[key] = chromadb.PersistentClient(path=key, settings=settings)
@@ -99,7 +99,7 @@ def scoped(store: Store, name: str) -> str:
     session "main" must never meet), keyed by the home's path."""
     if not server_url(store):
         return name
-    from agenvoy_cli.storage.messages import _blake2b
+    from agenvoy_cli.conversation.messages import _blake2b
 
     key = _blake2b(str(store.layout.home.resolve()).encode(), digest_size=6).hexdigest()
     return f"{name}-{key}"

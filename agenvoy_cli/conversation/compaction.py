@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.storage import archive
-from agenvoy_cli.storage.history import dump_history, message_sizes, write_history
+from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation.history import dump_history, message_sizes, write_history
 
 if TYPE_CHECKING:
-    from agenvoy_cli.storage.store import Store
+    from agenvoy_cli.conversation.store import Store
 
 TARGET_RATIO = 0.8
 MIN_MESSAGES = 4  # as upstream: a shorter history is never trimmed
@@ -62,10 +62,8 @@ def compact_session(store: Store, session_id: str, max_bytes: int | None = None,
     """Trim when over the limit. Order: archive everything, record the trim point in SQLite,
     replace history.json, then drop vectors older than the trim point. Hold the write lock."""
     limit = max_bytes or store.settings.max_history_bytes
-    from agenvoy_cli.storage.vector_hooks import has_vectors, preload
-
-    if has_vectors(store) and not store.holds_lock():
-        preload()
+    if store.hooks.active(store) and not store.holds_lock():
+        store.hooks.preload()
     with store.write_lock():
         history = store.history(session_id)
         size = history.size
@@ -84,7 +82,5 @@ def compact_session(store: Store, session_id: str, max_bytes: int | None = None,
             start_at = archive.set_start(conn, session_id, new_start)
         data = dump_history(history.messages[cut:])
         write_history(history.path, data)
-        from agenvoy_cli.storage.vector_hooks import after_trim
-
-        after_trim(store, session_id, new_start)
+        store.hooks.after_trim(store, session_id, new_start)
         return Compaction(session_id, cut, count - cut, size, len(data), start_at, new_start, note)

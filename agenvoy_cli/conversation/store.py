@@ -10,20 +10,22 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from agenvoy_cli.config import Settings, load_settings
-from agenvoy_cli.errors import CorruptStore, NotFound
-from agenvoy_cli.paths import Layout, validate_name
-from agenvoy_cli.storage import archive, sqlite
-from agenvoy_cli.storage.history import (
+from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation.history import (
     History,
     load_history,
     read_tail,
     splice_point,
     write_appended,
 )
-from agenvoy_cli.storage.jsonfs import ensure_dir
-from agenvoy_cli.storage.locking import store_lock
-from agenvoy_cli.storage.messages import Message, assign_times, validate_message, with_header
+from agenvoy_cli.conversation.index_hooks import NO_INDEX, IndexHooks
+from agenvoy_cli.conversation.messages import Message, assign_times, validate_message, with_header
+from agenvoy_cli.errors import CorruptStore, NotFound
+from agenvoy_cli.home import sqlite
+from agenvoy_cli.home.config import Settings, load_settings
+from agenvoy_cli.home.files import ensure_dir
+from agenvoy_cli.home.layout import Layout, validate_name
+from agenvoy_cli.home.locking import store_lock
 
 
 class SyncResult(NamedTuple):
@@ -42,9 +44,11 @@ class AppendResult(NamedTuple):
 
 
 class Store:
-    def __init__(self, layout: Layout, settings: Settings | None = None) -> None:
+    def __init__(self, layout: Layout, settings: Settings | None = None,
+                 hooks: IndexHooks | None = None) -> None:
         self.layout = layout
         self.settings = settings or load_settings(layout)
+        self.hooks = hooks or NO_INDEX
         self._conn: sqlite3.Connection | None = None
         self._ro: sqlite3.Connection | None = None
         self._stale: list[sqlite3.Connection] = []
@@ -57,7 +61,7 @@ class Store:
     def _drop_reader(self) -> None:
         """A reading connection may be immutable (it then never sees later writes): it is
         only good within the lock it was opened under, so a new lock gets a new one."""
-        from agenvoy_cli.storage.locking import is_held
+        from agenvoy_cli.home.locking import is_held
 
         if self._ro is not None and not is_held(self.layout.lock):
             self._stale.append(self._ro)  # a caller may still hold it: closed with the Store
@@ -85,7 +89,7 @@ class Store:
         (an old schema is upgraded once under the write lock)."""
         if self._conn is not None:
             return self._conn
-        from agenvoy_cli.storage.locking import is_held
+        from agenvoy_cli.home.locking import is_held
 
         if is_held(self.layout.lock, exclusive=True) and self.layout.db.exists():
             return self.db()  # a writer reads through its own connection
@@ -172,7 +176,7 @@ class Store:
         return SyncResult(session_id, start, inserted)
 
     def holds_lock(self) -> bool:
-        from agenvoy_cli.storage.locking import is_held
+        from agenvoy_cli.home.locking import is_held
 
         return is_held(self.layout.lock)
 
@@ -183,11 +187,9 @@ class Store:
             size = self.layout.history(session_id).stat().st_size
         except (FileNotFoundError, CorruptStore):
             return
-        if size + sum(len(str(m.get("content"))) for m in new) > self.settings.max_history_bytes:
-            from agenvoy_cli.storage.vector_hooks import has_vectors, preload
-
-            if has_vectors(self):
-                preload()
+        grows = size + sum(len(str(m.get("content"))) for m in new)
+        if grows > self.settings.max_history_bytes and self.hooks.active(self):
+            self.hooks.preload()
 
     def _history_for_append(self, conn: sqlite3.Connection, session_id: str,
                             rows: archive.SessionRows) -> tuple[History, int]:
@@ -276,7 +278,7 @@ class Store:
             total = count + len(stamped)
             compaction = None
             if compact and new_size > limit:
-                from agenvoy_cli.storage.compaction import compact_session
+                from agenvoy_cli.conversation.compaction import compact_session
 
                 compaction = compact_session(self, session_id, limit)
                 data_size = compaction.bytes_after
@@ -290,19 +292,17 @@ class Store:
         history.json first (SQLite stays a superset), vectors before rows (never ahead)."""
         import shutil
 
-        from agenvoy_cli.storage.vector_hooks import after_clear, before_clear, has_vectors, preload
-
-        if has_vectors(self):
-            preload()
+        if self.hooks.active(self):
+            self.hooks.preload()
         with self.write_lock():
             self.require(session_id)
-            before_clear(self)
+            self.hooks.before_clear(self)
             folder = self.layout.session_dir(session_id)
             history = self.layout.history(session_id)
             had_history = history.exists()
             if had_history:
                 history.unlink()
-            after_clear(self, session_id)
+            self.hooks.after_clear(self, session_id)
             rows = 0
             if self.layout.db.exists():
                 with self.transaction() as conn:
@@ -318,7 +318,7 @@ class Store:
     def recent(self, session_id: str, history: History | None = None) -> list[Message]:
         """history.json as Messages with their places and times (archived times when known,
         which also spares parsing every header)."""
-        from agenvoy_cli.storage.messages import content_text
+        from agenvoy_cli.conversation.messages import content_text
 
         history = history or self.history(session_id)
         conn = self.db_readonly()
@@ -345,8 +345,8 @@ class Store:
         """What the LLM is fed this turn: the summary as a system message, then the window.
         A damaged summary.json is reported through `warn` and left out: the agent can still
         talk (the window is intact), and `doctor --repair` / `summarize` bring it back."""
-        from agenvoy_cli.storage.messages import content_text, header_time
-        from agenvoy_cli.storage.summary import context_message, read_summary
+        from agenvoy_cli.conversation.messages import content_text, header_time
+        from agenvoy_cli.conversation.summary import context_message, read_summary
 
         limit = self.settings.max_history_messages if max_messages is None else max_messages
         with self.read_lock():

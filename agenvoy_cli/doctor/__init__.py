@@ -1,0 +1,1 @@
+"""doctor: checks (and repairs) the invariants of a home."""

@@ -1,0 +1,1 @@
+"""Error memory: tool failures, their fixes and outcomes, across sessions."""

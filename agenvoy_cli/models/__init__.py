@@ -1,0 +1,1 @@
+"""Model clients: the LLM (chat completions) and the embedding providers."""

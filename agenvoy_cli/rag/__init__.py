@@ -1,0 +1,1 @@
+"""Document RAG: named databases of files, walked, parsed, chunked, indexed and searched."""

@@ -1,0 +1,1 @@
+"""Search over a session: keyword, semantic and hybrid."""

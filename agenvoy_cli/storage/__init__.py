@@ -1,1 +1,0 @@
-"""Storage: the only write API. No click in here; raises agenvoy_cli.errors."""

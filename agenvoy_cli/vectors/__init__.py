@@ -1,0 +1,1 @@
+"""The vector index: Chroma access and the hooks the conversation calls into it."""

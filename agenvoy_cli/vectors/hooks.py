@@ -1,0 +1,62 @@
+"""The conversation's changes carried to the vector index, and the way to open a home with them.
+
+Kept light: append/compact import nothing heavy unless an index exists."""
+
+from __future__ import annotations
+
+import sys
+
+from agenvoy_cli.conversation.index_hooks import IndexHooks
+from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.home.config import Settings
+from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.vectors.location import has_vectors
+
+
+def preload() -> None:
+    """Import chromadb before taking the store lock: the import (0.5-2 s) is the slow part,
+    and must not keep every other process waiting."""
+    import chromadb  # noqa: F401
+
+
+class VectorHooks(IndexHooks):
+    def active(self, store: Store) -> bool:
+        return has_vectors(store)
+
+    def preload(self) -> None:
+        preload()
+
+    def before_clear(self, store: Store) -> None:
+        if has_vectors(store):
+            from agenvoy_cli.vectors import index
+
+            index.client(store)
+
+    def after_trim(self, store: Store, session_id: str, start_seq: int) -> None:
+        """history.json is already written: an unreachable index must not turn the append
+        into a failure."""
+        if not has_vectors(store):
+            return
+        from agenvoy_cli.errors import OperationFailed
+        from agenvoy_cli.vectors import index
+
+        try:
+            index.forget_before(store, session_id, start_seq)
+        except OperationFailed as exc:
+            sys.stderr.write(f"agenvoy: warning: {exc}; vectors older than the trim point were "
+                             "kept (search ignores them; `agenvoy doctor --repair` deletes them)\n")
+
+    def after_clear(self, store: Store, session_id: str) -> None:
+        if not has_vectors(store):
+            return
+        from agenvoy_cli.vectors import index
+
+        index.forget_session(store, session_id)
+
+
+VECTOR_HOOKS = VectorHooks()
+
+
+def open_store(layout: Layout, settings: Settings | None = None) -> Store:
+    """A Store whose trims and clears reach the vector index (what every command uses)."""
+    return Store(layout, settings, hooks=VECTOR_HOOKS)

@@ -1,0 +1,21 @@
+"""Where a home's vectors live: a Chroma server, or the local persistent directory.
+
+Light on purpose (no chromadb): append and compact ask it before deciding to import anything."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
+
+
+def server_url(store: Store) -> str | None:
+    """The Chroma server to use (AGENVOY_CHROMA_URL or config agenvoy.chroma_url), if any."""
+    return os.environ.get("AGENVOY_CHROMA_URL") or store.settings.section("agenvoy").get(
+        "chroma_url") or None
+
+
+def has_vectors(store: Store) -> bool:
+    return bool(server_url(store)) or store.layout.chroma.is_dir()
