@@ -29,6 +29,8 @@ BEHAVIOURS = {
     "invalid_json": "200 whose body is not JSON at all",
     "empty": "200 with an empty message content",
     "hang": "no answer until release() or stop()",
+    "429": "HTTP 429 with Retry-After: .retry_after (rate limited; a client retries)",
+    "503": "HTTP 503 with no Retry-After (overloaded; a client retries)",
 }
 WRAPS = ("tag", "fence", "bracket", "bare")
 _PRIOR = re.compile(r"```json\n(.*?)\n```", re.S)
@@ -98,6 +100,7 @@ class FakeLLM:
         self.wrap = wrap
         self.calls: list[Call] = []
         self.hold_on: int | None = None  # this call waits for release() before answering
+        self.retry_after = "0"  # the Retry-After header of a "429" reply
         self._lock = threading.Condition()
         self._release = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -161,6 +164,11 @@ class FakeLLM:
             echo = req.headers.get("Authorization", "")
             data = json.dumps({"error": {"message": f"boom (got {echo})"}}).encode()
             return self._send(req, 500, data)
+        if behaviour == "429":
+            return self._send(req, 429, b'{"error": {"message": "rate limited"}}',
+                              {"Retry-After": self.retry_after})
+        if behaviour == "503":
+            return self._send(req, 503, b'{"error": {"message": "overloaded"}}')
         if behaviour == "invalid_json":
             return self._send(req, 200, b"<html>not json {")
         content = {
@@ -173,9 +181,12 @@ class FakeLLM:
         model = body.get("model", "fake") if isinstance(body, dict) else "fake"
         return self._send(req, 200, json.dumps(completion(content, model)).encode())
 
-    def _send(self, req: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
+    def _send(self, req: BaseHTTPRequestHandler, status: int, data: bytes,
+              headers: dict[str, str] | None = None) -> None:
         try:
             req.send_response(status)
+            for name, value in (headers or {}).items():
+                req.send_header(name, value)
             req.send_header("Content-Type", "application/json")
             req.send_header("Content-Length", str(len(data)))
             req.end_headers()

