@@ -103,9 +103,9 @@ def main() -> int:
 
     home = Path(tempfile.mkdtemp(prefix="agenvoy-rag-bench-"))
     os.environ["AGENVOY_HOME"] = str(home)
+    from agenvoy_cli import rag
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.rag import index as rag
-    from agenvoy_cli.rag.formats import Found, walk
+    from agenvoy_cli.rag.walk import Found, walk
     from agenvoy_cli.vectors import index as vectors
     from agenvoy_cli.vectors.hooks import open_store
 

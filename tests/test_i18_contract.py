@@ -18,6 +18,8 @@ from tests.conftest import ROOT
 KINDS = {"usage", "bad_input", "not_found", "corrupt", "busy", "failed", "interrupted",
          "internal"}
 
+pytestmark = pytest.mark.xfail(strict=True, reason="#18: not built yet")
+
 
 def error_doc(res, code: int, kind: str) -> dict:
     assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)

@@ -247,7 +247,7 @@ def test_oversize_and_binary_are_skipped_with_a_note(run, home, corpus, words):
 
 
 def test_gitignore_hidden_and_symlinks(run, home, tmp_path, words):
-    from agenvoy_cli.rag.formats import Found, walk
+    from agenvoy_cli.rag.walk import Found, walk
 
     repo = tmp_path / "repo"
     (repo / ".git" / "info").mkdir(parents=True)
@@ -570,7 +570,8 @@ def test_chunking_keeps_blocks_whole_and_bounded():
 
 
 def test_decode_and_gitignore_patterns():
-    from agenvoy_cli.rag.formats import decode, parse_gitignore
+    from agenvoy_cli.rag.reading import decode
+    from agenvoy_cli.rag.walk import ignore_spec
 
     assert decode("héllo 世界".encode()) == "héllo 世界"
     assert decode("\ufeffbom".encode()) == "bom"
@@ -579,14 +580,10 @@ def test_decode_and_gitignore_patterns():
     assert decode(b"\x00\x01\x02abc") is None
     assert decode(bytes(range(1, 32)) * 10) is None
 
-    rules = parse_gitignore("a/**/b\n**/logs\n*.py[co]\n!important.pyc\nfoo?.txt\n")
+    spec = ignore_spec(["a/**/b", "**/logs", "*.py[co]", "!important.pyc", "foo?.txt", ""])
 
     def ignored(path):
-        verdict = False
-        for r in rules:
-            if r.regex.match(path):
-                verdict = not r.negate
-        return verdict
+        return bool(spec.check_file(path).include)
 
     assert ignored("a/b") and ignored("a/x/y/b") and not ignored("xa/b")
     assert ignored("logs") and ignored("deep/er/logs")

@@ -37,7 +37,7 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
         with store.write_lock():
             vector_index.drop_index(store, vector_index.MESSAGES)
     results = []
-    bar = ProgressBar("backfill", 2, not as_json)
+    bar = ProgressBar("backfill", 2, not as_json, unit="sessions")
     try:
         for done, sid in enumerate(ids, 1):
             with store.write_lock():

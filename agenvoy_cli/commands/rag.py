@@ -6,14 +6,16 @@ from typing import Any
 
 import click
 
+from agenvoy_cli import rag
 from agenvoy_cli.commands.common import confirm_destructive, get_store, json_option
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.output import ProgressBar, emit, table, warn
-from agenvoy_cli.rag import index as rag
 
 PROGRESS_MIN = 10  # files to read before a progress bar is worth showing
 NOTES_SHOWN = 20  # skip notes printed on stderr per run (all of them are in --json)
 PREVIEW_LINES = 6  # lines of a chunk shown by a human-readable search
+COST_NOTE_FILES = 20  # files to embed (or bytes, below) from which the cost is announced
+COST_NOTE_BYTES = 2 << 20
 
 
 def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -37,6 +39,10 @@ def complete_database(ctx: click.Context, param: click.Parameter, incomplete: st
 
 
 def index_options(func: Any) -> Any:
+    func = click.option("--vectors/--no-vectors", default=None,
+                        help="Embed the chunks for semantic search (the default), or index "
+                             "for keyword search only (fast; embed later with `rag sync NAME "
+                             "--vectors`); remembered by the database.")(func)
     func = click.option("--hidden/--no-hidden", default=None,
                         help="Index hidden files and folders (dotfiles) too; remembered "
                              "by the database (default: no).")(func)
@@ -67,12 +73,26 @@ def _render_sync(doc: dict[str, Any]) -> str:
     return f"{doc['database']}: " + ", ".join(parts) + f" in {doc['seconds']:.1f} s"
 
 
+def _announcer(name: str) -> Any:
+    """The cost, said before the work: how much will be read and embedded."""
+
+    def announce(files: int, size: int, embedding: bool) -> None:
+        if embedding and (files >= COST_NOTE_FILES or size >= COST_NOTE_BYTES):
+            warn(f"agenvoy: note: {files} files ({rag.human_size(size)}) to read and embed "
+                 f"into {name!r}; embedding runs on this machine's CPU and can take long "
+                 f"(--no-vectors indexes for keyword search now; `agenvoy rag sync {name} "
+                 "--vectors` embeds later)")
+
+    return announce
+
+
 def _index(ctx: click.Context, name: str, paths: list[str] | None, as_json: bool,
            **options: Any) -> dict[str, Any]:
     store = get_store(ctx)
-    bar = ProgressBar("indexing", PROGRESS_MIN, not as_json)
+    bar = ProgressBar("indexing", PROGRESS_MIN, not as_json, unit="files")
     try:
-        report = rag.sync(store, name, paths, progress=bar, **options)
+        report = rag.sync(store, name, paths, progress=bar, announce=_announcer(name),
+                          **options)
     except KeyboardInterrupt:
         bar.close()
         warn(f"agenvoy: what was indexed is kept; run `agenvoy rag sync {name}` to finish")
@@ -102,10 +122,12 @@ def command() -> None:
 @json_option
 @click.pass_context
 def create_cmd(ctx: click.Context, name: str, paths: tuple[str, ...], no_index: bool,
-               max_file_size: int | None, hidden: bool | None, as_json: bool) -> None:
+               max_file_size: int | None, hidden: bool | None, vectors: bool | None,
+               as_json: bool) -> None:
     """Create the database NAME (a name like a session id), optionally bound to folders."""
     store = get_store(ctx)
-    db = rag.create(store, name, paths, max_file_bytes=max_file_size, hidden=hidden)
+    db = rag.create(store, name, paths, max_file_bytes=max_file_size, hidden=hidden,
+                    vectors=vectors)
     doc: dict[str, Any] = {"database": db.name, "action": "created",
                            "paths": [s.path for s in db.sources]}
     if paths and not no_index:
@@ -121,13 +143,13 @@ def create_cmd(ctx: click.Context, name: str, paths: tuple[str, ...], no_index: 
 @json_option
 @click.pass_context
 def add_cmd(ctx: click.Context, name: str, paths: tuple[str, ...], max_file_size: int | None,
-            hidden: bool | None, as_json: bool) -> None:
+            hidden: bool | None, vectors: bool | None, as_json: bool) -> None:
     """Index files or folders (recursively) into NAME; they are watched from now on.
 
     Folders honour .gitignore; binaries and files over --max-file-size are skipped with a
     note on stderr. A file that did not change since it was indexed is not read again."""
     doc = _index(ctx, name, list(paths), as_json, max_file_bytes=max_file_size,
-                 hidden=hidden)
+                 hidden=hidden, vectors=vectors)
     emit(doc, as_json, _render_sync)
 
 
@@ -140,14 +162,15 @@ def add_cmd(ctx: click.Context, name: str, paths: tuple[str, ...], max_file_size
 @json_option
 @click.pass_context
 def sync_cmd(ctx: click.Context, name: str | None, all_: bool, rebuild: bool,
-             max_file_size: int | None, hidden: bool | None, as_json: bool) -> None:
+             max_file_size: int | None, hidden: bool | None, vectors: bool | None,
+             as_json: bool) -> None:
     """Re-index what changed in NAME's paths (size, mtime, then content hash) and drop
     what was deleted. Resumes an interrupted run. Cron-ready: `rag sync --all`."""
     if all_ == (name is not None):
         raise BadInput("give a database NAME or --all")
     names = [d["name"] for d in rag.list_databases(get_store(ctx))] if all_ else [name]
     docs = [_index(ctx, n, None, as_json, max_file_bytes=max_file_size, hidden=hidden,
-                   rebuild=rebuild) for n in names if n is not None]
+                   rebuild=rebuild, vectors=vectors) for n in names if n is not None]
     if all_:
         emit({"databases": docs}, as_json,
              lambda d: "\n".join(_render_sync(x) for x in d["databases"]) or "no databases")

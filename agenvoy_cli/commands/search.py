@@ -67,7 +67,7 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...], mode: s
     checked_session(session_id)
     window = time_window(range_, since, until)
     store = get_store(ctx)
-    bar = ProgressBar("indexing", PROGRESS_MIN)
+    bar = ProgressBar("indexing", PROGRESS_MIN, unit="messages")
     try:
         result = search(store, session_id, " ".join(query), mode, limit=limit, window=window,
                         progress=bar)

@@ -1,1 +1,25 @@
-"""Document RAG: named databases of files, walked, parsed, chunked, indexed and searched."""
+"""Document RAG: named databases of files, walked (walk), read (reading), parsed (formats,
+markdown), chunked (chunking), indexed (index, commit) and searched (search); the records
+themselves (create, remove, list) are in records."""
+
+from agenvoy_cli.rag.index import EMBED_BATCH, SyncReport, sync
+from agenvoy_cli.rag.records import (
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MODE,
+    MODES,
+    create,
+    human_size,
+    iter_chunks,
+    list_databases,
+    list_files,
+    parse_size,
+    remove,
+)
+from agenvoy_cli.rag.search import SearchResult, search
+
+__all__ = [
+    "DEFAULT_LIMIT", "DEFAULT_MAX_FILE_BYTES", "DEFAULT_MODE", "EMBED_BATCH", "MODES",
+    "SearchResult", "SyncReport", "create", "human_size", "iter_chunks", "list_databases",
+    "list_files", "parse_size", "remove", "search", "sync",
+]

@@ -1,258 +1,57 @@
-"""Document RAG: named databases over the user's own files (notes, an inbox, a repository).
+"""Indexing a RAG database (create/add/sync): walk, compare, read, chunk, embed, commit.
 
-A database has a name (validated like a session id), the paths it watches (``rag_sources``),
-one row per file (``rag_files``) and the files' chunks (``rag_chunks``, with FTS5 over
-CJK-bigram tokens: the same Chinese-aware index as conversation search). Each chunk's
-vector lives in the Chroma collection ``agenvoy_rag_<database id>`` under the chunk's id.
-
-Indexing (create/add/sync) walks the paths (rag_formats.walk), compares each file with its
-row (size and mtime first, then the SHA-256 of its bytes), and re-indexes only what
-changed; a file gone from disk (or now ignored) is dropped. Files are read, chunked and
-embedded outside the store lock, in groups of about EMBED_BATCH chunks; each group is then
-written under the lock in an order that keeps the database consistent at every instant:
-
-1. files whose old chunks have vectors are marked ``pending``; 2. their old vectors are
-deleted; 3. one transaction replaces their chunk rows (files still ``pending``); 4. the new
-vectors are added; 5. the files are marked ``done``. A file is ``done`` only when both its
-rows and its vectors are written, and Chroma never holds a vector whose chunk SQLite lacks
-(it may lack vectors of ``pending`` files). An interrupted run (Ctrl-C, kill) leaves
-``pending`` files, which the next sync re-indexes whatever their stat says. One sync per
-database runs at a time (a task lock); searches run meanwhile.
-
-Search: keyword (every term, else any term; BM25; never imports chromadb, creates no file),
-semantic (cosine similarity over the chunk vectors), hybrid (any-term BM25 fused with the
-vector ranking by search.fuse, the reciprocal-rank fusion of conversation search).
+The paths are walked (rag.walk); each file is compared with its row (size and mtime first,
+then the SHA-256 of its bytes) and only what changed is re-indexed; a file gone from disk
+(or now ignored) is dropped. Files are read, chunked and embedded outside the store lock,
+in groups of about EMBED_BATCH chunks; each group is then written under the lock by
+rag.commit. One sync per database runs at a time (a task lock); searches run meanwhile.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
-import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agenvoy_cli.errors import BadInput, NotFound, StoreBusy
-from agenvoy_cli.home import fts
-from agenvoy_cli.home.layout import validate_name
+from agenvoy_cli.errors import StoreBusy
 from agenvoy_cli.home.locking import store_lock
 from agenvoy_cli.rag.chunking import Chunk, pack
-from agenvoy_cli.rag.formats import (
-    Found,
-    Skipped,
-    binary_reason,
-    decode,
-    file_format,
-    parse,
-    walk,
+from agenvoy_cli.rag.commit import _commit, _drop, _Work
+from agenvoy_cli.rag.formats import parse
+from agenvoy_cli.rag.reading import binary_reason, decode, file_format
+from agenvoy_cli.rag.records import (
+    Database,
+    Source,
+    _checked_path,
+    _database,
+    _files,
+    _options,
+    _readonly,
+    _relpath,
+    _require,
+    _within,
+    _writer,
+    checked_name,
+    collection_name,
+    human_size,
+    now_ns,
 )
+from agenvoy_cli.rag.walk import Found, Skipped, walk
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agenvoy_cli.conversation.store import Store
 
-MODES = ("hybrid", "keyword", "semantic")
-DEFAULT_MODE = "hybrid"
-DEFAULT_LIMIT = 8
-POOL = 50  # candidates per ranker before fusion
 EMBED_BATCH = 32  # chunks embedded (and written) per lock round-trip
-DEFAULT_MAX_FILE_BYTES = 1 << 20
-COLLECTION_PREFIX = "agenvoy_rag_"
-KIND = "RAG database name"
 
 Progress = Callable[[int, int], None]  # (files done, files to read)
-
-
-def now_ns() -> int:
-    return time.time_ns()
-
-
-def iso(ns: int | None) -> str | None:
-    if not ns:
-        return None
-    return datetime.fromtimestamp(ns / 1e9).astimezone().isoformat(timespec="seconds")
-
-
-def collection_name(db_id: int) -> str:
-    return f"{COLLECTION_PREFIX}{db_id}"
-
-
-def checked_name(name: str) -> str:
-    return validate_name(name, KIND)
-
-
-_SIZE = re.compile(r"\A\s*(\d+(?:\.\d+)?)\s*([kmg]?)(i?b)?\s*\Z", re.I)
-
-
-def parse_size(text: str) -> int:
-    """1048576, 512k, 2M, 1.5GiB (powers of 1024)."""
-    match = _SIZE.match(text)
-    if not match:
-        raise BadInput(f"size {text!r} is not a number of bytes (e.g. 500k, 2M)")
-    factor = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2).lower()]
-    value = int(float(match.group(1)) * factor)
-    if value < 1:
-        raise BadInput(f"size {text!r} must be at least one byte")
-    return value
-
-
-def human_size(size: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024  # type: ignore[assignment]
-    return str(size)  # pragma: no cover
-
-
-# ----------------------------------------------------------------------------- records
-
-
-@dataclass
-class Source:
-    path: str
-    kind: str  # dir | file
-
-
-@dataclass
-class Database:
-    id: int
-    name: str
-    created_at: int
-    synced_at: int | None
-    options: dict[str, Any]
-    sources: list[Source] = field(default_factory=list)
-
-    @property
-    def max_file_bytes(self) -> int:
-        return int(self.options.get("max_file_bytes") or DEFAULT_MAX_FILE_BYTES)
-
-    @property
-    def hidden(self) -> bool:
-        return bool(self.options.get("hidden"))
-
-
-@dataclass
-class FileRow:
-    id: int
-    path: str
-    source: str
-    size: int
-    mtime_ns: int
-    hash: str | None
-    state: str
-    reason: str | None
-    chunks: int
-
-
-def _database(conn: sqlite3.Connection, name: str) -> Database | None:
-    row = conn.execute("SELECT id, name, created_at, synced_at, options FROM rag_dbs "
-                       "WHERE name = ?", (name,)).fetchone()
-    if row is None:
-        return None
-    db = Database(row[0], row[1], row[2], row[3], orjson.loads(row[4] or "{}"))
-    db.sources = [Source(p, k) for p, k in conn.execute(
-        "SELECT path, kind FROM rag_sources WHERE db_id = ? ORDER BY path", (db.id,))]
-    return db
-
-
-def _require(conn: sqlite3.Connection | None, name: str, home: Path) -> Database:
-    db = _database(conn, name) if conn is not None else None
-    if db is None:
-        raise NotFound(f"no RAG database {name!r} in {home} (see `agenvoy rag list`)")
-    return db
-
-
-def _all_databases(conn: sqlite3.Connection | None) -> list[Database]:
-    if conn is None:
-        return []
-    names = [r[0] for r in conn.execute("SELECT name FROM rag_dbs ORDER BY name")]
-    return [db for db in (_database(conn, n) for n in names) if db is not None]
-
-
-def _files(conn: sqlite3.Connection, db_id: int) -> dict[str, FileRow]:
-    return {r[1]: FileRow(*r) for r in conn.execute(
-        "SELECT id, path, source, size, mtime_ns, hash, state, reason, chunks "
-        "FROM rag_files WHERE db_id = ?", (db_id,))}
-
-
-def _readonly(store: Store) -> sqlite3.Connection | None:
-    """The database for reading, or None when the home has none (no file is created)."""
-    return store.db_readonly()
-
-
-def _writer(store: Store, name: str) -> tuple[sqlite3.Connection, Database]:
-    """The writer connection and the database `name` (never creates history.db for an
-    unknown name). Hold the write lock."""
-    if not store.layout.db.exists():
-        raise NotFound(f"no RAG database {name!r} in {store.layout.home} "
-                       "(create it with `agenvoy rag create`)")
-    conn = store.db()
-    return conn, _require(conn, name, store.layout.home)
-
-
-def _checked_path(raw: str | os.PathLike[str]) -> tuple[Path, str]:
-    path = Path(raw).expanduser()
-    try:
-        resolved = path.resolve(strict=True)
-    except FileNotFoundError:
-        raise BadInput(f"no such file or folder: {raw}") from None
-    except (OSError, RuntimeError) as exc:
-        raise BadInput(f"cannot use {raw}: {exc}") from None
-    if resolved.is_dir():
-        return resolved, "dir"
-    if resolved.is_file():
-        return resolved, "file"
-    raise BadInput(f"{raw} is neither a file nor a folder")
-
-
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-# ----------------------------------------------------------------------------- create
-
-
-def _options(db_options: dict[str, Any], max_file_bytes: int | None,
-             hidden: bool | None) -> dict[str, Any]:
-    options = dict(db_options)
-    if max_file_bytes is not None:
-        options["max_file_bytes"] = max_file_bytes
-    if hidden is not None:
-        options["hidden"] = hidden
-    return options
-
-
-def create(store: Store, name: str, paths: Sequence[str] = (), *,
-           max_file_bytes: int | None = None, hidden: bool | None = None) -> Database:
-    """A new, empty database bound to `paths` (checked before anything is written)."""
-    checked_name(name)
-    roots = [_checked_path(p) for p in paths]
-    with store.write_lock(), store.transaction() as conn:
-        if _database(conn, name) is not None:
-            raise BadInput(f"RAG database {name!r} already exists "
-                           "(index more with `agenvoy rag add`)")
-        options = _options({}, max_file_bytes, hidden)
-        cur = conn.execute("INSERT INTO rag_dbs(name, created_at, options) VALUES (?, ?, ?)",
-                           (name, now_ns(), orjson.dumps(options).decode()))
-        db_id = cur.lastrowid
-        conn.executemany(
-            "INSERT OR IGNORE INTO rag_sources(db_id, path, kind, added_at) VALUES (?,?,?,?)",
-            [(db_id, str(p), kind, now_ns()) for p, kind in roots])
-        db = _database(conn, name)
-    assert db is not None
-    return db
-
-
-# ----------------------------------------------------------------------------- sync
+Announce = Callable[[int, int, bool], None]  # (files to read, their bytes, embedding?)
 
 
 @dataclass
@@ -274,32 +73,8 @@ class SyncReport:
                 "seconds": round(self.seconds, 3)}
 
 
-@dataclass
-class _Work:
-    """One file to write: new chunks (index), a new stat only (touch), or a skip."""
-
-    path: str
-    source: str
-    size: int
-    mtime_ns: int
-    old: FileRow | None
-    action: str = "index"  # index | touch | skip
-    hash: str | None = None
-    format: str | None = None
-    reason: str | None = None
-    lines: int = 0
-    chunks: list[Chunk] = field(default_factory=list)
-    label: str = ""  # what the embedder sees before each chunk (file and heading)
-
-
 def _task_lock(store: Store, name: str) -> contextlib.AbstractContextManager[None]:
     return store_lock(store.layout.task_lock("rag", name), store.settings.lock_timeout)
-
-
-def _relpath(path: str, source: str) -> str:
-    if path == source:
-        return os.path.basename(path)
-    return os.path.relpath(path, source) if _within(path, source) else path
 
 
 def _read(work: _Work, max_bytes: int) -> None:
@@ -341,138 +116,6 @@ def _embed_text(work: _Work, chunk: Chunk) -> str:
     return f"{head}\n{chunk.text}"
 
 
-def _index(store: Store, db: Database, *, create: bool) -> Any:
-    from agenvoy_cli.vectors import index as vectors
-
-    name = collection_name(db.id)
-    if not create and not vectors.index_exists(store, name):
-        return None
-    return vectors.VectorIndex(store, name, create=create)
-
-
-def _rebuild_hint(db: Database) -> Callable[[Exception], Exception]:
-    def convert(exc: Exception) -> Exception:
-        from agenvoy_cli.vectors.index import IndexModelMismatch
-
-        text = str(exc).split("; rebuild", 1)[0]
-        return IndexModelMismatch(f"{text}; re-embed it with `agenvoy rag sync {db.name} "
-                                  "--rebuild` (or set AGENVOY_EMBEDDER back)")
-    return convert
-
-
-def _mismatch() -> type[Exception]:
-    from agenvoy_cli.vectors.index import IndexModelMismatch
-
-    return IndexModelMismatch
-
-
-def _commit(store: Store, db: Database, group: list[_Work],
-            vectors_by_work: list[list[list[float]]]) -> None:
-    """Write one group under the lock, in the order of the module docstring."""
-    with store.write_lock():
-        conn, current = _writer(store, db.name)
-        if current.id != db.id:
-            raise NotFound(f"RAG database {db.name!r} was removed during the sync")
-        changing = [w.old.id for w in group if w.old is not None and w.action != "touch"]
-        old_chunks: list[int] = []
-        if changing:
-            marks = ",".join("?" * len(changing))
-            old_chunks = [r[0] for r in conn.execute(
-                f"SELECT id FROM rag_chunks WHERE file_id IN ({marks})", changing)]
-        if old_chunks:
-            with store.transaction() as tx:
-                tx.execute(f"UPDATE rag_files SET state = 'pending' WHERE id IN ({marks}) "
-                           "AND state = 'done'", changing)
-            index = _index(store, db, create=False)
-            if index is not None:
-                index.delete(str(i) for i in old_chunks)
-        new_ids: list[str] = []
-        new_vecs: list[list[float]] = []
-        metas: list[dict[str, Any]] = []
-        done: list[int] = []
-        stamp = now_ns()
-        with store.transaction() as tx:
-            for work, vecs in zip(group, vectors_by_work):
-                fid = work.old.id if work.old is not None else None
-                if work.action == "touch":
-                    tx.execute("UPDATE rag_files SET size = ?, mtime_ns = ? WHERE id = ?",
-                               (work.size, work.mtime_ns, fid))
-                    continue
-                if fid is not None:
-                    tx.execute("DELETE FROM rag_chunks WHERE file_id = ?", (fid,))
-                state = "skipped" if work.action == "skip" else "pending"
-                values = (work.source, work.format, work.size, work.mtime_ns, work.hash,
-                          work.lines, state, work.reason,
-                          0 if work.action == "skip" else len(work.chunks), stamp)
-                if fid is None:
-                    fid = tx.execute(
-                        "INSERT INTO rag_files(source, format, size, mtime_ns, hash, lines, "
-                        "state, reason, chunks, indexed_at, db_id, path) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (*values, db.id, work.path)).lastrowid
-                else:
-                    tx.execute(
-                        "UPDATE rag_files SET source = ?, format = ?, size = ?, mtime_ns = ?, "
-                        "hash = ?, lines = ?, state = ?, reason = ?, chunks = ?, "
-                        "indexed_at = ? WHERE id = ?", (*values, fid))
-                if work.action == "skip":
-                    continue
-                for ordinal, (chunk, vec) in enumerate(zip(work.chunks, vecs)):
-                    cid = tx.execute(
-                        "INSERT INTO rag_chunks(file_id, ord, line_start, line_end, heading, "
-                        "text, tokens) VALUES (?,?,?,?,?,?,?)",
-                        (fid, ordinal, chunk.line_start, chunk.line_end, chunk.heading,
-                         chunk.text, _tokens(work, chunk))).lastrowid
-                    new_ids.append(str(cid))
-                    new_vecs.append(vec)
-                    metas.append({"file_id": fid, "db_id": db.id})
-                done.append(fid)
-        if new_ids:
-            index = _index(store, db, create=True)
-            try:
-                index.add(new_ids, new_vecs, metas)
-            except _mismatch() as exc:
-                raise _rebuild_hint(db)(exc) from None
-        if done:
-            marks = ",".join("?" * len(done))
-            with store.transaction() as tx:
-                tx.execute(f"UPDATE rag_files SET state = 'done' WHERE id IN ({marks})", done)
-
-
-def _tokens(work: _Work, chunk: Chunk) -> str:
-    """What FTS indexes: the file name, the heading and the text, CJK as bigrams."""
-    parts = [os.path.basename(work.path)]
-    if chunk.heading:
-        parts.append(chunk.heading)
-    parts.append(chunk.text)
-    return fts.index_text("\n".join(parts))
-
-
-def _drop(store: Store, db: Database, rows: Sequence[FileRow]) -> None:
-    """Forget files (gone from disk, now ignored): vectors first, then rows."""
-    if not rows:
-        return
-    with store.write_lock():
-        conn, current = _writer(store, db.name)
-        if current.id != db.id:
-            raise NotFound(f"RAG database {db.name!r} was removed during the sync")
-        ids = [r.id for r in rows]
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            marks = ",".join("?" * len(part))
-            chunk_ids = [r[0] for r in conn.execute(
-                f"SELECT id FROM rag_chunks WHERE file_id IN ({marks})", part)]
-            if chunk_ids:
-                with store.transaction() as tx:
-                    tx.execute(f"UPDATE rag_files SET state = 'pending' WHERE id IN ({marks})",
-                               part)
-                index = _index(store, db, create=False)
-                if index is not None:
-                    index.delete(str(c) for c in chunk_ids)
-            with store.transaction() as tx:
-                tx.execute(f"DELETE FROM rag_files WHERE id IN ({marks})", part)
-
-
 def _scan(db: Database, scope: Sequence[Source], report: SyncReport
           ) -> tuple[dict[str, tuple[Found, str]], list[Skipped], set[str]]:
     """Walk the paths in scope: files found (path -> (Found, source)), files skipped by the
@@ -508,7 +151,8 @@ def _scan(db: Database, scope: Sequence[Source], report: SyncReport
 
 def sync(store: Store, name: str, paths: Sequence[str] | None = None, *,
          max_file_bytes: int | None = None, hidden: bool | None = None,
-         rebuild: bool = False, progress: Progress | None = None,
+         rebuild: bool = False, vectors: bool | None = None,
+         progress: Progress | None = None, announce: Announce | None = None,
          embed: Callable[[list[str]], list[list[float]]] | None = None) -> SyncReport:
     """`rag add` (paths given: add them to the database and index them) or `rag sync`
     (paths None: every path of the database). Re-indexes only what changed."""
@@ -526,8 +170,8 @@ def sync(store: Store, name: str, paths: Sequence[str] | None = None, *,
                         f"than {store.settings.lock_timeout:g}s (AGENVOY_LOCK_TIMEOUT); "
                         "retry later") from None
     try:
-        db = _prepare(store, name, roots, max_file_bytes, hidden, rebuild)
-        _run(store, db, roots, report, progress, embed)
+        db = _prepare(store, name, roots, max_file_bytes, hidden, rebuild, vectors)
+        _run(store, db, roots, report, progress, embed, announce)
     finally:
         lock.__exit__(None, None, None)
     report.seconds = time.perf_counter() - started
@@ -535,11 +179,15 @@ def sync(store: Store, name: str, paths: Sequence[str] | None = None, *,
 
 
 def _prepare(store: Store, name: str, roots: list[tuple[Path, str]] | None,
-             max_file_bytes: int | None, hidden: bool | None, rebuild: bool) -> Database:
+             max_file_bytes: int | None, hidden: bool | None, rebuild: bool,
+             vectors: bool | None) -> Database:
     with store.write_lock():
         conn, db = _writer(store, name)
+        # Vectors switched on after --no-vectors: every file is embedded again (its
+        # chunks have no vectors), which is what a rebuild does.
+        rebuild = rebuild or (vectors is True and not db.vectors)
         with store.transaction() as tx:
-            options = _options(db.options, max_file_bytes, hidden)
+            options = _options(db.options, max_file_bytes, hidden, vectors)
             if options != db.options:
                 tx.execute("UPDATE rag_dbs SET options = ? WHERE id = ?",
                            (orjson.dumps(options).decode(), db.id))
@@ -550,7 +198,7 @@ def _prepare(store: Store, name: str, roots: list[tuple[Path, str]] | None,
             if rebuild:
                 tx.execute("UPDATE rag_files SET state = 'pending', hash = NULL "
                            "WHERE db_id = ? AND state = 'done'", (db.id,))
-        if rebuild:
+        if rebuild or (vectors is False and db.vectors):  # no stale vectors kept
             from agenvoy_cli.vectors import index as vectors
 
             vectors.drop_index(store, collection_name(db.id))
@@ -561,7 +209,8 @@ def _prepare(store: Store, name: str, roots: list[tuple[Path, str]] | None,
 
 def _run(store: Store, db: Database, roots: list[tuple[Path, str]] | None,
          report: SyncReport, progress: Progress | None,
-         embed: Callable[[list[str]], list[list[float]]] | None) -> None:
+         embed: Callable[[list[str]], list[list[float]]] | None,
+         announce: Announce | None = None) -> None:
     if roots is None:
         scope = list(db.sources)
     else:
@@ -609,6 +258,9 @@ def _run(store: Store, db: Database, roots: list[tuple[Path, str]] | None,
         todo.append(_Work(path, source, item.size, item.mtime_ns, old))
 
     total = len(todo)
+    reading = [w for w in todo if w.action == "index"]
+    if announce is not None and reading:
+        announce(len(reading), sum(w.size for w in reading), db.vectors)
     if progress is not None and total:
         progress(0, total)
     group: list[_Work] = []
@@ -680,7 +332,7 @@ def _flush(store: Store, db: Database, group: list[_Work], report: SyncReport,
         if work.action == "index":
             texts.extend(_embed_text(work, c) for c in work.chunks)
     vecs: list[list[float]] = []
-    if texts:
+    if texts and db.vectors:
         if embed is None:
             from agenvoy_cli.vectors import index as vectors
 
@@ -706,309 +358,3 @@ def _flush(store: Store, db: Database, group: list[_Work], report: SyncReport,
             if was is None or was.state != "skipped" or was.reason != work.reason:
                 report.skipped.append({"path": work.path, "reason": work.reason})
 
-
-# ----------------------------------------------------------------------------- remove
-
-
-def remove(store: Store, name: str) -> dict[str, Any]:
-    """Delete a database: its files' rows marked pending, its vectors, then its rows."""
-    checked_name(name)
-    with store.write_lock():
-        conn, db = _writer(store, name)
-        files, chunks = conn.execute(
-            "SELECT count(*), coalesce(sum(chunks), 0) FROM rag_files WHERE db_id = ? "
-            "AND state = 'done'", (db.id,)).fetchone()
-        with store.transaction() as tx:
-            tx.execute("UPDATE rag_files SET state = 'pending' WHERE db_id = ?", (db.id,))
-        if store.layout.chroma.is_dir() or os.environ.get("AGENVOY_CHROMA_URL"):
-            from agenvoy_cli.vectors import index as vectors
-
-            vectors.drop_index(store, collection_name(db.id))
-            _drop_orphans(store, conn, vectors)
-        with store.transaction() as tx:
-            tx.execute("DELETE FROM rag_dbs WHERE id = ?", (db.id,))
-        from agenvoy_cli.home import sqlite
-
-        sqlite.reclaim_space(conn)
-    return {"database": name, "action": "removed", "files": files, "chunks": chunks}
-
-
-def _drop_orphans(store: Store, conn: sqlite3.Connection, vectors: Any) -> None:
-    """Collections of databases that no longer exist (a remove that died half-way)."""
-    live = {vectors.scoped(store, collection_name(r[0]))
-            for r in conn.execute("SELECT id FROM rag_dbs")}
-    ours = vectors.scoped(store, "")  # "" embedded; "-<home key>" on a shared server
-    for col in vectors.client(store).list_collections():
-        cname = col if isinstance(col, str) else col.name
-        if (cname.startswith(COLLECTION_PREFIX) and cname.endswith(ours)
-                and cname not in live):
-            with contextlib.suppress(Exception):
-                vectors.client(store).delete_collection(cname)
-
-
-# ----------------------------------------------------------------------------- listing
-
-
-def _summary(conn: sqlite3.Connection, db: Database) -> dict[str, Any]:
-    counts = {state: (n, c, b) for state, n, c, b in conn.execute(
-        "SELECT state, count(*), coalesce(sum(chunks), 0), coalesce(sum(size), 0) "
-        "FROM rag_files WHERE db_id = ? GROUP BY state", (db.id,))}
-    files, chunks, size = counts.get("done", (0, 0, 0))
-    return {"name": db.name, "files": files, "chunks": chunks, "bytes": size,
-            "pending": counts.get("pending", (0,))[0],
-            "skipped": counts.get("skipped", (0,))[0],
-            "paths": [s.path for s in db.sources],
-            "created_at": iso(db.created_at), "last_sync": iso(db.synced_at),
-            "max_file_bytes": db.max_file_bytes, "hidden": db.hidden}
-
-
-def list_databases(store: Store) -> list[dict[str, Any]]:
-    """list_rag: every database with its file and chunk counts, size and last sync."""
-    with store.read_lock():
-        conn = _readonly(store)
-        return [_summary(conn, db) for db in _all_databases(conn)] if conn else []
-
-
-def list_files(store: Store, name: str) -> dict[str, Any]:
-    checked_name(name)
-    with store.read_lock():
-        conn = _readonly(store)
-        db = _require(conn, name, store.layout.home)
-        assert conn is not None
-        rows = conn.execute(
-            "SELECT path, source, format, state, reason, size, lines, chunks, indexed_at "
-            "FROM rag_files WHERE db_id = ? ORDER BY path", (db.id,)).fetchall()
-        summary = _summary(conn, db)
-    files = [{"path": p, "relpath": _relpath(p, src), "format": fmt, "state": state,
-              "reason": reason, "bytes": size, "lines": lines, "chunks": chunks,
-              "indexed_at": iso(at)}
-             for p, src, fmt, state, reason, size, lines, chunks, at in rows]
-    return {**summary, "files_list": files}
-
-
-# ----------------------------------------------------------------------------- search
-
-
-@dataclass
-class Hit:
-    database: str
-    path: str
-    relpath: str
-    format: str | None
-    line_start: int
-    line_end: int
-    heading: str | None
-    text: str
-    score: float
-    chunk_id: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"database": self.database, "path": self.path, "relpath": self.relpath,
-                "format": self.format, "line_start": self.line_start,
-                "line_end": self.line_end, "heading": self.heading,
-                "score": round(self.score, 6), "text": self.text}
-
-
-@dataclass
-class SearchResult:
-    query: str
-    mode: str
-    databases: list[str]
-    results: list[Hit] = field(default_factory=list)
-    match: str | None = None  # keyword: all | any | none
-    notes: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"query": self.query, "mode": self.mode,
-                               "databases": self.databases}
-        if self.match is not None:
-            doc["match"] = self.match
-        doc["results"] = [h.as_dict() for h in self.results]
-        return doc
-
-
-def _quote(token: str) -> str:
-    return '"' + token.replace('"', '""') + '"'
-
-
-def match_every(query: str) -> tuple[str | None, list[str], int]:
-    """MATCH requiring every term (any order) and every "quoted phrase" (in order), the
-    one-character CJK terms (matched by instr(): a bigram index cannot find them), and
-    how many terms that is (a quoted phrase is one)."""
-    phrases: list[list[str]] = []
-    singles: list[str] = []
-    for quoted, bare in re.findall(r'"([^"]*)"|(\S+)', query):
-        if quoted:
-            toks = [t for word in quoted.split() for t in fts.term_tokens(word)]
-        else:
-            toks = fts.term_tokens(bare)
-            if len(toks) == 1 and len(toks[0]) == 1 and fts._is_cjk(toks[0]):
-                singles.append(toks[0])
-                continue
-        if toks:
-            phrases.append(toks)
-    match = " AND ".join(" + ".join(_quote(t) for t in p) for p in phrases) or None
-    return match, singles, len(phrases) + len(singles)
-
-
-def _in_dbs(db_ids: Sequence[int]) -> tuple[str, list[int]]:
-    return f"f.db_id IN ({','.join('?' * len(db_ids))})", list(db_ids)
-
-
-def fts_ranking(conn: sqlite3.Connection, db_ids: Sequence[int], match: str | None, n: int,
-                contains: Sequence[str] = ()) -> list[tuple[int, float]]:
-    """(chunk id, -bm25) best first; every string of `contains` must be in the tokens."""
-    if not db_ids or (match is None and not contains):
-        return []
-    where, args = _in_dbs(db_ids)
-    if match is None:
-        sql = ("SELECT c.id, 0.0 AS s FROM rag_chunks c JOIN rag_files f ON f.id = c.file_id "
-               f"WHERE {where}")
-    else:
-        sql = ("SELECT c.id, bm25(rag_chunks_fts) AS s FROM rag_chunks_fts "
-               "JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "
-               "JOIN rag_files f ON f.id = c.file_id "
-               f"WHERE rag_chunks_fts MATCH ? AND {where}")
-        args = [match, *args]
-    for text in contains:
-        sql += " AND instr(c.tokens, ?) > 0"
-        args.append(text)
-    sql += " ORDER BY s, c.id LIMIT ?"
-    args.append(n)
-    return [(cid, -score) for cid, score in conn.execute(sql, args)]
-
-
-def _any_match(query: str) -> str | None:
-    from agenvoy_cli.search.engine import content_query
-
-    return fts.match_any(content_query(query))
-
-
-def vector_ranking(store: Store, dbs: Sequence[Database], vector: Sequence[float], n: int
-                   ) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) over the databases' collections, best first. Hold the
-    write lock (Chroma)."""
-    ranked: list[tuple[int, float]] = []
-    for db in dbs:
-        index = _index(store, db, create=False)
-        if index is None:
-            continue
-        try:
-            hits = index.query(vector, n)
-        except _mismatch() as exc:
-            raise _rebuild_hint(db)(exc) from None
-        ranked.extend((int(h.id), 1.0 - float(h.distance)) for h in hits)
-    ranked.sort(key=lambda kv: -kv[1])
-    return ranked[:n]
-
-
-def _hits(conn: sqlite3.Connection, ranked: Sequence[tuple[int, float]]) -> list[Hit]:
-    """The chunks of a ranking, in its order (ids whose chunk is gone are left out)."""
-    ids = [cid for cid, _ in ranked]
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    rows = {r[0]: r for r in conn.execute(
-        "SELECT c.id, d.name, f.path, f.source, f.format, c.line_start, c.line_end, "
-        "c.heading, c.text FROM rag_chunks c JOIN rag_files f ON f.id = c.file_id "
-        f"JOIN rag_dbs d ON d.id = f.db_id WHERE c.id IN ({marks})", ids)}
-    out = []
-    for cid, score in ranked:
-        row = rows.get(cid)
-        if row is None:
-            continue
-        _, dbname, path, source, fmt, lo, hi, heading, text = row
-        out.append(Hit(dbname, path, _relpath(path, source), fmt, lo, hi, heading, text,
-                       score, cid))
-    return out
-
-
-def _pending_note(conn: sqlite3.Connection, dbs: Sequence[Database]) -> list[str]:
-    notes = []
-    for db in dbs:
-        n = conn.execute("SELECT count(*) FROM rag_files WHERE db_id = ? AND state = "
-                         "'pending'", (db.id,)).fetchone()[0]
-        if n:
-            notes.append(f"{n} file(s) of {db.name!r} are not fully indexed (an interrupted "
-                         f"sync?): run `agenvoy rag sync {db.name}`")
-    return notes
-
-
-def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DEFAULT_MODE,
-           *, limit: int = DEFAULT_LIMIT) -> SearchResult:
-    """search_rag over the named databases (None: all of them)."""
-    if mode not in MODES:
-        raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
-    if limit < 1:
-        raise BadInput("--limit must be at least 1")
-    query = " ".join(query.split())
-    if not query:
-        raise BadInput("the query is empty")
-    for name in names or ():
-        checked_name(name)
-    with store.read_lock():
-        conn = _readonly(store)
-        if names is None:
-            dbs = _all_databases(conn)
-        else:
-            dbs = [_require(conn, n, store.layout.home) for n in dict.fromkeys(names)]
-        result = SearchResult(query, mode, [db.name for db in dbs])
-        if conn is None or not dbs:
-            return result
-        ids = [db.id for db in dbs]
-        if mode == "keyword":
-            return _keyword(conn, ids, query, limit, result)
-        kw: list[tuple[int, float]] = []
-        if mode == "hybrid":
-            kw = fts_ranking(conn, ids, _any_match(query), POOL)
-            result.match = "any"
-        result.notes.extend(_pending_note(conn, dbs))
-        if not (store.layout.chroma.is_dir() or os.environ.get("AGENVOY_CHROMA_URL")):
-            result.results = _hits(conn, kw[:limit])  # nothing was ever embedded
-            return result
-    from agenvoy_cli.vectors import index as vectors
-
-    vector = vectors.embedder(store).embed_query(query)  # outside the lock
-    with store.write_lock():
-        vec = vector_ranking(store, dbs, vector, POOL if mode == "hybrid" else limit)
-        if mode == "semantic":
-            ranked = vec[:limit]
-        else:
-            from agenvoy_cli.search.engine import fuse
-
-            ranked = fuse(kw, vec)[:limit]
-        conn = _readonly(store)
-        assert conn is not None
-        result.results = _hits(conn, ranked)
-    return result
-
-
-def _keyword(conn: sqlite3.Connection, ids: list[int], query: str, limit: int,
-             result: SearchResult) -> SearchResult:
-    match, singles, terms = match_every(query)
-    if match is None and not singles:
-        result.match = "none"
-        return result
-    ranked = fts_ranking(conn, ids, match, limit, singles)
-    result.match = "all"
-    if not ranked and terms > 1:
-        any_match = _any_match(query)
-        ranked = fts_ranking(conn, ids, any_match, limit)
-        result.match = "any"
-    result.results = _hits(conn, ranked)
-    return result
-
-
-def iter_chunks(store: Store, name: str) -> Iterable[dict[str, Any]]:
-    """Every chunk of a database (for benchmarks and checks)."""
-    with store.read_lock():
-        conn = _readonly(store)
-        db = _require(conn, name, store.layout.home)
-        assert conn is not None
-        rows = conn.execute(
-            "SELECT c.id, f.path, c.line_start, c.line_end, c.heading, c.text "
-            "FROM rag_chunks c JOIN rag_files f ON f.id = c.file_id WHERE f.db_id = ? "
-            "ORDER BY f.path, c.ord", (db.id,)).fetchall()
-    for cid, path, lo, hi, heading, text in rows:
-        yield {"id": cid, "path": path, "line_start": lo, "line_end": hi, "heading": heading,
-               "text": text}

@@ -1,0 +1,160 @@
+"""Writing one group of indexed files under the store lock, consistent at every instant.
+
+1. files whose old chunks have vectors are marked ``pending``; 2. their old vectors are
+deleted; 3. one transaction replaces their chunk rows (files still ``pending``); 4. the new
+vectors are added; 5. the files are marked ``done``. A file is ``done`` only when both its
+rows and its vectors are written, and Chroma never holds a vector whose chunk SQLite lacks
+(it may lack vectors of ``pending`` files). An interrupted run (Ctrl-C, kill) leaves
+``pending`` files, which the next sync re-indexes whatever their stat says.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.errors import NotFound
+from agenvoy_cli.home import fts
+from agenvoy_cli.rag.chunking import Chunk
+from agenvoy_cli.rag.records import (
+    Database,
+    FileRow,
+    _index,
+    _mismatch,
+    _rebuild_hint,
+    _writer,
+    now_ns,
+)
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
+
+
+@dataclass
+class _Work:
+    """One file to write: new chunks (index), a new stat only (touch), or a skip."""
+
+    path: str
+    source: str
+    size: int
+    mtime_ns: int
+    old: FileRow | None
+    action: str = "index"  # index | touch | skip
+    hash: str | None = None
+    format: str | None = None
+    reason: str | None = None
+    lines: int = 0
+    chunks: list[Chunk] = field(default_factory=list)
+    label: str = ""  # what the embedder sees before each chunk (file and heading)
+
+
+def _commit(store: Store, db: Database, group: list[_Work],
+            vectors_by_work: list[list[list[float]]]) -> None:
+    """Write one group under the lock, in the order of the module docstring."""
+    with store.write_lock():
+        conn, current = _writer(store, db.name)
+        if current.id != db.id:
+            raise NotFound(f"RAG database {db.name!r} was removed during the sync")
+        changing = [w.old.id for w in group if w.old is not None and w.action != "touch"]
+        old_chunks: list[int] = []
+        if changing:
+            marks = ",".join("?" * len(changing))
+            old_chunks = [r[0] for r in conn.execute(
+                f"SELECT id FROM rag_chunks WHERE file_id IN ({marks})", changing)]
+        if old_chunks:
+            with store.transaction() as tx:
+                tx.execute(f"UPDATE rag_files SET state = 'pending' WHERE id IN ({marks}) "
+                           "AND state = 'done'", changing)
+            index = _index(store, db, create=False)
+            if index is not None:
+                index.delete(str(i) for i in old_chunks)
+        new_ids: list[str] = []
+        new_vecs: list[list[float]] = []
+        metas: list[dict[str, Any]] = []
+        done: list[int] = []
+        stamp = now_ns()
+        with store.transaction() as tx:
+            for work, vecs in zip(group, vectors_by_work):
+                fid = work.old.id if work.old is not None else None
+                if work.action == "touch":
+                    tx.execute("UPDATE rag_files SET size = ?, mtime_ns = ? WHERE id = ?",
+                               (work.size, work.mtime_ns, fid))
+                    continue
+                if fid is not None:
+                    tx.execute("DELETE FROM rag_chunks WHERE file_id = ?", (fid,))
+                state = "skipped" if work.action == "skip" else "pending"
+                values = (work.source, work.format, work.size, work.mtime_ns, work.hash,
+                          work.lines, state, work.reason,
+                          0 if work.action == "skip" else len(work.chunks), stamp)
+                if fid is None:
+                    fid = tx.execute(
+                        "INSERT INTO rag_files(source, format, size, mtime_ns, hash, lines, "
+                        "state, reason, chunks, indexed_at, db_id, path) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (*values, db.id, work.path)).lastrowid
+                else:
+                    tx.execute(
+                        "UPDATE rag_files SET source = ?, format = ?, size = ?, mtime_ns = ?, "
+                        "hash = ?, lines = ?, state = ?, reason = ?, chunks = ?, "
+                        "indexed_at = ? WHERE id = ?", (*values, fid))
+                if work.action == "skip":
+                    continue
+                for ordinal, chunk in enumerate(work.chunks):
+                    cid = tx.execute(
+                        "INSERT INTO rag_chunks(file_id, ord, line_start, line_end, heading, "
+                        "text, tokens) VALUES (?,?,?,?,?,?,?)",
+                        (fid, ordinal, chunk.line_start, chunk.line_end, chunk.heading,
+                         chunk.text, _tokens(work, chunk))).lastrowid
+                    if not db.vectors:  # --no-vectors: rows only, done at once
+                        continue
+                    new_ids.append(str(cid))
+                    new_vecs.append(vecs[ordinal])
+                    metas.append({"file_id": fid, "db_id": db.id})
+                done.append(fid)
+        if new_ids:
+            index = _index(store, db, create=True)
+            try:
+                index.add(new_ids, new_vecs, metas)
+            except _mismatch() as exc:
+                raise _rebuild_hint(db)(exc) from None
+        if done:
+            marks = ",".join("?" * len(done))
+            with store.transaction() as tx:
+                tx.execute(f"UPDATE rag_files SET state = 'done' WHERE id IN ({marks})", done)
+
+
+def _tokens(work: _Work, chunk: Chunk) -> str:
+    """What FTS indexes: the file name, the heading and the text, CJK as bigrams."""
+    parts = [os.path.basename(work.path)]
+    if chunk.heading:
+        parts.append(chunk.heading)
+    parts.append(chunk.text)
+    return fts.index_text("\n".join(parts))
+
+
+def _drop(store: Store, db: Database, rows: Sequence[FileRow]) -> None:
+    """Forget files (gone from disk, now ignored): vectors first, then rows."""
+    if not rows:
+        return
+    with store.write_lock():
+        conn, current = _writer(store, db.name)
+        if current.id != db.id:
+            raise NotFound(f"RAG database {db.name!r} was removed during the sync")
+        ids = [r.id for r in rows]
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            marks = ",".join("?" * len(part))
+            chunk_ids = [r[0] for r in conn.execute(
+                f"SELECT id FROM rag_chunks WHERE file_id IN ({marks})", part)]
+            if chunk_ids:
+                with store.transaction() as tx:
+                    tx.execute(f"UPDATE rag_files SET state = 'pending' WHERE id IN ({marks})",
+                               part)
+                index = _index(store, db, create=False)
+                if index is not None:
+                    index.delete(str(c) for c in chunk_ids)
+            with store.transaction() as tx:
+                tx.execute(f"DELETE FROM rag_files WHERE id IN ({marks})", part)
+
