@@ -150,7 +150,7 @@ def test_session_reset_clears_the_sessions_vectors(run, server):
     for sid in ("r", "keep"):
         ok(run("search", sid, "cat", "--json"))
     assert len(entries(server, MESSAGES, "r")) == 20
-    ok(run("session", "reset", "r", "--yes"))
+    ok(run("session", "reset", "r", "--yes", "--no-summary"))
     assert entries(server, MESSAGES, "r") == {}
     assert len(entries(server, MESSAGES, "keep")) == 20
     ok(run("session", "remove", "keep", "--yes"))
@@ -212,7 +212,7 @@ def test_a_server_that_is_down_is_one_clear_error(home, down):
         assert len(err.strip().splitlines()) == 1, err
         assert down in err and "Traceback" not in err, err
     # what must clear vectors refuses, changing nothing (no orphans left on the server)
-    res = agenvoy("session", "reset", "d", "--yes")
+    res = agenvoy("session", "reset", "d", "--yes", "--no-summary")
     err = res.stderr.decode()
     assert res.returncode == 1 and len(err.strip().splitlines()) == 1 and down in err, err
     assert (home / "sessions" / "d" / "history.json").exists()
@@ -229,7 +229,7 @@ def test_two_homes_on_one_server_never_meet(run, home, server, tmp_path, monkeyp
     assert "the llama farm is in Peru" not in [r["content"] for r in doc["results"]]
     names = [c if isinstance(c, str) else c.name for c in server.list_collections()]
     assert len([n for n in names if n.startswith(MESSAGES)]) == 2
-    ok(run("session", "reset", "main", "--yes"))
+    ok(run("session", "reset", "main", "--yes", "--no-summary"))
     monkeypatch.setenv("AGENVOY_HOME", str(home))
     doc = ok(run("search", "main", "llama farm", "--json")).json()
     assert "the llama farm is in Peru" in [r["content"] for r in doc["results"]]

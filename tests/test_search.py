@@ -295,7 +295,7 @@ def test_index_session_never_ahead_or_stale(run, home, words):
         vectors.VectorIndex(store, vectors.MESSAGES).delete([vectors.message_id("s", 3)])
     assert search.index_session(store, "s", full=True) == 1
     seen = []
-    run("session", "reset", "s", "--yes")
+    run("session", "reset", "s", "--yes", "--no-summary")
     add(run, "s", "new a", "new b")
     assert search.index_session(store, "s", lambda d, t: seen.append((d, t))) == 2
     assert seen == [(2, 2)]

@@ -68,7 +68,8 @@ def main() -> None:
             sid = f"r{i % 3}"
             invoke(["append", sid, "--role", "user", "--content", f"r{i}"])
             invoke(["append", sid, "--role", "assistant", "--content", f"r{i} ok"])
-            code = invoke(["session", "reset" if i % 2 else "remove", sid, "--yes"])
+            code = invoke(["session", "reset", sid, "--yes", "--no-summary"] if i % 2
+                          else ["session", "remove", sid, "--yes"])
             print("cleared" if code == 0 else f"FAILED {code}", flush=True)
     elif kind == "hold-lock":  # hold-lock SECONDS
         import time

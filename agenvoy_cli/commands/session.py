@@ -13,7 +13,7 @@ from agenvoy_cli.commands.common import (
     session_argument,
 )
 from agenvoy_cli.conversation.store import Store
-from agenvoy_cli.output import emit, table
+from agenvoy_cli.output import emit, table, warn
 
 
 def describe(store: Store, session_id: str, *, detail: bool) -> dict[str, Any]:
@@ -82,12 +82,28 @@ def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
         ["field", "value"]))
 
 
-def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove: bool) -> None:
+def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove: bool,
+           no_summary: bool = True, llm_command: str | None = None) -> None:
+    from agenvoy_cli.conversation.reset import clear_session, reset_with_summary
+
     store = get_store(ctx)
     store.require(session_id)
     action = "remove" if remove else "reset"
+    config = client = None
+    if not no_summary:
+        from agenvoy_cli.models.llm import NotConfigured, load_config, make_client
+
+        try:
+            config = load_config(store.settings, llm_command)  # before anything is touched
+            client = make_client(config)
+        except NotConfigured:
+            config = None  # fine when the summary has seen everything; else refused
     confirm_destructive(f"{action} session {session_id!r}?", f"{action} {session_id!r}", yes)
-    result = store.clear(session_id, remove=remove)
+    if no_summary:
+        result = {**clear_session(store, session_id, remove=remove), "summary": None}
+    else:
+        result = reset_with_summary(store, session_id, config, client, remove=remove,
+                                    progress=warn)
     emit(result, as_json, lambda d: f"{d['action']} {d['session_id']}: "
          f"{d['rows_deleted']} archive row(s) deleted"
          + (", summary kept" if d.get("summary_kept") else ""))
@@ -96,11 +112,22 @@ def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove
 @command.command("reset")
 @session_argument
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--no-summary", is_flag=True,
+              help="Do not fold the messages the summary has not seen into summary.json first "
+                   "(they are then lost from the context).")
+@click.option("--llm-command", metavar="CMD",
+              help="Summarize through CMD instead of an endpoint (as `summarize`).")
 @json_option
 @click.pass_context
-def reset_cmd(ctx: click.Context, session_id: str, yes: bool, as_json: bool) -> None:
-    """Delete history.json, the session's archive rows and vectors; keep summary.json."""
-    _clear(ctx, session_id, yes, as_json, remove=False)
+def reset_cmd(ctx: click.Context, session_id: str, yes: bool, no_summary: bool,
+              llm_command: str | None, as_json: bool) -> None:
+    """Delete history.json, Agenvoy's history/, pending/ and action.log, the session's archive
+    rows and vectors; keep summary.json. First, as upstream does, the summary is refreshed
+    with what it has not seen (the configured LLM, as `summarize`); if that fails the reset
+    is aborted and nothing changes. Without an LLM configured it needs --no-summary, unless
+    the summary has already seen every message."""
+    _clear(ctx, session_id, yes, as_json, remove=False, no_summary=no_summary,
+           llm_command=llm_command)
 
 
 @command.command("remove")
@@ -109,5 +136,6 @@ def reset_cmd(ctx: click.Context, session_id: str, yes: bool, as_json: bool) -> 
 @json_option
 @click.pass_context
 def remove_cmd(ctx: click.Context, session_id: str, yes: bool, as_json: bool) -> None:
-    """Delete the whole session: its directory, archive rows and vectors."""
+    """Delete the whole session: its directory (summary included), archive rows and vectors.
+    Nothing is summarized first: the summary goes with the directory."""
     _clear(ctx, session_id, yes, as_json, remove=True)

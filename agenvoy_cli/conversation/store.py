@@ -287,33 +287,6 @@ class Store:
         return AppendResult(session_id, len(stamped), compaction.kept if compaction else total,
                             data_size, inserted - len(stamped), compaction)
 
-    def clear(self, session_id: str, *, remove: bool) -> dict[str, Any]:
-        """session reset (remove=False) or remove. Order keeps the invariants at every instant:
-        history.json first (SQLite stays a superset), vectors before rows (never ahead)."""
-        import shutil
-
-        if self.hooks.active(self):
-            self.hooks.preload()
-        with self.write_lock():
-            self.require(session_id)
-            self.hooks.before_clear(self)
-            folder = self.layout.session_dir(session_id)
-            history = self.layout.history(session_id)
-            had_history = history.exists()
-            if had_history:
-                history.unlink()
-            self.hooks.after_clear(self, session_id)
-            rows = 0
-            if self.layout.db.exists():
-                with self.transaction() as conn:
-                    rows = archive.delete_session(conn, session_id)
-                sqlite.reclaim_space(self.db())
-            if remove and folder.exists():
-                shutil.rmtree(folder)
-            return {"session_id": session_id, "action": "removed" if remove else "reset",
-                    "history_deleted": had_history, "rows_deleted": rows,
-                    "summary_kept": (not remove) and self.layout.summary(session_id).exists()}
-
     # -- reads -------------------------------------------------------------------------------
     def recent(self, session_id: str, history: History | None = None) -> list[Message]:
         """history.json as Messages with their places and times (archived times when known,
@@ -342,11 +315,11 @@ class Store:
 
     def context(self, session_id: str, max_messages: int | None = None,
                 warn: Any = None) -> list[dict[str, Any]]:
-        """What the LLM is fed this turn: the summary as a system message, then the window.
-        A damaged summary.json is reported through `warn` and left out: the agent can still
-        talk (the window is intact), and `doctor --repair` / `summarize` bring it back."""
-        from agenvoy_cli.conversation.messages import content_text, header_time
-        from agenvoy_cli.conversation.summary import context_message, read_summary
+        """What the LLM is fed this turn: the summary as a system message, then the window
+        (the last N messages, less the refusals upstream keeps out). A damaged summary.json is
+        reported through `warn` and left out: the agent can still talk (the window is intact),
+        and `doctor --repair` / `summarize` bring it back."""
+        from agenvoy_cli.conversation.summary import context_message, is_refusal, read_summary
 
         limit = self.settings.max_history_messages if max_messages is None else max_messages
         with self.read_lock():
@@ -360,10 +333,10 @@ class Store:
                     raise
                 warn(f"agenvoy: warning: {exc}; context sent without the summary")
                 summary = None
+        kept = [m for m in window if not is_refusal(m)]
         if not summary:
-            return list(window)
-        oldest = header_time(content_text(window[0].get("content"))) if window else None
-        return [context_message(summary, oldest), *window]
+            return kept
+        return [context_message(summary, window_cutoff(window)), *kept]
 
     def archive_rows(self, session_id: str) -> int:
         conn = self.db_readonly()
@@ -385,3 +358,17 @@ def corrupt_as_none(func: Any) -> Any:
         return func()
     except CorruptStore:
         return None
+
+
+def window_cutoff(window: list[dict[str, Any]]) -> datetime | None:
+    """Upstream's OldestMessageTime: the header time of the first window message whose
+    content is a string with a header (not only window[0])."""
+    from agenvoy_cli.conversation.messages import header_time
+
+    for message in window:
+        content = message.get("content")
+        if isinstance(content, str):
+            moment = header_time(content)
+            if moment is not None:
+                return moment
+    return None

@@ -18,20 +18,17 @@ KEYS = ("key_decisions", "past_discussions", "current_discussion")
 LEGACY_KEYS = ("core_discussion", "discussion_log", "confirmed_needs", "current_conclusion")
 DISCUSSED_FORMAT = "%Y-%m-%d %H:%M"
 
-CONTEXT_TEMPLATE = """# Prior Conversation Context
+CONTEXT_TEMPLATE_FILE = "summary_context.md"  # upstream configs/prompts/, verbatim
+REFUSAL_MARKERS = ("無法執行此操作", "[KARAPPO]")  # upstream drops these from the window
+# list field -> its time field, as upstream's GetPrompt filters them
+DATED_LISTS = (("past_discussions", "last_discussed"), ("discussion_log", "time"))
 
-The following is a background summary of prior discussion in this session, provided **for your reference only** so you understand what has been discussed, decided, or is still pending.
 
-**Strict rules:**
-- This is context, not a task. Do NOT generate, echo, or reproduce a summary in your reply.
-- Never output a `<summary>...</summary>` block, `[summary]...[/summary]` block, or any JSON summary structure.
-- Never quote, paraphrase, or restate the JSON below unless the user explicitly asks for it.
-- Summary maintenance runs separately on a schedule — it is never your job in this turn.
+def context_template() -> str:
+    from importlib import resources
 
-**Prior summary (reference only):**
-```json
-{summary}
-```"""  # noqa: E501 - upstream's summary_context.md, verbatim
+    text = (resources.files("agenvoy_cli") / "prompts" / CONTEXT_TEMPLATE_FILE).read_text("utf-8")
+    return text.strip()
 
 
 def is_valid_summary(data: Any) -> bool:
@@ -50,28 +47,56 @@ def read_summary(path: Path) -> dict[str, Any] | None:
     return data if has_content(data) else None
 
 
-def drop_stale_discussions(summary: dict[str, Any], oldest: datetime | None) -> dict[str, Any]:
-    """past_discussions last discussed before the oldest window message are dropped."""
-    past = summary.get("past_discussions")
-    if oldest is None or not isinstance(past, list):
+def is_refusal(message: dict[str, Any]) -> bool:
+    """A refusal or guardrail reply that upstream keeps out of the context window (only a
+    string content is looked at, as upstream does)."""
+    content = message.get("content")
+    return isinstance(content, str) and any(mark in content for mark in REFUSAL_MARKERS)
+
+
+def drop_stale_discussions(summary: dict[str, Any], cutoff: datetime | None) -> dict[str, Any]:
+    """Upstream's filter: in past_discussions (last_discussed) and the legacy discussion_log
+    (time), an entry dated before the cutoff is dropped; an entry that is not an object is
+    dropped; an undated or unparsable one is kept. Dates are minutes, the cutoff seconds."""
+    if cutoff is None:
         return summary
-    floor = oldest.replace(second=0, microsecond=0)
-    kept = []
-    for item in past:
-        stamp = item.get("last_discussed") if isinstance(item, dict) else None
-        try:
-            when = datetime.strptime(str(stamp), DISCUSSED_FORMAT)
-        except ValueError:
-            kept.append(item)  # undated entries are kept, as upstream does
+    out = dict(summary)
+    for field, time_field in DATED_LISTS:
+        items = out.get(field)
+        if not isinstance(items, list):
             continue
-        if when >= floor:
-            kept.append(item)
-    return {**summary, "past_discussions": kept}
+        kept = []
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            stamp = item.get(time_field)
+            if not isinstance(stamp, str):
+                kept.append(item)
+                continue
+            try:
+                when = datetime.strptime(stamp, DISCUSSED_FORMAT)
+            except ValueError:
+                kept.append(item)
+                continue
+            if when >= cutoff:
+                kept.append(item)
+        out[field] = kept
+    return out
 
 
-def context_message(summary: dict[str, Any], oldest: datetime | None) -> dict[str, str]:
-    body = orjson.dumps(drop_stale_discussions(summary, oldest), option=orjson.OPT_INDENT_2)
-    return {"role": "system", "content": CONTEXT_TEMPLATE.format(summary=body.decode())}
+def go_json(data: Any) -> str:
+    """JSON as Go's json.Marshal writes a map: compact, keys sorted, <, >, & escaped, so the
+    injected text is the same whichever program builds the context."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text
+
+
+def context_message(summary: dict[str, Any], cutoff: datetime | None) -> dict[str, str]:
+    body = go_json(drop_stale_discussions(summary, cutoff))
+    return {"role": "system", "content": context_template().replace("{{.Summary}}", body)}
 
 
 # -- summarize helpers (read-only: writing is the summarizer's, under the locks) -------------

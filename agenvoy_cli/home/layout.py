@@ -79,6 +79,12 @@ class Layout(NamedTuple):
     def summary_meta(self, session_id: str) -> Path:
         return _no_symlink(self.session_dir(session_id) / "summary.meta.json")
 
+    def agent_files(self, session_id: str) -> list[Path]:
+        """What Agenvoy itself keeps in a session folder and deletes on reset
+        (internal/session/reset.go): the history/ folder, pending/ and action.log."""
+        folder = self.session_dir(session_id)
+        return [folder / "history", folder / "pending", folder / "action.log"]
+
     @property
     def store(self) -> Path:
         return self.home / ".store"

@@ -101,6 +101,10 @@ def _timeout(raw: Any, where: str) -> float:
     return value
 
 
+class NotConfigured(BadInput):
+    """No LLM endpoint or command is configured at all."""
+
+
 def load_config(settings: Settings, command: str | None = None) -> LLMConfig:
     """The LLM settings, or BadInput naming what to set (checked before anything is done)."""
     section = settings.section("agenvoy").get("llm")
@@ -132,7 +136,7 @@ def load_config(settings: Settings, command: str | None = None) -> LLMConfig:
     missing = [name for name, value in (("AGENVOY_LLM_BASE_URL", base_url),
                                         ("AGENVOY_LLM_MODEL", model)) if not value]
     if missing:
-        raise BadInput(
+        raise NotConfigured(
             f"no LLM configured: set {' and '.join(missing)} (or agenvoy.llm.base_url and "
             "agenvoy.llm.model in config.json), or pass --llm-command CMD; nothing was changed")
     assert base_url is not None
