@@ -165,3 +165,24 @@ def test_temporary_allowlist_is_still_needed(name: str) -> None:
     path = PACKAGE / name
     assert path.is_file() and len(path.read_text("utf-8").splitlines()) > MAX_LINES, (
         f"{name} is split (or gone): remove it from TEMPORARY_BIG")
+
+
+def test_architecture_doc_matches_the_code() -> None:
+    """docs/architecture.md names every layer folder, and every module it names exists."""
+    import re
+
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text("utf-8")
+    folders = sorted(p.name for p in PACKAGE.iterdir()
+                     if p.is_dir() and (p / "__init__.py").is_file())
+    missing = [f for f in folders if f"`{f}/`" not in doc]
+    assert not missing, f"layer folders not described in docs/architecture.md: {missing}"
+    layer_names = {name.split(".")[0] for names in LAYERS for name in names}
+    assert set(folders) <= layer_names
+    named = {n for n in re.findall(r"`((?:[a-z_]+/)?[a-z_]+\.py)`", doc)
+             if not n.startswith("tests/")}
+    gone = []
+    for name in named:
+        candidates = [PACKAGE / name] + [PACKAGE / f / name for f in folders]
+        if not any(c.is_file() for c in candidates):
+            gone.append(name)
+    assert not gone, f"docs/architecture.md names modules that do not exist: {sorted(gone)}"
