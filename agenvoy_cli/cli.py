@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "backfill": ("backfill", "Write into SQLite (and the vector index) what it lacks."),
     "session": ("session", "List, show, reset or remove sessions."),
     "doctor": ("doctor", "Check (and --repair) the invariants of a home."),
+    "forget": ("forget", "Remove messages everywhere they live (e.g. a leaked secret)."),
     "rag": ("rag", "Named document databases: create, add, sync, search."),
 }
 

@@ -83,7 +83,7 @@ def test_content_from_stdin(run, home):
     (b'[{"role":"user","content":"ok"},{"role":"robot","content":"x"}]', "message 1: role"),
     (b'[{"role":"user"}]', "message 0: missing 'content'"),
     (b'[{"role":"user","content":42}]', "message 0: 'content' must be"),
-    (b'[{"role":"user","content":[{"type":"image_url"}]}]', "content part 0"),
+    (b'[{"role":"user","content":[{"text":"x"}]}]', "content part 0"),
     (b'[{"role":"user","content":"   "}]', "content is empty"),
     (b"[]", "empty batch"),
     (b"", "empty"),

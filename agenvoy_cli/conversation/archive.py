@@ -1,9 +1,10 @@
-"""The SQLite archive of a session: rows by place (seq), alignment with history.json.
+"""The SQLite archive of a session: rows by place (seq).
 
-Every message has a place in the session's full history: history.json holds the
-places start_seq .. start_seq+len-1, SQLite holds 0 .. n-1. A write first aligns
-the two (by content hashes, which also covers rows the Go daemon wrote), then
-inserts exactly the places SQLite lacks, so any replay is harmless.
+Every message ever seen has a row and a place in the session's full history (seq, in
+order; rows another program inserted get theirs when first aligned). A row is `gone`
+once its message left history.json (trimmed, removed by Agenvoy's /compact or by hand):
+still archived and searchable, never inserted again. conversation/alignment.py matches
+history.json to the rows (conversation/identity.py has the rule).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
     content_text,
-    message_hash,
-    strip_header,
+    identity,
+    search_body,
 )
 from agenvoy_cli.home import fts
 
@@ -29,30 +30,6 @@ class SessionRows(NamedTuple):
     next_seq: int  # max(seq) + 1
     start_seq: int | None
     start_at: int
-
-
-def hist_hash(message: dict[str, Any]) -> str:
-    return message_hash(str(message.get("role")), content_text(message.get("content")))
-
-
-def adopt_foreign_rows(conn: sqlite3.Connection, session_id: str) -> int:
-    """Rows inserted by another writer (the Go daemon) have no place yet: give them one."""
-    rows = conn.execute(
-        "SELECT id, role, content FROM messages WHERE session_id = ? AND seq IS NULL "
-        "ORDER BY send_at, id",
-        (session_id,),
-    ).fetchall()
-    if not rows:
-        return 0
-    top = conn.execute("SELECT max(seq) FROM messages WHERE session_id = ?",
-                       (session_id,)).fetchone()[0]
-    seq = 0 if top is None else top + 1
-    for row_id, role, content in rows:
-        conn.execute("UPDATE messages SET seq = ?, hash = ?, tokens = ? WHERE id = ?",
-                     (seq, message_hash(role, content),
-                      fts.index_text(strip_header(content)), row_id))
-        seq += 1
-    return len(rows)
 
 
 def session_rows(conn: sqlite3.Connection, session_id: str) -> SessionRows:
@@ -69,44 +46,15 @@ def session_rows(conn: sqlite3.Connection, session_id: str) -> SessionRows:
     return SessionRows(has_rows, 0 if top is None else top + 1, start_seq, start_at or 0)
 
 
+def has_foreign_rows(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Rows another program (Agenvoy) inserted that have no place yet."""
+    return conn.execute("SELECT EXISTS(SELECT 1 FROM messages WHERE session_id = ? AND "
+                        "seq IS NULL)", (session_id,)).fetchone()[0] == 1
+
+
 def count_rows(conn: sqlite3.Connection, session_id: str) -> int:
     return conn.execute("SELECT count(*) FROM messages WHERE session_id = ?",
                         (session_id,)).fetchone()[0]
-
-
-def _hashes(conn: sqlite3.Connection, session_id: str, lo: int, hi: int) -> dict[int, str]:
-    return dict(conn.execute(
-        "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
-        (session_id, lo, hi),
-    ).fetchall())
-
-
-def _hash_at(conn: sqlite3.Connection, session_id: str, seq: int) -> str | None:
-    row = conn.execute("SELECT hash FROM messages WHERE session_id = ? AND seq = ?",
-                       (session_id, seq)).fetchone()
-    return row[0] if row else None
-
-
-def align(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str, Any]],
-          rows: SessionRows, *, thorough: bool = False) -> int:
-    """The place of history[0]: the recorded start when it checks out, else the smallest
-    offset at which history agrees with every archived row it overlaps and covers the
-    archive's end. With no agreement at all, history is new: it goes after the archive."""
-    n, m = rows.next_seq, len(history)
-    if m == 0:
-        return n
-    hint = rows.start_seq or 0  # never trimmed: history.json starts at the first message
-    if hint <= n <= hint + m and not thorough:
-        probes = {p for p in (hint, n - 1) if hint <= p < n}
-        if all(_hash_at(conn, session_id, p) == hist_hash(history[p - hint]) for p in probes):
-            return hint
-    lo = max(0, n - m)
-    archived = _hashes(conn, session_id, lo, n)
-    wanted = [hist_hash(msg) for msg in history[: n - lo]]
-    for offset in range(lo, n + 1):
-        if all(archived.get(offset + i) == wanted[i] for i in range(n - offset)):
-            return offset
-    return n
 
 
 def last_send_at(conn: sqlite3.Connection, session_id: str, before_seq: int) -> int | None:
@@ -133,8 +81,8 @@ def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
     for i, (msg, send_at) in enumerate(zip(messages, times)):
         role = str(msg.get("role"))
         text = content_text(msg.get("content"))
-        params.append((session_id, send_at, role, text, first_seq + i, message_hash(role, text),
-                       orjson.dumps(msg).decode(), fts.index_text(strip_header(text))))
+        params.append((session_id, send_at, role, text, first_seq + i, identity(role, text, msg),
+                       orjson.dumps(msg).decode(), fts.index_text(search_body(text, msg))))
     sql = ("INSERT OR IGNORE INTO messages (session_id, send_at, role, content, seq, hash, "
            "message, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
     if len(params) < BULK_ROWS:
@@ -180,6 +128,8 @@ def set_start(conn: sqlite3.Connection, session_id: str, start_seq: int) -> int:
         "start_seq = excluded.start_seq",
         (session_id, start_at if start_seq > 0 else 0, start_seq),
     )
+    conn.execute("UPDATE messages SET gone = 1 WHERE session_id = ? AND seq < ? AND gone = 0",
+                 (session_id, start_seq))
     return start_at
 
 
@@ -200,9 +150,10 @@ def set_fingerprint(conn: sqlite3.Connection, session_id: str, stat: Any, count:
 
 
 def rows_from(conn: sqlite3.Connection, session_id: str, lo: int = 0,
-              hi: int | None = None) -> list[Message]:
+              hi: int | None = None, *, live: bool = False) -> list[Message]:
+    """Rows by place; live: only those in history.json (not gone)."""
     sql = ("SELECT seq, send_at, role, content, message FROM messages "
-           "WHERE session_id = ? AND seq >= ?")
+           "WHERE session_id = ? AND seq >= ?" + (" AND gone = 0" if live else ""))
     args: list[Any] = [session_id, lo]
     if hi is not None:
         sql += " AND seq < ?"

@@ -77,7 +77,7 @@ def compact_session(store: Store, session_id: str, max_bytes: int | None = None,
         if cut == 0:
             return Compaction(session_id, 0, count, size, size, None, None, note)
         synced = store.sync(session_id, history)  # never drop what is not archived
-        new_start = synced.start_seq + cut
+        new_start = synced.seqs[cut]
         with store.transaction() as conn:
             start_at = archive.set_start(conn, session_id, new_start)
         data = dump_history(history.messages[cut:])

@@ -31,5 +31,11 @@ class IndexHooks:
     def after_clear(self, store: Store, session_id: str) -> None:
         """Every entry of the session must go (reset / remove)."""
 
+    def after_change(self, store: Store, session_id: str, seqs: list[int],
+                     from_seq: int | None = None) -> None:
+        """The messages at these places left history.json, were edited or forgotten (and,
+        with from_seq, every place from there on moved): their entries must go (a catch-up
+        indexes what is in history.json again)."""
+
 
 NO_INDEX = IndexHooks()

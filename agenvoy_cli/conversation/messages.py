@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+import orjson
+
 from agenvoy_cli.errors import BadInput
 
 try:  # the builtin module: hashlib would first load OpenSSL (~3 ms on every append)
@@ -55,12 +57,43 @@ def ns_to_local(ns: int) -> str:
 
 
 def content_text(content: Any) -> str:
-    """The text of a content value: a string, or the text parts joined by newlines."""
+    """A message's text as Agenvoy's ExtractContent yields it (both programs must agree on
+    it: it is the identity, the FTS text and what is embedded): a string as it is, or the
+    non-empty "text" parts joined by newlines; any other part (image, audio, file) has none."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return "\n".join(p["text"] for p in content if isinstance(p, dict)
+                         and p.get("type") == "text" and isinstance(p.get("text"), str)
+                         and p["text"] != "")
     return ""
+
+
+def is_blank(text: str) -> bool:
+    """Agenvoy writes no SQLite row for such a message (strings.TrimSpace == "")."""
+    return not text.strip()
+
+
+def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    calls = message.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def calls_text(message: dict[str, Any]) -> str:
+    """The searchable text of tool calls: `name(arguments)` per call."""
+    out = []
+    for call in _calls(message):
+        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        out.append(f"{fn.get('name') or ''}({fn.get('arguments') or ''})")
+    return "\n".join(out)
+
+
+def search_body(text: str, message: dict[str, Any] | None) -> str:
+    """What keyword search and embeddings see: the text without its header, then the tool
+    calls (so function.arguments are findable)."""
+    body = strip_header(text)
+    extra = calls_text(message) if message else ""
+    return f"{body}\n{extra}" if body and extra else body or extra
 
 
 def _header(text: str) -> tuple[str | None, int]:
@@ -98,30 +131,36 @@ def header_for(moment: datetime) -> str:
 
 
 def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
-    """A message as it will be stored; raises BadInput naming the message index."""
+    """A message as it will be stored; raises BadInput naming the message index. Every
+    OpenAI-style message is accepted: content a string, null/absent (with tool_calls), or
+    parts of any type; any other field is kept as it is."""
     where = f"message {index}"
     if not isinstance(obj, dict):
         raise BadInput(f"{where}: expected a JSON object, got {type(obj).__name__}")
     role = obj.get("role")
     if role not in ROLES:
         raise BadInput(f"{where}: role {role!r} is not one of {', '.join(ROLES)}")
-    if "content" not in obj:
+    content = obj.get("content")
+    if "content" not in obj and not obj.get("tool_calls"):
         raise BadInput(f"{where}: missing 'content'")
-    content = obj["content"]
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
+    if isinstance(content, list):
         if not content:
             raise BadInput(f"{where}: 'content' is an empty list")
         for j, part in enumerate(content):
-            if not isinstance(part, dict) or part.get("type") != "text":
-                raise BadInput(f"{where}: content part {j} is not a {{\"type\": \"text\"}} part")
-            if not isinstance(part.get("text"), str):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise BadInput(f"{where}: content part {j} is not an object with a 'type'")
+            if part["type"] == "text" and not isinstance(part.get("text"), str):
                 raise BadInput(f"{where}: content part {j} has no string 'text'")
-        text = content_text(content)
-    else:
-        raise BadInput(f"{where}: 'content' must be a string or a list of text parts")
-    if not text.strip():
+    elif content is not None and not isinstance(content, str):
+        raise BadInput(f"{where}: 'content' must be a string, null or a list of parts")
+    if obj.get("tool_calls") is not None and not (
+            isinstance(obj["tool_calls"], list) and all(isinstance(c, dict)
+                                                        for c in obj["tool_calls"])):
+        raise BadInput(f"{where}: 'tool_calls' must be a list of objects")
+    text = content_text(content)
+    carries = (obj.get("tool_calls") or role == "tool" or obj.get("reasoning_content")
+               or (isinstance(content, list) and any(p["type"] != "text" for p in content)))
+    if is_blank(text) and not carries:
         raise BadInput(f"{where}: content is empty")
     if "\x00" in text:
         raise BadInput(f"{where}: content contains a NUL character")
@@ -129,24 +168,28 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
     if size > max_bytes:
         raise BadInput(f"{where}: content is {size} bytes, over max_history_bytes ({max_bytes})")
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadInput(f"{where}: content is not valid UTF-8 (lone surrogate)") from None
+        orjson.dumps(obj)
+    except TypeError:
+        raise BadInput(f"{where}: not valid UTF-8 (lone surrogate)") from None
     return dict(obj)
 
 
 def with_header(message: dict[str, Any], moment: datetime) -> dict[str, Any]:
-    """The message with a time header, unless it already carries one."""
-    content = message["content"]
-    if header_time(content_text(content)) is not None:
+    """The message with a time header, unless it already carries one or has no text (a
+    tool call or an image alone is kept exactly as it came)."""
+    content = message.get("content")
+    text = content_text(content)
+    if is_blank(text) or header_time(text) is not None:
         return message
     out = dict(message)
     if isinstance(content, str):
         out["content"] = header_for(moment) + content
     else:
-        first = dict(content[0])
+        at = next(j for j, p in enumerate(content) if isinstance(p, dict)
+                  and p.get("type") == "text" and p.get("text"))
+        first = dict(content[at])
         first["text"] = header_for(moment) + first["text"]
-        out["content"] = [first, *content[1:]]
+        out["content"] = [*content[:at], first, *content[at + 1:]]
     return out
 
 
@@ -154,6 +197,33 @@ def message_hash(role: str, text: str) -> str:
     """Identity used to align history.json with SQLite rows (also rows the Go daemon wrote)."""
     data = f"{role}\x00{text}".encode("utf-8", "surrogatepass")
     return _blake2b(data, digest_size=16).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def identity(role: str, text: str, message: dict[str, Any] | None) -> str:
+    """The identity of a message: role + text, as Agenvoy's rows can be compared with ours.
+    A blank message (Agenvoy never archives one) is told apart by what it carries instead:
+    its content parts and tool calls, in the form that survives Agenvoy re-writing the file
+    (map keys sorted, unknown fields dropped)."""
+    if not is_blank(text) or message is None:
+        return message_hash(role, text)
+    calls = [(c.get("id"), (c.get("function") or {}).get("name"),
+              (c.get("function") or {}).get("arguments")) for c in _calls(message)]
+    carried = {"content": _canonical(message.get("content") or None), "calls": calls,
+               "tool_call_id": message.get("tool_call_id") or None}
+    return message_hash(role, "\x00" + orjson.dumps(carried, option=orjson.OPT_SORT_KEYS)
+                        .decode())
+
+
+def message_identity(message: dict[str, Any]) -> str:
+    return identity(str(message.get("role")), content_text(message.get("content")), message)
 
 
 class Message(NamedTuple):
@@ -167,11 +237,11 @@ class Message(NamedTuple):
 
     @property
     def hash(self) -> str:
-        return message_hash(self.role, self.text)
+        return identity(self.role, self.text, self.raw)
 
     @property
     def body(self) -> str:
-        return strip_header(self.text)
+        return search_body(self.text, self.raw)
 
     @property
     def time(self) -> str:
@@ -197,3 +267,17 @@ def assign_times(messages: Sequence[dict[str, Any]], prev_ns: int | None,
             prev_ns = local_to_ns(nxt[1]) - (nxt[0] - i) if nxt else fallback_ns
         out.append(prev_ns)
     return out
+
+
+def provider_window(messages: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The last `limit` messages, as a provider accepts them: a window that would start with
+    a tool result is widened back to the assistant message that made the call; a tool
+    result whose call is not in history.json at all (trimmed) is dropped."""
+    if limit <= 0:
+        return []
+    start = max(0, len(messages) - limit)
+    while start > 0 and messages[start].get("role") == "tool":
+        start -= 1
+    while start < len(messages) and messages[start].get("role") == "tool":
+        start += 1
+    return messages[start:]

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation import alignment, archive
 from agenvoy_cli.conversation.history import (
     History,
     load_history,
@@ -19,8 +19,14 @@ from agenvoy_cli.conversation.history import (
     write_appended,
 )
 from agenvoy_cli.conversation.index_hooks import NO_INDEX, IndexHooks
-from agenvoy_cli.conversation.messages import Message, assign_times, validate_message, with_header
-from agenvoy_cli.errors import CorruptStore, NotFound
+from agenvoy_cli.conversation.messages import (
+    Message,
+    assign_times,
+    provider_window,
+    validate_message,
+    with_header,
+)
+from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
 from agenvoy_cli.home import sqlite
 from agenvoy_cli.home.config import Settings, load_settings
 from agenvoy_cli.home.files import ensure_dir
@@ -32,6 +38,9 @@ class SyncResult(NamedTuple):
     session_id: str
     start_seq: int
     inserted: int
+    seqs: list[int] = []  # noqa: RUF012 - the place of every history.json message
+    edited: int = 0
+    left: int = 0
 
 
 class AppendResult(NamedTuple):
@@ -161,19 +170,25 @@ class Store:
 
     def sync(self, session_id: str, history: History | None = None, *,
              thorough: bool = False) -> SyncResult:
-        """Write into SQLite every history.json message it lacks (first backfill, repair of a
-        crash between the two writes); never a duplicate. Hold write_lock."""
+        """Bring the archive in line with history.json by the identity rule (first backfill,
+        Agenvoy's writes, edits by hand, a crash); never a duplicate. thorough: rows before
+        the trim point are candidates too. Hold write_lock."""
         history = history or self.history(session_id)
         with self.transaction() as conn:
-            archive.adopt_foreign_rows(conn, session_id)
+            alignment.rederive(conn, session_id)
             rows = archive.session_rows(conn, session_id)
-            start = archive.align(conn, session_id, history.messages, rows, thorough=thorough)
-            missing = history.messages[rows.next_seq - start:]
-            inserted = archive.insert(conn, session_id, rows.next_seq, missing,
-                                      self._fallback_ns(history))
-            if start != (rows.start_seq or 0):
+            lo = 0 if thorough else (rows.start_seq or 0)
+            cands = alignment.candidates(conn, session_id, lo)
+            done = alignment.apply(conn, session_id, history.messages, cands, rows.next_seq,
+                                   self._fallback_ns(history))
+            start = done.seqs[0] if done.seqs else archive.session_rows(conn, session_id).next_seq
+            if start != (rows.start_seq or 0) and (done.seqs or rows.has_rows):
                 archive.set_start(conn, session_id, start)
-        return SyncResult(session_id, start, inserted)
+        if done.left or done.edited or done.renumbered_from is not None:
+            self.hooks.after_change(self, session_id, done.left + done.edited,
+                                    done.renumbered_from)
+        return SyncResult(session_id, start, done.inserted, done.seqs, len(done.edited),
+                          len(done.left))
 
     def holds_lock(self) -> bool:
         from agenvoy_cli.home.locking import is_held
@@ -204,7 +219,7 @@ class Store:
             except FileNotFoundError:
                 stat = None
             if (stat is not None and (stat.st_ino, stat.st_size, stat.st_mtime_ns) == known[:3]
-                    and rows.next_seq == (rows.start_seq or 0) + known[3]):
+                    and not archive.has_foreign_rows(conn, session_id)):
                 return History(path, [], None), known[3]
         history = load_history(path, session_id)
         return history, len(history.messages)
@@ -235,8 +250,6 @@ class Store:
         limit = self.settings.max_history_bytes
         checked = [validate_message(m, i, limit) for i, m in enumerate(messages)]
         if not checked:
-            from agenvoy_cli.errors import BadInput
-
             raise BadInput("no messages to append (empty batch)")
         moment = moment or datetime.now().replace(microsecond=0)
         stamped = [with_header(m, moment) for m in checked]
@@ -244,14 +257,17 @@ class Store:
             self._preload_if_compacting(session_id, stamped)
         with self.write_lock():
             conn = self.db()
-            archive.adopt_foreign_rows(conn, session_id)
             rows = archive.session_rows(conn, session_id)
             history, count = self._history_for_append(conn, session_id, rows)
-            if history.messages or count == 0:
-                start = archive.align(conn, session_id, history.messages, rows)
-                missing = history.messages[rows.next_seq - start:]
-            else:  # unchanged since our last write, which left both stores in step
-                start, missing = rows.start_seq or 0, []
+            backfilled = 0
+            start = rows.start_seq or 0
+            if history.raw is not None or count == 0:
+                # read (someone else may have written it): align the archive with it first
+                if history.messages or rows.has_rows:
+                    synced = self.sync(session_id, history)
+                    backfilled = synced.inserted
+                    rows = archive.session_rows(conn, session_id)
+                start = rows.next_seq if count == 0 else (rows.start_seq or 0)
             exists = history.raw is not None or count > 0
             splice = None
             if count:
@@ -269,12 +285,11 @@ class Store:
                 os.link(history.path, previous)
             try:
                 new_size = write_appended(history.path, stamped, splice)
-                self._archive_append(session_id, rows, start, missing + stamped, history,
+                self._archive_append(session_id, rows, start, stamped, history,
                                      count + len(stamped), previous)
             finally:
                 if previous is not None:
                     previous.unlink(missing_ok=True)
-            inserted = len(missing) + len(stamped)
             total = count + len(stamped)
             compaction = None
             if compact and new_size > limit:
@@ -285,33 +300,30 @@ class Store:
             else:
                 data_size = new_size
         return AppendResult(session_id, len(stamped), compaction.kept if compaction else total,
-                            data_size, inserted - len(stamped), compaction)
+                            data_size, backfilled, compaction)
 
     # -- reads -------------------------------------------------------------------------------
     def recent(self, session_id: str, history: History | None = None) -> list[Message]:
-        """history.json as Messages with their places and times (archived times when known,
-        which also spares parsing every header)."""
+        """history.json as Messages with their places (by the identity rule, writing nothing)
+        and times (archived ones when known: that spares parsing every header)."""
         from agenvoy_cli.conversation.messages import content_text
 
         history = history or self.history(session_id)
         conn = self.db_readonly()
-        start, prev = 0, None
-        archived: dict[int, int] = {}
-        if conn is not None:
+        msgs = history.messages
+        seqs, known, prev = list(range(len(msgs))), [None] * len(msgs), None
+        if conn is not None and msgs:
             rows = archive.session_rows(conn, session_id)
-            start = archive.align(conn, session_id, history.messages, rows)
-            archived = dict(conn.execute(
-                "SELECT seq, send_at FROM messages WHERE session_id = ? AND seq >= ?",
-                (session_id, start)).fetchall())
-            prev = archive.last_send_at(conn, session_id, start)
-        count = len(history.messages)
-        if all(start + i in archived for i in range(count)):
-            times = [archived[start + i] for i in range(count)]
-        else:
-            times = assign_times(history.messages, prev, self._fallback_ns(history))
-        return [Message(start + i, archived.get(start + i, t), str(m.get("role")),
-                        content_text(m.get("content")), m)
-                for i, (m, t) in enumerate(zip(history.messages, times))]
+            cands = alignment.candidates(conn, session_id, rows.start_seq or 0)
+            seqs, ids = alignment.mapping(msgs, cands, rows.next_seq)
+            send_at = {c.id: c.send_at for c in cands}
+            known = [send_at.get(i) if i is not None else None for i in ids]
+            prev = archive.last_send_at(conn, session_id, min(seqs))
+        if any(t is None for t in known):
+            guessed = assign_times(msgs, prev, self._fallback_ns(history))
+            known = [k if k is not None else g for k, g in zip(known, guessed)]
+        return [Message(seq, t, str(m.get("role")), content_text(m.get("content")), m)
+                for seq, t, m in zip(seqs, known, msgs)]
 
     def context(self, session_id: str, max_messages: int | None = None,
                 warn: Any = None) -> list[dict[str, Any]]:
@@ -325,7 +337,7 @@ class Store:
         with self.read_lock():
             self.require(session_id)
             history = self.history(session_id)
-            window = history.messages[-limit:] if limit > 0 else []
+            window = provider_window(history.messages, limit)
             try:
                 summary = read_summary(self.layout.summary(session_id))
             except CorruptStore as exc:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from agenvoy_cli.conversation import archive
-from agenvoy_cli.conversation.history import dump_history, write_history
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import CorruptStore
 from agenvoy_cli.home.files import read_json, stale_temp_files
@@ -98,39 +97,11 @@ class Doctor:
                 self.report(sid, "archive", f"{len(history.messages)} message(s) of history.json "
                             "are not in SQLite (no database)", lambda: self._sync(sid))
             return
-        conn = store.db()
-        foreign = conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND seq IS NULL",
-                               (sid,)).fetchone()[0]
-        if foreign:
-            self.report(sid, "archive", f"{foreign} row(s) written by another program have no "
-                        "place yet", lambda: self._sync(sid))
-        rows = archive.session_rows(conn, sid)
-        placed = archive.count_rows(conn, sid) - foreign
-        if placed != rows.next_seq:
-            self.report(sid, "archive", f"{rows.next_seq - placed} place(s) "
-                        "missing in the archive sequence (rows deleted by hand?)")
-        start = archive.align(conn, sid, history.messages, rows, thorough=True)
-        overlap = min(len(history.messages), rows.next_seq - start)
-        archived = dict(conn.execute(
-            "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
-            (sid, start, start + overlap)).fetchall())
-        wrong = [i for i in range(overlap)
-                 if archived.get(start + i) != archive.hist_hash(history.messages[i])]
-        missing = len(history.messages) - overlap
-        if history.messages and start == rows.next_seq and rows.has_rows:
-            self.report(sid, "archive", "history.json does not match the archive's end (edited "
-                        "by hand?); its messages will be archived as new ones",
-                        lambda: self._sync(sid))
-        elif missing > 0:
-            self.report(sid, "archive", f"{missing} message(s) of history.json are not in SQLite",
-                        lambda: self._sync(sid))
-        if wrong:
-            self.report(sid, "archive", f"{len(wrong)} message(s) differ from their archived row")
-        if history.messages and rows.has_rows and start != (rows.start_seq or 0) and \
-                start != rows.next_seq:
-            self.report(sid, "session_meta", f"trim point is seq {rows.start_seq}, history.json "
-                        f"starts at seq {start}", lambda: self._sync(sid))
-        self.check_vectors(sid, start, rows.next_seq)
+        from agenvoy_cli.doctor.conversation import check_archive
+
+        check_archive(self, sid, history)
+        rows = archive.session_rows(store.db(), sid)
+        self.check_vectors(sid, rows.start_seq or 0, rows.next_seq)
 
     def check_vectors(self, sid: str, start_seq: int, next_seq: int) -> None:
         from agenvoy_cli.vectors import index as vectors
@@ -166,22 +137,14 @@ class Doctor:
 
     # -- repairs ----------------------------------------------------------------------------
     def _sync(self, sid: str) -> str:
-        with self.store.write_lock():
-            result = self.store.sync(sid, thorough=True)
-        return f"archived {result.inserted} message(s); history.json starts at seq " \
-               f"{result.start_seq}"
+        from agenvoy_cli.doctor.conversation import sync
+
+        return sync(self, sid)
 
     def _rebuild_history(self, sid: str) -> str:
-        store = self.store
-        with store.write_lock():
-            path = store.layout.history(sid)
-            kept = _aside(path)
-            conn = store.db()
-            rows = archive.session_rows(conn, sid)
-            messages = [m.raw for m in archive.rows_from(conn, sid, rows.start_seq or 0)]
-            write_history(path, dump_history(messages))
-        return f"rebuilt history.json from the archive ({len(messages)} message(s)); the " \
-               f"damaged file is {kept.name}"
+        from agenvoy_cli.doctor.conversation import rebuild_history
+
+        return rebuild_history(self, sid)
 
 
 def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Problem]:

@@ -28,10 +28,11 @@ def _env_number(name: str, cast: type, default: Any, minimum: float) -> Any:
 
 
 def _config_number(data: dict[str, Any], key: str, default: int) -> int:
+    """A positive integer; as Agenvoy reads its limits, any value <= 0 means the default."""
     value = data.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BadInput(f"config.json: limits.{key} must be a positive integer, got {value!r}")
-    return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise BadInput(f"config.json: limits.{key} must be an integer, got {value!r}")
+    return int(value) if value > 0 else default
 
 
 class Settings(NamedTuple):

@@ -73,7 +73,7 @@ def _m002_positions(conn: sqlite3.Connection) -> None:
     if "start_seq" not in _columns(conn, "session_meta"):
         conn.execute("ALTER TABLE session_meta ADD COLUMN start_seq INTEGER")
     # Rows written before (by the Go daemon) keep seq NULL here: the archive adopts them
-    # (archive.adopt_foreign_rows), the one place that knows a message's identity.
+    # (conversation/alignment.py), the one place that knows a message's identity.
     _script(conn,
         f"""
         CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_session_seq ON messages(session_id, seq);
@@ -230,12 +230,35 @@ def _m005_rag(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m006_gone(conn: sqlite3.Connection) -> None:
+    """gone = 1: the row's message left history.json (trimmed, removed by Agenvoy's /compact
+    or by hand); it stays archived and is never inserted again. Rows whose text, identity
+    or tokens an older version derived differently (content parts, tool calls) get hash
+    NULL: the archive derives them again from their full JSON on its next alignment."""
+    if "gone" not in _columns(conn, "messages"):
+        conn.execute("ALTER TABLE messages ADD COLUMN gone INTEGER NOT NULL DEFAULT 0")
+    _script(conn,
+        """
+        UPDATE messages SET gone = 1 WHERE seq < (SELECT coalesce(start_seq, 0)
+            FROM session_meta m WHERE m.session_id = messages.session_id);
+        UPDATE messages SET hash = NULL WHERE message IS NOT NULL AND json_valid(message)
+            AND (json_type(message, '$.content') = 'array'
+                 OR json_type(message, '$.tool_calls') = 'array');
+        CREATE INDEX IF NOT EXISTS idx_messages_live ON messages(session_id, seq)
+            WHERE gone = 0;
+        CREATE INDEX IF NOT EXISTS idx_messages_unhashed ON messages(session_id)
+            WHERE hash IS NULL;
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
     ("003_error_memory", _m003_error_memory),
     ("004_history_fingerprint", _m004_history_fingerprint),
     ("005_rag", _m005_rag),
+    ("006_gone", _m006_gone),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from agenvoy_cli.conversation import archive
-from agenvoy_cli.conversation.messages import NS, Message, local_to_ns, strip_header
+from agenvoy_cli.conversation.messages import NS, Message, local_to_ns
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home import fts
 
@@ -252,7 +254,8 @@ def split_single_cjk(query: str) -> tuple[str, list[str]]:
 def fts_ranking(conn: sqlite3.Connection, session_id: str, match: str | None, n: int, *,
                 lo_seq: int = 0, hi_seq: int | None = None,
                 window: TimeWindow | None = None,
-                contains: Sequence[str] = ()) -> list[tuple[int, float]]:
+                contains: Sequence[str] = (),
+                exclude: Sequence[int] = ()) -> list[tuple[int, float]]:
     """(seq, score) by BM25 (higher is better), then recency, from our FTS5 index; every
     string of `contains` must also be in the indexed text (without match: recency only)."""
     if match is None:
@@ -273,6 +276,9 @@ def fts_ranking(conn: sqlite3.Connection, session_id: str, match: str | None, n:
     if hi_seq is not None:
         sql += " AND m.seq < ?"
         args.append(hi_seq)
+    if exclude:  # the messages in history.json (the recent part), wherever they are
+        sql += " AND m.seq NOT IN (SELECT value FROM json_each(?))"
+        args.append(orjson.dumps(list(exclude)).decode())
     if window is not None and window.lo is not None:
         sql += " AND m.send_at >= ?"
         args.append(window.lo)
@@ -340,25 +346,24 @@ def keyword_search(store: Store, session_id: str, query: str, *, limit: int = DE
         store.require(session_id)
         recent = store.recent(session_id)
         conn = store.db_readonly()
-        if conn is not None:
-            start = recent[0].seq if recent else archive.session_rows(conn, session_id).next_seq
-        else:
-            start = 0
+        # the archive part: every row whose message is not in history.json (trimmed, or
+        # removed from its middle by Agenvoy's /compact or by hand)
+        in_history = [m.seq for m in recent]
         by_seq = {m.seq: m for m in recent}
         if fts.match_all(query) is None:
             result.match = "none"
             return result
         for every in (True, False):
             old: list[tuple[int, float]] = []
-            if conn is not None and start > 0:
+            if conn is not None:
                 if every:
                     rest, singles = split_single_cjk(query)
                     old = fts_ranking(conn, session_id, fts.match_all(rest), 2 * limit + 10,
-                                      hi_seq=start, window=window, contains=singles)
+                                      window=window, contains=singles, exclude=in_history)
                     old = _exact_cjk(conn, session_id, query, old)[:limit]
                 else:
                     old = fts_ranking(conn, session_id, fts.match_any(content_query(query)),
-                                      limit, hi_seq=start, window=window)
+                                      limit, window=window, exclude=in_history)
             new = substring_ranking(recent, query if every else content_query(query), limit,
                                     every=every, window=window)
             result.match = "all" if every else "any"
@@ -703,15 +708,15 @@ def _rows(conn: sqlite3.Connection | None, session_id: str, seqs: Iterable[int]
     for i in range(0, len(seqs), 500):
         part = seqs[i:i + 500]
         marks = ",".join("?" * len(part))
-        sql = (f"SELECT seq, send_at, role, content FROM messages WHERE session_id = ? "
-               f"AND seq IN ({marks}) ORDER BY seq")
-        for seq, send_at, role, content in conn.execute(sql, [session_id, *part]):
-            out.append(Message(seq, send_at, role, content, {}))
+        sql = (f"SELECT seq, send_at, role, content, message FROM messages "
+               f"WHERE session_id = ? AND seq IN ({marks}) ORDER BY seq")
+        for seq, send_at, role, content, raw in conn.execute(sql, [session_id, *part]):
+            out.append(Message(seq, send_at, role, content, orjson.loads(raw) if raw else {}))
     return out
 
 
 def _row(source: str, segment: int, hit: bool, msg: Message, score: float | None) -> Row:
-    return Row(source, segment, hit, msg.seq, msg.send_at, msg.role, strip_header(msg.text),
+    return Row(source, segment, hit, msg.seq, msg.send_at, msg.role, msg.body,
                score)
 
 

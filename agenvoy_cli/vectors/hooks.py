@@ -46,6 +46,19 @@ class VectorHooks(IndexHooks):
             sys.stderr.write(f"agenvoy: warning: {exc}; vectors older than the trim point were "
                              "kept (search ignores them; `agenvoy doctor --repair` deletes them)\n")
 
+    def after_change(self, store: Store, session_id: str, seqs: list[int],
+                     from_seq: int | None = None) -> None:
+        if not has_vectors(store) or not (seqs or from_seq is not None):
+            return
+        from agenvoy_cli.vectors import index
+
+        drop = set(seqs)
+        found = index._message_index(store)
+        if found is not None:
+            found.delete([i for i, m in found.get({"session_id": session_id}).items()
+                          if int(m.get("seq", -1)) in drop
+                          or (from_seq is not None and int(m.get("seq", -1)) >= from_seq)])
+
     def after_clear(self, store: Store, session_id: str) -> None:
         if not has_vectors(store):
             return

@@ -1,0 +1,162 @@
+"""Bringing the archive in line with history.json, whoever edited it (the identity rule of
+conversation/identity.py applied to SQLite in the caller's transaction)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import orjson
+
+from agenvoy_cli.conversation import identity
+from agenvoy_cli.conversation.identity import Candidate, Plan
+from agenvoy_cli.conversation.messages import (
+    content_text,
+    header_time,
+    local_to_ns,
+    message_identity,
+    search_body,
+)
+from agenvoy_cli.conversation.messages import (
+    identity as identity_of,
+)
+from agenvoy_cli.home import fts
+
+
+class Aligned(NamedTuple):
+    seqs: list[int]  # the place of every history.json message
+    inserted: int
+    edited: list[int]  # places whose text changed
+    left: list[int]  # places that left history.json (still archived)
+    renumbered_from: int | None  # places from here on moved (a message inserted before them)
+
+
+def candidates(conn: sqlite3.Connection, session_id: str, lo_seq: int) -> list[Candidate]:
+    """Rows that may be in history.json: placed at or after lo_seq (by place), then the rows
+    another program inserted (Agenvoy: no place yet), by insertion id, never by time."""
+    out = []
+    for rid, seq, ident, role, gone, send_at, content, message in conn.execute(
+            "SELECT id, seq, hash, role, gone, send_at, CASE WHEN hash IS NULL THEN content END,"
+            " CASE WHEN hash IS NULL THEN message END FROM messages "
+            "WHERE session_id = ? AND seq >= ? ORDER BY seq", (session_id, lo_seq)):
+        if ident is None:  # not derived again yet (migration 006): as rederive() will
+            msg = orjson.loads(message) if message else None
+            text = content_text(msg.get("content")) if isinstance(msg, dict) else content
+            ident = identity_of(role, text, msg)
+        out.append(Candidate(rid, seq, ident, role, bool(gone), send_at))
+    for row_id, role, content, send_at in conn.execute(
+            "SELECT id, role, content, send_at FROM messages WHERE session_id = ? "
+            "AND seq IS NULL ORDER BY id", (session_id,)):
+        out.append(Candidate(row_id, None, identity_of(role, content, None), role, False,
+                             send_at))
+    return out
+
+
+def _row_values(message: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    role = str(message.get("role"))
+    text = content_text(message.get("content"))
+    return (role, text, identity_of(role, text, message), orjson.dumps(message).decode(),
+            fts.index_text(search_body(text, message)))
+
+
+def _renumber(conn: sqlite3.Connection, moves: list[tuple[int, int]]) -> None:
+    """Give rows new places without ever two rows at one place (a unique index): first all
+    to distinct negative places, then to their own."""
+    conn.executemany("UPDATE messages SET seq = ? WHERE id = ?",
+                     [(-1 - seq, rid) for rid, seq in moves])
+    conn.executemany("UPDATE messages SET seq = ? WHERE id = ?",
+                     [(seq, rid) for rid, seq in moves])
+
+
+def _time(message: dict[str, Any], previous: int | None, fallback: int) -> int:
+    moment = header_time(content_text(message.get("content")))
+    if moment is not None:
+        return local_to_ns(moment)
+    return fallback if previous is None else previous + 1
+
+
+def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str, Any]],
+          cands: list[Candidate], next_seq: int, fallback_ns: int) -> Aligned:
+    """Apply the identity rule: match, mark what left, follow edits, insert what is new."""
+    hashes = [message_identity(m) for m in history]
+    plan: Plan = identity.plan(hashes, [str(m.get("role")) for m in history], cands)
+    by_id = {c.id: c for c in cands}
+    edits = set(plan.edits)
+    places = identity.places(plan.order, {c.id: c.seq for c in cands}, next_seq)
+    moves = [(rid, places[item]) for item in plan.order
+             if (rid := item[0]) is not None and by_id[rid].seq != places[item]]
+    renumbered = [by_id[rid].seq for rid, _ in moves if by_id[rid].seq is not None]
+    if moves:
+        _renumber(conn, moves)
+    for item in plan.order:  # rows of another program: their identity and full JSON
+        rid, i = item
+        if rid is not None and by_id[rid].seq is None:
+            msg = history[i] if i is not None and i not in edits else None
+            conn.execute("UPDATE messages SET hash = ?, tokens = ?, message = ? WHERE id = ?",
+                         (by_id[rid].hash, fts.index_text(search_body(*conn.execute(
+                             "SELECT content FROM messages WHERE id = ?", (rid,)).fetchone(),
+                             msg)), None if msg is None else orjson.dumps(msg).decode(), rid))
+    if plan.gone:
+        conn.executemany("UPDATE messages SET gone = 1 WHERE id = ?", [(r,) for r in plan.gone])
+    if plan.back:
+        conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(r,) for r in plan.back])
+    previous: int | None = None
+    inserted, edited = 0, []
+    for item in plan.order:
+        rid, i = item
+        if i is None or (rid is not None and i not in edits):
+            previous = by_id[rid].send_at if rid is not None else previous
+            continue
+        msg = history[i]
+        role, text, ident, raw, tokens = _row_values(msg)
+        if rid is None:
+            send_at = _time(msg, previous, fallback_ns)
+            conn.execute("INSERT INTO messages (session_id, send_at, role, content, seq, hash, "
+                         "message, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         (session_id, send_at, role, text, places[item], ident, raw, tokens))
+            inserted += 1
+        else:  # an edit: delete + insert under the same id keeps both FTS indexes right
+            old = by_id[rid].send_at
+            moment = header_time(text)
+            send_at = local_to_ns(moment) if moment is not None else old
+            conn.execute("DELETE FROM messages WHERE id = ?", (rid,))
+            conn.execute("INSERT INTO messages (id, session_id, send_at, role, content, seq, "
+                         "hash, message, tokens, gone) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                         (rid, session_id, send_at, role, text, places[item], ident, raw,
+                          tokens))
+            edited.append(places[item])
+        previous = send_at
+    seqs = [places[(plan.rows[i], i)] for i in range(len(history))]
+    left = [places[(r, None)] for r in plan.gone]
+    return Aligned(seqs, inserted, edited, left, min(renumbered) if renumbered else None)
+
+
+def mapping(history: Sequence[dict[str, Any]], cands: list[Candidate],
+            next_seq: int) -> tuple[list[int], list[int | None]]:
+    """The places history.json's messages have (or would get) and their rows' ids (None:
+    not archived yet), without writing anything."""
+    hashes = [message_identity(m) for m in history]
+    plan = identity.plan(hashes, [str(m.get("role")) for m in history], cands)
+    places = identity.places(plan.order, {c.id: c.seq for c in cands}, next_seq)
+    return [places[(plan.rows[i], i)] for i in range(len(history))], plan.rows
+
+
+def rederive(conn: sqlite3.Connection, session_id: str) -> int:
+    """Rows left without an identity (migration 006: an older version derived their text
+    differently): text, identity and tokens again from their full JSON. Upstream's FTS
+    table has no update trigger: its entry is replaced by hand."""
+    rows = conn.execute("SELECT id, role, content, message FROM messages WHERE session_id = ? "
+                        "AND hash IS NULL AND seq IS NOT NULL", (session_id,)).fetchall()
+    for rid, role, content, message in rows:
+        msg = orjson.loads(message) if message else None
+        text = content_text(msg.get("content")) if isinstance(msg, dict) else content
+        if text != content:
+            conn.execute("INSERT INTO messages_fts5(messages_fts5, rowid, role, content) "
+                         "VALUES ('delete', ?, ?, ?)", (rid, role, content))
+            conn.execute("INSERT INTO messages_fts5(rowid, role, content) VALUES (?, ?, ?)",
+                         (rid, role, text))
+        conn.execute("UPDATE messages SET content = ?, hash = ?, tokens = ? WHERE id = ?",
+                     (text, identity_of(role, text, msg), fts.index_text(search_body(text, msg)),
+                      rid))
+    return len(rows)

@@ -1,0 +1,133 @@
+"""The identity rule: which archive row each message of history.json is.
+
+history.json is an edited subsequence of the archive: others (Agenvoy's /compact, a
+person with an editor) remove messages anywhere, change their text, append. The rule:
+- a message is matched to a row by its identity (role + text, see messages.identity),
+  keeping the order of both sides and as many matches as possible (a diff);
+- between two matches (and before the first, after the last), an unmatched message and an
+  unmatched row still in history.json with the same role, side by side, are one message
+  whose text was *edited*: the row follows it;
+- any other unmatched message is new (inserted once); any other row left history.json
+  and stays archived (marked gone), also if it comes back later (then it matches again);
+- rows another program inserted (no place yet) come after the placed ones, by insertion id.
+Pure functions: the store reads the candidates and applies the plan in one transaction.
+"""
+
+from __future__ import annotations
+
+from difflib import SequenceMatcher
+from typing import NamedTuple
+
+
+class Candidate(NamedTuple):
+    """An archive row that may be in history.json: placed at or after the trim point, or
+    inserted by another program (seq None)."""
+
+    id: int
+    seq: int | None
+    hash: str
+    role: str
+    gone: bool
+    send_at: int = 0
+
+
+class Plan(NamedTuple):
+    rows: list[int | None]  # per history message: the id of its row; None = new
+    edits: list[int]  # history indexes whose row takes the message's new text
+    gone: list[int]  # ids of rows that left history.json now
+    back: list[int]  # ids of rows marked gone before, matched again
+    order: list[tuple[int | None, int | None]]  # final order: (row id, history index)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.edits or self.gone or self.back or None in self.rows)
+
+
+def _pairs(hist: list[str], cands: list[str]) -> list[tuple[int, int]]:
+    """Matched (history index, candidate index) pairs, in order, as many as possible."""
+    if hist == cands:
+        return list(zip(range(len(hist)), range(len(cands))))
+    n = min(len(hist), len(cands))
+    if hist[:n] == cands[:n]:  # the common case: messages appended at the end
+        return list(zip(range(n), range(n)))
+    blocks = SequenceMatcher(None, hist, cands, autojunk=False).get_matching_blocks()
+    return [(a + k, b + k) for a, b, size in blocks for k in range(size)]
+
+
+def plan(hashes: list[str], roles: list[str], cands: list[Candidate]) -> Plan:
+    """How history.json (identities and roles of its messages) maps onto the candidates."""
+    pairs = _pairs(hashes, [c.hash for c in cands])
+    rows: list[int | None] = [None] * len(hashes)
+    edits: list[int] = []
+    order: list[tuple[int | None, int | None]] = []
+    leaving: list[int] = []
+    bounds = [(-1, -1), *pairs, (len(hashes), len(cands))]
+    for k in range(len(bounds) - 1):
+        (h0, c0), (h1, c1) = bounds[k], bounds[k + 1]
+        new = list(range(h0 + 1, h1))
+        old = list(range(c0 + 1, c1))
+        paired: list[tuple[int, int]] = []
+        if pairs:  # an edit is only recognised next to an unchanged message
+            live = [j for j in old if not cands[j].gone]
+            leading = k == 0
+            a, b = (new[::-1], live[::-1]) if leading else (new, live)
+            for i, j in zip(a, b):
+                if roles[i] != cands[j].role:
+                    break
+                paired.append((i, j))
+            paired.sort()
+        done_h = {i for i, _ in paired}
+        done_c = {j for _, j in paired}
+        for i, j in paired:
+            rows[i] = cands[j].id
+            edits.append(i)
+        rest_c = [(cands[j].id, None) for j in old if j not in done_c]
+        leaving += [cands[j].id for j in old if j not in done_c and not cands[j].gone]
+        rest_h = [(None, i) for i in new if i not in done_h]
+        pair_items = [(cands[j].id, i) for i, j in paired]
+        if k == 0:
+            order += rest_c + rest_h + pair_items
+        else:
+            order += pair_items + rest_c + rest_h
+        if k + 1 < len(bounds) - 1:
+            rows[h1] = cands[c1].id
+            order.append((cands[c1].id, h1))
+    back = [cands[j].id for _, j in pairs if cands[j].gone]
+    return Plan(rows, sorted(edits), leaving, back, order)
+
+
+def places(order: list[tuple[int | None, int | None]], seq_of: dict[int, int | None],
+           next_seq: int) -> dict[tuple[int | None, int | None], int]:
+    """The place (seq) of every item of the final order: placed rows keep theirs while they
+    are in order; new messages and foreign rows get the next free ones; from the first one
+    that must go before a placed row on, everything is renumbered."""
+    out: dict[tuple[int | None, int | None], int] = {}
+    first_free = None
+    for pos, item in enumerate(order):
+        seq = seq_of.get(item[0]) if item[0] is not None else None
+        if seq is None and first_free is None:
+            first_free = pos
+        elif seq is not None and first_free is not None:
+            # a new item before a placed row: renumber from the first new item on
+            last = max((s for it in order[:first_free]
+                        if it[0] is not None and (s := seq_of.get(it[0])) is not None),
+                       default=None)
+            base = next_seq if last is None else last + 1
+            if last is None:
+                base = min((s for it in order if it[0] is not None
+                            and (s := seq_of.get(it[0])) is not None), default=next_seq)
+            for k, it in enumerate(order):
+                if k < first_free:
+                    if it[0] is not None and seq_of.get(it[0]) is not None:
+                        out[it] = seq_of[it[0]]  # type: ignore[index]
+                else:
+                    out[it] = base + (k - first_free)
+            return out
+        if seq is not None:
+            out[item] = seq
+    k = 0
+    for item in order:
+        if item not in out:
+            out[item] = next_seq + k
+            k += 1
+    return out

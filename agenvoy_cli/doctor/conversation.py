@@ -1,0 +1,109 @@
+"""doctor's checks of a session's archive against its history.json (the identity rule)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections import Counter
+from typing import Any
+
+import orjson
+
+from agenvoy_cli.conversation import alignment, archive
+from agenvoy_cli.conversation.history import History, dump_history, write_history
+from agenvoy_cli.conversation.messages import content_text, identity, is_blank, message_identity
+
+Doctor = Any  # doctor.checks.Doctor (which imports this module): report(), store
+
+
+def duplicates(conn: sqlite3.Connection, sid: str,
+               history: list[dict[str, Any]]) -> tuple[list[int], list[int]]:
+    """Ids of rows that repeat a message: same identity and same time as an older row, more
+    often than history.json holds that message (two identical messages appended in the
+    same second are two messages while both are in history.json). The oldest rows stay."""
+    occurs = Counter(message_identity(m) for m in history)
+    groups: dict[tuple[str, int], list[int]] = {}
+    for rid, role, content, message, send_at in conn.execute(
+            "SELECT id, role, content, message, send_at FROM messages WHERE session_id = ? "
+            "ORDER BY id", (sid,)):
+        msg = orjson.loads(message) if message else None
+        text = content_text(msg.get("content")) if isinstance(msg, dict) else content
+        groups.setdefault((identity(role, text, msg), send_at), []).append(rid)
+    drop: list[int] = []
+    keep: list[int] = []
+    for (ident, _), ids in groups.items():
+        allowed = max(1, occurs.get(ident, 0))
+        if len(ids) > allowed:
+            drop += ids[allowed:]
+            keep += ids[:allowed]
+    return sorted(drop), keep
+
+
+def check_archive(doctor: Doctor, sid: str, history: History) -> None:
+    store = doctor.store
+    conn = store.db()
+    rows = archive.session_rows(conn, sid)
+    dups, _ = duplicates(conn, sid, history.messages)
+    if dups:
+        doctor.report(sid, "archive", f"{len(dups)} duplicate row(s) (a message archived "
+                      "twice)", lambda: remove_duplicates(doctor, sid))
+    if history.raw is None:
+        live = conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND gone = 0 "
+                            "AND seq IS NOT NULL", (sid,)).fetchone()[0]
+        if live:
+            doctor.report(sid, "history.json", f"missing, while {live} archived message(s) "
+                          "after the trim point belong in it",
+                          lambda: rebuild_history(doctor, sid, aside=False))
+        return
+    if dups:
+        return  # the repair above aligns again
+    cands = alignment.candidates(conn, sid, rows.start_seq or 0)
+    _, ids = alignment.mapping(history.messages, cands, rows.next_seq)
+    missing = sum(1 for m, rid in zip(history.messages, ids)
+                  if rid is None and not is_blank(content_text(m.get("content"))))
+    by_id = {c.id: c for c in cands}
+    edited = sum(1 for m, rid in zip(history.messages, ids)
+                 if rid is not None and by_id[rid].hash != message_identity(m))
+    if missing:
+        doctor.report(sid, "archive", f"{missing} message(s) of history.json are not in SQLite",
+                      lambda: sync(doctor, sid))
+    if edited:
+        doctor.report(sid, "archive", f"{edited} message(s) of history.json were edited since "
+                      "they were archived", lambda: sync(doctor, sid))
+
+
+def sync(doctor: Doctor, sid: str) -> str:
+    with doctor.store.write_lock():
+        result = doctor.store.sync(sid, thorough=True)
+    return (f"archived {result.inserted} message(s), {result.edited} edited, "
+            f"{result.left} no longer in history.json")
+
+
+def remove_duplicates(doctor: Doctor, sid: str) -> str:
+    store = doctor.store
+    with store.write_lock():
+        history = store.history(sid)
+        with store.transaction() as conn:
+            dups, keep = duplicates(conn, sid, history.messages)
+            conn.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in dups])
+            # the oldest copy may have been marked gone while a newer one stood for it
+            conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(i,) for i in keep])
+        result = store.sync(sid, history, thorough=True)
+    return f"deleted {len(dups)} duplicate row(s); {result.inserted} message(s) archived"
+
+
+def rebuild_history(doctor: Doctor, sid: str, *, aside: bool = True) -> str:
+    """history.json from the archived messages still in it (the context window kept)."""
+    store = doctor.store
+    with store.write_lock():
+        path = store.layout.history(sid)
+        kept = None
+        if aside and path.exists():  # the damaged file is kept beside the original
+            kept = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            path.rename(kept)
+        conn = store.db()
+        rows = archive.session_rows(conn, sid)
+        messages = [m.raw for m in archive.rows_from(conn, sid, rows.start_seq or 0, live=True)]
+        write_history(path, dump_history(messages))
+    note = f"; the damaged file is {kept.name}" if kept else ""
+    return f"rebuilt history.json from the archive ({len(messages)} message(s)){note}"
