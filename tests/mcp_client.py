@@ -1,0 +1,92 @@
+"""Talk to `agenvoy mcp` the way an agent host does: the official SDK's stdio client.
+
+Shared by tests/test_mcp.py and bench/mcp.py. Every wait is bounded by the caller's
+anyio.fail_after; the server is a real subprocess on a real home.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The test's environment (AGENVOY_HOME, TZ) for the server process."""
+    keep = {k: v for k, v in os.environ.items()
+            if k.startswith(("AGENVOY_", "OMP_", "PYTHON")) or k in ("TZ", "HOME", "PATH")}
+    return {**keep, **(extra or {})}
+
+
+@asynccontextmanager
+async def connect(*args: str, env: dict[str, str] | None = None,
+                  errlog: Any = None) -> AsyncIterator[Any]:
+    """An initialized ClientSession on `python -m agenvoy_cli mcp ARGS`."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "agenvoy_cli", "mcp", *args],
+                                   env=server_env(env), cwd=str(ROOT))
+    async with stdio_client(params, errlog=errlog or sys.stderr) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+class RawServer:
+    """The server over bare pipes (newline-delimited JSON-RPC), to watch how it exits."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agenvoy_cli", "mcp", *args], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=server_env(env), cwd=ROOT)
+        self.next_id = 0
+
+    def send(self, method: str, params: dict[str, Any] | None = None, *,
+             notify: bool = False) -> int | None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        if not notify:
+            self.next_id += 1
+            msg["id"] = self.next_id
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.proc.stdin.flush()
+        return None if notify else self.next_id
+
+    def receive(self, want_id: int) -> dict[str, Any]:
+        """The response to request want_id (notifications in between are skipped). The
+        caller bounds the wait (a watchdog kills the process)."""
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise EOFError("the server closed its stdout")
+            msg = json.loads(line)
+            if msg.get("id") == want_id:
+                return msg
+
+    def initialize(self) -> dict[str, Any]:
+        rid = self.send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "raw-test", "version": "0"}})
+        assert rid is not None
+        reply = self.receive(rid)
+        self.send("notifications/initialized", notify=True)
+        return reply
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        rid = self.send("tools/call", {"name": name, "arguments": arguments})
+        assert rid is not None
+        return self.receive(rid)

@@ -1,0 +1,130 @@
+"""Searches that never stall: the catch-up budget of `search` (and of `errors lookup`).
+
+The catch-up embeds what the vector index lacks, but only for --budget seconds; what is
+left is still searched by keyword, the JSON says how much (`unindexed_count`), and stderr
+says what is happening once it takes longer than a second. A slow stand-in embedder makes
+the timings deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.words_embedder import WordsEmbedder
+
+
+class SlowWords(WordsEmbedder):
+    """The hashed-words stand-in at a fixed cost per text, like a real model."""
+
+    delay = 0.02
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        time.sleep(self.delay * len(texts))
+        return super().embed_documents(texts)
+
+
+@pytest.fixture
+def slow(monkeypatch: pytest.MonkeyPatch) -> SlowWords:
+    from agenvoy_cli.vectors import index as vectors
+
+    emb = SlowWords()
+    monkeypatch.setitem(vectors._embedders, "", emb)
+    return emb
+
+
+def conversation(n: int) -> list[dict[str, str]]:
+    out = []
+    for i in range(n):
+        text = f"turn {i}: small talk about the weather and lunch plans"
+        if i == 3:
+            text = "turn 3: my cat Mochi hides under the bed from the vacuum cleaner"
+        out.append({"role": "user" if i % 2 == 0 else "assistant", "content": text})
+    return out
+
+
+def append(run, session: str, n: int, tmp_path: Path) -> None:
+    path = tmp_path / f"{session}-{n}.json"
+    path.write_text(json.dumps(conversation(n)))
+    res = run("append", session, "--messages", str(path))
+    assert res.exit_code == 0, res.stderr
+
+
+def test_budget_zero_still_finds_unindexed_messages_by_keyword(run, slow, tmp_path) -> None:
+    append(run, "s", 40, tmp_path)
+    res = run("search", "s", "Mochi", "--budget", "0", "--json")
+    assert res.exit_code == 0, res.stderr
+    doc = res.json()
+    assert doc["unindexed_count"] == 40
+    assert [r["seq"] for r in doc["results"] if r["hit"]] == [3]
+    assert "not embedded yet" in res.stderr and "agenvoy mcp" in res.stderr
+    assert slow.calls == 0
+    res = run("search", "s", "Mochi", "--budget", "60", "--json")
+    doc = res.json()
+    assert doc["unindexed_count"] == 0 and slow.calls == 40
+    assert [r["seq"] for r in doc["results"] if r["hit"]][0] == 3
+    assert "not embedded yet" not in res.stderr
+
+
+def test_budget_bounds_the_catch_up_and_says_so_after_a_second(run, slow, tmp_path) -> None:
+    append(run, "s", 200, tmp_path)  # 200 x 0.02 s = 4 s of embedding
+    started = time.monotonic()
+    res = run("search", "s", "Mochi", "--budget", "1.5", "--json")
+    took = time.monotonic() - started
+    assert res.exit_code == 0, res.stderr
+    doc = res.json()
+    assert 0 < doc["unindexed_count"] < 200
+    assert doc["unindexed_count"] == 200 - slow.calls
+    assert took < 1.5 + 1.5  # the budget, one small batch, the search
+    first = res.stderr.splitlines()[0]
+    assert "indexing" in first and "agenvoy mcp" in first and "backfill --vectors" in first
+    assert any(r["hit"] and r["seq"] == 3 for r in doc["results"])
+
+
+def test_no_notice_when_catch_up_is_quick(run, slow, tmp_path) -> None:
+    append(run, "s", 20, tmp_path)  # 0.4 s
+    res = run("search", "s", "Mochi", "--json")
+    assert res.exit_code == 0
+    assert res.json()["unindexed_count"] == 0
+    assert res.stderr == ""
+
+
+def test_hybrid_reports_unindexed_too(run, slow, tmp_path) -> None:
+    append(run, "s", 40, tmp_path)
+    res = run("search", "s", "Mochi vacuum", "--mode", "hybrid", "--budget", "0", "--json")
+    doc = res.json()
+    assert doc["unindexed_count"] == 40
+    assert any(r["hit"] and r["seq"] == 3 for r in doc["results"])
+
+
+def test_keyword_mode_has_no_catch_up(run, slow, tmp_path) -> None:
+    append(run, "s", 10, tmp_path)
+    res = run("search", "s", "Mochi", "--mode", "keyword", "--json")
+    assert res.json()["unindexed_count"] is None and slow.calls == 0
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "x"])
+def test_bad_budget_is_refused(run, tmp_path, value) -> None:
+    append(run, "s", 2, tmp_path)
+    res = run("search", "s", "x", "--budget", value)
+    assert res.exit_code == 2 and "--budget" in res.stderr
+
+
+def test_errors_lookup_embeds_unembedded_records_within_budget(run, slow, home) -> None:
+    for n in range(3):
+        res = run("errors", "record", "--tool", "fetch_page", "-k", "timeout",
+                  "--symptom", f"fetch_page timed out on site {n}", "--action", "retried",
+                  "--outcome", "failed", "--no-semantic")
+        assert res.exit_code == 0, res.stderr
+    res = run("errors", "lookup", "the page fetch took too long", "--budget", "0", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["unindexed_count"] == 3 and slow.calls == 0
+    res = run("errors", "lookup", "the page fetch took too long", "--json")
+    assert res.json()["unindexed_count"] == 0 and slow.calls == 3
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        assert conn.execute("SELECT count(*) FROM error_records WHERE vector_model IS NULL"
+                            ).fetchone()[0] == 0
