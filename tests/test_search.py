@@ -234,9 +234,9 @@ def test_window_exclusion_and_json_shape(run, home, words, monkeypatch):
 
 
 def test_expansion_and_merging(run, home, words, monkeypatch):
-    from agenvoy_cli.search import engine as search
+    from agenvoy_cli.search import catchup
 
-    monkeypatch.setattr(search, "DOC_CONTEXT_CHARS", 0)  # each message embedded alone
+    monkeypatch.setattr(catchup, "DOC_CONTEXT_CHARS", 0)  # each message embedded alone
     monkeypatch.setenv("AGENVOY_MAX_HISTORY_MESSAGES", "2")
     msgs = [f"filler{i}" for i in range(20)]
     msgs[5] = msgs[7] = "zebra stripes"
@@ -317,7 +317,9 @@ def test_each_message_is_embedded_after_the_end_of_the_one_before(run, home, wor
     run("search", "s", "llamas")  # the first recent message's context comes from the archive
     k = (start - 2) // 2  # the llama pair is seq 0-1, then filler pairs
     assert words.texts[0] == f"answer {k - 1} filler {'a' * 80}\nquestion {k} filler {'q' * 80}"
-    assert search.doc_text("reply", "x" * 1000) == "x" * search.DOC_CONTEXT_CHARS + "\nreply"
+    from agenvoy_cli.search import catchup
+
+    assert search.doc_text("reply", "x" * 1000) == "x" * catchup.DOC_CONTEXT_CHARS + "\nreply"
 
 
 def test_hybrid_covers_archive_and_labels_sources(run, home, words, monkeypatch):

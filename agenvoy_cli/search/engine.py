@@ -15,11 +15,9 @@ hybrid    BM25 over any query term (stopwords dropped) over the whole history, f
           measured on LoCoMo: docs/benchmarks.md). Window exclusion and expansion as in
           semantic.
 
-The vector index is derived (SPEC invariant 3): ``index_session`` embeds what SQLite holds
-at or after the trim point and the index lacks (never a message SQLite does not hold) and,
-on a full check, deletes what SQLite does not back there. It runs before every
-semantic/hybrid search and from ``backfill --vectors``. Embedding runs outside the store
-lock; every Chroma access holds it.
+The vector index is derived (SPEC invariant 3); search.catchup keeps it up to date before
+every semantic/hybrid search, within the search's time budget: messages it had no time to
+embed are still ranked by keyword (``unindexed_count`` says how many).
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -38,6 +36,15 @@ from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.messages import NS, Message, local_to_ns
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home import fts
+from agenvoy_cli.search.catchup import (  # noqa: F401 - re-exported for callers and benches
+    CatchUp,
+    Notice,
+    Progress,
+    catch_up,
+    doc_text,
+    index_session,
+    pending_vectors,
+)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -55,8 +62,6 @@ POOL = 50  # candidates per ranker before fusion
 # BM25 ranks the newest RANK_WINDOW matches of a query: exact for any term in fewer
 # messages, and a bounded cost (~0.1 s) for a term found in nearly all of a million.
 RANK_WINDOW = 5_000
-INDEX_BATCH = 64  # messages embedded per lock round-trip during catch-up
-DOC_CONTEXT_CHARS = 300  # of the previous message, embedded with each message (0: none)
 
 # Hybrid fusion: reciprocal ranks, score = sum w / (k + rank), then each message passes
 # FUSION_NEIGHBOUR of its score to the messages just before and after it (a turn next to
@@ -67,7 +72,6 @@ FUSION_W_KEYWORD = 1.0
 FUSION_W_VECTOR = 1.0
 FUSION_NEIGHBOUR = 0.2
 
-Progress = Callable[[int, int], None]  # (done, total)
 
 # Words that carry no topic; dropped from any-term (BM25 OR) queries only. The every-term
 # keyword mode keeps them: a user who types "the" asks for "the".
@@ -189,6 +193,7 @@ class SearchResult:
     results: list[Row] = field(default_factory=list)
     match: str | None = None  # keyword: "all" | "any" | "none" (nothing searchable)
     indexed: int = 0  # messages embedded by the catch-up before this search
+    unindexed_count: int | None = None  # left without a vector (budget); None for keyword
     window: TimeWindow = field(default_factory=TimeWindow)
     notes: list[str] = field(default_factory=list)
 
@@ -199,6 +204,7 @@ class SearchResult:
             doc["match"] = self.match
         if self.mode != "keyword":
             doc["indexed"] = self.indexed
+        doc["unindexed_count"] = self.unindexed_count
         doc["results"] = [r.as_dict() for r in self.results]
         return doc
 
@@ -384,15 +390,6 @@ def keyword_search(store: Store, session_id: str, query: str, *, limit: int = DE
 # ----------------------------------------------------------------------------- vectors
 
 
-def doc_text(body: str, previous: str | None) -> str:
-    """What is embedded for a message: the end of the previous message, then the message.
-    A reply alone ("Yes, last May!") says little; with the turn it answers it is findable
-    (LoCoMo dense R@10 0.52 -> see docs/benchmarks.md)."""
-    if not previous or not DOC_CONTEXT_CHARS:
-        return body
-    return previous[-DOC_CONTEXT_CHARS:] + "\n" + body
-
-
 def _checked_query(query: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise BadInput("the search query is empty")
@@ -411,180 +408,6 @@ def _seq_where(session_id: str, lo: int, hi: int | None,
     if window is not None and window.hi is not None:
         conds.append({"send_at": {"$lt": window.hi}})
     return {"$and": conds}
-
-
-def _sqlite_hashes(conn: sqlite3.Connection, session_id: str, lo: int,
-                   hi: int | None = None) -> dict[int, str]:
-    sql = "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ?"
-    args: list[Any] = [session_id, lo]
-    if hi is not None:
-        sql += " AND seq < ?"
-        args.append(hi)
-    return dict(conn.execute(sql, args).fetchall())
-
-
-@dataclass(frozen=True)
-class _Todo:
-    msg: Message
-    hash: str
-    text: str  # what is embedded (doc_text)
-
-
-def _todo(conn: sqlite3.Connection, session_id: str, lo: int, hi: int | None = None
-          ) -> list[_Todo]:
-    hashes = _sqlite_hashes(conn, session_id, lo, hi)
-    out, prev = [], None
-    for m in archive.rows_from(conn, session_id, max(0, lo - 1), hi):
-        if m.seq in hashes:
-            out.append(_Todo(m, hashes[m.seq], doc_text(m.body, prev)))
-        prev = m.body
-    return out
-
-
-def _fast_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int,
-               nxt: int) -> list[_Todo] | None:
-    """What to embed, from a few id lookups, or None when the index does not look as the
-    catch-up leaves it. The catch-up adds in seq order and compaction deletes from the
-    front, so the indexed places are one run [start, x): check both ends (with their
-    content hashes), find x by bisection, embed [x, nxt)."""
-    from agenvoy_cli.vectors import index as vectors
-
-    if nxt <= start:
-        return None
-    ends = _sqlite_hashes(conn, session_id, start, start + 1)
-    ends.update(_sqlite_hashes(conn, session_id, nxt - 1, nxt))
-    if len(ends) < (1 if nxt - 1 == start else 2):
-        return None
-
-    def indexed(seq: int) -> dict[str, Any] | None:
-        got = index.collection.get(ids=[vectors.message_id(session_id, seq)],
-                                   include=["metadatas"])
-        return (got["metadatas"] or [None])[0] or ({} if got["ids"] else None)
-
-    first = indexed(start)
-    if first is None:
-        return None if index.collection.get(where={"session_id": session_id}, limit=1,
-                                             include=[])["ids"] else _todo(conn, session_id,
-                                                                           start, nxt)
-    if first.get("hash") != ends[start]:
-        return None
-    last = indexed(nxt - 1)
-    if last is not None:
-        return [] if last.get("hash") == ends[nxt - 1] else None
-    lo, hi = start, nxt - 1  # lo is indexed, hi is not
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if indexed(mid) is None:
-            hi = mid
-        else:
-            lo = mid
-    return _todo(conn, session_id, hi, nxt)
-
-
-def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
-               ) -> list[_Todo]:
-    """Compare every vector of the session with SQLite: delete those it does not back
-    (older than the trim point, beyond its last row, or of a changed message)."""
-    from agenvoy_cli.vectors import index as vectors
-
-    hashes = _sqlite_hashes(conn, session_id, start)
-    stale, present = [], set()
-    for vid, meta in index.get({"session_id": session_id}).items():
-        seq = int(meta.get("seq", -1))
-        if hashes.get(seq) is None or meta.get("hash") != hashes[seq] or \
-                vid != vectors.message_id(session_id, seq):
-            stale.append(vid)
-        else:
-            present.add(seq)
-    if stale:
-        index.delete(stale)
-    missing = sorted(s for s in hashes if s not in present)
-    if not missing:
-        return []
-    wanted = set(missing)
-    return [t for t in _todo(conn, session_id, missing[0]) if t.msg.seq in wanted]
-
-
-def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_Todo]]:
-    """Under the write lock: (the index, the messages to embed)."""
-    from agenvoy_cli.vectors import index as vectors
-
-    conn = store.db_readonly()
-    if conn is None:
-        return None, []
-    rows = archive.session_rows(conn, session_id)
-    if rows.next_seq == 0 and not vectors.index_exists(store, vectors.MESSAGES):
-        return None, []
-    start = rows.start_seq or 0
-    index = vectors.VectorIndex(store, vectors.MESSAGES)
-    todo = None if full else _fast_plan(index, conn, session_id, start, rows.next_seq)
-    if todo is None:
-        todo = _full_plan(index, conn, session_id, start)
-    return index, todo
-
-
-def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Todo],
-                 vecs: Sequence[Sequence[float]]) -> int:
-    """Under the write lock: add the vectors whose message is still in SQLite, unchanged,
-    at or after the current trim point (compaction may have run while we embedded)."""
-    from agenvoy_cli.vectors import index as vectors
-
-    conn = store.db_readonly()
-    if conn is None or not batch:
-        return 0
-    start = archive.session_rows(conn, session_id).start_seq or 0
-    seqs = [t.msg.seq for t in batch]
-    current = _sqlite_hashes(conn, session_id, max(start, min(seqs)), max(seqs) + 1)
-    ids, keep, metas = [], [], []
-    for todo, vec in zip(batch, vecs):
-        if current.get(todo.msg.seq) != todo.hash:
-            continue
-        ids.append(vectors.message_id(session_id, todo.msg.seq))
-        keep.append(vec)
-        metas.append({"session_id": session_id, "seq": todo.msg.seq,
-                      "send_at": todo.msg.send_at, "hash": todo.hash, "role": todo.msg.role})
-    if ids:
-        index.add(ids, keep, metas)
-    return len(ids)
-
-
-def pending_vectors(store: Store, session_id: str, *, full: bool = False) -> int:
-    """How many messages of the session the vector index lacks (a full check also deletes
-    the vectors SQLite does not back)."""
-    with store.write_lock():
-        _, todo = _index_plan(store, session_id, full)
-    return len(todo)
-
-
-def index_session(store: Store, session_id: str, progress: Progress | None = None, *,
-                  full: bool = False) -> int:
-    """Catch-up: embed the session's messages that SQLite holds at or after the trim point
-    and the vector index lacks. Returns how many were embedded; progress(done, total) is
-    called after each batch. Embedding runs outside the store lock (appends are never held
-    up for long); each batch is added under the lock after checking that its messages are
-    still there, unchanged and not older than the trim point.
-
-    The quick check (default, before every search) trusts the shape the catch-up leaves:
-    one run of indexed places from the trim point. full=True compares every vector with
-    SQLite and deletes those it does not back (backfill --vectors, after doctor)."""
-    from agenvoy_cli.vectors import index as vectors
-    from agenvoy_cli.vectors.hooks import preload
-
-    preload()
-    with store.write_lock():
-        index, todo = _index_plan(store, session_id, full)
-    if not todo:
-        return 0
-    emb = vectors.embedder(store)
-    added = 0
-    for i in range(0, len(todo), INDEX_BATCH):
-        batch = todo[i:i + INDEX_BATCH]
-        vecs = emb.embed_documents([t.text for t in batch])
-        with store.write_lock():
-            added += _add_checked(store, index, session_id, batch, vecs)
-        if progress is not None:
-            progress(min(i + INDEX_BATCH, len(todo)), len(todo))
-    return added
 
 
 def vector_ranking(store: Store, session_id: str, vector: Sequence[float], n: int, *,
@@ -749,9 +572,11 @@ def _cap_per_source(ranked: Sequence[tuple[int, float]], start: int, limit: int
 
 def vector_search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
                   limit: int = DEFAULT_LIMIT, window: TimeWindow | None = None,
-                  progress: Progress | None = None) -> SearchResult:
+                  progress: Progress | None = None, budget: float | None = None,
+                  notice: Notice | None = None) -> SearchResult:
     """Semantic or hybrid search as a user sees it: context window left out, hits expanded
-    2 before / 1 after into merged segments."""
+    2 before / 1 after into merged segments. The catch-up before it embeds for at most
+    `budget` seconds (None: everything); what it left is ranked by keyword."""
     from agenvoy_cli.vectors import index as vectors
 
     query = _checked_query(query)
@@ -760,12 +585,16 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         store.require(session_id)
     result = SearchResult(session_id, query, mode, window=window,
                           match="any" if mode == "hybrid" else None)
-    result.indexed = index_session(store, session_id, progress)
+    caught = catch_up(store, session_id, budget, progress=progress, notice=notice)
+    result.indexed, result.unindexed_count = caught.indexed, len(caught.unindexed)
     vector = vectors.embedder(store).embed_query(query)  # outside the lock
     with store.write_lock():
         scope = _scope(store, session_id, exclude_window=True)
         ranked = _rank_in(store, session_id, query, mode, max(POOL, 2 * limit), scope,
                           window, vector)
+        if mode == "semantic" and caught.unindexed:
+            ranked = _with_unindexed(store, session_id, query, ranked, caught.unindexed,
+                                     scope, window)
         hits = _cap_per_source(ranked, scope.start, limit)
         hi = scope.cutoff if scope.cutoff is not None else scope.start
         lo = 0 if mode == "hybrid" else scope.start
@@ -778,6 +607,11 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     if missing:
         result.notes.append(f"{missing} message(s) of history.json are not in SQLite yet, so "
                             "not indexed; run `agenvoy backfill` for this session")
+    if caught.unindexed:
+        result.notes.append(
+            f"{len(caught.unindexed)} message(s) are not embedded yet and were searched by "
+            f"keyword only; `agenvoy backfill --vectors {session_id}` embeds them now, a "
+            "running `agenvoy mcp` server keeps them embedded ahead of searches")
     scores = dict(hits)
     for number, seg in enumerate(segments):
         for seq in seg:
@@ -787,6 +621,23 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
                 result.results.append(_row(source, number, seq in scores, msg,
                                            scores.get(seq)))
     return result
+
+
+def _with_unindexed(store: Store, session_id: str, query: str,
+                    ranked: list[tuple[int, float]], unindexed: Sequence[int], scope: _Scope,
+                    window: TimeWindow | None) -> list[tuple[int, float]]:
+    """Semantic ranking plus the keyword ranking (any term, BM25) of the messages the
+    catch-up had no time to embed, fused by reciprocal ranks."""
+    conn = store.db_readonly()
+    match = fts.match_any(content_query(query))
+    if conn is None or match is None:
+        return ranked
+    wanted = set(unindexed)
+    hi = scope.next_seq if scope.cutoff is None else min(scope.cutoff, scope.next_seq)
+    kw = [(seq, score) for seq, score in fts_ranking(
+        conn, session_id, match, POOL, lo_seq=max(scope.start, min(wanted)), hi_seq=hi,
+        window=window) if seq in wanted]
+    return fuse(kw, ranked, neighbour=0.0) if kw else ranked
 
 
 def _unarchived(conn: sqlite3.Connection | None, session_id: str, scope: _Scope) -> int:
@@ -800,8 +651,9 @@ def _unarchived(conn: sqlite3.Connection | None, session_id: str, scope: _Scope)
 
 def search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
            limit: int = DEFAULT_LIMIT, window: TimeWindow | None = None,
-           progress: Progress | None = None) -> SearchResult:
-    """`agenvoy search`: dispatch on the mode."""
+           progress: Progress | None = None, budget: float | None = None,
+           notice: Notice | None = None) -> SearchResult:
+    """`agenvoy search`: dispatch on the mode (budget/notice: see catchup.catch_up)."""
     if mode not in MODES:
         raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
     if limit < 1:
@@ -809,5 +661,4 @@ def search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
     if mode == "keyword":
         return keyword_search(store, session_id, query, limit=limit, window=window)
     return vector_search(store, session_id, query, mode, limit=limit, window=window,
-                         progress=progress)
-
+                         progress=progress, budget=budget, notice=notice)

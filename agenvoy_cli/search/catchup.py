@@ -1,0 +1,299 @@
+"""Catch-up indexing: embed the messages SQLite holds and the vector index lacks, within a
+time budget.
+
+The vector index is derived (SPEC invariant 3): the catch-up embeds what SQLite holds at or
+after the session's trim point and the index lacks (never a message SQLite does not hold)
+and, on a full check, deletes what SQLite does not back there. Embedding runs outside the
+store lock; every Chroma access holds it. It runs before every semantic/hybrid search (with
+the search's budget), from `backfill --vectors` (no budget) and, step by step, in the
+background of `agenvoy mcp`.
+
+A search must never stall on it: embedding runs at ~9 realistic messages per CPU-second, so
+a few hundred new messages would cost a minute. With a budget the catch-up stops when the
+time is up (batches are sized from the measured rate so that the last one ends in time) and
+reports the messages still without a vector; search then ranks those by keyword.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation.messages import Message
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agenvoy_cli.conversation.store import Store
+
+INDEX_BATCH = 64  # at most this many messages embedded per lock round-trip
+FIRST_BATCH = 8  # the first batch of a budgeted run measures the rate
+DOC_CONTEXT_CHARS = 300  # of the previous message, embedded with each message (0: none)
+DEFAULT_BUDGET = 3.0  # seconds a search may spend embedding before it (CLI default)
+NOTICE_AFTER = 1.0  # seconds of catch-up before stderr says what is happening
+
+Progress = Callable[[int, int], None]  # (done, total)
+Notice = Callable[[int], None]  # called once, from a timer thread, with the count to embed
+
+
+def doc_text(body: str, previous: str | None) -> str:
+    """What is embedded for a message: the end of the previous message, then the message.
+    A reply alone ("Yes, last May!") says little; with the turn it answers it is findable
+    (LoCoMo dense R@10 0.52 -> see docs/benchmarks.md)."""
+    if not previous or not DOC_CONTEXT_CHARS:
+        return body
+    return previous[-DOC_CONTEXT_CHARS:] + "\n" + body
+
+
+def notice_line(session_id: str, budget: float | None) -> Callable[[int], None]:
+    """notice() for a command: one line on stderr naming what indexes ahead."""
+    import sys
+
+    def say(total: int) -> None:
+        limit = "" if budget is None else f" (up to {budget:g} s; the rest is searched by keyword)"
+        sys.stderr.write(
+            f"agenvoy: indexing {total} new message(s) of {session_id} for semantic search"
+            f"{limit}; `agenvoy backfill --vectors {session_id}` or a running `agenvoy mcp` "
+            "indexes ahead\n")
+        sys.stderr.flush()
+
+    return say
+
+
+def check_budget(budget: float | None) -> float | None:
+    from agenvoy_cli.errors import BadInput
+
+    if budget is not None and (not math.isfinite(budget) or budget < 0):
+        raise BadInput(f"--budget must be a number of seconds >= 0, got {budget!r}")
+    return budget
+
+
+@dataclass
+class CatchUp:
+    indexed: int = 0  # messages embedded and added by this run
+    unindexed: list[int] = field(default_factory=list)  # seqs still without a vector
+
+
+def _sqlite_hashes(conn: sqlite3.Connection, session_id: str, lo: int,
+                   hi: int | None = None) -> dict[int, str]:
+    sql = "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ?"
+    args: list[Any] = [session_id, lo]
+    if hi is not None:
+        sql += " AND seq < ?"
+        args.append(hi)
+    return dict(conn.execute(sql, args).fetchall())
+
+
+@dataclass(frozen=True)
+class _Todo:
+    msg: Message
+    hash: str
+    text: str  # what is embedded (doc_text)
+
+
+def _todo(conn: sqlite3.Connection, session_id: str, lo: int, hi: int | None = None
+          ) -> list[_Todo]:
+    hashes = _sqlite_hashes(conn, session_id, lo, hi)
+    out, prev = [], None
+    for m in archive.rows_from(conn, session_id, max(0, lo - 1), hi):
+        if m.seq in hashes:
+            out.append(_Todo(m, hashes[m.seq], doc_text(m.body, prev)))
+        prev = m.body
+    return out
+
+
+def _fast_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int,
+               nxt: int) -> list[_Todo] | None:
+    """What to embed, from a few id lookups, or None when the index does not look as the
+    catch-up leaves it. The catch-up adds in seq order and compaction deletes from the
+    front, so the indexed places are one run [start, x): check both ends (with their
+    content hashes), find x by bisection, embed [x, nxt)."""
+    from agenvoy_cli.vectors import index as vectors
+
+    if nxt <= start:
+        return None
+    ends = _sqlite_hashes(conn, session_id, start, start + 1)
+    ends.update(_sqlite_hashes(conn, session_id, nxt - 1, nxt))
+    if len(ends) < (1 if nxt - 1 == start else 2):
+        return None
+
+    def indexed(seq: int) -> dict[str, Any] | None:
+        got = index.collection.get(ids=[vectors.message_id(session_id, seq)],
+                                   include=["metadatas"])
+        return (got["metadatas"] or [None])[0] or ({} if got["ids"] else None)
+
+    first = indexed(start)
+    if first is None:
+        return None if index.collection.get(where={"session_id": session_id}, limit=1,
+                                             include=[])["ids"] else _todo(conn, session_id,
+                                                                           start, nxt)
+    if first.get("hash") != ends[start]:
+        return None
+    last = indexed(nxt - 1)
+    if last is not None:
+        return [] if last.get("hash") == ends[nxt - 1] else None
+    lo, hi = start, nxt - 1  # lo is indexed, hi is not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if indexed(mid) is None:
+            hi = mid
+        else:
+            lo = mid
+    return _todo(conn, session_id, hi, nxt)
+
+
+def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
+               ) -> list[_Todo]:
+    """Compare every vector of the session with SQLite: delete those it does not back
+    (older than the trim point, beyond its last row, or of a changed message)."""
+    from agenvoy_cli.vectors import index as vectors
+
+    hashes = _sqlite_hashes(conn, session_id, start)
+    stale, present = [], set()
+    for vid, meta in index.get({"session_id": session_id}).items():
+        seq = int(meta.get("seq", -1))
+        if hashes.get(seq) is None or meta.get("hash") != hashes[seq] or \
+                vid != vectors.message_id(session_id, seq):
+            stale.append(vid)
+        else:
+            present.add(seq)
+    if stale:
+        index.delete(stale)
+    missing = sorted(s for s in hashes if s not in present)
+    if not missing:
+        return []
+    wanted = set(missing)
+    return [t for t in _todo(conn, session_id, missing[0]) if t.msg.seq in wanted]
+
+
+def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_Todo]]:
+    """Under the write lock: (the index, the messages to embed)."""
+    from agenvoy_cli.vectors import index as vectors
+
+    conn = store.db_readonly()
+    if conn is None:
+        return None, []
+    rows = archive.session_rows(conn, session_id)
+    if rows.next_seq == 0 and not vectors.index_exists(store, vectors.MESSAGES):
+        return None, []
+    start = rows.start_seq or 0
+    index = vectors.VectorIndex(store, vectors.MESSAGES)
+    todo = None if full else _fast_plan(index, conn, session_id, start, rows.next_seq)
+    if todo is None:
+        todo = _full_plan(index, conn, session_id, start)
+    return index, todo
+
+
+def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Todo],
+                 vecs: Sequence[Sequence[float]]) -> int:
+    """Under the write lock: add the vectors whose message is still in SQLite, unchanged,
+    at or after the current trim point (compaction may have run while we embedded)."""
+    from agenvoy_cli.vectors import index as vectors
+
+    conn = store.db_readonly()
+    if conn is None or not batch:
+        return 0
+    start = archive.session_rows(conn, session_id).start_seq or 0
+    seqs = [t.msg.seq for t in batch]
+    current = _sqlite_hashes(conn, session_id, max(start, min(seqs)), max(seqs) + 1)
+    ids, keep, metas = [], [], []
+    for todo, vec in zip(batch, vecs):
+        if current.get(todo.msg.seq) != todo.hash:
+            continue
+        ids.append(vectors.message_id(session_id, todo.msg.seq))
+        keep.append(vec)
+        metas.append({"session_id": session_id, "seq": todo.msg.seq,
+                      "send_at": todo.msg.send_at, "hash": todo.hash, "role": todo.msg.role})
+    if ids:
+        index.add(ids, keep, metas)
+    return len(ids)
+
+
+def pending_vectors(store: Store, session_id: str, *, full: bool = False) -> int:
+    """How many messages of the session the vector index lacks (a full check also deletes
+    the vectors SQLite does not back)."""
+    with store.write_lock():
+        _, todo = _index_plan(store, session_id, full)
+    return len(todo)
+
+
+class _Pacer:
+    """Batch sizes that fit the time left: the first batch measures seconds per text."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+        self.per_text: float | None = None
+
+    def left(self) -> float:
+        return math.inf if self.deadline is None else self.deadline - time.monotonic()
+
+    def size(self) -> int:
+        if self.deadline is None:
+            return INDEX_BATCH
+        if self.per_text is None:
+            return FIRST_BATCH
+        return max(1, min(INDEX_BATCH, int(self.left() / max(self.per_text, 1e-6))))
+
+    def measured(self, texts: int, seconds: float) -> None:
+        rate = seconds / max(texts, 1)
+        self.per_text = rate if self.per_text is None else 0.5 * (self.per_text + rate)
+
+
+def catch_up(store: Store, session_id: str, budget: float | None = None, *,
+             progress: Progress | None = None, notice: Notice | None = None,
+             full: bool = False) -> CatchUp:
+    """Embed the session's messages the index lacks, for at most `budget` seconds (None: all
+    of them; 0: none, only count). progress(done, total) after each batch; notice(total)
+    once, from a timer thread, when the run is still going after NOTICE_AFTER seconds.
+
+    Embedding runs outside the store lock (appends are never held up for long); each batch
+    is added under the lock after checking that its messages are still there, unchanged
+    and not older than the trim point. The quick check (default) trusts the shape the
+    catch-up leaves: one run of indexed places from the trim point. full=True compares every
+    vector with SQLite and deletes those it does not back (backfill --vectors, doctor)."""
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import preload
+
+    started = time.monotonic()
+    check_budget(budget)
+    preload()
+    with store.write_lock():
+        index, todo = _index_plan(store, session_id, full)
+    if not todo or budget == 0:
+        return CatchUp(0, [t.msg.seq for t in todo])
+    pacer = _Pacer(None if budget is None else started + budget)
+    timer = None
+    if notice is not None:
+        timer = threading.Timer(max(0.0, NOTICE_AFTER - (time.monotonic() - started)),
+                                notice, (len(todo),))
+        timer.daemon = True
+        timer.start()
+    added = done = 0
+    try:
+        emb = vectors.embedder(store)
+        while done < len(todo) and pacer.left() > 0:
+            batch = todo[done:done + pacer.size()]
+            began = time.monotonic()
+            vecs = emb.embed_documents([t.text for t in batch])
+            pacer.measured(len(batch), time.monotonic() - began)
+            with store.write_lock():
+                added += _add_checked(store, index, session_id, batch, vecs)
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(todo))
+    finally:
+        if timer is not None:
+            timer.cancel()
+    return CatchUp(added, [t.msg.seq for t in todo[done:]])
+
+
+def index_session(store: Store, session_id: str, progress: Progress | None = None, *,
+                  full: bool = False) -> int:
+    """The whole catch-up, without a budget (backfill --vectors, benches): how many
+    messages were embedded."""
+    return catch_up(store, session_id, None, progress=progress, full=full).indexed
