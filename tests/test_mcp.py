@@ -8,6 +8,7 @@ is bounded in time (anyio.fail_after / subprocess timeouts).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import signal
@@ -24,6 +25,8 @@ from tests.conftest import agenvoy
 from tests.mcp_client import RawServer, connect, text_of
 
 pytest.importorskip("mcp")
+if importlib.util.find_spec("agenvoy_cli.commands.mcp") is None:  # until the server lands
+    pytest.skip("agenvoy mcp is not built yet", allow_module_level=True)
 
 TOOLS = {"search_chat_history", "remember_error", "search_error_history", "read_error",
          "list_rag", "search_rag", "append_messages", "get_context"}
