@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "Check (and --repair) the invariants of a home."),
     "forget": ("forget", "Remove messages everywhere they live (e.g. a leaked secret)."),
     "rag": ("rag", "Named document databases: create, add, sync, search."),
+    "mcp": ("mcp", "Serve the memory to agents as a stdio MCP server (warm, indexing ahead)."),
 }
 
 

@@ -83,6 +83,7 @@ def server(chroma_server, monkeypatch):
     for collection in api.list_collections():
         api.delete_collection(collection if isinstance(collection, str) else collection.name)
     monkeypatch.setenv("AGENVOY_CHROMA_URL", url)
+    monkeypatch.setenv("AGENVOY_SEARCH_BUDGET", "600")  # these tests count every vector
     return api
 
 

@@ -54,9 +54,10 @@ def _render(doc: dict[str, Any]) -> str:
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=DEFAULT_LIMIT,
               show_default=True, help="Hits per source (archive, recent).")
 @click.option("--budget", type=float, default=DEFAULT_BUDGET, show_default=True,
-              metavar="SECONDS",
+              metavar="SECONDS", envvar="AGENVOY_SEARCH_BUDGET",
               help="At most this long embedding new messages first (semantic, hybrid); "
-                   "what is left is searched by keyword (JSON: unindexed_count).")
+                   "what is left is searched by keyword (JSON: unindexed_count). "
+                   "Env AGENVOY_SEARCH_BUDGET.")
 @json_option
 @click.pass_context
 def command(ctx: click.Context, session_id: str, query: tuple[str, ...], mode: str, range_: str,

@@ -1,0 +1,10 @@
+"""`agenvoy mcp`: the memory as an MCP server (stdio), warm and indexing ahead.
+
+tools     the tool definitions (upstream Agenvoy's names, parameters and limits)
+args      checking a tool call's arguments (one-line messages, as the CLI's)
+handlers  each tool, on the layers below: (text for the model, structured content)
+worker    the one thread that touches the Store, and the background indexer
+app       the MCP wiring (official SDK, low-level server), signals and shutdown
+
+Only this package imports the `mcp` SDK, and only when the command runs.
+"""

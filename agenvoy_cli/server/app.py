@@ -1,0 +1,138 @@
+"""The MCP wiring: the official SDK's low-level server over stdio.
+
+Tools and resources are answered from the store thread (server.worker); errors become MCP
+tool errors (isError) whose text is the CLI's one-line message, with the JSON vocabulary's
+error object as structured content. The server stops on EOF (the host closed stdin) and on
+SIGTERM/SIGINT: the job in progress finishes (every write is atomic anyway), nothing new
+starts, the store is closed, exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import traceback
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+from agenvoy_cli import __version__
+from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.errors import AgenvoyError, BadInput
+from agenvoy_cli.server import handlers, tools
+from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
+
+INSTRUCTIONS = (
+    "Agenvoy memory: this conversation's history (search_chat_history, get_context, "
+    "append_messages), a cross-session memory of tool failures (search_error_history before "
+    "a 2nd retry, remember_error once an error is resolved or given up, read_error) and "
+    "document knowledge bases (list_rag, search_rag). Each session's rolling summary is a "
+    "resource: agenvoy://sessions/<id>/summary.")
+SUMMARY_URI = "agenvoy://sessions/{}/summary"
+_KINDS = {2: "bad_input", 3: "not_found", 4: "corrupt", 75: "busy", 1: "failed"}
+
+
+def _error(message: str, code: int, kind: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True,
+        structured_content={"error": {"code": code, "kind": kind, "message": message}})
+
+
+class App:
+    def __init__(self, store: Store, bound: str | None) -> None:
+        self.store, self.bound = store, bound
+        self.thread = StoreThread()
+        self.indexer = Indexer(store, bound)
+        self.wake = asyncio.Event()
+        self.ctx = handlers.Context(store, bound, self._touched)
+        self.server: Server[Any] = Server(
+            "agenvoy", version=__version__, instructions=INSTRUCTIONS,
+            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+            on_list_resources=self.list_resources, on_read_resource=self.read_resource)
+
+    def _touched(self, session_id: str) -> None:
+        self.indexer.touched(session_id)  # on the store thread, like the indexer itself
+
+    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=t["name"], description=t["description"],
+                       input_schema=t["inputSchema"]) for t in tools.definitions(self.bound)])
+
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams
+                        ) -> types.CallToolResult:
+        try:
+            text, doc = await self.thread.run(handlers.call, self.ctx, params.name,
+                                              params.arguments)
+        except AgenvoyError as exc:
+            return _error(str(exc), exc.exit_code, _KINDS.get(exc.exit_code, "failed"))
+        except Exception as exc:  # noqa: BLE001 - one line for the model, the trace on stderr
+            traceback.print_exc(file=sys.stderr)
+            return _error(f"internal error: {type(exc).__name__}: {exc}", 1, "internal")
+        self.wake.set()
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content=doc)
+
+    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        names = await self.thread.run(handlers.summaries, self.store)
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=SUMMARY_URI.format(n), name=f"summary of {n}",
+                           description=f"The rolling summary of session {n}",
+                           mime_type="application/json") for n in names])
+
+    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        from mcp.shared.exceptions import MCPError
+
+        uri = str(params.uri)
+        prefix, _, rest = uri.partition("agenvoy://sessions/")
+        session_id, _, tail = rest.rpartition("/summary")
+        try:
+            if prefix or tail or not session_id:
+                raise BadInput(f"unknown resource {uri!r} (expected {SUMMARY_URI})")
+            text = await self.thread.run(handlers.read_summary, self.store, session_id)
+        except AgenvoyError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=uri, text=text, mime_type="application/json")])
+
+    async def serve(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._signals)
+            tg.start_soon(index_forever, self.thread, self.indexer, self.wake)
+            async with stdio_server() as (read, write):
+                await self.server.run(read, write, self.server.create_initialization_options())
+            tg.cancel_scope.cancel()  # EOF: the host is gone
+
+    async def _signals(self) -> None:
+        """SIGTERM/SIGINT: stop here, without waiting for the SDK's stdin reader (a thread
+        blocked in read()): finish the job in progress, close the store, leave."""
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+            async for _ in received:
+                self.indexer.stopped = True
+                await anyio.to_thread.run_sync(self.stop)
+                os._exit(0)
+
+    def stop(self) -> None:
+        self.thread.close()
+        with contextlib.suppress(Exception):
+            self.store.close()
+        sys.stderr.flush()
+
+
+def run(store: Store, bound: str | None) -> int:
+    """Serve until EOF or SIGTERM; 0 after a clean stop."""
+    app = App(store, bound)
+    try:
+        anyio.run(app.serve)
+    finally:
+        app.indexer.stopped = True
+        app.stop()
+    # The SDK reads stdin in a worker thread that may still be blocked in read() after a
+    # signal; everything of ours is closed, so leave without waiting for it.
+    os._exit(0)

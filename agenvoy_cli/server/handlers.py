@@ -1,0 +1,251 @@
+"""Each tool on the layers below: (text the model reads, structured content for the host).
+
+Synchronous, and only ever called on the server's store thread (server.worker). Texts follow
+upstream Agenvoy's tool results where it has one ("[archive]" / "[recent]" groups,
+"no matches with keyword: ...", "Remember the Error: <id>", "NONE"); the structured content
+is the document the CLI prints with --json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from agenvoy_cli.conversation.messages import content_text
+from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.errors import BadInput
+from agenvoy_cli.server import tools as T
+from agenvoy_cli.server.args import Args
+
+Reply = tuple[str, dict[str, Any]]
+
+
+@dataclass
+class Context:
+    store: Store
+    bound: str | None
+    touched: Callable[[str], None] = lambda session_id: None  # a session to keep indexed
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message.removeprefix("agenvoy: "))
+
+
+def _json(doc: Any) -> str:
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+
+
+def _properties(name: str) -> list[str]:
+    for tool in T.definitions("x"):
+        if tool["name"] == name:
+            return list(tool["inputSchema"]["properties"])
+    raise BadInput(f"unknown tool {name!r} (expected {', '.join(TOOLS)})")
+
+
+# ----------------------------------------------------------------------------- conversation
+
+
+def render_history(doc: dict[str, Any]) -> str:
+    """As upstream's search_chat_history: [archive]/[recent] groups for keyword and hybrid,
+    segments separated by a blank line; '[time · role] content' per message."""
+    rows = doc["results"]
+    if not rows:
+        if doc.get("match") == "none":
+            return f"nothing searchable in: {doc['query']}"
+        return f"no matches with keyword: {doc['query']}"
+    labelled = doc["mode"] != "semantic"
+    out: list[str] = []
+    label = segment = None
+    for row in rows:
+        if labelled and row["source"] != label:
+            if out:
+                out.append("")
+            label = row["source"]
+            out.append(f"[{label}]")
+        elif row["segment"] != segment and out:
+            out.append("")
+        segment = row["segment"]
+        out.append(f"[{row['time']} · {row['role']}] {row['content']}")
+    if doc.get("unindexed_count"):
+        out.append("")
+        out.append(f"({doc['unindexed_count']} newest message(s) not embedded yet: "
+                   "searched by keyword only)")
+    return "\n".join(out)
+
+
+def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.search.catchup import DEFAULT_BUDGET
+    from agenvoy_cli.search.engine import search, time_window
+
+    a = Args("search_chat_history", raw, _properties("search_chat_history"))
+    keyword = a.string("keyword", required=True) or ""
+    mode = a.choice("mode", T.SEARCH_MODES, "semantic")
+    window = time_window(a.choice("time_range", T.TIME_RANGES, "1d"))
+    limit = a.choice("limit", T.HISTORY_LIMITS, 8)
+    session_id = a.session(ctx.bound)
+    result = search(ctx.store, session_id, keyword, mode, limit=limit, window=window,
+                    budget=DEFAULT_BUDGET)
+    if mode != "keyword":
+        ctx.touched(session_id)
+    doc = result.as_dict()
+    doc["notes"] = list(result.notes)
+    return render_history(doc), doc
+
+
+def append_messages(ctx: Context, raw: dict[str, Any]) -> Reply:
+    a = Args("append_messages", raw, _properties("append_messages"))
+    session_id = a.session(ctx.bound)
+    batch = a.array("messages", required=True) or []
+    if len(batch) > T.MAX_APPEND:
+        raise BadInput(f"append_messages: {len(batch)} messages (at most {T.MAX_APPEND} per "
+                       "call)")
+    result = ctx.store.append(session_id, batch)
+    ctx.touched(session_id)
+    doc = {"session_id": result.session_id, "appended": result.appended,
+           "message_count": result.messages, "bytes": result.bytes,
+           "compaction": result.compaction.as_dict() if result.compaction else None}
+    text = (f"appended {result.appended} message(s) to {result.session_id} "
+            f"({result.messages} in history.json)")
+    return text, doc
+
+
+def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
+    a = Args("get_context", raw, _properties("get_context"))
+    session_id = a.session(ctx.bound)
+    limit = a.integer("max_messages", lo=0)
+    messages = ctx.store.context(session_id, limit, warn=ctx.warn)
+    blocks = [f"[{m.get('role')}]\n{content_text(m.get('content'))}" for m in messages]
+    return "\n\n".join(blocks) or "(no messages)", {"session_id": session_id,
+                                                     "messages": messages}
+
+
+# ----------------------------------------------------------------------------- error memory
+
+
+def remember_error(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.errormem import memory
+
+    a = Args("remember_error", raw, _properties("remember_error"))
+    draft = memory.make_draft(a.raw.get("tool_name"), a.raw.get("keywords"),
+                              a.raw.get("symptom"), a.raw.get("cause"), a.raw.get("action"),
+                              a.raw.get("outcome"))
+    records = memory.record(ctx.store, [draft], warn=ctx.warn)
+    doc = {"records": [r.as_dict() for r in records]}
+    return f"Remember the Error: {records[0].id}", doc
+
+
+def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.errormem import memory
+
+    a = Args("search_error_history", raw, _properties("search_error_history"))
+    keyword = a.string("keyword", required=True) or ""
+    limit = a.integer("limit", lo=1, hi=T.ERROR_LIMIT_MAX, default=memory.DEFAULT_LIMIT)
+    tool = a.string("tool_name")
+    if not keyword.strip():
+        raise BadInput("search_error_history: keyword is empty")
+    result = memory.lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn)
+    doc = {"records": [h.as_dict() for h in result.hits], "hint": result.hint,
+           "mode": result.mode}
+    return result.hint or "NONE", doc
+
+
+def read_error(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.errormem import memory
+
+    a = Args("read_error", raw, _properties("read_error"))
+    ref = (a.string("hash", required=True) or "").strip()
+    doc = memory.get(ctx.store, ref).as_dict()
+    return _json(doc), doc
+
+
+# ----------------------------------------------------------------------------- RAG
+
+
+def list_rag(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.rag import index as rag
+
+    Args("list_rag", raw, [])
+    databases = rag.list_databases(ctx.store)
+    doc = {"databases": databases, "count": len(databases)}
+    if not databases:
+        return "no RAG databases (create one with `agenvoy rag create NAME PATH...`)", doc
+    return _json(databases), doc
+
+
+def render_rag(doc: dict[str, Any]) -> str:
+    rows = doc.get("results") or []
+    if not rows:
+        return f"no matches with query: {doc.get('query')}"
+    out = []
+    for n, row in enumerate(rows, 1):
+        where = f"{row.get('relpath')}:{row.get('line_start')}-{row.get('line_end')}"
+        head = f"[{n}] {row.get('database')} · {where}"
+        if row.get("heading"):
+            head += f" · {row['heading']}"
+        out.append(f"{head}\n{row.get('text', '').strip()}")
+    return "\n\n".join(out)
+
+
+def search_rag(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.rag import index as rag
+
+    a = Args("search_rag", raw, _properties("search_rag"))
+    query = a.string("q", required=True) or ""
+    mode = a.choice("mode", T.SEARCH_MODES, rag.DEFAULT_MODE)
+    db = a.string("db")
+    limit = a.integer("limit", lo=1, hi=T.RAG_LIMIT_MAX, default=10) or 10
+    result = rag.search(ctx.store, [db] if db else None, query, mode, limit=limit)
+    doc = result.as_dict()
+    return render_rag(doc), doc
+
+
+TOOLS: dict[str, Callable[[Context, dict[str, Any]], Reply]] = {
+    "search_chat_history": search_chat_history,
+    "remember_error": remember_error,
+    "search_error_history": search_error_history,
+    "read_error": read_error,
+    "list_rag": list_rag,
+    "search_rag": search_rag,
+    "append_messages": append_messages,
+    "get_context": get_context,
+}
+
+
+def call(ctx: Context, name: str, raw: dict[str, Any] | None) -> Reply:
+    handler = TOOLS.get(name)
+    if handler is None:
+        raise BadInput(f"unknown tool {name!r} (expected {', '.join(TOOLS)})")
+    if raw is not None and not isinstance(raw, dict):
+        raise BadInput(f"{name}: the arguments must be an object")
+    ctx.warnings.clear()
+    text, doc = handler(ctx, dict(raw or {}))
+    if ctx.warnings:
+        doc.setdefault("notes", [])
+        doc["notes"] = [*doc["notes"], *ctx.warnings]
+    return text, doc
+
+
+# ----------------------------------------------------------------------------- resources
+
+
+def summaries(store: Store) -> list[str]:
+    """Sessions that have a rolling summary (summary.json), sorted."""
+    try:
+        folders = sorted(p for p in store.layout.sessions.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [p.name for p in folders if (p / "summary.json").is_file()]
+
+
+def read_summary(store: Store, session_id: str) -> str:
+    from agenvoy_cli.conversation.summary import read_summary as read
+    from agenvoy_cli.errors import NotFound
+
+    with store.read_lock():
+        data = read(store.layout.summary(session_id))
+    if data is None:
+        raise NotFound(f"session {session_id!r} has no summary yet")
+    return _json(data)
