@@ -247,9 +247,10 @@ class _Pacer:
 def catch_up(store: Store, session_id: str, budget: float | None = None, *,
              progress: Progress | None = None, notice: Notice | None = None,
              full: bool = False) -> CatchUp:
-    """Embed the session's messages the index lacks, for at most `budget` seconds (None: all
-    of them; 0: none, only count). progress(done, total) after each batch; notice(total)
-    once, from a timer thread, when the run is still going after NOTICE_AFTER seconds.
+    """Embed the session's messages the index lacks, for at most `budget` seconds of
+    embedding (None: all of them; 0: none, only count). progress(done, total) after each
+    batch; notice(total) once, from a timer thread, when the run is still going after
+    NOTICE_AFTER seconds.
 
     Embedding runs outside the store lock (appends are never held up for long); each batch
     is added under the lock after checking that its messages are still there, unchanged
@@ -266,7 +267,9 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
         index, todo = _index_plan(store, session_id, full)
     if not todo or budget == 0:
         return CatchUp(0, [t.msg.seq for t in todo])
-    pacer = _Pacer(None if budget is None else started + budget)
+    # the budget is for embedding: imports, opening the index and loading the model are
+    # the cold start, paid once per process (the caller loads the model first)
+    pacer = _Pacer(None if budget is None else time.monotonic() + budget)
     timer = None
     if notice is not None:
         timer = threading.Timer(max(0.0, NOTICE_AFTER - (time.monotonic() - started)),

@@ -585,9 +585,10 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         store.require(session_id)
     result = SearchResult(session_id, query, mode, window=window,
                           match="any" if mode == "hybrid" else None)
+    # the query first: it loads the model, so that the budget is spent on embedding only
+    vector = vectors.embedder(store).embed_query(query)  # outside the lock
     caught = catch_up(store, session_id, budget, progress=progress, notice=notice)
     result.indexed, result.unindexed_count = caught.indexed, len(caught.unindexed)
-    vector = vectors.embedder(store).embed_query(query)  # outside the lock
     with store.write_lock():
         scope = _scope(store, session_id, exclude_window=True)
         ranked = _rank_in(store, session_id, query, mode, max(POOL, 2 * limit), scope,
