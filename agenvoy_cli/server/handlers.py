@@ -165,7 +165,7 @@ def read_error(ctx: Context, raw: dict[str, Any]) -> Reply:
 
 
 def list_rag(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.rag import index as rag
+    from agenvoy_cli import rag
 
     Args("list_rag", raw, [])
     databases = rag.list_databases(ctx.store)
@@ -190,7 +190,7 @@ def render_rag(doc: dict[str, Any]) -> str:
 
 
 def search_rag(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.rag import index as rag
+    from agenvoy_cli import rag
 
     a = Args("search_rag", raw, _properties("search_rag"))
     query = a.string("q", required=True) or ""
