@@ -9,6 +9,7 @@ the timings deterministic.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -112,3 +113,17 @@ def test_bad_budget_is_refused(run, tmp_path, value) -> None:
     append(run, "s", 2, tmp_path)
     res = run("search", "s", "x", "--budget", value)
     assert res.exit_code == 2 and "--budget" in res.stderr
+def test_errors_lookup_embeds_unembedded_records_within_budget(run, slow, home) -> None:
+    for n in range(3):
+        res = run("errors", "record", "--tool", "fetch_page", "-k", "timeout",
+                  "--symptom", f"fetch_page timed out on site {n}", "--action", "retried",
+                  "--outcome", "failed", "--no-semantic")
+        assert res.exit_code == 0, res.stderr
+    res = run("errors", "lookup", "the page fetch took too long", "--budget", "0", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["unindexed_count"] == 3 and slow.calls == 0
+    res = run("errors", "lookup", "the page fetch took too long", "--json")
+    assert res.json()["unindexed_count"] == 0 and slow.calls == 3
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        assert conn.execute("SELECT count(*) FROM error_records WHERE vector_model IS NULL"
+                            ).fetchone()[0] == 0

@@ -153,8 +153,8 @@ def test_nothing_found_prints_nothing(run, home, keyword_only):
     res = run("errors", "lookup", "--format", "hint", "--tool", "shell", "disk quota")
     assert (res.exit_code, res.stdout) == (0, "")
     assert "NONE" not in res.stdout
-    assert lookup(run, "--tool", "shell", "disk quota") == {"records": [], "hint": "",
-                                                           "mode": "keyword"}
+    assert lookup(run, "--tool", "shell", "disk quota") == {
+        "records": [], "hint": "", "mode": "keyword", "unindexed_count": None}
     res = run("errors", "lookup", "--tool", "shell", "disk quota")
     assert res.stdout == "" and "no related error records" in res.stderr
 

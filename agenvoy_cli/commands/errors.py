@@ -11,6 +11,7 @@ from agenvoy_cli.commands.common import confirm_destructive, get_store, json_opt
 from agenvoy_cli.errormem import memory as errormem
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.output import emit, table, warn
+from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
 
 
 def _complete_tool(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -137,22 +138,27 @@ def _read_query(words: tuple[str, ...], text: str | None) -> str:
               default="table", show_default=True,
               help="hint: only the text to inject into the agent's next turn.")
 @_semantic_option
+@click.option("--budget", type=float, default=DEFAULT_BUDGET, show_default=True,
+              metavar="SECONDS", envvar="AGENVOY_SEARCH_BUDGET",
+              help="At most this long embedding records that have no vector yet; the rest "
+                   "are matched by keywords (JSON: unindexed_count).")
 @json_option
 @click.pass_context
 def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | None,
                tool: str | None, error_type: str | None, limit: int, fmt: str,
-               semantic: bool | None, as_json: bool) -> None:
+               semantic: bool | None, budget: float, as_json: bool) -> None:
     """Records related to an error text or keywords, best first.
 
     QUERY is the error text or keywords (`-` reads it from stdin; text that starts with
     '-' goes after `--` or in --query). Every record returned has its expiry renewed.
     Nothing found: nothing on stdout, exit 0."""
     text = _read_query(query, query_text)
+    check_budget(budget)
     store = get_store(ctx)
     result = errormem.lookup(store, text, tool=tool, error_type=error_type,
-                             limit=limit, semantic=semantic, warn=warn)
+                             limit=limit, semantic=semantic, warn=warn, budget=budget)
     doc = {"records": [h.as_dict() for h in result.hits], "hint": result.hint,
-           "mode": result.mode}
+           "mode": result.mode, "unindexed_count": result.unindexed_count}
     if as_json or fmt == "json":
         emit(doc, True)
     elif fmt == "hint":

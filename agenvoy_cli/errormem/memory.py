@@ -50,6 +50,7 @@ TTL_ENV = "AGENVOY_ERROR_TTL_DAYS"
 SEMANTIC_ENV = "AGENVOY_ERRORS_SEMANTIC"  # "0" turns the vector side off by default
 DEFAULT_LIMIT = 4
 MAX_LIMIT = 16
+CATCH_UP_BATCH = 8  # records embedded per lock round-trip by a lookup's catch-up
 SHORT_ID = 12
 MIN_PREFIX = 6
 
@@ -607,6 +608,7 @@ class Hit:
 class LookupResult:
     hits: list[Hit]
     mode: str  # "semantic" | "keyword" | "filter" (tool/type only)
+    unindexed_count: int | None = None  # records left without a vector (None: not semantic)
 
     @property
     def hint(self) -> str:
@@ -784,14 +786,15 @@ def _score(found: dict[str, Record], q: Query, tool: str | None, sem: dict[str, 
 def lookup(store: Store, query: str = "", *, tool: str | None = None,
            error_type: str | None = None, limit: int = DEFAULT_LIMIT,
            semantic: bool | None = None, now: int | None = None,
-           warn: Warn = _quiet) -> LookupResult:
+           warn: Warn = _quiet, budget: float | None = None) -> LookupResult:
     """The live records related to an error, most relevant first; each one returned gets
     its expiry renewed to now + TTL. Never fails because of the vector side: without it
     (missing, stale, other model, no embedder) the ranking is by keywords, with a warning.
 
     semantic: None = automatic (vectors when the query is more than keywords/tool names
     and records have vectors), False = never (no model, no Chroma), True = whenever any
-    record has vectors."""
+    record has vectors. Records without a vector are embedded first, for at most `budget`
+    seconds (None: all)."""
     now = now_ns() if now is None else now
     if not 1 <= limit <= MAX_LIMIT:
         raise BadInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
@@ -806,13 +809,16 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
         return LookupResult([], "keyword")
     with store.read_lock():
         want = semantic_default() if semantic is None else semantic
-        if want and q.text and (semantic or not _keyword_only(conn, q, tool)):
-            want = _has_vectors(conn, now)
-            if not want and semantic:
-                warn("agenvoy: warning: no error record has a vector yet; keyword matching "
-                     "only (`agenvoy doctor --repair` embeds them)")
-        else:
-            want = False
+        want = bool(want and q.text and (semantic or not _keyword_only(conn, q, tool)))
+    left: int | None = None
+    if want:
+        left = _catch_up(store, now, budget, warn)  # outside the lock
+        with store.read_lock():
+            conn = store.db_readonly()
+            want = conn is not None and _has_vectors(conn, now)
+        if not want and semantic:
+            warn("agenvoy: warning: no error record has a vector yet; keyword matching "
+                 "only (`agenvoy doctor --repair` embeds them)")
     qvec: list[float] | None = None
     model = ""
     if want:  # the model runs outside the lock
@@ -848,7 +854,42 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
                 h.record.expires_at, h.record.last_hit_at = now + ttl, now
                 h.record.hits += 1
     mode = "filter" if not q.text else ("semantic" if sem is not None else "keyword")
-    return LookupResult(hits, mode)
+    return LookupResult(hits, mode, left)
+
+
+def _catch_up(store: Store, now: int, budget: float | None, warn: Warn) -> int:
+    """Embed live records that have no vector yet (recorded with --no-semantic, or while no
+    embedder was available), for at most `budget` seconds of embedding; how many are left
+    (they are still matched by keywords)."""
+    with store.read_lock():
+        conn = store.db_readonly()
+        todo = _fetch(conn, "vector_model IS NULL AND expires_at > ?", (now,),
+                      order="seq") if conn is not None else []
+    if not todo or budget == 0:
+        return len(todo)
+    done = 0
+    try:
+        _warm_chroma()
+        from agenvoy_cli.vectors import index as vectors
+
+        vectors.embedder(store).embed_query("warm")  # the model load is not the budget's
+        deadline = None if budget is None else time.monotonic() + budget
+        while done < len(todo) and (deadline is None or time.monotonic() < deadline):
+            batch = todo[done:done + CATCH_UP_BATCH]
+            drafts = [Draft(r.tool_name, tuple(r.keywords), r.error_type, r.symptom, r.cause,
+                            r.action, r.outcome) for r in batch]
+            vecs, model = _embed(store, [d.document() for d in drafts])
+            with store.write_lock():
+                alive = {r.id for r in _by_ids(store.db(), [r.id for r in batch])}
+                keep = [n for n, r in enumerate(batch) if r.id in alive]
+                if keep:
+                    _add_vectors(store, [batch[n].id for n in keep], [vecs[n] for n in keep],
+                                 [_vector_meta(drafts[n]) for n in keep], model)
+            done += len(batch)
+    except Exception as exc:  # noqa: BLE001 - lookups never fail because of vectors
+        warn(f"agenvoy: warning: could not embed the records without a vector "
+             f"({_one_line(exc)}); they are matched by keywords")
+    return len(todo) - done
 
 
 def _clip(text: str, limit: int = HINT_FIELD) -> str:

@@ -139,6 +139,7 @@ def remember_error(ctx: Context, raw: dict[str, Any]) -> Reply:
 
 def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     from agenvoy_cli.errormem import memory
+    from agenvoy_cli.search.catchup import DEFAULT_BUDGET
 
     a = Args("search_error_history", raw, _properties("search_error_history"))
     keyword = a.string("keyword", required=True) or ""
@@ -146,9 +147,10 @@ def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     tool = a.string("tool_name")
     if not keyword.strip():
         raise BadInput("search_error_history: keyword is empty")
-    result = memory.lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn)
+    result = memory.lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,
+                           budget=DEFAULT_BUDGET)
     doc = {"records": [h.as_dict() for h in result.hits], "hint": result.hint,
-           "mode": result.mode}
+           "mode": result.mode, "unindexed_count": result.unindexed_count}
     return result.hint or "NONE", doc
 
 
