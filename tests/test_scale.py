@@ -1,0 +1,307 @@
+"""Issue #16: the cost of a command is bounded by the work asked, not by the size of the home.
+
+No timing here (the numbers are bench/scale.py's): these tests assert what makes the cost
+bounded. `session list` and completion open no history.json (an audit hook in a child
+process records every open()); `context` reads only the file's tail (a damaged head does not
+matter); backfill, doctor and compact of a history.json larger than the memory they may use
+stay within it (peak RSS of the child)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import ROOT, agenvoy
+
+AUDIT = r"""
+import os, sys
+opened = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        opened.append(os.fsdecode(args[0]))
+sys.addaudithook(hook)
+from agenvoy_cli.cli import cli
+try:
+    cli.main(sys.argv[1:], prog_name="agenvoy")
+except SystemExit as exc:
+    code = exc.code
+sys.stderr.write("\nOPENED " + repr(opened) + "\n")
+sys.exit(code)
+"""
+
+
+def audited(*args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run the CLI in a child that records every file it opens."""
+    proc = subprocess.run([sys.executable, "-c", AUDIT, *args], capture_output=True, cwd=ROOT,
+                          env={**os.environ, **(env or {})}, timeout=120)
+    marker = proc.stderr.rsplit(b"\nOPENED ", 1)
+    assert len(marker) == 2, proc.stderr.decode()
+    import ast
+
+    return proc, ast.literal_eval(marker[1].decode())
+
+
+def append(run, sid: str, *contents: str) -> None:
+    batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
+             for i, c in enumerate(contents)]
+    res = run("append", sid, "--messages", "-", "--time", "2024-05-01 10:00:00",
+              input=orjson.dumps(batch))
+    assert res.exit_code == 0, res.stderr
+
+
+def listing(run) -> dict[str, dict]:
+    res = run("session", "list", "--json")
+    assert res.exit_code == 0, res.stderr
+    return {s["session_id"]: s for s in res.json()["sessions"]}
+
+
+# ---------------------------------------------------------------------------- session list
+
+
+def test_session_list_and_show_read_no_history_json(run, home):
+    append(run, "alpha", "one", "two", "three")
+    append(run, "beta", "uno", "dos")
+    proc, opened = audited("session", "list", "--json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert not [p for p in opened if p.endswith("history.json")], opened
+    sessions = {s["session_id"]: s for s in json.loads(proc.stdout)["sessions"]}
+    assert sessions["alpha"]["messages"] == 3 and sessions["beta"]["messages"] == 2
+    path = home / "sessions" / "alpha" / "history.json"
+    assert sessions["alpha"]["bytes"] == path.stat().st_size
+    assert sessions["alpha"]["last_message_time"] == "2024-05-01 10:00:00"
+    assert sessions["alpha"]["summary"] is False and sessions["alpha"]["problem"] is None
+    proc, opened = audited("session", "show", "alpha", "--json")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert not [p for p in opened if p.endswith("history.json")], opened
+    shown = json.loads(proc.stdout)
+    assert shown["messages"] == 3 and shown["archive_rows"] == 3
+    assert shown["trim_point"]["start_seq"] == 0
+
+
+def test_session_completion_reads_no_history_json(run, home):
+    append(run, "alpha", "one")
+    append(run, "beta", "uno")
+    proc, opened = audited("session", "show", "",
+                           env={"_AGENVOY_COMPLETE": "bash_complete",
+                                "COMP_WORDS": "agenvoy session show ", "COMP_CWORD": "3"})
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert [line.split(",")[1] for line in proc.stdout.decode().split()] == ["alpha", "beta"]
+    assert not [p for p in opened if p.endswith("history.json")], opened
+
+
+def test_session_list_follows_every_writer(run, home):
+    append(run, "alpha", "one", "two", "three", "four")
+    append(run, "beta", "uno", "dos")
+    append(run, "gamma", "eins")
+    # compact: history.json trimmed, the archive keeps everything
+    big = "x" * 700
+    append(run, "alpha", *[f"{big} {i}" for i in range(6)])
+    assert run("compact", "alpha", "--max-bytes", "2048").exit_code == 0
+    hist = orjson.loads((home / "sessions/alpha/history.json").read_bytes())
+    got = listing(run)["alpha"]
+    assert got["messages"] == len(hist) < 10
+    assert got["bytes"] == (home / "sessions/alpha/history.json").stat().st_size
+    # reset keeps the folder (and summary.json), no messages left; remove drops the session
+    assert run("session", "reset", "beta", "--yes").exit_code == 0
+    assert listing(run)["beta"]["messages"] == 0
+    assert run("session", "remove", "gamma", "--yes").exit_code == 0
+    assert "gamma" not in listing(run)
+    # backfill of a session another program wrote (no rows, no summary entry yet)
+    folder = home / "sessions" / "delta"
+    folder.mkdir(parents=True)
+    (folder / "history.json").write_bytes(orjson.dumps(
+        [{"role": "user", "content": "---\n當前時間: 2024-06-01 08:00:00\n---\nhi"},
+         {"role": "assistant", "content": "hello"}]))
+    assert run("backfill", "delta").exit_code == 0
+    proc, opened = audited("session", "list", "--json")
+    assert not [p for p in opened if p.endswith("history.json")], opened
+    delta = {s["session_id"]: s for s in json.loads(proc.stdout)["sessions"]}["delta"]
+    assert delta["messages"] == 2 and delta["last_message_time"] == "2024-06-01 08:00:00"
+
+
+def test_session_list_sees_what_another_program_wrote(run, home):
+    """Agenvoy (or a person) rewrites history.json and writes summary.json: the listing is
+    still right (only the changed session's files are read)."""
+    append(run, "alpha", "one", "two")
+    append(run, "beta", "uno")
+    path = home / "sessions" / "alpha" / "history.json"
+    messages = orjson.loads(path.read_bytes())
+    messages.append({"role": "user", "content": "---\n當前時間: 2024-07-01 09:30:00\n---\nmore"})
+    path.write_bytes(orjson.dumps(messages, option=orjson.OPT_INDENT_2))
+    (home / "sessions" / "beta" / "summary.json").write_text(json.dumps(
+        {"key_decisions": ["x"], "past_discussions": [], "current_discussion": "y"}))
+    proc, opened = audited("session", "list", "--json")
+    got = {s["session_id"]: s for s in json.loads(proc.stdout)["sessions"]}
+    assert got["alpha"]["messages"] == 3 and got["alpha"]["bytes"] == path.stat().st_size
+    assert got["alpha"]["last_message_time"] == "2024-07-01 09:30:00"
+    assert got["beta"]["summary"] is True and got["alpha"]["summary"] is False
+    assert not [p for p in opened if p.endswith("beta/history.json")], opened
+
+
+def test_doctor_checks_and_repairs_the_session_table(run, home):
+    append(run, "alpha", "one", "two", "three")
+    conn = sqlite3.connect(home / ".store" / "history.db")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "session_stats" in tables
+    with conn:
+        conn.execute("UPDATE session_stats SET messages = 99 WHERE session_id = 'alpha'")
+    conn.close()
+    res = run("doctor", "--json")
+    assert res.exit_code == 1
+    assert [p["check"] for p in res.json()["problems"]] == ["session-stats"]
+    assert run("doctor", "--repair").exit_code == 0
+    assert run("doctor").exit_code == 0
+    assert listing(run)["alpha"]["messages"] == 3
+
+
+# ---------------------------------------------------------------------------- context
+
+NASTY = ['plain', 'a ] b } c , d', '{"role": "user", "content": "fake"}', 'back\\slash\\',
+         'quote " and \\" and ]', '記憶 部署 ,]}', 'tab\tnew\nline', '\\', '"', '}],[{',
+         'emoji 🎉 \u2028']
+
+
+def nasty_history(rng: random.Random, count: int) -> list[dict]:
+    out = []
+    for i in range(count):
+        msg: dict = {"role": rng.choice(["user", "assistant"]),
+                     "content": f"{i} " + "".join(rng.choice(NASTY) for _ in range(3))}
+        if rng.random() < 0.2:
+            msg["content"] = [{"type": "text", "text": msg["content"]},
+                              {"type": "text", "text": "]"}]
+        if rng.random() < 0.1:
+            msg["extra"] = {"nested": [1, {"a": "]"}], "s": '\\"'}
+        out.append(msg)
+    return out
+
+
+@pytest.mark.parametrize("style", ["orjson", "indent", "ascii"])
+def test_context_tail_matches_a_full_parse(run, home, style):
+    rng = random.Random(style)
+    folder = home / "sessions" / "s"
+    folder.mkdir(parents=True)
+    for count in (0, 1, 2, 5, 40):
+        history = nasty_history(rng, count)
+        if style == "orjson":
+            data = orjson.dumps(history)
+        elif style == "indent":  # as Go's json.MarshalIndent writes it
+            data = json.dumps(history, indent="\t", ensure_ascii=False).encode()
+        else:
+            data = b"  \n" + json.dumps(history).encode() + b"\n\n"
+        (folder / "history.json").write_bytes(data)
+        for n in (0, 1, 3, 16, 100):
+            res = run("context", "s", "-n", str(n), "--json")
+            assert res.exit_code == 0, res.stderr
+            assert res.json()["messages"] == (history[-n:] if n else []), (count, n)
+
+
+def test_context_reads_only_the_tail(run, home):
+    """A history.json whose head is damaged: context still serves the last N (it never
+    parses the head), while a full read refuses the file."""
+    tail = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "w " * 50}
+            for i in range(20)]
+    folder = home / "sessions" / "s"
+    folder.mkdir(parents=True)
+    body = b",".join(orjson.dumps(m) for m in tail)
+    (folder / "history.json").write_bytes(b"[{not json at all" + b"#" * 200_000 + b"}," + body
+                                          + b"]\n")
+    res = run("context", "s", "-n", "4", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["messages"] == tail[-4:]
+    assert run("search", "s", "m3", "--mode", "keyword").exit_code == 4  # a full read refuses
+
+
+def test_context_with_a_big_message_in_the_window(run, home):
+    history = [{"role": "user", "content": "small"},
+               {"role": "assistant", "content": "big " + "]}," * 300_000},
+               {"role": "user", "content": "last"}]
+    folder = home / "sessions" / "s"
+    folder.mkdir(parents=True)
+    (folder / "history.json").write_bytes(orjson.dumps(history))
+    res = run("context", "s", "-n", "2", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["messages"] == history[-2:]
+
+
+@pytest.mark.parametrize("data", [b'[{"role": "user", "content": "a"}, {"role": "us',
+                                  b'[{"role": "user", "content": "a"}, 3]',
+                                  b'{"role": "user", "content": "a"}', b"", b"]"])
+def test_context_of_a_damaged_tail_is_refused(run, home, data):
+    folder = home / "sessions" / "s"
+    folder.mkdir(parents=True)
+    (folder / "history.json").write_bytes(data)
+    res = run("context", "s", "--json")
+    assert res.exit_code == 4 and "history.json" in res.stderr and res.stdout == ""
+
+
+# ---------------------------------------------------------------------------- bounded memory
+
+MEMORY = r"""
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = proc.stderr.read()
+_, status, usage = os.wait4(proc.pid, 0)
+sys.stdout.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss // 1024}\n")
+sys.stderr.write(err.decode())
+"""
+
+
+def peak_rss(*args: str, env: dict | None = None) -> tuple[int, int, str]:
+    """(exit code, peak RSS in MiB, stderr) of `agenvoy ARGS` in a fresh process."""
+    proc = subprocess.run([sys.executable, "-c", MEMORY, sys.executable, "-m", "agenvoy_cli",
+                           *args], capture_output=True, cwd=ROOT, timeout=600,
+                          env={**os.environ, **(env or {})})
+    code, rss = proc.stdout.split()
+    return int(code), int(rss), proc.stderr.decode()
+
+
+def write_big_history(path: Path, count: int, size: int) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    filler = "lorem ipsum dolor sit amet " * (size // 27)
+    with open(path, "wb") as out:
+        out.write(b"[")
+        for lo in range(0, count, 1000):
+            part = [orjson.dumps({"role": "user" if i % 2 == 0 else "assistant",
+                                  "content": f"---\n當前時間: 2024-01-01 00:00:00\n---\n"
+                                             f"needle{i} {filler}"})
+                    for i in range(lo, min(lo + 1000, count))]
+            out.write((b"," if lo else b"") + b",".join(part))
+        out.write(b"]\n")
+    return path.stat().st_size
+
+
+def test_backfill_doctor_compact_in_bounded_memory(home):
+    """A history.json of ~160 MiB: backfill, doctor and compact each peak well below the
+    file's size (today they hold it whole, parsed, and several copies)."""
+    count = 40_000
+    path = home / "sessions" / "big" / "history.json"
+    size = write_big_history(path, count, 4000) >> 20
+    assert size >= 150
+    bound = 120  # MiB: the interpreter and its imports, plus chunks of the file
+    code, rss, err = peak_rss("backfill", "big")
+    assert code == 0, err
+    assert rss < bound, f"backfill peaked at {rss} MiB for a {size} MiB history.json"
+    conn = sqlite3.connect(home / ".store" / "history.db")
+    assert conn.execute("SELECT count(*), count(DISTINCT seq) FROM messages").fetchone() == \
+        (count, count)
+    conn.close()
+    res = agenvoy("search", "big", "needle31337", "--mode", "keyword", "--json")
+    assert res.returncode == 0 and "needle31337" in res.stdout.decode()
+    code, rss, err = peak_rss("doctor", "big")
+    assert code == 0, err
+    assert rss < bound, f"doctor peaked at {rss} MiB for a {size} MiB history.json"
+    code, rss, err = peak_rss("compact", "big", "--max-bytes", str(1 << 20))
+    assert code == 0, err
+    assert rss < bound, f"compact peaked at {rss} MiB for a {size} MiB history.json"
+    kept = orjson.loads(path.read_bytes())
+    assert 0 < len(kept) < count and path.stat().st_size <= 1 << 20
+    assert kept[-1]["content"].split("\n---\n", 1)[1].startswith(f"needle{count - 1} ")
+    assert agenvoy("doctor", "big").returncode == 0
