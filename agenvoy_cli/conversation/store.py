@@ -15,6 +15,7 @@ from agenvoy_cli.conversation.history import (
     History,
     load_history,
     read_tail,
+    read_window,
     splice_point,
     write_appended,
 )
@@ -22,7 +23,6 @@ from agenvoy_cli.conversation.index_hooks import NO_INDEX, IndexHooks
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
-    provider_window,
     validate_message,
     with_header,
 )
@@ -336,8 +336,8 @@ class Store:
         limit = self.settings.max_history_messages if max_messages is None else max_messages
         with self.read_lock():
             self.require(session_id)
-            history = self.history(session_id)
-            window = provider_window(history.messages, limit)
+            # only the file's tail: the cost follows the window, not the history
+            window = read_window(self.layout.history(session_id), session_id, limit)
             try:
                 summary = read_summary(self.layout.summary(session_id))
             except CorruptStore as exc:
