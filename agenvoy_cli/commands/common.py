@@ -33,16 +33,30 @@ def session_argument(func: F) -> F:
 
 
 def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    """Session ids from the home's sessions/ folder (no database, no heavy import)."""
+    """Session ids: the home's session folders (directory entries only) and the session
+    table (sessions whose folder is gone but whose archive remains); no history.json."""
     from click.shell_completion import CompletionItem
 
-    home = resolve_home((ctx.find_root().params or {}).get("home"))
-    folder = Layout(home).sessions
+    from agenvoy_cli.conversation import sessions
+
+    layout = Layout(resolve_home((ctx.find_root().params or {}).get("home")))
     try:
-        names = sorted(p.name for p in folder.iterdir() if p.is_dir())
-    except OSError:
-        return []
-    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+        names = set(sessions.folder_names(layout.sessions))
+    except Exception:  # completion must never fail loudly (a symlinked sessions/ ...)
+        names = set()
+    if layout.db.exists():
+        from agenvoy_cli.home import sqlite
+
+        try:  # read-only, creating no file (as every read)
+            conn = sqlite.connect(layout.db, 1.0, readonly=True)
+        except Exception:
+            conn = None
+        if conn is not None:
+            try:
+                names.update(sessions.rows(conn))
+            finally:
+                conn.close()
+    return [CompletionItem(n) for n in sorted(names) if n.startswith(incomplete)]
 
 
 def confirm_destructive(question: str, refusal: str, yes: bool) -> None:

@@ -17,27 +17,13 @@ from agenvoy_cli.output import emit, table, warn
 
 
 def describe(store: Store, session_id: str, *, detail: bool) -> dict[str, Any]:
+    from agenvoy_cli.conversation import sessions
     from agenvoy_cli.conversation.messages import ns_to_local
-    from agenvoy_cli.conversation.summary import read_summary
-    from agenvoy_cli.errors import CorruptStore
 
-    info: dict[str, Any] = {"session_id": session_id, "messages": 0, "bytes": 0,
-                            "last_message_time": None, "summary": False, "problem": None}
-    try:
-        recent = store.recent(session_id)
-        info["messages"] = len(recent)
-        info["bytes"] = store.history(session_id).size
-        if recent:
-            info["last_message_time"] = ns_to_local(recent[-1].send_at)
-    except CorruptStore as exc:
-        info["problem"] = str(exc)
-    try:
-        info["summary"] = read_summary(store.layout.summary(session_id)) is not None
-    except CorruptStore as exc:
-        info["problem"] = info["problem"] or str(exc)
+    info = sessions.listing(store, only=session_id)[0]
     if detail:
         start_seq, start_at = store.trim_point(session_id)
-        info["archive_rows"] = store.archive_rows(session_id)
+        info["archive_rows"] = sessions.archive_rows(store.db_readonly(), session_id)
         info["trim_point"] = {"start_seq": start_seq, "start_at": start_at,
                               "time": ns_to_local(start_at) if start_at else None}
         info["path"] = str(store.layout.session_dir(session_id))
@@ -56,7 +42,9 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
     """Every session of the home: messages, bytes, last message time, summary."""
     store = get_store(ctx)
     with store.read_lock():
-        sessions = [describe(store, sid, detail=False) for sid in store.session_ids()]
+        from agenvoy_cli.conversation.sessions import listing
+
+        sessions = listing(store)  # from the session table: no history.json is read
     emit({"sessions": sessions}, as_json, lambda d: table(
         [(s["session_id"], s["messages"], s["bytes"], s["last_message_time"] or "-",
           "yes" if s["summary"] else "no") + (("DAMAGED",) if s["problem"] else ())

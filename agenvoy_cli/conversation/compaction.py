@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation import archive, sessions
 from agenvoy_cli.conversation.history import dump_history, message_sizes, write_history
 
 if TYPE_CHECKING:
@@ -65,7 +65,9 @@ def compact_session(store: Store, session_id: str, max_bytes: int | None = None,
     if store.hooks.active(store) and not store.holds_lock():
         store.hooks.preload()
     with store.write_lock():
-        history = store.history(session_id)
+        from agenvoy_cli.conversation.history_view import open_history
+
+        history = open_history(store.layout.history(session_id), session_id)  # maybe a view
         size = history.size
         count = len(history.messages)
         if size <= limit and not force:
@@ -80,7 +82,9 @@ def compact_session(store: Store, session_id: str, max_bytes: int | None = None,
         new_start = synced.seqs[cut]
         with store.transaction() as conn:
             start_at = archive.set_start(conn, session_id, new_start)
-        data = dump_history(history.messages[cut:])
+        data = dump_history(list(history.messages[cut:]))  # what is kept fits the limit
         write_history(history.path, data)
+        with store.transaction() as conn:
+            sessions.record(conn, session_id, history.path, count - cut, new_start)
         store.hooks.after_trim(store, session_id, new_start)
         return Compaction(session_id, cut, count - cut, size, len(data), start_at, new_start, note)

@@ -21,11 +21,14 @@ def recovery_hint(session_id: str) -> str:
 
 class History(NamedTuple):
     path: Path
-    messages: list[dict[str, Any]]
-    raw: bytes | None  # None when the file does not exist
+    messages: list[dict[str, Any]]  # or a HistoryView (history_view.open_history)
+    raw: bytes | None  # None when the file does not exist (or was not read whole)
+    nbytes: int | None = None  # the size, when raw was not kept
 
     @property
     def size(self) -> int:
+        if self.nbytes is not None:
+            return self.nbytes
         return len(self.raw) if self.raw is not None else 0
 
 
@@ -222,6 +225,15 @@ def iter_chunks(path: Path, session_id: str, chunk: int = CHUNK) -> Iterator[lis
     """The messages of history.json in order, a list of about `chunk` bytes at a time: memory
     follows the chunk (and the largest message), not the file. Raises CorruptStore as
     load_history does; a missing file yields nothing."""
+    for _start, _end, items in scan_chunks(path, session_id, chunk):
+        yield items
+
+
+def scan_chunks(path: Path, session_id: str, chunk: int = CHUNK
+                ) -> Iterator[tuple[int, int | None, list[dict[str, Any]]]]:
+    """iter_chunks with each chunk's place in the file: (start, end, messages), where
+    b"[" + file[start:end] + b"]" parses to the messages (end None: the last chunk, whose
+    bytes run to the end of the file and close the array)."""
     if not path.exists():
         return
     hint = recovery_hint(session_id)
@@ -234,18 +246,19 @@ def iter_chunks(path: Path, session_id: str, chunk: int = CHUNK) -> Iterator[lis
             load_history(path, session_id)  # raises the precise error
             raise CorruptStore(f"{path} is not a JSON array; {hint}")
         pos += 1
-        index, want, eof = 0, chunk, False
+        base, index, want, eof = 0, 0, chunk, False  # base: file offset of buf[0]
         while True:
             if not eof and len(buf) - pos < want:
                 more = handle.read(want)
                 eof = len(more) < want
+                base += pos
                 buf = buf[pos:] + more
                 pos = 0
             if eof:
                 rest = buf[pos:]
                 if index and rest.lstrip(b" \t\r\n").startswith(b"]"):
                     raise CorruptStore(f"{path} is not valid JSON (trailing comma); {hint}")
-                yield _checked(parse_json(b"[" + rest, path, hint), path, index)
+                yield base + pos, None, _checked(parse_json(b"[" + rest, path, hint), path, index)
                 return
             items = None
             cut = (0, 0)
@@ -262,6 +275,6 @@ def iter_chunks(path: Path, session_id: str, chunk: int = CHUNK) -> Iterator[lis
             if items is None:
                 want *= 2  # one message larger than the chunk: read on
                 continue
-            yield _checked(items, path, index)
+            yield base + pos, base + cut[0], _checked(items, path, index)
             index += len(items)
             pos, want = cut[1], chunk

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation import archive, sessions
 from agenvoy_cli.errors import BadInput, OperationFailed, StoreBusy
 from agenvoy_cli.home import sqlite
 
@@ -44,6 +44,9 @@ def clear_session(store: Store, session_id: str, *, remove: bool,
         if layout.db.exists():
             with store.transaction() as conn:
                 rows = archive.delete_session(conn, session_id)
+                sessions.drop(conn, session_id)
+                if not remove:  # the folder stays: a row saying it holds no messages
+                    sessions.record(conn, session_id, history, 0, 0)
             sqlite.reclaim_space(store.db())
         if remove and folder.exists():
             shutil.rmtree(folder)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from agenvoy_cli.conversation import alignment, archive
+from agenvoy_cli.conversation import alignment, archive, sessions
 from agenvoy_cli.conversation.history import (
     History,
     load_history,
@@ -173,7 +173,13 @@ class Store:
         """Bring the archive in line with history.json by the identity rule (first backfill,
         Agenvoy's writes, edits by hand, a crash); never a duplicate. thorough: rows before
         the trim point are candidates too. Hold write_lock."""
-        history = history or self.history(session_id)
+        from agenvoy_cli.conversation.history_view import HistoryView, open_history
+
+        history = history or open_history(self.layout.history(session_id), session_id)
+        if isinstance(history.messages, HistoryView):  # too big to hold: bounded memory
+            from agenvoy_cli.conversation.bulk_sync import sync_big
+
+            return sync_big(self, session_id, history)
         with self.transaction() as conn:
             alignment.rederive(conn, session_id)
             rows = archive.session_rows(conn, session_id)
@@ -184,6 +190,7 @@ class Store:
             start = done.seqs[0] if done.seqs else archive.session_rows(conn, session_id).next_seq
             if start != (rows.start_seq or 0) and (done.seqs or rows.has_rows):
                 archive.set_start(conn, session_id, start)
+            sessions.record(conn, session_id, history.path, len(history.messages), start)
         if done.left or done.edited or done.renumbered_from is not None:
             self.hooks.after_change(self, session_id, done.left + done.edited,
                                     done.renumbered_from)
@@ -236,6 +243,7 @@ class Store:
                 if start != (rows.start_seq or 0):
                     archive.set_start(conn, session_id, start)
                 archive.set_fingerprint(conn, session_id, history.path.stat(), count)
+                sessions.record(conn, session_id, history.path, count, start)
         except BaseException:
             if previous is None:
                 history.path.unlink(missing_ok=True)

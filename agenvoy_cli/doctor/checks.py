@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation.history_view import HistoryView, open_history
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import CorruptStore
 from agenvoy_cli.home.files import read_json, stale_temp_files
@@ -88,7 +89,7 @@ class Doctor:
                 self.report(sid, path.name, str(exc),
                             lambda path=path: f"moved aside to {_aside(path).name}")
         try:
-            history = store.history(sid)
+            history = open_history(store.layout.history(sid), sid)  # a view when big
         except CorruptStore as exc:
             self.report(sid, "history.json", str(exc), lambda: self._rebuild_history(sid))
             return
@@ -97,11 +98,39 @@ class Doctor:
                 self.report(sid, "archive", f"{len(history.messages)} message(s) of history.json "
                             "are not in SQLite (no database)", lambda: self._sync(sid))
             return
-        from agenvoy_cli.doctor.conversation import check_archive
+        from agenvoy_cli.doctor.conversation import check_archive, check_archive_big
 
-        check_archive(self, sid, history)
+        before = len(self.problems)
+        if isinstance(history.messages, HistoryView):  # too big to hold: bounded memory
+            check_archive_big(self, sid, history)
+        else:
+            check_archive(self, sid, history)
         rows = archive.session_rows(store.db(), sid)
+        if len(self.problems) == before:  # the archive repairs record the row themselves
+            self.check_stats(sid, history, rows.start_seq or 0)
         self.check_vectors(sid, rows.start_seq or 0, rows.next_seq)
+
+    def check_stats(self, sid: str, history: Any, start: int) -> None:
+        """The session's row in session_stats against the file it describes. A row that
+        does not describe this file (another program wrote it) is only refreshed."""
+        from agenvoy_cli.conversation import sessions
+
+        conn = self.store.db()
+        row = sessions.rows(conn).get(sid)
+        count = len(history.messages)
+        want = sessions.expected(conn, sid, history.path, count, start)
+
+        def refresh() -> str:
+            with self.store.transaction() as c:
+                sessions.record(c, sid, history.path, count, start)
+            return "session row rewritten from history.json"
+
+        if row is not None and (row.hist_ino, row.hist_mtime_ns) == (want[3], want[4]) and \
+                row.bytes == want[1] and tuple(row[:3]) != want[:3]:
+            self.report(sid, "session-stats", f"the session table says {row.messages} "
+                        f"message(s), {row.bytes} bytes; history.json has {count}", refresh)
+        elif self.repair and (row is None or tuple(row[:5]) != want):
+            refresh()
 
     def check_vectors(self, sid: str, start_seq: int, next_seq: int) -> None:
         from agenvoy_cli.vectors import index as vectors

@@ -107,3 +107,42 @@ def rebuild_history(doctor: Doctor, sid: str, *, aside: bool = True) -> str:
         write_history(path, dump_history(messages))
     note = f"; the damaged file is {kept.name}" if kept else ""
     return f"rebuilt history.json from the archive ({len(messages)} message(s)){note}"
+
+
+def check_archive_big(doctor: Doctor, sid: str, history: History) -> None:
+    """check_archive for a history.json too big to hold (a HistoryView): the same findings,
+    in memory that follows what is wrong rather than the file. Duplicates are found by SQL
+    grouping; the archived prefix (identities at their places) is skipped a batch at a time;
+    only the rest is matched by the identity rule."""
+    from agenvoy_cli.conversation.bulk_sync import archived_prefix
+
+    conn = doctor.store.db()
+    rows = archive.session_rows(conn, sid)
+    repeated = dict(conn.execute(
+        "SELECT hash, max(n) FROM (SELECT hash, count(*) AS n FROM messages WHERE session_id = ?"
+        " AND hash IS NOT NULL GROUP BY hash, send_at HAVING n > 1) GROUP BY hash", (sid,)))
+    if repeated:
+        occurs = Counter(h for m in history.messages if (h := message_identity(m)) in repeated)
+        extra = sum(n - max(1, occurs.get(h, 0)) for h, n in repeated.items())
+        if extra > 0:
+            doctor.report(sid, "archive", f"{extra} duplicate row(s) (a message archived "
+                          "twice)", lambda: remove_duplicates(doctor, sid))
+            return
+    lo = rows.start_seq or 0
+    k = archived_prefix(conn, sid, history.messages, lo)
+    rest = history.messages[k:]
+    if not len(rest):
+        return
+    cands = alignment.candidates(conn, sid, lo + k)
+    _, ids = alignment.mapping(rest, cands, rows.next_seq)
+    missing = sum(1 for m, rid in zip(rest, ids)
+                  if rid is None and not is_blank(content_text(m.get("content"))))
+    by_id = {c.id: c for c in cands}
+    edited = sum(1 for m, rid in zip(rest, ids)
+                 if rid is not None and by_id[rid].hash != message_identity(m))
+    if missing:
+        doctor.report(sid, "archive", f"{missing} message(s) of history.json are not in SQLite",
+                      lambda: sync(doctor, sid))
+    if edited:
+        doctor.report(sid, "archive", f"{edited} message(s) of history.json were edited since "
+                      "they were archived", lambda: sync(doctor, sid))

@@ -252,6 +252,34 @@ def _m006_gone(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m007_session_stats(conn: sqlite3.Connection) -> None:
+    """One small row per session, kept by the writers: what `session list` shows, with the
+    identity of the history.json and summary.json it describes (a file changed by another
+    program no longer matches and is read instead). Seeded from our appends' fingerprints."""
+    _script(conn,
+        """
+        CREATE TABLE IF NOT EXISTS session_stats (
+            session_id TEXT PRIMARY KEY,
+            messages INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            last_send_at INTEGER,
+            hist_ino INTEGER,
+            hist_mtime_ns INTEGER,
+            summary INTEGER,
+            sum_size INTEGER,
+            sum_mtime_ns INTEGER
+        ) WITHOUT ROWID;
+        INSERT OR IGNORE INTO session_stats
+            (session_id, messages, bytes, last_send_at, hist_ino, hist_mtime_ns)
+        SELECT s.session_id, s.hist_count, s.hist_size,
+               (SELECT m.send_at FROM messages m WHERE m.session_id = s.session_id
+                AND m.seq = coalesce(s.start_seq, 0) + s.hist_count - 1),
+               s.hist_ino, s.hist_mtime_ns
+        FROM session_meta s WHERE s.hist_ino IS NOT NULL;
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -259,6 +287,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("004_history_fingerprint", _m004_history_fingerprint),
     ("005_rag", _m005_rag),
     ("006_gone", _m006_gone),
+    ("007_session_stats", _m007_session_stats),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

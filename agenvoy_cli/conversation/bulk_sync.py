@@ -1,0 +1,76 @@
+"""Sync of a big history.json (a HistoryView) in bounded memory.
+
+The identity rule (alignment.apply) compares the whole history.json with the archive at
+once. For a file of a million messages that is most of a gigabyte, and nearly all of it is
+work already done: the messages archived at their places in order. So, a batch at a time:
+skip the prefix whose identities are the rows at the same places; what follows is either
+plain new messages (nothing archived after them: inserted in batches, FTS indexed set-wise)
+or a real change, handed to alignment.apply with only the rest of the file and the rows
+from there on (memory then follows what changed, not the file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from agenvoy_cli.conversation import alignment, archive, sessions
+from agenvoy_cli.conversation.history import History
+from agenvoy_cli.conversation.history_view import batches
+from agenvoy_cli.conversation.messages import message_identity
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agenvoy_cli.conversation.store import Store, SyncResult
+
+
+def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence,
+                     lo: int) -> int:
+    """How many messages from the start of history are archived at places lo, lo+1, ..."""
+    done = 0
+    for part in batches(history):
+        rows = dict(conn.execute(
+            "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
+            (session_id, lo + done, lo + done + len(part))).fetchall())
+        for i, message in enumerate(part):
+            if rows.get(lo + done + i) != message_identity(message):
+                return done + i
+        done += len(part)
+    return done
+
+
+def sync_big(store: Store, session_id: str, history: History) -> SyncResult:
+    from agenvoy_cli.conversation.store import SyncResult
+
+    messages = history.messages
+    fallback = store._fallback_ns(history)
+    with store.transaction() as conn:
+        alignment.rederive(conn, session_id)
+        rows = archive.session_rows(conn, session_id)
+        lo = rows.start_seq or 0
+        k = archived_prefix(conn, session_id, messages, lo)
+        rest = messages[k:]
+        edited = left = 0
+        changed: list[int] = []
+        renumbered = None
+        if rows.next_seq <= lo + k and not archive.has_foreign_rows(conn, session_id):
+            inserted, seq = 0, lo + k  # only new messages after the archive's end
+            for part in batches(rest):
+                inserted += archive.insert(conn, session_id, seq, part, fallback)
+                seq += len(part)
+            seqs: Sequence[int] = range(lo, lo + len(messages))
+        else:
+            done = alignment.apply(conn, session_id, rest,
+                                   alignment.candidates(conn, session_id, lo + k),
+                                   rows.next_seq, fallback)
+            inserted, edited, left = done.inserted, len(done.edited), len(done.left)
+            changed, renumbered = done.left + done.edited, done.renumbered_from
+            seqs = list(range(lo, lo + k)) + done.seqs
+        start = seqs[0] if len(seqs) else archive.session_rows(conn, session_id).next_seq
+        if start != (rows.start_seq or 0) and (len(seqs) or rows.has_rows):
+            archive.set_start(conn, session_id, start)
+        sessions.record(conn, session_id, history.path, len(messages), start)
+    if changed or renumbered is not None:
+        store.hooks.after_change(store, session_id, changed, renumbered)
+    return SyncResult(session_id, start, inserted, seqs, edited, left)  # type: ignore[arg-type]

@@ -1,0 +1,190 @@
+"""The sessions of a home at a glance, without reading their history.json.
+
+Every writer of history.json records here (table session_stats) what `session list` shows:
+message count, size, last message time, with the file's identity (inode, size, mtime). A
+listing stats each history.json and summary.json and trusts the row while the identity
+matches; a file another program changed (Agenvoy, an editor) is read instead, so the answer
+is right and the cost follows what changed, not the size of the home. doctor compares the
+rows with the files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from agenvoy_cli.conversation import archive
+from agenvoy_cli.errors import BadInput, CorruptStore
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
+
+
+class Stats(NamedTuple):
+    messages: int
+    bytes: int
+    last_send_at: int | None
+    hist_ino: int | None
+    hist_mtime_ns: int | None
+    summary: int | None
+    sum_size: int | None
+    sum_mtime_ns: int | None
+
+
+_COLUMNS = ", ".join(Stats._fields)
+
+
+def _stat(path: Path | str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _summary_state(path: Path) -> tuple[int | None, int | None, int | None]:
+    """(has content 0/1, size, mtime) of summary.json; None state when damaged or missing."""
+    from agenvoy_cli.conversation.summary import read_summary
+
+    st = _stat(path)
+    if st is None:
+        return None, None, None
+    try:
+        return int(read_summary(path) is not None), st.st_size, st.st_mtime_ns
+    except CorruptStore:
+        return None, None, None
+
+
+def expected(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
+             start_seq: int) -> tuple[int, int, int | None, int | None, int | None]:
+    """(messages, bytes, last_send_at, inode, mtime) of a history.json holding `count`
+    messages from place `start_seq` on, all of them archived."""
+    st = _stat(path)
+    last = archive.send_at_of(conn, session_id, start_seq + count - 1) if count else None
+    if st is None:
+        return 0, 0, None, None, None
+    return count, st.st_size, last, st.st_ino, st.st_mtime_ns
+
+
+def record(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
+           start_seq: int) -> None:
+    """After a write of history.json (or a sync that read it whole): its row, current."""
+    summary = _summary_state(path.with_name("summary.json"))
+    conn.execute(f"INSERT OR REPLACE INTO session_stats (session_id, {_COLUMNS}) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (session_id, *expected(conn, session_id, path, count, start_seq), *summary))
+
+
+def drop(conn: sqlite3.Connection, session_id: str) -> None:
+    conn.execute("DELETE FROM session_stats WHERE session_id = ?", (session_id,))
+
+
+def rows(conn: sqlite3.Connection | None) -> dict[str, Stats]:
+    if conn is None:
+        return {}
+    try:
+        return {r[0]: Stats(*r[1:]) for r in
+                conn.execute(f"SELECT session_id, {_COLUMNS} FROM session_stats")}
+    except sqlite3.OperationalError:  # a database of another program, not migrated yet
+        return {}
+
+
+def folder_names(sessions: Path) -> list[str]:
+    """Session folders, from the directory entries alone (no stat per entry)."""
+    from agenvoy_cli.home.layout import validate_name
+
+    names = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError), \
+            os.scandir(sessions) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(BadInput):
+                    names.append(validate_name(entry.name))
+    return names
+
+
+def _from_row(session_id: str, row: Stats | None, folder: str) -> dict[str, Any] | None:
+    """The listing entry from the row, or None when history.json is not the file it
+    describes (then the files are read)."""
+    if row is None:
+        return None
+    st = _stat(f"{folder}/history.json")
+    if st is None:
+        if row.hist_ino is not None:
+            return None
+    elif (st.st_ino, st.st_size, st.st_mtime_ns) != (row.hist_ino, row.bytes, row.hist_mtime_ns):
+        return None
+    from agenvoy_cli.conversation.messages import ns_to_local
+
+    info: dict[str, Any] = {"session_id": session_id, "messages": row.messages,
+                            "bytes": row.bytes, "summary": False, "problem": None,
+                            "last_message_time": ns_to_local(row.last_send_at)
+                            if row.last_send_at is not None else None}
+    sst = _stat(f"{folder}/summary.json")
+    if sst is None:
+        return info
+    if row.summary is not None and (sst.st_size, sst.st_mtime_ns) == (row.sum_size,
+                                                                       row.sum_mtime_ns):
+        info["summary"] = bool(row.summary)
+        return info
+    from agenvoy_cli.conversation.summary import read_summary
+
+    try:
+        info["summary"] = read_summary(Path(folder) / "summary.json") is not None
+    except CorruptStore as exc:
+        info["problem"] = str(exc)
+    return info
+
+
+def from_files(store: Store, session_id: str) -> dict[str, Any]:
+    """The listing entry read from the session's files (a session nobody recorded yet)."""
+    from agenvoy_cli.conversation.messages import ns_to_local
+    from agenvoy_cli.conversation.summary import read_summary
+
+    info: dict[str, Any] = {"session_id": session_id, "messages": 0, "bytes": 0,
+                            "last_message_time": None, "summary": False, "problem": None}
+    try:
+        history = store.history(session_id)
+        recent = store.recent(session_id, history)
+        info["messages"] = len(recent)
+        info["bytes"] = history.size
+        if recent:
+            info["last_message_time"] = ns_to_local(recent[-1].send_at)
+    except CorruptStore as exc:
+        info["problem"] = str(exc)
+    try:
+        info["summary"] = read_summary(store.layout.summary(session_id)) is not None
+    except CorruptStore as exc:
+        info["problem"] = info["problem"] or str(exc)
+    return info
+
+
+def listing(store: Store, only: str | None = None) -> list[dict[str, Any]]:
+    """Every session (or `only`), as `session list` shows them. Hold the read lock."""
+    try:
+        conn = store.db_readonly()
+    except CorruptStore:
+        conn = None  # sessions of a damaged archive are still listed from their files
+    table = rows(conn)
+    sessions = str(store.layout.sessions)
+    if only is not None:
+        ids = [only]
+    else:
+        ids = sorted(set(folder_names(store.layout.sessions)) | set(table))
+    out = []
+    for sid in ids:
+        info = _from_row(sid, table.get(sid), f"{sessions}/{sid}")
+        out.append(info if info is not None else from_files(store, sid))
+    return out
+
+
+def archive_rows(conn: sqlite3.Connection | None, session_id: str) -> int:
+    """Rows of the session in the archive, by index lookups (placed rows run 0..max(seq);
+    doctor reports gaps), plus rows another program wrote that have no place yet."""
+    if conn is None:
+        return 0
+    placed = archive.session_rows(conn, session_id).next_seq
+    return placed + conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND "
+                                 "seq IS NULL", (session_id,)).fetchone()[0]
