@@ -17,7 +17,7 @@ import orjson
 
 from agenvoy_cli.conversation.history import CHUNK, History, load_history, scan_chunks
 
-STREAM_BYTES = 32 << 20  # below this, the whole file in memory costs less than two passes
+STREAM_BYTES = 16 << 20  # below this, the whole file in memory costs less than two passes
 INSERT_ROWS = 20_000  # messages written to SQLite per statement batch
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -35,6 +36,7 @@ class Stats(NamedTuple):
 
 
 _COLUMNS = ", ".join(Stats._fields)
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+=-]{0,199}\Z")  # validate_name accepts it
 
 
 def _stat(path: Path | str) -> os.stat_result | None:
@@ -44,13 +46,17 @@ def _stat(path: Path | str) -> os.stat_result | None:
         return None
 
 
-def _summary_state(path: Path) -> tuple[int | None, int | None, int | None]:
-    """(has content 0/1, size, mtime) of summary.json; None state when damaged or missing."""
-    from agenvoy_cli.conversation.summary import read_summary
-
+def _summary_state(path: Path, known: tuple[Any, ...] | None
+                   ) -> tuple[int | None, int | None, int | None]:
+    """(has content 0/1, size, mtime) of summary.json; None state when damaged or missing.
+    Read only when it is not the file `known` describes (an append must stay cheap)."""
     st = _stat(path)
     if st is None:
         return None, None, None
+    if known is not None and known[0] is not None and known[1:] == (st.st_size, st.st_mtime_ns):
+        return known[0], known[1], known[2]
+    from agenvoy_cli.conversation.summary import read_summary
+
     try:
         return int(read_summary(path) is not None), st.st_size, st.st_mtime_ns
     except CorruptStore:
@@ -71,7 +77,9 @@ def expected(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
 def record(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
            start_seq: int) -> None:
     """After a write of history.json (or a sync that read it whole): its row, current."""
-    summary = _summary_state(path.with_name("summary.json"))
+    known = conn.execute("SELECT summary, sum_size, sum_mtime_ns FROM session_stats "
+                         "WHERE session_id = ?", (session_id,)).fetchone()
+    summary = _summary_state(path.with_name("summary.json"), known)
     conn.execute(f"INSERT OR REPLACE INTO session_stats (session_id, {_COLUMNS}) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  (session_id, *expected(conn, session_id, path, count, start_seq), *summary))
@@ -100,6 +108,9 @@ def folder_names(sessions: Path) -> list[str]:
             os.scandir(sessions) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
+                if _PLAIN_NAME.match(entry.name):  # the common case, checked in one step
+                    names.append(entry.name)
+                    continue
                 with contextlib.suppress(BadInput):
                     names.append(validate_name(entry.name))
     return names
