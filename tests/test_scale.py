@@ -110,7 +110,7 @@ def test_session_list_follows_every_writer(run, home):
     assert got["messages"] == len(hist) < 10
     assert got["bytes"] == (home / "sessions/alpha/history.json").stat().st_size
     # reset keeps the folder (and summary.json), no messages left; remove drops the session
-    assert run("session", "reset", "beta", "--yes").exit_code == 0
+    assert run("session", "reset", "beta", "--yes", "--no-summary").exit_code == 0
     assert listing(run)["beta"]["messages"] == 0
     assert run("session", "remove", "gamma", "--yes").exit_code == 0
     assert "gamma" not in listing(run)
