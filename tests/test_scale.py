@@ -323,3 +323,52 @@ def test_backfill_doctor_compact_in_bounded_memory(home):
     assert 0 < len(kept) < count and path.stat().st_size <= 1 << 20
     assert kept[-1]["content"].split("\n---\n", 1)[1].startswith(f"needle{count - 1} ")
     assert agenvoy("doctor", "big").returncode == 0
+
+
+@pytest.fixture
+def streamed(monkeypatch):
+    """Every history.json walked as a big one: through the chunked view, in small pieces."""
+    from agenvoy_cli.conversation import history, history_view
+
+    monkeypatch.setattr(history_view, "STREAM_BYTES", 0)
+    monkeypatch.setattr(history_view, "INSERT_ROWS", 7)
+    monkeypatch.setattr(history, "CHUNK", 512)
+
+
+def rows_of(home: Path, sid: str) -> list[tuple]:
+    conn = sqlite3.connect(home / ".store" / "history.db")
+    try:
+        return conn.execute("SELECT seq, role, content, gone FROM messages WHERE session_id = ?"
+                            " ORDER BY seq", (sid,)).fetchall()
+    finally:
+        conn.close()
+
+
+def test_streamed_sync_follows_the_identity_rule(run, home, streamed):
+    """The bounded-memory path (chunked view, batched inserts, archived prefix skipped)
+    archives what the whole-file path archives: once, edits followed, nothing duplicated."""
+    path = home / "sessions" / "s" / "history.json"
+    path.parent.mkdir(parents=True)
+    history = [{"role": "user" if i % 2 == 0 else "assistant",
+                "content": f"---\n當前時間: 2024-03-01 10:{i // 60:02d}:{i % 60:02d}\n---\n"
+                           f"message {i} " + "]}," * (i % 5)} for i in range(120)]
+    path.write_bytes(orjson.dumps(history))
+    assert run("backfill", "s", "--json").json()["inserted"] == 120
+    assert run("backfill", "s", "--json").json()["inserted"] == 0  # a second run: nothing
+    assert [r[0] for r in rows_of(home, "s")] == list(range(120))
+    # Agenvoy appends two messages, a person edits one in the middle
+    history[60] = {**history[60], "content": history[60]["content"] + " (edited)"}
+    history += [{"role": "user", "content": "new one"}, {"role": "assistant", "content": "new two"}]
+    path.write_bytes(orjson.dumps(history, option=orjson.OPT_INDENT_2))
+    assert run("doctor", "s").exit_code == 1  # the edit and the new messages are seen
+    assert run("backfill", "s", "--json").json()["inserted"] == 2
+    rows = rows_of(home, "s")
+    assert len(rows) == 122 and [r[0] for r in rows] == list(range(122))
+    assert rows[60][2].endswith("(edited)") and rows[121][2] == "new two"
+    assert run("doctor", "s").exit_code == 0
+    assert listing(run)["s"]["messages"] == 122
+    res = run("compact", "s", "--max-bytes", "4096", "--json")
+    assert res.exit_code == 0 and res.json()["removed"] > 0
+    kept = orjson.loads(path.read_bytes())
+    assert kept == history[-len(kept):]
+    assert len(rows_of(home, "s")) == 122 and run("doctor", "s").exit_code == 0

@@ -22,7 +22,7 @@ from agenvoy_cli.conversation.messages import message_identity
 if TYPE_CHECKING:
     import sqlite3
 
-    from agenvoy_cli.conversation.store import Store, SyncResult
+    from agenvoy_cli.conversation.store import Store
 
 
 def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence,
@@ -40,9 +40,9 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
     return done
 
 
-def sync_big(store: Store, session_id: str, history: History) -> SyncResult:
-    from agenvoy_cli.conversation.store import SyncResult
-
+def sync_big(store: Store, session_id: str, history: History
+             ) -> tuple[int, int, Sequence[int], int, int]:
+    """Store.sync's work; returns (start, inserted, seqs, edited, left) for its SyncResult."""
     messages = history.messages
     fallback = store._fallback_ns(history)
     with store.transaction() as conn:
@@ -73,4 +73,4 @@ def sync_big(store: Store, session_id: str, history: History) -> SyncResult:
         sessions.record(conn, session_id, history.path, len(messages), start)
     if changed or renumbered is not None:
         store.hooks.after_change(store, session_id, changed, renumbered)
-    return SyncResult(session_id, start, inserted, seqs, edited, left)  # type: ignore[arg-type]
+    return start, inserted, seqs, edited, left

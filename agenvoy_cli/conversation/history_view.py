@@ -15,7 +15,8 @@ from typing import Any, overload
 
 import orjson
 
-from agenvoy_cli.conversation.history import CHUNK, History, load_history, scan_chunks
+from agenvoy_cli.conversation import history as _history
+from agenvoy_cli.conversation.history import History, load_history, scan_chunks
 
 STREAM_BYTES = 16 << 20  # below this, the whole file in memory costs less than two passes
 INSERT_ROWS = 20_000  # messages written to SQLite per statement batch
@@ -89,9 +90,10 @@ class HistoryView(Sequence[dict[str, Any]]):
     __hash__ = None  # type: ignore[assignment]
 
 
-def batches(messages: Sequence[dict[str, Any]], size: int = INSERT_ROWS
+def batches(messages: Sequence[dict[str, Any]], size: int | None = None
             ) -> Iterator[list[dict[str, Any]]]:
     """Consecutive lists of at most `size` messages (a view is read chunk by chunk)."""
+    size = size or INSERT_ROWS
     if not isinstance(messages, HistoryView):
         for lo in range(0, len(messages), size):
             yield list(messages[lo:lo + size])
@@ -106,7 +108,7 @@ def batches(messages: Sequence[dict[str, Any]], size: int = INSERT_ROWS
         i = stop
 
 
-def open_history(path: Path, session_id: str, chunk: int = CHUNK) -> History:
+def open_history(path: Path, session_id: str, chunk: int | None = None) -> History:
     """history.json for a job that walks all of it: a list when small, a HistoryView when
     big (then raw is None and nbytes gives the size)."""
     try:
@@ -115,4 +117,5 @@ def open_history(path: Path, session_id: str, chunk: int = CHUNK) -> History:
         size = 0
     if size <= STREAM_BYTES:
         return load_history(path, session_id)
-    return History(path, HistoryView(_Chunks(path, session_id, chunk)), None, size)  # type: ignore[arg-type]
+    view = HistoryView(_Chunks(path, session_id, chunk or _history.CHUNK))
+    return History(path, view, None, size)  # type: ignore[arg-type]

@@ -179,7 +179,7 @@ class Store:
         if isinstance(history.messages, HistoryView):  # too big to hold: bounded memory
             from agenvoy_cli.conversation.bulk_sync import sync_big
 
-            return sync_big(self, session_id, history)
+            return SyncResult(session_id, *sync_big(self, session_id, history))  # type: ignore[arg-type]
         with self.transaction() as conn:
             alignment.rederive(conn, session_id)
             rows = archive.session_rows(conn, session_id)
