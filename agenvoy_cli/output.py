@@ -25,25 +25,27 @@ def emit(doc: Any, as_json: bool, render: Callable[[Any], str | None] | None = N
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
-    cells = [[str(c) for c in row] for row in rows]
-    if len(cells) > 50 and all(len(row) == len(headers) for row in cells) and \
-            all(c.isascii() and "\n" not in c for row in cells for c in row):
-        return _simple_table(cells, [str(h) for h in headers])  # tabulate: ~35 us a row
+    if len(rows) > 50:  # tabulate takes ~35 us a row: a long listing is formatted here
+        cells = [tuple(str(c).strip() for c in row) for row in rows]
+        if all(len(row) == len(headers) for row in cells) and \
+                "\n".join("\t".join(row) for row in cells).isascii():
+            return _simple_table(cells, [str(h).strip() for h in headers])
     from tabulate import tabulate
 
     return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
 
 
-def _simple_table(rows: list[list[str]], headers: list[str]) -> str:
-    """tabulate's "simple" format (left-aligned text), for plain ASCII cells in as many
-    columns as headers (checked to match tabulate's output)."""
-    rows = [[c.strip() for c in r] for r in rows]
-    headers = [h.strip() for h in headers]
+def _simple_table(rows: list[tuple[str, ...]], headers: list[str]) -> str:
+    """tabulate's "simple" format (left-aligned text, columns at least 2 wider than their
+    header), for one-line ASCII cells in as many columns as headers (a test compares)."""
+    if any("\n" in c or "\t" in c for row in rows for c in row):
+        from tabulate import tabulate
+
+        return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
     widths = [max(len(h) + 2, *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    line = "  ".join
-    out = [line(h.ljust(w) for h, w in zip(headers, widths)).rstrip(),
-           line("-" * w for w in widths)]
-    out += [line(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    fmt = "  ".join(f"%-{w}s" for w in widths)
+    out = [(fmt % tuple(headers)).rstrip(), "  ".join("-" * w for w in widths)]
+    out += [(fmt % row).rstrip() for row in rows]
     return "\n".join(out)
 
 

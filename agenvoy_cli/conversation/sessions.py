@@ -93,7 +93,7 @@ def rows(conn: sqlite3.Connection | None) -> dict[str, Stats]:
     if conn is None:
         return {}
     try:
-        return {r[0]: Stats(*r[1:]) for r in
+        return {r[0]: Stats._make(r[1:]) for r in
                 conn.execute(f"SELECT session_id, {_COLUMNS} FROM session_stats")}
     except sqlite3.OperationalError:  # a database of another program, not migrated yet
         return {}
@@ -116,29 +116,30 @@ def folder_names(sessions: Path) -> list[str]:
     return names
 
 
-def _from_row(session_id: str, row: Stats | None, folder: str) -> dict[str, Any] | None:
+def _from_row(session_id: str, row: tuple[Any, ...] | None, folder: str,
+              local: Any) -> dict[str, Any] | None:
     """The listing entry from the row, or None when history.json is not the file it
     describes (then the files are read)."""
     if row is None:
         return None
-    st = _stat(f"{folder}/history.json")
-    if st is None:
-        if row.hist_ino is not None:
+    messages, size, last, ino, mtime, summary, sum_size, sum_mtime = row
+    try:
+        st = os.stat(f"{folder}/history.json")
+    except (FileNotFoundError, NotADirectoryError):
+        if ino is not None:
             return None
-    elif (st.st_ino, st.st_size, st.st_mtime_ns) != (row.hist_ino, row.bytes, row.hist_mtime_ns):
-        return None
-    from agenvoy_cli.conversation.messages import ns_to_local
-
-    info: dict[str, Any] = {"session_id": session_id, "messages": row.messages,
-                            "bytes": row.bytes, "summary": False, "problem": None,
-                            "last_message_time": ns_to_local(row.last_send_at)
-                            if row.last_send_at is not None else None}
-    sst = _stat(f"{folder}/summary.json")
-    if sst is None:
+    else:
+        if st.st_ino != ino or st.st_size != size or st.st_mtime_ns != mtime:
+            return None
+    info: dict[str, Any] = {"session_id": session_id, "messages": messages, "bytes": size,
+                            "last_message_time": None if last is None else local(last),
+                            "summary": False, "problem": None}
+    try:
+        sst = os.stat(f"{folder}/summary.json")
+    except (FileNotFoundError, NotADirectoryError):
         return info
-    if row.summary is not None and (sst.st_size, sst.st_mtime_ns) == (row.sum_size,
-                                                                       row.sum_mtime_ns):
-        info["summary"] = bool(row.summary)
+    if summary is not None and sst.st_size == sum_size and sst.st_mtime_ns == sum_mtime:
+        info["summary"] = bool(summary)
         return info
     from agenvoy_cli.conversation.summary import read_summary
 
@@ -185,8 +186,9 @@ def listing(store: Store, only: str | None = None) -> list[dict[str, Any]]:
     else:
         ids = sorted(set(folder_names(store.layout.sessions)) | set(table))
     out = []
+    from agenvoy_cli.conversation.messages import ns_to_local as local
     for sid in ids:
-        info = _from_row(sid, table.get(sid), f"{sessions}/{sid}")
+        info = _from_row(sid, table.get(sid), f"{sessions}/{sid}", local)
         out.append(info if info is not None else from_files(store, sid))
     return out
 
