@@ -127,3 +127,37 @@ def test_errors_lookup_embeds_unembedded_records_within_budget(run, slow, home) 
     with sqlite3.connect(home / ".store" / "history.db") as conn:
         assert conn.execute("SELECT count(*) FROM error_records WHERE vector_model IS NULL"
                             ).fetchone()[0] == 0
+
+
+def test_rag_semantic_search_finds_chunks_without_vectors_by_keyword(run, slow, home,
+                                                                    tmp_path) -> None:
+    """Chunks of a file an interrupted sync left pending may lack vectors: semantic search
+    still finds them by keyword and says how many there are."""
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.rag.records import collection_name
+    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.hooks import open_store
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "deploy.md").write_text("# Deploying\n\nThe blue-green switch happens at the load "
+                                    "balancer after the health checks pass.\n")
+    (docs / "garden.md").write_text("# Garden\n\nTomatoes need six hours of sun a day.\n")
+    assert run("rag", "create", "notes", "--path", str(docs)).exit_code == 0
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        db_id, file_id = conn.execute(
+            "SELECT f.db_id, f.id FROM rag_files f WHERE f.path LIKE '%garden.md'").fetchone()
+        chunks = [str(r[0]) for r in conn.execute(
+            "SELECT id FROM rag_chunks WHERE file_id = ?", (file_id,))]
+        conn.execute("UPDATE rag_files SET state = 'pending' WHERE id = ?", (file_id,))
+    store = open_store(Layout(home))
+    with store.write_lock():
+        vectors.VectorIndex(store, collection_name(db_id), create=False).delete(chunks)
+    store.close()
+    res = run("rag", "search", "notes", "tomatoes sun", "--mode", "semantic", "--json")
+    assert res.exit_code == 0, res.stderr
+    doc = res.json()
+    assert doc["unindexed_count"] == len(chunks)
+    assert any(r["relpath"] == "garden.md" for r in doc["results"])
+    keyword = run("rag", "search", "notes", "tomatoes", "--mode", "keyword", "--json").json()
+    assert keyword["unindexed_count"] is None

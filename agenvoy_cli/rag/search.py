@@ -63,12 +63,14 @@ class SearchResult:
     results: list[Hit] = field(default_factory=list)
     match: str | None = None  # keyword: all | any | none
     notes: list[str] = field(default_factory=list)
+    unindexed_count: int | None = None  # chunks without a vector (pending files); None: keyword
 
     def as_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"query": self.query, "mode": self.mode,
                                "databases": self.databases}
         if self.match is not None:
             doc["match"] = self.match
+        doc["unindexed_count"] = self.unindexed_count
         doc["results"] = [h.as_dict() for h in self.results]
         return doc
 
@@ -180,6 +182,14 @@ def _pending_note(conn: sqlite3.Connection, dbs: Sequence[Database]) -> list[str
     return notes
 
 
+def _pending_chunks(conn: sqlite3.Connection, db_ids: Sequence[int]) -> set[int]:
+    """Chunks of files an interrupted sync left 'pending': their vectors may be missing."""
+    marks = ",".join("?" * len(db_ids))
+    return {r[0] for r in conn.execute(
+        "SELECT c.id FROM rag_chunks c JOIN rag_files f ON f.id = c.file_id "
+        f"WHERE f.state = 'pending' AND f.db_id IN ({marks})", list(db_ids))}
+
+
 def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DEFAULT_MODE,
            *, limit: int = DEFAULT_LIMIT) -> SearchResult:
     """search_rag over the named databases (None: all of them)."""
@@ -218,12 +228,17 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
                            or os.environ.get("AGENVOY_CHROMA_URL")):
             result.results = _hits(conn, kw[:limit])  # nothing was ever embedded
             return result
+        pending = _pending_chunks(conn, [db.id for db in dbs])
+        result.unindexed_count = len(pending)
+        if mode == "semantic" and pending:  # no vector yet: found by keyword meanwhile
+            kw = [(c, s) for c, s in fts_ranking(conn, ids, _any_match(query), POOL)
+                  if c in pending]
     from agenvoy_cli.vectors import index as vectors
 
     vector = vectors.embedder(store).embed_query(query)  # outside the lock
     with store.write_lock():
         vec = vector_ranking(store, dbs, vector, POOL if mode == "hybrid" else limit)
-        if mode == "semantic":
+        if mode == "semantic" and not kw:
             ranked = vec[:limit]
         else:
             from agenvoy_cli.search.engine import fuse
