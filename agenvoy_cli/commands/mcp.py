@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from agenvoy_cli.commands.common import get_store
-from agenvoy_cli.home.layout import validate_name
+from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
 
 
 @click.command("mcp")
@@ -24,4 +23,5 @@ def command(ctx: click.Context, session_id: str | None) -> None:
         validate_name(session_id)
     from agenvoy_cli.server.app import run  # the MCP SDK is imported only here
 
-    ctx.exit(run(get_store(ctx), session_id))
+    home = (ctx.find_root().obj or {}).get("home")
+    ctx.exit(run(Layout(resolve_home(home)), session_id))

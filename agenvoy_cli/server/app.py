@@ -25,8 +25,11 @@ from mcp.server.stdio import stdio_server
 from agenvoy_cli import __version__
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import AgenvoyError, BadInput
+from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.server import handlers, tools
+from agenvoy_cli.server.warm import WarmStore
 from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
+from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
 
 INSTRUCTIONS = (
     "Agenvoy memory: this conversation's history (search_chat_history, get_context, "
@@ -125,9 +128,9 @@ class App:
         sys.stderr.flush()
 
 
-def run(store: Store, bound: str | None) -> int:
+def run(layout: Layout, bound: str | None) -> int:
     """Serve until EOF or SIGTERM; 0 after a clean stop."""
-    app = App(store, bound)
+    app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound)
     try:
         anyio.run(app.serve)
     finally:
