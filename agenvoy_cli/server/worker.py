@@ -2,8 +2,8 @@
 
 A Store is not thread-safe (its SQLite connections, and the lock's bookkeeping, which counts
 nesting per process), so every tool call and every indexing step is a job on one thread, in
-order. Indexing goes in steps of a fraction of a second (catch_up with a small budget), so a
-tool call waits at most one step.
+order. Indexing plans and adds on that thread, but embeds beside it (the slow part needs no
+store), so a tool call never waits for the model; a search's query waits at most one batch.
 
 What to index: the session the server is bound to, sessions used through the server, and
 any session whose archive grows while the server runs (an agent appending through the CLI,
@@ -24,7 +24,7 @@ from agenvoy_cli.conversation.store import Store
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks at the database files
-STEP = 0.4  # seconds of embedding per indexing step
+BATCH = 8  # messages embedded per step (a search's query embedding waits at most one)
 
 
 class StoreThread:
@@ -89,34 +89,54 @@ class Indexer:
             self.dirty.update(sid for sid, nxt in now.items() if self.seen.get(sid) != nxt)
         self.seen = now
 
-    def step(self) -> bool:
-        """Embed for about STEP seconds in one dirty session; False when nothing is left."""
+    def plan(self) -> tuple[str, Any, list[Any]] | None:
+        """The next batch to embed: (session, index, messages), or None when all is done."""
         from agenvoy_cli.errors import AgenvoyError
-        from agenvoy_cli.search.catchup import catch_up
+        from agenvoy_cli.search import catchup
 
         while self.dirty and not self.stopped:
             session_id = min(self.dirty)
             try:
-                left = catch_up(self.store, session_id, STEP).unindexed
+                index, todo = catchup.plan(self.store, session_id)
             except AgenvoyError as exc:  # e.g. an unreachable Chroma server: say it once
                 if session_id not in self.failed:
                     sys.stderr.write(f"agenvoy: warning: background indexing of "
                                      f"{session_id}: {exc}\n")
                     self.failed.add(session_id)
-                left = []
-            if left:
-                return True
+                todo = []
+            if todo:
+                return session_id, index, todo[:BATCH]
             self.dirty.discard(session_id)
-        return False
+        return None
+
+    def embed(self, batch: list[Any]) -> list[list[float]]:
+        """On a thread of its own: the model needs no store (and locks itself)."""
+        from agenvoy_cli.vectors import index as vectors
+
+        return vectors.embedder(self.store).embed_documents([t.text for t in batch])
+
+    def add(self, session_id: str, index: Any, batch: list[Any], vecs: list[Any]) -> None:
+        from agenvoy_cli.search import catchup
+
+        catchup.add(self.store, index, session_id, batch, vecs)
 
 
-async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Event) -> None:
-    """Poll for other processes' writes; index what is new, one step per job."""
+async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Event,
+                        idle: asyncio.Event) -> None:
+    """Poll for other processes' writes; index what is new. Planning and adding are jobs on
+    the store thread; embedding (the slow part) runs beside it, so tool calls never wait
+    for the model. No new batch starts while a tool call runs (`idle` is clear): a search
+    catches up itself, and the two would embed the same messages."""
+    import anyio
+
     while True:
         if await thread.run(indexer.changed):
             await thread.run(indexer.look)
-        while await thread.run(indexer.step):
-            pass
+        while (job := await thread.run(indexer.plan)) is not None:
+            session_id, index, batch = job
+            await idle.wait()
+            vecs = await anyio.to_thread.run_sync(indexer.embed, batch)
+            await thread.run(indexer.add, session_id, index, batch, vecs)
         wake.clear()
         try:
             await asyncio.wait_for(wake.wait(), POLL)
