@@ -412,3 +412,50 @@ def test_random_foreign_edits_never_duplicate_or_lose(run, tmp_path):
             shutil.rmtree(where, ignore_errors=True)
 
     check()
+
+
+# ------------------------------------------------------------------ vectors follow
+
+def test_edits_and_forget_reach_the_vector_index(run, home, monkeypatch):
+    """An edited message is re-embedded and a forgotten one leaves the index: semantic
+    search never returns the old text."""
+    from agenvoy_cli.vectors import index as vectors
+    from tests.words_embedder import WordsEmbedder
+
+    monkeypatch.setitem(vectors._embedders, "", WordsEmbedder())
+    words = ["zebra", "giraffe", "walrus", "otter", "heron", "falcon", "badger", "lynx"]
+    batch = []
+    for n in range(40):
+        batch.append({"role": "user" if n % 2 == 0 else "assistant",
+                      "content": f"note {n} about the {words[n % len(words)]}{n}"})
+    own_append(run, *batch)
+
+    def indexed_seqs() -> set[int]:
+        from agenvoy_cli.home.layout import Layout
+        from agenvoy_cli.vectors.hooks import open_store
+
+        store = open_store(Layout(home))
+        try:
+            with store.write_lock():
+                found = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+                return {int(m["seq"]) for m in found.get({"session_id": SID}).values()}
+        finally:
+            store.close()
+
+    def semantic(query: str) -> str:
+        res = run("search", SID, query, "--mode", "semantic", "--json")
+        assert res.exit_code == 0, res.stderr
+        return " ".join(r["content"] for r in res.json()["results"])
+
+    assert "zebra0" in semantic("zebra0")
+    messages = history(home)
+    messages[0]["content"] = messages[0]["content"].replace("zebra0", "[redacted]")
+    write_history(home, messages)
+    own_append(run, *exchange(100))
+    assert 0 not in indexed_seqs()  # the edited message's old vector is gone at once
+    assert "zebra0" not in semantic("zebra0")
+    assert re.search(r"\bgiraffe1\b", semantic("giraffe1"))
+    assert 1 in indexed_seqs()
+    assert run("forget", SID, "1", "--yes").exit_code == 0  # seq 1: "... giraffe1"
+    assert 1 not in indexed_seqs()
+    assert not re.search(r"\bgiraffe1\b", semantic("giraffe1"))

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from agenvoy_cli.conversation import identity
+from agenvoy_cli.conversation import archive, identity
 from agenvoy_cli.conversation.identity import Candidate, Plan
 from agenvoy_cli.conversation.messages import (
     content_text,
@@ -79,6 +79,9 @@ def _time(message: dict[str, Any], previous: int | None, fallback: int) -> int:
 def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str, Any]],
           cands: list[Candidate], next_seq: int, fallback_ns: int) -> Aligned:
     """Apply the identity rule: match, mark what left, follow edits, insert what is new."""
+    if not cands:  # a first backfill: all new, one bulk insert (FTS indexed set-wise)
+        done = archive.insert(conn, session_id, next_seq, history, fallback_ns)
+        return Aligned(list(range(next_seq, next_seq + len(history))), done, [], [], None)
     hashes = [message_identity(m) for m in history]
     plan: Plan = identity.plan(hashes, [str(m.get("role")) for m in history], cands)
     by_id = {c.id: c for c in cands}
@@ -160,3 +163,21 @@ def rederive(conn: sqlite3.Connection, session_id: str) -> int:
                      (text, identity_of(role, text, msg), fts.index_text(search_body(text, msg)),
                       rid))
     return len(rows)
+
+
+def unchanged_places(conn: sqlite3.Connection, session_id: str, path: Any,
+                     count: int) -> list[tuple[int, int]] | None:
+    """(seq, send_at) of history.json's messages when the file is the one our last append
+    wrote and nobody added rows since: its live rows, in order, with no matching at all."""
+    known = archive.fingerprint(conn, session_id)
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    if known is None or (stat.st_ino, stat.st_size, stat.st_mtime_ns, count) != known or \
+            archive.has_foreign_rows(conn, session_id):
+        return None
+    start = archive.session_rows(conn, session_id).start_seq or 0
+    rows = conn.execute("SELECT seq, send_at FROM messages WHERE session_id = ? AND seq >= ? "
+                        "AND gone = 0 ORDER BY seq", (session_id, start)).fetchall()
+    return rows if len(rows) == count else None

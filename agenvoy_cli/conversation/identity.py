@@ -43,27 +43,36 @@ class Plan(NamedTuple):
         return bool(self.edits or self.gone or self.back or None in self.rows)
 
 
-def _pairs(hist: list[str], cands: list[str]) -> list[tuple[int, int]]:
+def _pairs(hist: list[str], cands: list[Candidate]) -> list[tuple[int, int]]:
     """Matched (history index, candidate index) pairs, in order, as many as possible."""
-    if hist == cands:
-        return list(zip(range(len(hist)), range(len(cands))))
-    n = min(len(hist), len(cands))
-    if hist[:n] == cands[:n]:  # the common case: messages appended at the end
-        return list(zip(range(n), range(n)))
-    blocks = SequenceMatcher(None, hist, cands, autojunk=False).get_matching_blocks()
+    live = [j for j, c in enumerate(cands) if not c.gone]
+    n = min(len(hist), len(live))
+    # the common cases, no diff needed: history.json is its live rows, or they are its start
+    # and no row that left it comes after them (that one could match a message again)
+    if all(hist[i] == cands[live[i]].hash for i in range(n)) and (
+            n == len(hist) or not any(c.gone for c in cands[(live[n - 1] if n else -1) + 1:])):
+        return list(zip(range(n), live[:n]))
+    blocks = SequenceMatcher(None, hist, [c.hash for c in cands],
+                             autojunk=False).get_matching_blocks()
     return [(a + k, b + k) for a, b, size in blocks for k in range(size)]
 
 
 def plan(hashes: list[str], roles: list[str], cands: list[Candidate]) -> Plan:
     """How history.json (identities and roles of its messages) maps onto the candidates."""
-    pairs = _pairs(hashes, [c.hash for c in cands])
+    pairs = _pairs(hashes, cands)
     rows: list[int | None] = [None] * len(hashes)
     edits: list[int] = []
     order: list[tuple[int | None, int | None]] = []
     leaving: list[int] = []
     bounds = [(-1, -1), *pairs, (len(hashes), len(cands))]
+    last = len(bounds) - 2
     for k in range(len(bounds) - 1):
         (h0, c0), (h1, c1) = bounds[k], bounds[k + 1]
+        if h1 == h0 + 1 and c1 == c0 + 1:  # no gap (nearly always): just the next match
+            if k < last:
+                rows[h1] = cands[c1].id
+                order.append((cands[c1].id, h1))
+            continue
         new = list(range(h0 + 1, h1))
         old = list(range(c0 + 1, c1))
         paired: list[tuple[int, int]] = []
@@ -89,7 +98,7 @@ def plan(hashes: list[str], roles: list[str], cands: list[Candidate]) -> Plan:
             order += rest_c + rest_h + pair_items
         else:
             order += pair_items + rest_c + rest_h
-        if k + 1 < len(bounds) - 1:
+        if k < last:
             rows[h1] = cands[c1].id
             order.append((cands[c1].id, h1))
     back = [cands[j].id for _, j in pairs if cands[j].gone]

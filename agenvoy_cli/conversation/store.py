@@ -320,7 +320,11 @@ class Store:
         conn = self.db_readonly()
         msgs = history.messages
         seqs, known, prev = list(range(len(msgs))), [None] * len(msgs), None
-        if conn is not None and msgs:
+        same = alignment.unchanged_places(conn, session_id, history.path, len(msgs)) \
+            if conn is not None and msgs else None
+        if same is not None:
+            seqs, known = [r[0] for r in same], [r[1] for r in same]
+        elif conn is not None and msgs:
             rows = archive.session_rows(conn, session_id)
             cands = alignment.candidates(conn, session_id, rows.start_seq or 0)
             seqs, ids = alignment.mapping(msgs, cands, rows.next_seq)
