@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agenvoy_cli.conversation.identity import Candidate, plan, places
+from agenvoy_cli.conversation.identity import Candidate, places, plan
 
 
 def cands(text: str, gone: str = "", roles: str = "") -> list[Candidate]:
