@@ -1,0 +1,263 @@
+"""The vector index shared by many processes (issue 13): no crash, no lost update, no stale
+read; a damaged or inconsistent Chroma directory ends in a working index.
+
+Workers are long-lived processes running the real CLI in-process (tests/vector_workers.py),
+so chromadb's client stays warm between their commands, with the stand-in embedder. Every
+check of Chroma's layers is made by a fresh process (`vector_workers check`).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import ROOT
+
+PY = [sys.executable, "-m", "tests.vector_workers"]
+
+
+def env_for(home: Path) -> dict[str, str]:
+    return {**os.environ, "AGENVOY_HOME": str(home), "AGENVOY_LOCK_TIMEOUT": "60",
+            "AGENVOY_MAX_HISTORY_BYTES": "100000000", "OMP_NUM_THREADS": "1"}
+
+
+class Worker:
+    """A `serve` worker: one CLI command per call, in the order the test decides."""
+
+    def __init__(self, home: Path) -> None:
+        self.proc = subprocess.Popen([*PY, "serve"], env=env_for(home), cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+
+    def __call__(self, *args: str, stdin: bytes | None = None, timeout: float = 60
+                 ) -> tuple[int, str]:
+        req = {"args": list(args), "stdin": stdin.decode() if stdin is not None else None}
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(orjson.dumps(req) + b"\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, f"worker gave no answer to {args} in {timeout}s"
+        line = self.proc.stdout.readline()
+        assert line, f"worker died on {args}: {self.proc.wait()} " \
+                     f"{self.proc.stderr.read().decode()[-2000:] if self.proc.stderr else ''}"
+        doc = orjson.loads(line)
+        return doc["code"], doc["stderr"]
+
+    def close(self) -> int:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=60)
+
+
+def messages(n: int, tag: str) -> bytes:
+    words = ["deploy", "database", "password", "rotation", "nomad", "lunch", "river"]
+    return orjson.dumps([{"role": "user" if i % 2 == 0 else "assistant",
+                          "content": f"{tag}-{i} {words[i % 7]} {words[(i * 3) % 7]}"}
+                         for i in range(n)])
+
+
+def expected(home: Path) -> set[tuple[str, int]]:
+    """(session_id, seq) of every message SQLite holds at or after its session's trim point."""
+    conn = sqlite3.connect(home / ".store/history.db")
+    try:
+        rows = conn.execute(
+            "SELECT m.session_id, m.seq FROM messages m LEFT JOIN session_meta s "
+            "ON s.session_id = m.session_id WHERE m.seq IS NOT NULL "
+            "AND m.seq >= coalesce(s.start_seq, 0)").fetchall()
+    finally:
+        conn.close()
+    return {(s, int(q)) for s, q in rows}
+
+
+def chroma_check(home: Path) -> dict:
+    out = subprocess.run([*PY, "check", str(home / ".store/chroma")], capture_output=True,
+                         cwd=ROOT, env=env_for(home), timeout=120)
+    assert out.returncode == 0, out.stderr.decode()[-2000:]
+    return orjson.loads(out.stdout)
+
+
+def assert_consistent(home: Path) -> None:
+    """Every message's vector present exactly once in every layer of Chroma."""
+    report = chroma_check(home)
+    for name, col in report["collections"].items():
+        assert col["error"] is None, (name, col)
+        assert col["count"] == col["ids"] == col["hnsw"], (name, col)
+        assert col["missing"] == 0 and not col.get("duplicates"), (name, col)
+    pairs = [tuple(p) for p in report["messages"]]
+    assert len(pairs) == len(set(pairs)), "a message has two vectors"
+    assert set(pairs) == expected(home)
+
+
+def test_no_lost_update_between_two_long_lived_processes(home):
+    """Today's bug: two processes, strictly one after the other (the store lock is held
+    around every Chroma call), each with a warm client. The second writes from a stale
+    in-memory HNSW index and the first one's vectors are lost for good."""
+    a, b = Worker(home), Worker(home)
+    try:
+        for round_ in range(4):
+            for worker, sid in ((a, "a"), (b, "b")):
+                code, err = worker("append", sid, "--messages", "-",
+                                   stdin=messages(40, f"{sid}{round_}"))
+                assert code == 0, err
+                code, err = worker("search", sid, "deploy", "--mode", "semantic", "--json")
+                assert code == 0, err
+                assert "warning" not in err, err
+    finally:
+        assert a.close() == 0 and b.close() == 0
+    assert_consistent(home)
+
+
+def test_indexers_and_searchers_at_once(home, run):
+    """>= 4 processes indexing different sessions while 2 others search, for a bounded
+    time: no crash, no internal error, every search succeeds, every vector present once."""
+    seconds = float(os.environ.get("AGENVOY_VECTOR_LOAD_SECONDS", "6"))
+    sessions = [f"s{i}" for i in range(4)]
+    for sid in sessions:
+        assert run("append", sid, "--messages", "-", input=messages(10, sid)).exit_code == 0
+    env = env_for(home)
+    procs = [subprocess.Popen([*PY, "index", sid, str(seconds)], env=env, cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for sid in sessions]
+    procs += [subprocess.Popen([*PY, "search", ",".join(sessions), str(seconds)], env=env,
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+              for _ in range(2)]
+    deadline = time.monotonic() + seconds + 240
+    lines: list[dict] = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        assert proc.returncode == 0, f"worker crashed ({proc.returncode}): {err.decode()[-2000:]}"
+        lines += [orjson.loads(x) for x in out.splitlines()]
+    searches = [x for x in lines if x["cmd"] == "search"]
+    assert searches and sum(x["cmd"] == "backfill" for x in lines) >= 4
+    failed = [x for x in lines if x["code"] != 0 or "internal error" in x["stderr"].lower()]
+    assert not failed, failed[:5]
+    assert_consistent(home)
+    res = run("doctor", "--json")
+    assert res.exit_code == 0, res.stdout
+
+
+def seed_indexed(run, sid: str = "s", n: int = 30) -> None:
+    assert run("append", sid, "--messages", "-", input=messages(n, sid)).exit_code == 0
+    res = run("backfill", sid, "--vectors")
+    assert res.exit_code == 0, res.stderr
+
+
+@pytest.fixture
+def words(monkeypatch):
+    """The stand-in embedder for in-process CLI runs."""
+    from tests.vector_workers import install_words
+
+    try:
+        from agenvoy_cli.vectors import index as mod
+    except ImportError:
+        from agenvoy_cli.storage import vectors as mod  # type: ignore[no-redef]
+    monkeypatch.setattr(mod, "_embedders", {})
+    install_words()
+
+
+def searchable(run, sid: str = "s") -> dict:
+    res = run("search", sid, "deploy", "--mode", "semantic", "--json")
+    assert res.exit_code == 0, res.stderr
+    return res.json()
+
+
+def test_corrupt_chroma_sqlite_is_moved_aside_by_rebuild(home, run, words):
+    seed_indexed(run)
+    (home / ".store/chroma/chroma.sqlite3").write_bytes(b"this is not a database" * 100)
+    res = run("backfill", "--all", "--vectors", "--rebuild", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["embedded"] == 30
+    assert list((home / ".store").glob("chroma.damaged-*")), "the damaged directory is kept"
+    assert searchable(run)["results"]
+    assert run("doctor").exit_code == 0
+
+
+def test_corrupt_chroma_sqlite_is_repaired_by_doctor(home, run, words):
+    seed_indexed(run)
+    (home / ".store/chroma/chroma.sqlite3").write_bytes(b"\0garbage" * 1000)
+    res = run("doctor", "--json")
+    assert res.exit_code == 1
+    assert any(p["check"] == "vectors" for p in res.json()["problems"])
+    res = run("doctor", "--repair", "--json")
+    assert res.exit_code == 0, (res.stdout, res.stderr)
+    assert list((home / ".store").glob("chroma.damaged-*"))
+    assert run("doctor").exit_code == 0
+    assert searchable(run)["results"]
+    assert_consistent(home)
+
+
+def test_half_deleted_chroma_directory(home, run, words):
+    """The HNSW files of the collections deleted (an interrupted `rm -r`): doctor names the
+    damage, --repair ends in a working, consistent index."""
+    seed_indexed(run, "s", 30)
+    seed_indexed(run, "t", 20)
+    for seg in (home / ".store/chroma").iterdir():
+        if seg.is_dir():
+            for f in seg.iterdir():
+                f.unlink()
+    res = run("doctor", "--json")
+    assert res.exit_code == 1, res.stdout
+    res = run("doctor", "--repair", "--json")
+    assert res.exit_code == 0, (res.stdout, res.stderr)
+    assert run("doctor").exit_code == 0
+    assert searchable(run, "s")["results"] and searchable(run, "t")["results"]
+    assert_consistent(home)
+
+
+def make_inconsistent(home: Path, run) -> None:
+    """Another program with a stale warm client (raw chromadb) writes once: Chroma's HNSW
+    index loses the vectors indexed meanwhile, its metadata keeps them."""
+    seed_indexed(run, "s", 40)
+    stale = subprocess.Popen([sys.executable, "-c", STALE_WRITER, str(home / ".store/chroma")],
+                             cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    assert stale.stdout and stale.stdin
+    assert stale.stdout.readline().strip() == b"loaded", stale.stderr
+    assert run("append", "s", "--messages", "-", input=messages(60, "late")).exit_code == 0
+    assert run("backfill", "s", "--vectors").exit_code == 0
+    out, err = stale.communicate(b"write\n", timeout=60)
+    assert stale.returncode == 0, err.decode()[-2000:]
+    report = chroma_check(home)
+    assert any(c["missing"] or c["error"] for c in report["collections"].values()), report
+
+
+STALE_WRITER = """
+import sys, chromadb
+from chromadb.config import Settings
+c = chromadb.PersistentClient(sys.argv[1], Settings(anonymized_telemetry=False))
+col = [x for x in c.list_collections() if x.name.startswith("agenvoy_messages")][0]
+dim = int(col.metadata["dim"])
+col.query(query_embeddings=[[1.0] * dim], n_results=1)  # the HNSW index now in memory
+print("loaded", flush=True)
+sys.stdin.readline()
+meta = col.get(limit=1, include=["metadatas"])["metadatas"][0]
+n = 150  # more than Chroma's sync threshold: its stale HNSW index is written to disk
+col.upsert(ids=[f"stray{i}" for i in range(n)], embeddings=[[0.5 + i / n] * dim for i in range(n)],
+           metadatas=[{**meta, "seq": 10**6 + i} for i in range(n)])
+"""
+
+
+def test_search_on_an_inconsistent_index_warns_and_answers(home, run, words):
+    make_inconsistent(home, run)
+    res = run("search", "s", "deploy", "--mode", "semantic", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert "warning" in res.stderr and "internal error" not in res.stderr.lower()
+    assert res.json()["unsearchable_count"] > 0
+    res = run("search", "s", "deploy", "--mode", "hybrid", "--json")
+    assert res.exit_code == 0 and res.json()["results"], res.stderr
+    doc = run("doctor", "--json")
+    assert doc.exit_code == 1
+    assert any(p["session_id"] == "s" and p["check"] == "vectors"
+               for p in doc.json()["problems"]), doc.stdout
+    assert run("doctor", "--repair").exit_code == 0
+    assert run("doctor").exit_code == 0
+    assert searchable(run)["unsearchable_count"] == 0
+    assert_consistent(home)
