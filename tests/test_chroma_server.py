@@ -89,15 +89,16 @@ def server(chroma_server, monkeypatch):
 
 def entries(api, name: str, session_id: str | None = None) -> dict[str, dict]:
     """Entries of the collection `name` of the (one) home under test: on a server the
-    collection names carry a per-home suffix."""
+    collection names carry a per-home suffix (messages: one collection per session, each
+    with its own infix)."""
     names = [c if isinstance(c, str) else c.name for c in api.list_collections()]
     found = [n for n in names if n == name or n.startswith(name + "-")]
-    if not found:
-        return {}
-    assert len(found) == 1, found
-    got = api.get_collection(found[0]).get(
-        where={"session_id": session_id} if session_id else None, include=["metadatas"])
-    return dict(zip(got["ids"], got["metadatas"]))
+    out: dict[str, dict] = {}
+    for cname in found:
+        got = api.get_collection(cname).get(
+            where={"session_id": session_id} if session_id else None, include=["metadatas"])
+        out.update(zip(got["ids"], got["metadatas"]))
+    return out
 
 
 def ok(res):

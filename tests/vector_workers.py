@@ -28,10 +28,8 @@ WORDS = ["deploy", "database", "password", "rotation", "nomad", "lunch", "river"
 
 def install_words() -> None:
     """The stand-in embedder in the process-wide embedder cache (no model, deterministic)."""
-    try:
-        from agenvoy_cli.vectors import index as mod
-    except ImportError:  # before the layout move
-        from agenvoy_cli.storage import vectors as mod  # type: ignore[no-redef]
+    from agenvoy_cli.vectors import index as mod
+
     mod._embedders[""] = WordsEmbedder()
 
 

@@ -194,6 +194,7 @@ class SearchResult:
     match: str | None = None  # keyword: "all" | "any" | "none" (nothing searchable)
     indexed: int = 0  # messages embedded by the catch-up before this search
     unindexed_count: int | None = None  # left without a vector (budget); None for keyword
+    unsearchable_count: int = 0  # vectors an inconsistent index left out (doctor --repair)
     window: TimeWindow = field(default_factory=TimeWindow)
     notes: list[str] = field(default_factory=list)
 
@@ -205,6 +206,7 @@ class SearchResult:
         if self.mode != "keyword":
             doc["indexed"] = self.indexed
         doc["unindexed_count"] = self.unindexed_count
+        doc["unsearchable_count"] = self.unsearchable_count if self.mode != "keyword" else None
         doc["results"] = [r.as_dict() for r in self.results]
         return doc
 
@@ -605,6 +607,9 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         need = [s for seg in segments for s in seg if s not in by_seq]
         by_seq.update((m.seq, m) for m in _rows(conn, session_id, need))
         missing = _unarchived(conn, session_id, scope)
+    from agenvoy_cli.vectors.messages import last_unsearchable
+
+    result.unsearchable_count = last_unsearchable.pop(session_id, 0)
     if missing:
         result.notes.append(f"{missing} message(s) of history.json are not in SQLite yet, so "
                             "not indexed; run `agenvoy backfill` for this session")

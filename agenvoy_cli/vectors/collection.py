@@ -1,0 +1,373 @@
+"""One Chroma collection (and the client): the layer under vectors/index.py.
+
+Imported only by commands that need vectors (chromadb costs ~0.5 s to import). Every access
+to the local directory holds the store's exclusive lock and goes through vectors/guard.py,
+which reopens this process's client when another process wrote since (chroma's embedded
+client keeps the HNSW index in memory); embedding (the slow part) is done by callers outside
+the lock. Vectors are always passed explicitly, so Chroma's own default embedding function
+(which downloads a model) never runs. A collection records the model id and dimension it was
+built with; a different model is refused with a rebuild hint, never mixed. Messages live in
+one collection per session (vectors/messages.py): a search's cost is bounded by its session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed
+from agenvoy_cli.output import warn
+from agenvoy_cli.vectors import guard
+from agenvoy_cli.vectors.location import server_url
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
+    from agenvoy_cli.models.embedders import Embedder
+
+MESSAGES = "agenvoy_messages"
+ERRORS = "agenvoy_errors"
+BATCH = 1000
+# Chroma persists its HNSW index every sync_threshold additions (default 1000) and replays
+# the rest from its log when a process first touches the collection: 0.4 s at 10,000
+# vectors with the default, 0.05 s with 100, for no measurable cost when adding.
+SYNC_THRESHOLD = 100
+
+_clients: dict[str, Any] = {}
+_embedders: dict[str, Any] = {}
+ROUTES: dict[str, Any] = {}  # collection name -> the index that stands for it
+_epoch = 0  # bumped whenever a client is closed: collection handles must be fetched again
+
+
+class IndexModelMismatch(AgenvoyError):
+    exit_code = CorruptStore.exit_code
+
+
+class ChromaUnavailable(OperationFailed):
+    """The client cannot open the index (unreachable server, damaged directory)."""
+
+
+def embedder_spec(store: Store) -> str | None:
+    spec = os.environ.get("AGENVOY_EMBEDDER") or store.settings.section("agenvoy").get("embedder")
+    return spec or None
+
+
+def embedder(store: Store) -> Embedder:
+    """The configured embedder (AGENVOY_EMBEDDER or config agenvoy.embedder), cached."""
+    from agenvoy_cli.models.embedders import EmbedderError, get_embedder
+
+    spec = embedder_spec(store) or ""
+    if spec not in _embedders:
+        try:
+            _embedders[spec] = get_embedder(spec or None)
+        except EmbedderError as exc:
+            raise OperationFailed(f"embedder: {exc}") from None
+    return _embedders[spec]
+
+
+def _close(key: str) -> None:
+    stale = _clients.pop(key, None)
+    if stale is not None:
+        with contextlib.suppress(Exception):
+            stale.close()
+    global _epoch
+    _epoch += 1
+
+
+def client(store: Store) -> Any:
+    """Chroma client: a server when AGENVOY_CHROMA_URL is set, else the embedded directory,
+    reopened when another process wrote since this one last looked (call under the lock)."""
+    url = server_url(store)
+    key = url or str(store.layout.chroma)
+    if not url and key in _clients:
+        if not store.layout.chroma.is_dir():
+            # The directory was deleted under a cached client. chromadb shares one
+            # system per path inside a process, so only close() lets a new client
+            # start afresh instead of reading tables that are gone.
+            _close(key)
+        else:
+            guard.refresh_if_stale(store, lambda: _close(key))
+    if key not in _clients:
+        import chromadb
+        from chromadb.config import Settings
+
+        settings = Settings(anonymized_telemetry=False)
+        try:
+            if url:
+                from urllib.parse import urlparse
+
+                parsed = urlparse(url)
+                _clients[key] = chromadb.HttpClient(
+                    host=parsed.hostname or "127.0.0.1", port=parsed.port or 8000,
+                    ssl=parsed.scheme == "https", settings=settings)
+                _clients[key].heartbeat()
+            else:
+                from agenvoy_cli.home.files import ensure_dir
+
+                ensure_dir(store.layout.chroma)
+                guard.opened(store)
+                api = chromadb.PersistentClient(path=key, settings=settings)
+                api.list_collections()  # a damaged chroma.sqlite3 fails here, not later
+                _clients[key] = _Guarded(api, store)
+        except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds
+            if not url:
+                guard.forget(store)
+            where = url or key
+            raise ChromaUnavailable(f"vector index unavailable at {where}: {_one_line(exc)}"
+                                    ) from None
+    return _clients[key]
+
+
+class _Guarded:
+    """The local client, telling other processes (generation token) before it changes the
+    set of collections. Collections' own writes go through VectorIndex, which does the same."""
+
+    def __init__(self, api: Any, store: Store) -> None:
+        self._api, self._store = api, store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._api, name)
+
+    def create_collection(self, *args: Any, **kwargs: Any) -> Any:
+        guard.bump(self._store)
+        return self._api.create_collection(*args, **kwargs)
+
+    def get_or_create_collection(self, name: str, **kwargs: Any) -> Any:
+        try:  # existing: no write, no reload for the others
+            return self._api.get_collection(name, embedding_function=kwargs.get(
+                "embedding_function"))
+        except Exception:  # noqa: BLE001 - NotFoundError, across chromadb versions
+            guard.bump(self._store)
+            return self._api.get_or_create_collection(name, **kwargs)
+
+    def delete_collection(self, name: str) -> None:
+        guard.bump(self._store)
+        self._api.delete_collection(name)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] or type(exc).__name__
+
+
+def move_aside(store: Store) -> Path | None:
+    """A damaged local directory renamed to chroma.damaged-<time> (kept, never deleted),
+    so the next access starts an empty one. Hold the lock."""
+    chroma = store.layout.chroma
+    _close(str(chroma))
+    guard.bump(store)
+    if not chroma.exists():
+        return None
+    target = chroma.with_name(f"{chroma.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    n = 1
+    while target.exists():
+        target = chroma.with_name(f"{chroma.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+        n += 1
+    chroma.rename(target)
+    return target
+
+
+def refresh_if_stale(store: Store) -> bool:
+    """For long-lived processes (the MCP server): reopen the client now if another process
+    wrote since. Every access does this anyway; calling it is never needed for correctness."""
+    with guard.exclusive(store):
+        key = str(store.layout.chroma)
+        return not server_url(store) and guard.refresh_if_stale(store, lambda: _close(key))
+
+
+def scoped(store: Store, name: str) -> str:
+    """The collection's name on the Chroma side. An embedded directory belongs to one home;
+    on a server shared by several homes each home gets its own collections (two homes'
+    session "main" must never meet), keyed by the home's path."""
+    if not server_url(store):
+        return name
+    from agenvoy_cli.conversation.messages import _blake2b
+
+    key = _blake2b(str(store.layout.home.resolve()).encode(), digest_size=6).hexdigest()
+    return f"{name}-{key}"
+
+
+def collection_names(store: Store) -> list[str]:
+    """Every collection of this home, as Chroma names them (scoped on a server)."""
+    if not (server_url(store) or store.layout.chroma.is_dir()):
+        return []
+    with guard.exclusive(store):
+        return [c if isinstance(c, str) else c.name for c in client(store).list_collections()]
+
+
+@dataclass
+class Hit:
+    id: str
+    distance: float
+    metadata: dict[str, Any]
+
+
+class VectorIndex:
+    """One Chroma collection bound to one embedder. Every call holds the store's exclusive
+    lock (taken if the caller has not) and sees the directory as other processes left it."""
+
+    def __new__(cls, store: Store, name: str, *, create: bool = True, **_: Any) -> Any:
+        route = ROUTES.get(name) if cls is VectorIndex else None
+        if route is not None:  # MESSAGES: vectors/messages.py registers the per-session index
+            return route(store, create=create)
+        return super().__new__(cls)
+
+    def __init__(self, store: Store, name: str, *, create: bool = True,
+                 metadata: dict[str, Any] | None = None) -> None:
+        self.store = store
+        self.name = name
+        self._create = create
+        self._extra = metadata or {}
+        self._epoch = -1
+        self._collection: Any = None
+        self._checked = False
+        self.unsearchable = 0  # ids the last query found in Chroma's metadata, not in HNSW
+        with guard.exclusive(store):
+            _ = self.collection
+
+    @property
+    def collection(self) -> Any:
+        """The chromadb collection, fetched again after this process reopened its client."""
+        with guard.exclusive(self.store):
+            api = client(self.store)
+            if self._collection is not None and self._epoch == _epoch:
+                return self._collection
+            try:
+                if self._create:
+                    emb = embedder(self.store)
+                    meta = {"hnsw:space": "cosine", "hnsw:sync_threshold": SYNC_THRESHOLD,
+                            "hnsw:batch_size": SYNC_THRESHOLD, "model_id": emb.model_id,
+                            "dim": emb.dim, **self._extra}
+                    col = api.get_or_create_collection(
+                        scoped(self.store, self.name), embedding_function=None, metadata=meta)
+                else:
+                    col = api.get_collection(scoped(self.store, self.name),
+                                             embedding_function=None)
+            except AgenvoyError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise OperationFailed(f"vector index {self.name}: {_one_line(exc)}") from None
+            self._collection, self._epoch = col, _epoch
+            return col
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, checked against the model the collection was built with (only
+        adding and querying need it: deleting never loads a model)."""
+        emb = embedder(self.store)
+        if not self._checked:
+            have = self.collection.metadata or {}
+            if have.get("model_id") != emb.model_id or have.get("dim") != emb.dim:
+                raise IndexModelMismatch(
+                    f"vector index {self.name!r} was built with {have.get('model_id')} "
+                    f"({have.get('dim')}-d) but the embedder is {emb.model_id} ({emb.dim}-d); "
+                    "rebuild it with `agenvoy backfill --all --vectors --rebuild` "
+                    "(or set AGENVOY_EMBEDDER back)")
+            self._checked = True
+        return emb
+
+    def add(self, ids: Sequence[str], vectors: Sequence[Sequence[float]],
+            metadatas: Sequence[dict[str, Any]]) -> None:
+        """Vectors computed by self.embedder (outside the lock, by the caller)."""
+        _ = self.embedder  # refuses a collection built with another model
+        with guard.exclusive(self.store):
+            col = self.collection
+            self._bump()
+            for i in range(0, len(ids), BATCH):
+                col.upsert(ids=list(ids[i:i + BATCH]),
+                           embeddings=[list(v) for v in vectors[i:i + BATCH]],
+                           metadatas=list(metadatas[i:i + BATCH]))
+
+    def _bump(self) -> None:
+        if not server_url(self.store):
+            guard.bump(self.store)
+
+    def count(self) -> int:
+        with guard.exclusive(self.store):
+            return int(self.collection.count())
+
+    def query(self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None,
+              ids: Sequence[str] | None = None) -> list[Hit]:
+        """The n nearest, optionally only among `ids` and/or `where`. An index whose HNSW
+        layer lacks some of them (left so by an older version or another program) answers
+        from the rest: self.unsearchable says how many were left out."""
+        _ = self.embedder
+        self.unsearchable = 0
+        with guard.exclusive(self.store):
+            col = self.collection
+            count = col.count()
+            if count == 0 or n <= 0 or (ids is not None and not ids):
+                return []
+            try:
+                return self._query(col, vector, min(n, count), where, ids)
+            except Exception as exc:  # noqa: BLE001 - chromadb's InternalError and kin
+                if isinstance(exc, AgenvoyError):
+                    raise
+                return self._query_consistent(col, vector, n, where, ids, exc)
+
+    @staticmethod
+    def _query(col: Any, vector: Sequence[float], n: int, where: dict[str, Any] | None,
+               ids: Sequence[str] | None) -> list[Hit]:
+        kwargs: dict[str, Any] = {"where": where} if where else {}
+        if ids is not None:
+            kwargs["ids"] = list(ids)
+        res = col.query(query_embeddings=[list(vector)], n_results=n,
+                        include=["metadatas", "distances"], **kwargs)
+        return [Hit(i, d, m or {}) for i, d, m in
+                zip(res["ids"][0], res["distances"][0], res["metadatas"][0])]
+
+    def _query_consistent(self, col: Any, vector: Sequence[float], n: int,
+                          where: dict[str, Any] | None, ids: Sequence[str] | None,
+                          exc: Exception) -> list[Hit]:
+        from agenvoy_cli.vectors.check import hnsw_ids
+
+        try:
+            wanted = set(col.get(ids=list(ids) if ids is not None else None, where=where or None,
+                                 include=[])["ids"])
+            usable = wanted & hnsw_ids(col)
+        except Exception:  # noqa: BLE001 - unreadable: nothing of it is searchable
+            usable, wanted = set(), {"?"}
+        self.unsearchable = max(len(wanted - usable), 1)
+        warn(f"agenvoy: warning: the vector index {self.name!r} is inconsistent "
+             f"({_one_line(exc)}); {self.unsearchable} entr(y/ies) left out of this search; "
+             "`agenvoy doctor --repair` re-indexes them")
+        if not usable:
+            return []
+        try:
+            return self._query(col, vector, min(n, len(usable)), None, sorted(usable))
+        except Exception:  # noqa: BLE001
+            return []
+
+    def get(self, where: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+        """id -> metadata of every entry (optionally filtered)."""
+        out: dict[str, dict[str, Any]] = {}
+        offset = 0
+        with guard.exclusive(self.store):
+            col = self.collection
+            while True:
+                res = col.get(where=where, include=["metadatas"], limit=BATCH * 10,
+                              offset=offset)
+                for i, m in zip(res["ids"], res["metadatas"]):
+                    out[i] = m or {}
+                if len(res["ids"]) < BATCH * 10:
+                    return out
+                offset += len(res["ids"])
+
+    def delete(self, ids: Iterable[str]) -> int:
+        ids = list(ids)
+        if not ids:
+            return 0
+        with guard.exclusive(self.store):
+            col = self.collection
+            self._bump()
+            for i in range(0, len(ids), BATCH):  # by id lists: a `where` delete is very slow
+                col.delete(ids=ids[i:i + BATCH])
+        return len(ids)
+
+
+def message_id(session_id: str, seq: int) -> str:
+    return f"{session_id}:{seq}"

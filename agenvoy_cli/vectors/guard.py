@@ -1,0 +1,98 @@
+"""Many processes, one local Chroma directory: the generation file.
+
+chromadb's embedded client keeps each collection's HNSW index in memory and writes it back
+from there. A process whose copy is older than the directory (another process wrote since it
+loaded) answers stale queries and, when it writes, saves its stale index over the other's
+work: vectors present in Chroma's SQLite but absent from HNSW ("Error finding id"), for good
+(chroma#961, #3792). Holding the store lock around each call serialises the calls but not the
+in-memory copies.
+
+So every access to the local directory (a) holds the store's exclusive lock and (b) first
+compares `.store/chroma.generation` with the token this process last saw: if another process
+wrote since, the client is closed and reopened, which reloads from disk only the collections
+used next (with one collection per session, that is bounded by the session). Every writer
+writes a new token *before* it changes anything, so a writer that dies half-way still tells
+the others to reload. Reading the token is one small file read (~10 µs) per access.
+
+A Chroma server (AGENVOY_CHROMA_URL) keeps one copy in one process: no token is needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.home.files import FILE_MODE, ensure_dir
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
+
+_seen: dict[str, str] = {}  # chroma dir -> the generation its open client reflects
+reloads = 0  # clients reopened because another process wrote (for tests and benches)
+
+
+def generation_file(store: Store) -> Path:
+    return store.layout.store / "chroma.generation"
+
+
+def read_generation(store: Store) -> str:
+    """The current token ("" when no process ever wrote vectors here)."""
+    try:
+        return generation_file(store).read_text("ascii")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return ""
+
+
+def bump(store: Store) -> str:
+    """A new token, written before a change (hold the store lock). Not fsynced: after a
+    crash the token may be lost, but so is every client that saw the old one."""
+    path = generation_file(store)
+    token = secrets.token_hex(8)
+    ensure_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        os.write(fd, token.encode("ascii"))
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _seen[str(store.layout.chroma)] = token
+    return token
+
+
+def is_current(store: Store) -> bool:
+    """Whether this process's client reflects the directory (call under the lock)."""
+    return _seen.get(str(store.layout.chroma)) == read_generation(store)
+
+
+def opened(store: Store) -> None:
+    """A client was just opened on the directory: it reflects the current generation."""
+    _seen[str(store.layout.chroma)] = read_generation(store)
+
+
+def forget(store: Store) -> None:
+    _seen.pop(str(store.layout.chroma), None)
+
+
+def refresh_if_stale(store: Store, close: Callable[[], Any]) -> bool:
+    """Close this process's client when another process wrote since it was opened (the
+    next access reopens it). Returns whether it was closed."""
+    global reloads
+    key = str(store.layout.chroma)
+    if key not in _seen or is_current(store):
+        return False
+    close()
+    _seen.pop(key, None)
+    reloads += 1
+    return True
+
+
+@contextlib.contextmanager
+def exclusive(store: Store) -> Iterator[None]:
+    """The store's exclusive lock (re-entrant in one process), for every Chroma access."""
+    with store.write_lock():
+        yield
