@@ -40,6 +40,7 @@ class Doctor:
         self.store = store
         self.repair = repair
         self.problems: list[Problem] = []
+        self.vectors_usable = False  # set by the home-level vector check
 
     def report(self, sid: str | None, check: str, detail: str,
                fix: Callable[[], str] | None = None) -> None:
@@ -133,22 +134,17 @@ class Doctor:
             refresh()
 
     def check_vectors(self, sid: str, start_seq: int, next_seq: int) -> None:
-        from agenvoy_cli.vectors import index as vectors
+        if self.vectors_usable:
+            from agenvoy_cli.doctor import vectors
 
-        if not vectors.index_exists(self.store, vectors.MESSAGES):
-            return
-        with self.store.write_lock():
-            index = vectors.VectorIndex(self.store, vectors.MESSAGES, create=False)
-            entries = index.get({"session_id": sid})
-            stale = [i for i, m in entries.items()
-                     if not start_seq <= int(m.get("seq", -1)) < next_seq]
-            if stale:
-                self.report(sid, "vectors", f"{len(stale)} vector(s) older than the trim point "
-                            "or without their message",
-                            lambda: f"deleted {index.delete(stale)} vector(s)")
+            vectors.check_session(self, sid, start_seq, next_seq)
 
     def check_error_memory(self) -> None:
         from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.vectors.location import has_vectors
+
+        if has_vectors(self.store) and not self.vectors_usable:
+            return  # reported (and not repaired) by the vector check
 
         problems = errormem.check_error_index(self.store)
         if not problems:
@@ -182,6 +178,9 @@ def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Probl
         return []  # an empty home: nothing to check, and checking must not create it
     with store.write_lock():
         if doctor.check_database():
+            from agenvoy_cli.doctor import vectors
+
+            doctor.vectors_usable = vectors.check_home(doctor, session_ids)
             for sid in session_ids:
                 doctor.check_session(sid)
             doctor.check_error_memory()

