@@ -8,7 +8,8 @@ tests/words_embedder.py (512-d; no model, so the numbers are the index's, not th
   alone  only the measured session, the same messages.
 Each measurement is a fresh process running the real CLI in-process
 (`python -m tests.vector_workers serve` with one command: `search s0 Q --mode semantic`),
-reporting the CPU and wall time of that command (imports excluded: they are the same in both).
+reporting the CPU and wall time of that command (imports, chromadb's included, excluded: they
+are the same in both; what is left is opening the client, the catch-up check and the query).
 Pairs are interleaved (big, alone, big, alone, ...); medians and the ratio are printed.
 
 Then, in one long-lived process, the cost of the generation check: a search when no other
@@ -43,6 +44,7 @@ import sys, time, resource
 sys.argv = ["x"]
 from tests.vector_workers import install_words, invoke
 install_words()
+import chromadb, agenvoy_cli.search.engine, agenvoy_cli.vectors.index  # imports: not timed
 args = {args!r}
 c0, w0 = time.process_time(), time.perf_counter()
 code, err = invoke(args)

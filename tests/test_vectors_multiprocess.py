@@ -325,3 +325,28 @@ def test_real_model_two_indexers_and_a_search(home, run):
         assert proc.returncode == 0, err.decode()[-2000:]
         assert b"internal error" not in err.lower()
     assert_consistent(home)
+
+
+def test_error_memory_collection_half_deleted(home, run, words):
+    """The same for the error memory: its HNSW files gone, doctor names the collection,
+    --repair rebuilds it and the records get their vectors back."""
+    batch = [{"tool_name": "web_fetch", "keywords": ["timeout"], "symptom": f"timeout {n} deploy",
+              "cause": "", "action": "retry", "outcome": "resolved"} for n in range(150)]
+    res = run("errors", "record", "--from-json", "-", input=orjson.dumps(batch))
+    assert res.exit_code == 0, res.stderr
+    col = [c for c in chroma_check(home)["collections"] if c.startswith("agenvoy_errors")]
+    assert col, "the error memory has a vector collection"
+    for seg in (home / ".store/chroma").iterdir():
+        if seg.is_dir():
+            for f in seg.iterdir():
+                f.unlink()
+    new_process()
+    doc = run("doctor", "--json")
+    assert doc.exit_code == 1
+    assert any("agenvoy_errors" in p["detail"] for p in doc.json()["problems"]), doc.stdout
+    res = run("doctor", "--repair", "--json")
+    assert res.exit_code == 0, (res.stdout, res.stderr)
+    again = run("doctor", "--json")
+    assert again.exit_code == 0, (res.stdout[:3000], again.stdout[-700:])
+    report = chroma_check(home)["collections"][col[0]]
+    assert report["count"] == report["hnsw"] == 150 and report["missing"] == 0, report

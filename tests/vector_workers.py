@@ -59,10 +59,12 @@ def batch(rng: random.Random, tag: str, n: int) -> bytes:
 
 def check(chroma_dir: str) -> dict:
     """Every layer of every collection, read by a fresh client: the ids Chroma's metadata
-    holds, the ids its HNSW index returns (an unfiltered query for all of them), and the
-    (session_id, seq) of every message vector."""
+    holds, those its HNSW layer knows (restricted queries: an unfiltered one for all of them
+    is no census, HNSW being approximate), and the (session_id, seq) of every message vector."""
     import chromadb
     from chromadb.config import Settings
+
+    from agenvoy_cli.vectors.check import hnsw_missing
 
     client = chromadb.PersistentClient(chroma_dir, Settings(anonymized_telemetry=False))
     out: dict = {"collections": {}, "messages": []}
@@ -72,13 +74,17 @@ def check(chroma_dir: str) -> dict:
         entry: dict = {"count": col.count(), "ids": len(ids), "hnsw": 0, "missing": 0,
                        "error": None}
         if ids:
-            try:
-                res = col.query(query_embeddings=[[1.0] + [0.0] * (_dim(col) - 1)],
-                                n_results=len(ids), include=[])
-                found = res["ids"][0]
-                entry["hnsw"] = len(found)
-                entry["duplicates"] = len(found) - len(set(found))
-                entry["missing"] = len(set(ids) - set(found))
+            try:  # the id -> label map of HNSW, probed by restricted queries
+                missing = hnsw_missing(col, ids)
+                entry["hnsw"] = len(ids) - len(missing)
+                entry["duplicates"] = len(ids) - len(set(ids))
+                entry["missing"] = len(missing)
+                # and the vectors are really there: a query restricted to a few returns them
+                few = ids[:8]
+                found = col.query(query_embeddings=[[1.0] + [0.0] * (_dim(col) - 1)], ids=few,
+                                  n_results=len(few), include=[])["ids"][0]
+                if sorted(found) != sorted(few) and not missing:
+                    entry["error"] = f"restricted query returned {len(found)} of {len(few)}"
             except Exception as exc:  # noqa: BLE001
                 entry["error"] = f"{type(exc).__name__}: {exc}"
         if col.name.startswith("agenvoy_messages"):  # one for the home, or one per session

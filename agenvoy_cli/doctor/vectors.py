@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import index as vectors
-from agenvoy_cli.vectors.check import hnsw_ids
+from agenvoy_cli.vectors.check import hnsw_missing
 from agenvoy_cli.vectors.location import has_vectors, server_url
 from agenvoy_cli.vectors.messages import MessageIndex
 
@@ -104,7 +104,7 @@ def _layers(col: Any) -> tuple[dict[str, dict[str, Any]], set[str] | None, str |
     got = col.get(include=["metadatas"])
     meta = {i: (m or {}) for i, m in zip(got["ids"], got["metadatas"])}
     try:
-        return meta, hnsw_ids(col), None
+        return meta, set(meta) - hnsw_missing(col, list(meta)), None
     except Exception as exc:  # noqa: BLE001 - files gone, unreadable index
         return meta, None, " ".join(str(exc).split())[:200]
 
