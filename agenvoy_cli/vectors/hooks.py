@@ -52,12 +52,7 @@ class VectorHooks(IndexHooks):
             return
         from agenvoy_cli.vectors import index
 
-        drop = set(seqs)
-        found = index._message_index(store)
-        if found is not None:
-            found.delete([i for i, m in found.get({"session_id": session_id}).items()
-                          if int(m.get("seq", -1)) in drop
-                          or (from_seq is not None and int(m.get("seq", -1)) >= from_seq)])
+        index.forget_changed(store, session_id, seqs, from_seq)
 
     def after_clear(self, store: Store, session_id: str) -> None:
         if not has_vectors(store):

@@ -61,6 +61,14 @@ def forget_before(store: Store, session_id: str, start_seq: int) -> int:
     return MessageIndex(store, create=False).forget_before(session_id, start_seq)
 
 
+def forget_changed(store: Store, session_id: str, seqs: list[int],
+                   from_seq: int | None = None) -> int:
+    """Drop the vectors of edited or forgotten messages (seqs, and every seq >= from_seq)."""
+    if not index_exists(store, MESSAGES):
+        return 0
+    return MessageIndex(store, create=False).forget_changed(session_id, seqs, from_seq)
+
+
 def forget_session(store: Store, session_id: str) -> int:
     return MessageIndex(store, create=False).forget_session(session_id)
 

@@ -190,6 +190,15 @@ class MessageIndex:
         stale = [i for i, m in index.get().items() if int(m.get("seq", -1)) < start_seq]
         return index.delete(stale)
 
+    def forget_changed(self, session_id: str, seqs: list[int], from_seq: int | None) -> int:
+        index = self.session(session_id)
+        if index is None:
+            return 0
+        drop = set(seqs)
+        return index.delete([i for i, m in index.get().items()
+                             if int(m.get("seq", -1)) in drop
+                             or (from_seq is not None and int(m.get("seq", -1)) >= from_seq)])
+
     def forget_session(self, session_id: str) -> int:
         index = self.session(session_id)
         if index is None:
