@@ -135,7 +135,8 @@ async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Eve
         while (job := await thread.run(indexer.plan)) is not None:
             session_id, index, batch = job
             await idle.wait()
-            vecs = await anyio.to_thread.run_sync(indexer.embed, batch)
+            # abandoned on shutdown: it writes nothing, and EOF must not wait for the model
+            vecs = await anyio.to_thread.run_sync(indexer.embed, batch, abandon_on_cancel=True)
             await thread.run(indexer.add, session_id, index, batch, vecs)
         wake.clear()
         try:
