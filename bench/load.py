@@ -28,8 +28,8 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ["append", "append", "keyword", "append", "semantic", "compact", "append", "summarize",
-         "errors-record", "keyword", "errors-lookup", "vectors", "hybrid", "vectors-all", "append",
-         "errors-lookup", "vectors"]
+         "errors-record", "keyword", "errors-lookup", "append", "hybrid", "vectors-all", "append",
+         "vectors"]
 SESSIONS = 4
 
 
