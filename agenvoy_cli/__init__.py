@@ -1,3 +1,19 @@
-"""agenvoy-cli: the memory layer of an AI agent, on Agenvoy's on-disk layout."""
+"""agenvoy-cli: the memory layer of an AI agent, on Agenvoy's on-disk layout.
+
+For Python agents: ``from agenvoy_cli import Memory`` (see agenvoy_cli.api). The import is
+lazy, so ``import agenvoy_cli`` (and the CLI's start-up) stays light."""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["Memory", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Memory":
+        from agenvoy_cli.api import Memory
+
+        return Memory
+    raise AttributeError(f"module 'agenvoy_cli' has no attribute {name!r}")

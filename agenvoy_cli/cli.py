@@ -10,6 +10,7 @@ import click
 
 from agenvoy_cli import __version__
 from agenvoy_cli.errors import INTERRUPTED, AgenvoyError
+from agenvoy_cli.output import fail, wants_json
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, short help) — the help text lives here so `--help` imports nothing.
@@ -54,20 +55,28 @@ class LazyGroup(click.Group):
     def main(self, args: Any = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
-        """Like click's, but a usage error is one line on stderr, as every other error."""
+        """Like click's, but a usage error is one line on stderr, as every other error (and
+        the error document on stdout when the command line asks for JSON); a bare group
+        (`agenvoy`, `agenvoy rag`) prints its help and exits 0."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        as_json = wants_json(argv)
+        extra.setdefault("obj", {})["json_errors"] = as_json
         try:
-            code = super().main(args, prog_name, complete_var, False, **extra)
+            code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help() if exc.ctx else self.get_help(click.Context(self)))
+            sys.exit(0)
         except click.UsageError as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
-            click.echo(f"agenvoy: error: {exc.format_message()}{hint}", err=True)
+            fail(f"{exc.format_message()}{hint}", exc.exit_code, "usage", as_json)
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            click.echo(f"agenvoy: error: {exc.format_message()}", err=True)
+            fail(exc.format_message(), exc.exit_code, "usage", as_json)
             sys.exit(exc.exit_code)
         except click.Abort:
-            click.echo("agenvoy: aborted", err=True)
+            fail("aborted", 1, "failed", as_json, prefix="")
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
 
@@ -77,32 +86,39 @@ class LazyGroup(click.Group):
         except AgenvoyError as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            click.echo(f"agenvoy: error: {exc}", err=True)
+            fail(str(exc), exc.exit_code, exc.kind, _json_errors(ctx))
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
-            click.echo("agenvoy: interrupted", err=True)
+            fail("interrupted", INTERRUPTED, "interrupted", _json_errors(ctx), prefix="")
             ctx.exit(INTERRUPTED)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            click.echo(f"agenvoy: internal error: {type(exc).__name__}: {exc} "
-                       "(run with --debug for the traceback)", err=True)
+            fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", 1,
+                 "internal", _json_errors(ctx), prefix="internal error")
             ctx.exit(1)
+
+
+def _json_errors(ctx: click.Context) -> bool:
+    return bool(ctx.obj and (ctx.obj.get("json_errors") or ctx.obj.get("json")))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", type=click.Path(file_okay=False), envvar="AGENVOY_HOME",
               help="Agenvoy home (default ~/.config/agenvoy; env AGENVOY_HOME).")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Every command prints exactly one JSON document (same as its --json).")
 @click.version_option(__version__, "-V", "--version", prog_name="agenvoy")
 @click.pass_context
-def cli(ctx: click.Context, home: str | None, debug: bool) -> None:
+def cli(ctx: click.Context, home: str | None, debug: bool, as_json: bool) -> None:
     """agenvoy — the memory layer of an AI agent, on Agenvoy's on-disk layout."""
     ctx.ensure_object(dict)
     ctx.obj["home"] = home
     ctx.obj["debug"] = debug
+    ctx.obj["json"] = as_json
 
 
 def main() -> None:

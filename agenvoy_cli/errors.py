@@ -22,26 +22,33 @@ EXIT_CODES: dict[int, str] = {
 
 
 class AgenvoyError(Exception):
-    """Base of every error the CLI turns into one line on stderr."""
+    """Base of every error the CLI turns into one line on stderr (and, with --json, into
+    {"error": {"code", "kind", "message"}} on stdout: `kind` names the family)."""
 
     exit_code = FAILED
+    kind = "failed"
 
 
 class BadInput(AgenvoyError):
     exit_code = USAGE
+    kind = "bad_input"
 
 
 class NotFound(AgenvoyError):
     exit_code = NOT_FOUND
+    kind = "not_found"
 
 
 class CorruptStore(AgenvoyError):
     exit_code = CORRUPT
+    kind = "corrupt"
 
 
 class StoreBusy(AgenvoyError):
     exit_code = BUSY
+    kind = "busy"
 
 
 class OperationFailed(AgenvoyError):
     exit_code = FAILED
+    kind = "failed"

@@ -9,22 +9,85 @@ from typing import Any
 import click
 import orjson
 
+from agenvoy_cli.contract import document, error_document
+
 
 def to_json(doc: Any) -> str:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
 
 
-def emit(doc: Any, as_json: bool, render: Callable[[Any], str | None] | None = None) -> None:
-    """Print a result: exactly one JSON document with --json, else the human rendering."""
+FORMATS = ("table", "json", "jsonl", "csv")
+
+
+def format_option(func: Any) -> Any:
+    """--format for a command that prints a list (its `rows` key in emit())."""
+    return click.option(
+        "--format", "fmt", type=click.Choice(FORMATS), default=None,
+        help="table (for people; the default), json (one document, as --json), jsonl "
+             "(one JSON object per line, one per item), csv (a header row, one row per "
+             "item).")(func)
+
+
+def emit(doc: Any, as_json: bool, render: Callable[[Any], str | None] | None = None, *,
+         fmt: str | None = None, rows: str | None = None) -> None:
+    """Print a result: exactly one JSON document with --json (schema_version first), the
+    list under `rows` as JSON Lines or CSV with --format jsonl|csv, else the human
+    rendering (--format table)."""
+    if fmt in ("jsonl", "csv") and rows is not None and isinstance(doc, dict):
+        items = doc.get(rows) or []
+        click.echo(_jsonl(items) if fmt == "jsonl" else _csv(items), nl=False)
+        return
+    if fmt == "json":
+        as_json = True
+    elif fmt == "table":
+        as_json = False
     if as_json:
-        click.echo(to_json(doc))
+        click.echo(to_json(document(doc) if isinstance(doc, dict) else doc))
         return
     text = render(doc) if render else to_json(doc)
     if text:
         click.echo(text)
 
 
+def _jsonl(items: Sequence[Any]) -> str:
+    return "".join(orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS).decode() + "\n"
+                   for item in items)
+
+
+def _csv_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "; ".join(value)
+    if isinstance(value, (list, dict)):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+def _csv(items: Sequence[Any]) -> str:
+    """One row per item; the columns are every key met, in order of appearance."""
+    import csv
+    import io
+
+    columns: dict[str, None] = {}
+    for item in items:
+        if isinstance(item, dict):
+            columns.update(dict.fromkeys(item))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(list(columns))
+    for item in items:
+        if isinstance(item, dict):
+            writer.writerow([_csv_cell(item.get(c)) for c in columns])
+    return out.getvalue()
+
+
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    """A table for people: booleans as yes/no, None as -, East-Asian wide characters
+    aligned (tabulate measures them with wcwidth)."""
+    rows = [[cell(v) for v in row] for row in rows]
     if len(rows) > 50:  # tabulate takes ~35 us a row: a long listing is formatted here
         cells = [tuple(str(c).strip() for c in row) for row in rows]
         if all(len(row) == len(headers) for row in cells) and \
@@ -33,6 +96,32 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     from tabulate import tabulate
 
     return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+
+
+def yes_no(value: Any) -> str:
+    return "yes" if value else "no"
+
+
+def cell(value: Any) -> Any:
+    if isinstance(value, bool):
+        return yes_no(value)
+    return "-" if value is None else value
+
+
+def human_time(value: str | int | None, missing: str = "-") -> str:
+    """An RFC 3339 string or UTC unix ns as local 'YYYY-MM-DD HH:MM:SS' for a table."""
+    from datetime import datetime
+
+    if value is None or value == "":
+        return missing
+    if isinstance(value, int):
+        moment = datetime.fromtimestamp(value / 1e9)
+    else:
+        try:
+            moment = datetime.fromisoformat(value).astimezone()
+        except ValueError:
+            return value
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _simple_table(rows: list[tuple[str, ...]], headers: list[str]) -> str:
@@ -51,6 +140,26 @@ def _simple_table(rows: list[tuple[str, ...]], headers: list[str]) -> str:
 
 def warn(message: str) -> None:
     click.echo(message, err=True)
+
+
+def fail(message: str, code: int, kind: str, as_json: bool, prefix: str = "error") -> None:
+    """An error: one line on stderr; with --json also the error document on stdout."""
+    warn(f"agenvoy: {prefix}: {message}" if prefix else f"agenvoy: {message}")
+    if as_json:
+        click.echo(to_json(error_document(code, kind, message)))
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """Whether a command line asks for JSON (--json, --format json|jsonl), looking only
+    before `--`: errors found while parsing it are reported the way it asked."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return False
+        if arg == "--json" or arg in ("--format=json", "--format=jsonl"):
+            return True
+        if arg == "--format" and i + 1 < len(args) and args[i + 1] in ("json", "jsonl"):
+            return True
+    return False
 
 
 def stderr_is_terminal() -> bool:

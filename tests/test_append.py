@@ -35,7 +35,8 @@ def test_append_writes_history_and_sqlite_with_header(run, home):
     res = run("append", "s", "--role", "user", "--content", "hello 世界",
               "--time", "2024-05-01 10:00:00", "--json")
     assert res.exit_code == 0, res.stderr
-    assert res.json() == {"session_id": "s", "appended": 1, "messages": 1,
+    assert res.json() == {"schema_version": 1, "session_id": "s", "appended": 1,
+                          "message_count": 1,
                           "bytes": (home / "sessions/s/history.json").stat().st_size,
                           "compaction": None}
     [msg] = history(home)
@@ -59,7 +60,7 @@ def test_batch_json_array_and_jsonl_and_parts(run, home):
     assert run("append", "s", "--messages", "-", input=orjson.dumps(batch)).exit_code == 0
     lines = b"\n".join(orjson.dumps(m) for m in batch)
     res = run("append", "s", "--messages", "-", "--json", input=lines)
-    assert res.exit_code == 0 and res.json()["messages"] == 4
+    assert res.exit_code == 0 and res.json()["message_count"] == 4
     msgs = history(home)
     assert [m["role"] for m in msgs] == ["user", "assistant"] * 2
     assert msgs[1]["name"] == "bot" and msgs[1]["content"][0]["text"].endswith("\n---\na1")

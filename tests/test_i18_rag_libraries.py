@@ -102,7 +102,7 @@ def test_files_in_legacy_encodings_are_decoded(run, tmp_path, words):  # noqa: F
     for name, (encoding, text, _) in SAMPLES.items():
         (folder / name).write_bytes(text.encode(encoding))
     sync = ok(run("rag", "create", "enc", "--path", str(folder), "--json"))["sync"]
-    assert sync["skipped"] == [] and sync["indexed"] == len(SAMPLES)
+    assert sync["skipped_files"] == [] and sync["indexed"] == len(SAMPLES)
     for name, (_, text, query) in SAMPLES.items():
         doc = ok(run("rag", "search", "enc", query, "--mode", "keyword", "--json"))
         hits = [h for h in doc["results"] if Path(h["path"]).name == name]

@@ -43,7 +43,7 @@ def test_compact_trims_to_80_percent_after_assistant(run, home):
     assert len(rows(home)) == 80  # SQLite untouched
     start_at, start_seq = meta(home)
     assert start_seq == doc["removed"] and start_at == rows(home)[start_seq][1]
-    assert doc["start_at"] == start_at
+    assert doc["start_at_ns"] == start_at and doc["start_at"].startswith("20")
 
 
 def test_compact_under_limit_and_uncuttable(run, home):
@@ -134,10 +134,11 @@ def test_session_list_and_show(run, home):
     fill(run, "b", 1)
     res = run("session", "list", "--json")
     got = {s["session_id"]: s for s in res.json()["sessions"]}
-    assert set(got) == {"a", "b"} and got["a"]["messages"] == 4
-    assert got["a"]["last_message_time"] == "2024-03-01 00:00:01" and got["a"]["summary"] is False
+    assert set(got) == {"a", "b"} and got["a"]["message_count"] == 4
+    assert got["a"]["last_message_at"] == "2024-03-01T00:00:01+08:00"
+    assert got["a"]["has_summary"] is False
     show = run("session", "show", "a", "--json").json()
-    assert show["archive_rows"] == 4 and show["trim_point"]["start_seq"] == 0
+    assert show["row_count"] == 4 and show["trim_point"]["start_seq"] == 0
     text = run("session", "list").stdout
     assert "a" in text and "messages" in text
 

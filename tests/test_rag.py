@@ -125,8 +125,8 @@ def test_create_index_and_keyword_search(run, home, corpus, words):
     doc = ok(run("rag", "create", "docs", "--path", str(corpus), "--json"))
     sync = doc["sync"]
     assert doc["paths"] == [str(corpus.resolve())]
-    assert sync["indexed"] == 11 and sync["chunks"] > 11
-    skipped = {Path(s["path"]).name: s["reason"] for s in sync["skipped"]}
+    assert sync["indexed"] == 11 and sync["chunk_count"] > 11
+    skipped = {Path(s["path"]).name: s["reason"] for s in sync["skipped_files"]}
     assert skipped == {"blob.bin": "binary file", "photo.png": "binary file"}
 
     # exact phrase: found, with its file, line range and heading
@@ -171,12 +171,13 @@ def test_create_index_and_keyword_search(run, home, corpus, words):
 def test_list_files_and_unchanged_add(run, home, corpus, words):
     ok(run("rag", "create", "docs"))
     doc = ok(run("rag", "add", "docs", str(corpus / "notes"), str(corpus / "zh"), "--json"))
-    assert doc["indexed"] == 5 and doc["skipped"] == [] and doc["removed"] == 0
+    assert doc["indexed"] == 5 and doc["skipped_files"] == [] and doc["removed"] == 0
     (db,) = ok(run("rag", "list", "--json"))["databases"]
-    assert db["name"] == "docs" and db["files"] == 5 and db["chunks"] == doc["chunks"]
+    assert db["name"] == "docs" and db["file_count"] == 5
+    assert db["chunk_count"] == doc["chunk_count"]
     assert db["bytes"] == sum(p.stat().st_size for p in [*(corpus / "notes").iterdir(),
                                                          *(corpus / "zh").iterdir()])
-    assert db["last_sync"] and db["pending"] == 0
+    assert db["synced_at"] and db["pending_count"] == 0
     assert sorted(db["paths"]) == sorted([str(corpus / "notes"), str(corpus / "zh")])
     # unchanged: nothing read again, nothing embedded
     calls = words.calls
@@ -192,10 +193,10 @@ def test_list_files_and_unchanged_add(run, home, corpus, words):
     files = ok(run("rag", "files", "docs", "--json"))
     assert [f["relpath"] for f in files["files"]] == [
         "cooking.md", "meetings.md", "travel.txt", "旅行.txt", "記憶系統.md"]
-    assert all(f["state"] == "done" and f["chunks"] >= 1 for f in files["files"])
+    assert all(f["state"] == "done" and f["chunk_count"] >= 1 for f in files["files"])
     table = run("rag", "list").stdout
     assert "docs" in table and "chunks" in table
-    assert consistency(home, "docs")["vectors"] == db["chunks"]
+    assert consistency(home, "docs")["vectors"] == db["chunk_count"]
 
 
 def test_sync_after_edit_and_delete(run, home, corpus, words):
@@ -234,10 +235,10 @@ def test_oversize_and_binary_are_skipped_with_a_note(run, home, corpus, words):
                                                        "blob.bin", "photo.png"}
     # known skips are not reported again; a larger limit (remembered) brings them in
     again = run("rag", "sync", "docs", "--json")
-    assert again.json()["skipped"] == [] and "skipped" not in again.stderr
+    assert again.json()["skipped_files"] == [] and "skipped" not in again.stderr
     doc = ok(run("rag", "sync", "docs", "--max-file-size", "1M", "--json"))
     assert doc["indexed"] == 5
-    assert [Path(s["path"]).name for s in doc["skipped"]] == ["blob.bin"]  # binary now
+    assert [Path(s["path"]).name for s in doc["skipped_files"]] == ["blob.bin"]  # binary now
     assert names(find(run, "docs", "carbonara")) == ["cooking.md"]
     assert ok(run("rag", "list", "--json"))["databases"][0]["max_file_bytes"] == 1 << 20
     # an explicitly named binary file is refused with a note too
@@ -289,7 +290,7 @@ def test_gitignore_hidden_and_symlinks(run, home, tmp_path, words):
     started = time.monotonic()
     res = run("rag", "create", "repo", "--path", str(repo), "--json")
     assert res.exit_code == 0 and time.monotonic() - started < 20
-    reasons = {Path(s["path"]).name: s["reason"] for s in res.json()["sync"]["skipped"]}
+    reasons = {Path(s["path"]).name: s["reason"] for s in res.json()["sync"]["skipped_files"]}
     assert reasons["link-out.txt"] == "symlink to a file outside the folder"
     assert reasons["loop-a"] == reasons["loop-b"] == "broken symlink or symlink loop"
     assert find(run, "repo", "outside")["results"] == []
@@ -340,14 +341,14 @@ def test_all_databases_and_remove(run, home, corpus, words):
     sem = find(run, None, "healthHandler ListenAndServe healthz", mode="semantic", limit="1")
     assert names(sem) == ["server.go"]
     text = run("rag", "search", "--all", "sourdough", "--mode", "keyword").stdout
-    assert text.startswith("[notes] ")
+    assert text.startswith("1. [notes] ")
     res = run("rag", "sync", "--all", "--json")
     assert [d["database"] for d in res.json()["databases"]] == ["code", "notes"]
     # remove: never without --yes when stdin is not a terminal
     res = run("rag", "remove", "notes")
     assert res.exit_code == 2 and "--yes" in res.stderr
     doc = ok(run("rag", "remove", "notes", "--yes", "--json"))
-    assert doc["files"] == 3 and doc["chunks"] > 0
+    assert doc["file_count"] == 3 and doc["chunk_count"] > 0
     assert [d["name"] for d in ok(run("rag", "list", "--json"))["databases"]] == ["code"]
     conn = sqlite3.connect(home / ".store" / "history.db")
     assert conn.execute("SELECT count(*) FROM rag_files f JOIN rag_dbs d ON d.id = f.db_id "

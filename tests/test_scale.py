@@ -73,16 +73,16 @@ def test_session_list_and_show_read_no_history_json(run, home):
     assert proc.returncode == 0, proc.stderr.decode()
     assert not [p for p in opened if p.endswith("history.json")], opened
     sessions = {s["session_id"]: s for s in json.loads(proc.stdout)["sessions"]}
-    assert sessions["alpha"]["messages"] == 3 and sessions["beta"]["messages"] == 2
+    assert sessions["alpha"]["message_count"] == 3 and sessions["beta"]["message_count"] == 2
     path = home / "sessions" / "alpha" / "history.json"
     assert sessions["alpha"]["bytes"] == path.stat().st_size
-    assert sessions["alpha"]["last_message_time"] == "2024-05-01 10:00:00"
-    assert sessions["alpha"]["summary"] is False and sessions["alpha"]["problem"] is None
+    assert sessions["alpha"]["last_message_at"] == "2024-05-01T10:00:00+08:00"
+    assert sessions["alpha"]["has_summary"] is False and sessions["alpha"]["problem"] is None
     proc, opened = audited("session", "show", "alpha", "--json")
     assert proc.returncode == 0, proc.stderr.decode()
     assert not [p for p in opened if p.endswith("history.json")], opened
     shown = json.loads(proc.stdout)
-    assert shown["messages"] == 3 and shown["archive_rows"] == 3
+    assert shown["message_count"] == 3 and shown["row_count"] == 3
     assert shown["trim_point"]["start_seq"] == 0
 
 
@@ -107,11 +107,11 @@ def test_session_list_follows_every_writer(run, home):
     assert run("compact", "alpha", "--max-bytes", "2048").exit_code == 0
     hist = orjson.loads((home / "sessions/alpha/history.json").read_bytes())
     got = listing(run)["alpha"]
-    assert got["messages"] == len(hist) < 10
+    assert got["message_count"] == len(hist) < 10
     assert got["bytes"] == (home / "sessions/alpha/history.json").stat().st_size
     # reset keeps the folder (and summary.json), no messages left; remove drops the session
     assert run("session", "reset", "beta", "--yes", "--no-summary").exit_code == 0
-    assert listing(run)["beta"]["messages"] == 0
+    assert listing(run)["beta"]["message_count"] == 0
     assert run("session", "remove", "gamma", "--yes").exit_code == 0
     assert "gamma" not in listing(run)
     # backfill of a session another program wrote (no rows, no summary entry yet)
@@ -124,7 +124,7 @@ def test_session_list_follows_every_writer(run, home):
     proc, opened = audited("session", "list", "--json")
     assert not [p for p in opened if p.endswith("history.json")], opened
     delta = {s["session_id"]: s for s in json.loads(proc.stdout)["sessions"]}["delta"]
-    assert delta["messages"] == 2 and delta["last_message_time"] == "2024-06-01 08:00:00"
+    assert delta["message_count"] == 2 and delta["last_message_at"] == "2024-06-01T08:00:00+08:00"
 
 
 def test_session_list_sees_what_another_program_wrote(run, home):
@@ -140,9 +140,9 @@ def test_session_list_sees_what_another_program_wrote(run, home):
         {"key_decisions": ["x"], "past_discussions": [], "current_discussion": "y"}))
     proc, opened = audited("session", "list", "--json")
     got = {s["session_id"]: s for s in json.loads(proc.stdout)["sessions"]}
-    assert got["alpha"]["messages"] == 3 and got["alpha"]["bytes"] == path.stat().st_size
-    assert got["alpha"]["last_message_time"] == "2024-07-01 09:30:00"
-    assert got["beta"]["summary"] is True and got["alpha"]["summary"] is False
+    assert got["alpha"]["message_count"] == 3 and got["alpha"]["bytes"] == path.stat().st_size
+    assert got["alpha"]["last_message_at"] == "2024-07-01T09:30:00+08:00"
+    assert got["beta"]["has_summary"] is True and got["alpha"]["has_summary"] is False
     assert not [p for p in opened if p.endswith("beta/history.json")], opened
 
 
@@ -159,7 +159,7 @@ def test_doctor_checks_and_repairs_the_session_table(run, home):
     assert [p["check"] for p in res.json()["problems"]] == ["session-stats"]
     assert run("doctor", "--repair").exit_code == 0
     assert run("doctor").exit_code == 0
-    assert listing(run)["alpha"]["messages"] == 3
+    assert listing(run)["alpha"]["message_count"] == 3
 
 
 def test_a_long_listing_is_formatted_as_tabulate_would():
@@ -366,7 +366,7 @@ def test_streamed_sync_follows_the_identity_rule(run, home, streamed):
     assert len(rows) == 122 and [r[0] for r in rows] == list(range(122))
     assert rows[60][2].endswith("(edited)") and rows[121][2] == "new two"
     assert run("doctor", "s").exit_code == 0
-    assert listing(run)["s"]["messages"] == 122
+    assert listing(run)["s"]["message_count"] == 122
     res = run("compact", "s", "--max-bytes", "4096", "--json")
     assert res.exit_code == 0 and res.json()["removed"] > 0
     kept = orjson.loads(path.read_bytes())

@@ -305,7 +305,7 @@ def test_pending_follows_the_mtime_gate(run, home, llm):
     assert res.exit_code == 0
     assert [d["session_id"] for d in res.json()["sessions"]] == ["a", "b", "c"]
     assert len(llm.calls) == 3
-    assert run("summarize", "--pending", "--json").json() == {"sessions": []}
+    assert run("summarize", "--pending", "--json").json() == {"schema_version": 1, "sessions": []}
 
     # history.json newer than summary.json -> pending again, though nothing is new.
     hist = session(home, "a") / "history.json"

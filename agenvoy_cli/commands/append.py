@@ -8,7 +8,7 @@ from typing import Any
 import click
 import orjson
 
-from agenvoy_cli.commands.common import get_store, json_option, session_argument
+from agenvoy_cli.commands.common import json_option, memory, session_argument
 from agenvoy_cli.conversation.messages import ROLES, parse_local_time
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import validate_name
@@ -91,11 +91,8 @@ def command(ctx: click.Context, session_id: str, role: str | None, content: str 
             content = read_input("-")
         batch = [{"role": role, "content": content}]
     moment = parse_local_time(when) if when else None
-    result = get_store(ctx).append(session_id, batch, moment, compact=not no_compact)
-    doc = {"session_id": result.session_id, "appended": result.appended,
-           "messages": result.messages, "bytes": result.bytes,
-           "compaction": result.compaction.as_dict() if result.compaction else None}
+    doc = memory(ctx).append(session_id, batch, time=moment, compact=not no_compact)
     emit(doc, as_json, lambda d: (
         f"appended {d['appended']} message(s) to {d['session_id']}: "
-        f"{d['messages']} in history.json, {d['bytes']} bytes"
+        f"{d['message_count']} in history.json, {d['bytes']} bytes"
         + (f" (compacted: {d['compaction']['removed']} removed)" if d["compaction"] else "")))

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from agenvoy_cli.commands.common import complete_session, get_store, json_option
+from agenvoy_cli.contract import listing
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.output import ProgressBar, emit, table
 
@@ -51,7 +52,7 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
             bar(done, len(ids))
     finally:
         bar.close()
-    doc = {"sessions": results, "inserted": sum(r["inserted"] for r in results)}
+    doc = {**listing("sessions", results), "inserted": sum(r["inserted"] for r in results)}
     if vectors:
         doc["embedded"] = sum(r["embedded"] for r in results)
     emit(doc, as_json, lambda d: table(

@@ -7,7 +7,9 @@ from typing import Any, TypeVar
 
 import click
 
+from agenvoy_cli.api import Memory
 from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
 from agenvoy_cli.vectors.hooks import open_store
 
@@ -22,8 +24,18 @@ def get_store(ctx: click.Context) -> Store:
     return obj["store"]
 
 
+def _root_json(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    """--json on the command, or `agenvoy --json COMMAND`."""
+    return bool(value or (ctx.find_root().obj or {}).get("json"))
+
+
+def memory(ctx: click.Context) -> Memory:
+    """The Python API over this command's home: the commands call it as any agent would."""
+    return Memory(store=get_store(ctx))
+
+
 def json_option(func: F) -> F:
-    return click.option("--json", "as_json", is_flag=True,
+    return click.option("--json", "as_json", is_flag=True, callback=_root_json,
                         help="Print exactly one JSON document on stdout.")(func)
 
 
@@ -75,3 +87,13 @@ def confirm_destructive(question: str, refusal: str, yes: bool) -> None:
 
 def checked_session(session_id: str) -> str:
     return validate_name(session_id)
+
+
+def one_query(words: tuple[str, ...] | list[str], option: str | None) -> str:
+    """The query: the words (joined) or -q/--query, exactly one of them."""
+    if words and option is not None:
+        raise BadInput("give the query once: as words or with -q/--query, not both")
+    text = option if option is not None else " ".join(words)
+    if not text.strip():
+        raise click.UsageError("give a QUERY (or -q/--query TEXT)")
+    return text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from agenvoy_cli.commands.common import complete_session, get_store, json_option
+from agenvoy_cli.contract import listing
 from agenvoy_cli.conversation.compaction import compact_session
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.output import emit, table
@@ -35,7 +36,7 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool,
              f"{d['kept']}, {d['bytes_before']} -> {d['bytes_after']} bytes"
              + (f" ({d['note']})" if d["note"] else ""))
     else:
-        emit({"sessions": results}, as_json, lambda d: table(
+        emit(listing("sessions", results), as_json, lambda d: table(
             [(r["session_id"], r["removed"], r["kept"], r["bytes_before"], r["bytes_after"],
               r["note"]) for r in d["sessions"]],
             ["session", "removed", "kept", "bytes before", "bytes after", "note"],

@@ -12,7 +12,7 @@ from agenvoy_cli.output import emit
 
 def _render(doc: dict) -> str:
     if not doc["problems"]:
-        return f"ok: {doc['sessions']} session(s) checked, no problems"
+        return f"ok: {doc['session_count']} session(s) checked, no problems"
     lines = []
     for p in doc["problems"]:
         where = p["session_id"] or "(home)"
@@ -36,7 +36,7 @@ def command(ctx: click.Context, session_id: str | None, repair: bool, as_json: b
     ids = [session_id] if session_id else store.session_ids()
     problems = run_doctor(store, ids, repair)
     remaining = [p for p in problems if not p.repaired]
-    emit({"sessions": len(ids), "problems": [p.as_dict() for p in problems],
-          "remaining": len(remaining)}, as_json, _render)
+    emit({"session_count": len(ids), "problems": [p.as_dict() for p in problems],
+          "count": len(problems), "remaining": len(remaining)}, as_json, _render)
     if remaining:
         ctx.exit(FAILED)

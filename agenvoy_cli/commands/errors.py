@@ -7,15 +7,17 @@ from typing import Any, BinaryIO
 
 import click
 
-from agenvoy_cli.commands.common import confirm_destructive, get_store, json_option
+from agenvoy_cli.commands.common import confirm_destructive, get_store, json_option, memory
+from agenvoy_cli.contract import listing
 from agenvoy_cli.errormem import memory as errormem
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.output import emit, table, warn
+from agenvoy_cli.output import emit, format_option, human_time, table, warn
 from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
 
 
-def _complete_tool(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    """Tool names of the home's records (SQLite read-only; nothing heavy, nothing created)."""
+def _complete_sql(ctx: click.Context, sql: str, incomplete: str) -> list[Any]:
+    """Values of one column of the home's records (SQLite read-only; nothing heavy,
+    nothing created)."""
     import sqlite3
 
     from click.shell_completion import CompletionItem
@@ -27,11 +29,19 @@ def _complete_tool(ctx: click.Context, param: click.Parameter, incomplete: str) 
         return []
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            names = [r[0] for r in conn.execute(
-                "SELECT DISTINCT tool_name FROM error_records ORDER BY tool_name")]
+            names = [r[0] for r in conn.execute(sql)]
     except sqlite3.Error:
         return []
-    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+    return [CompletionItem(n) for n in names if str(n).startswith(incomplete)]
+
+
+def _complete_tool(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    return _complete_sql(ctx, "SELECT DISTINCT tool_name FROM error_records ORDER BY tool_name",
+                         incomplete)
+
+
+def _complete_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    return _complete_sql(ctx, "SELECT id FROM error_records ORDER BY id", incomplete)
 
 
 def _complete_choice(values: tuple[str, ...]) -> Any:
@@ -109,7 +119,7 @@ def record_cmd(ctx: click.Context, tool_name: str | None, keywords: tuple[str, .
                                       outcome)]
     store = get_store(ctx)
     records = errormem.record(store, drafts, semantic=semantic, warn=warn)
-    emit({"records": [r.as_dict() for r in records]}, as_json,
+    emit(listing("records", [r.as_dict() for r in records]), as_json,
          lambda d: "\n".join(r["id"] for r in d["records"]))
 
 
@@ -154,11 +164,8 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
     Nothing found: nothing on stdout, exit 0."""
     text = _read_query(query, query_text)
     check_budget(budget)
-    store = get_store(ctx)
-    result = errormem.lookup(store, text, tool=tool, error_type=error_type,
-                             limit=limit, semantic=semantic, warn=warn, budget=budget)
-    doc = {"records": [h.as_dict() for h in result.hits], "hint": result.hint,
-           "mode": result.mode, "unindexed_count": result.unindexed_count}
+    doc = memory(ctx).lookup_errors(text, tool=tool, error_type=error_type, limit=limit,
+                                    semantic=semantic, warn=warn, budget=budget)
     if as_json or fmt == "json":
         emit(doc, True)
     elif fmt == "hint":
@@ -175,15 +182,16 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
 
 
 @command.command("show")
-@click.argument("record_id", metavar="ID")
+@click.argument("record_id", metavar="ID", shell_complete=_complete_id)
 @json_option
 @click.pass_context
 def show_cmd(ctx: click.Context, record_id: str, as_json: bool) -> None:
     """One record (ID or a unique prefix of at least 6 digits)."""
     rec = errormem.get(get_store(ctx), record_id)
     emit(rec.as_dict(), as_json, lambda d: table(
-        [(k, ", ".join(v) if isinstance(v, list) else ("-" if v in (None, "") else v))
-         for k, v in d.items() if k not in ("timestamp", "expires_at")],
+        [(k, ", ".join(v) if isinstance(v, list) else human_time(v) if k.endswith("_at")
+          else ("-" if v in (None, "") else v))
+         for k, v in d.items() if not k.endswith("_ns") and k != "schema_version"],
         ["field", "value"]))
 
 
@@ -195,23 +203,26 @@ def show_cmd(ctx: click.Context, record_id: str, as_json: bool) -> None:
               shell_complete=_complete_choice(errormem.ERROR_TYPES),
               help="Only this error type.")
 @click.option("-n", "--limit", type=click.IntRange(1), help="At most N records (newest).")
+@format_option
 @json_option
 @click.pass_context
 def list_cmd(ctx: click.Context, tool: str | None, outcome: str | None,
-             error_type: str | None, limit: int | None, as_json: bool) -> None:
+             error_type: str | None, limit: int | None, as_json: bool,
+        fmt: str | None = None) -> None:
     """Live records, newest first (listing does not renew them)."""
     records = errormem.list_records(get_store(ctx), tool=tool, outcome=outcome,
                                     error_type=error_type, limit=limit)
-    emit({"records": [r.as_dict() for r in records]}, as_json, lambda d: table(
-        [(r["id"][:errormem.SHORT_ID], r["created"], r["expires"][:10], r["tool_name"],
-          r["outcome"], r["error_type"] or "-", r["hits"], _clip(r["symptom"], 50))
+    emit(listing("records", [r.as_dict() for r in records]), as_json, lambda d: table(
+        [(r["id"][:errormem.SHORT_ID], human_time(r["created_at"]),
+          human_time(r["expires_at"])[:10], r["tool_name"], r["outcome"],
+          r["error_type"] or "-", r["hit_count"], _clip(r["symptom"], 50))
          for r in d["records"]],
         ["id", "created", "expires", "tool", "outcome", "type", "hits", "symptom"],
-    ) if d["records"] else "no error records")
+    ) if d["records"] else "no error records", fmt=fmt, rows="records")
 
 
 @command.command("forget")
-@click.argument("record_id", metavar="ID")
+@click.argument("record_id", metavar="ID", shell_complete=_complete_id)
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
 @click.pass_context

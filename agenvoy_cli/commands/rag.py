@@ -7,9 +7,16 @@ from typing import Any
 import click
 
 from agenvoy_cli import rag
-from agenvoy_cli.commands.common import confirm_destructive, get_store, json_option
+from agenvoy_cli.commands.common import (
+    confirm_destructive,
+    get_store,
+    json_option,
+    memory,
+    one_query,
+)
+from agenvoy_cli.contract import listing
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.output import ProgressBar, emit, table, warn
+from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, table, warn, yes_no
 
 PROGRESS_MIN = 10  # files to read before a progress bar is worth showing
 NOTES_SHOWN = 20  # skip notes printed on stderr per run (all of them are in --json)
@@ -31,6 +38,8 @@ def complete_database(ctx: click.Context, param: click.Parameter, incomplete: st
 
     from agenvoy_cli.errors import AgenvoyError
 
+    if param.name == "words" and (ctx.params.get("words") or ctx.params.get("all_")):
+        return []  # `rag search NAME QUERY`: only NAME is a database
     try:
         names = [d["name"] for d in rag.list_databases(get_store(ctx))]
     except (AgenvoyError, OSError):
@@ -55,7 +64,7 @@ def index_options(func: Any) -> Any:
 def _report_notes(doc: dict[str, Any]) -> None:
     for note in doc["notes"]:
         warn(f"agenvoy: note: {note}")
-    skipped = doc["skipped"]
+    skipped = doc["skipped_files"]
     for item in skipped[:NOTES_SHOWN]:
         warn(f"agenvoy: note: skipped {item['path']}: {item['reason']}")
     if len(skipped) > NOTES_SHOWN:
@@ -64,12 +73,12 @@ def _report_notes(doc: dict[str, Any]) -> None:
 
 
 def _render_sync(doc: dict[str, Any]) -> str:
-    parts = [f"indexed {doc['indexed']} file(s) ({doc['chunks']} chunks)",
+    parts = [f"indexed {doc['indexed']} file(s) ({doc['chunk_count']} chunks)",
              f"{doc['unchanged']} unchanged"]
     if doc["removed"]:
         parts.append(f"{doc['removed']} removed")
     if doc["skipped"]:
-        parts.append(f"{len(doc['skipped'])} skipped")
+        parts.append(f"{doc['skipped']} skipped")
     return f"{doc['database']}: " + ", ".join(parts) + f" in {doc['seconds']:.1f} s"
 
 
@@ -172,44 +181,50 @@ def sync_cmd(ctx: click.Context, name: str | None, all_: bool, rebuild: bool,
     docs = [_index(ctx, n, None, as_json, max_file_bytes=max_file_size, hidden=hidden,
                    rebuild=rebuild, vectors=vectors) for n in names if n is not None]
     if all_:
-        emit({"databases": docs}, as_json,
+        emit(listing("databases", docs), as_json,
              lambda d: "\n".join(_render_sync(x) for x in d["databases"]) or "no databases")
     else:
         emit(docs[0], as_json, _render_sync)
 
 
 @command.command("list", short_help="Databases: files, chunks, size, last sync (list_rag).")
+@format_option
 @json_option
 @click.pass_context
-def list_cmd(ctx: click.Context, as_json: bool) -> None:
+def list_cmd(ctx: click.Context, as_json: bool,
+        fmt: str | None = None) -> None:
     """Every database: files, chunks, size, last sync (list_rag)."""
-    dbs = rag.list_databases(get_store(ctx))
-    emit({"databases": dbs}, as_json, lambda d: table(
-        [(x["name"], x["files"], x["chunks"], rag.human_size(x["bytes"]),
-          x["last_sync"] or "never", ", ".join(x["paths"]) or "-")
-         + ((f"{x['pending']} pending",) if x["pending"] else ())
+    emit(memory(ctx).rag_databases(), as_json, lambda d: table(
+        [(x["name"], x["file_count"], x["chunk_count"], rag.human_size(x["bytes"]),
+          yes_no(x["vectors"]), human_time(x["synced_at"], "never"),
+          ", ".join(x["paths"]) or "-")
+         + ((f"{x['pending_count']} pending",) if x["pending_count"] else ())
          for x in d["databases"]],
-        ["database", "files", "chunks", "size", "last sync", "paths"],
-    ) if d["databases"] else "no RAG databases (create one with `agenvoy rag create`)")
+        ["database", "files", "chunks", "size", "vectors", "last sync", "paths"],
+    ) if d["databases"] else "no RAG databases (create one with `agenvoy rag create`)",
+         fmt=fmt, rows="databases")
 
 
 @command.command("files", short_help="The files of a database and their state.")
 @name_argument
 @click.option("--skipped", is_flag=True, help="Only the files that were skipped, and why.")
+@format_option
 @json_option
 @click.pass_context
-def files_cmd(ctx: click.Context, name: str, skipped: bool, as_json: bool) -> None:
+def files_cmd(ctx: click.Context, name: str, skipped: bool, as_json: bool,
+        fmt: str | None = None) -> None:
     """The files of NAME: format, state (done, pending, skipped and why), size, chunks."""
     info = rag.list_files(get_store(ctx), name)
     files = info.pop("files_list")
     if skipped:
         files = [f for f in files if f["state"] == "skipped"]
-    doc = {"database": info["name"], "summary": info, "files": files}
+    doc = {"database": info["name"], "summary": info, **listing("files", files)}
     emit(doc, as_json, lambda d: table(
         [(f["path"], f["format"] or "-", f["state"] + (f" ({f['reason']})" if f["reason"]
                                                        else ""),
-          f["bytes"], f["chunks"]) for f in d["files"]],
-        ["path", "format", "state", "bytes", "chunks"]) if d["files"] else "no files")
+          f["bytes"], f["chunk_count"]) for f in d["files"]],
+        ["path", "format", "state", "bytes", "chunks"]) if d["files"] else "no files",
+             fmt=fmt, rows="files")
 
 
 def _render_search(doc: dict[str, Any]) -> str:
@@ -223,7 +238,8 @@ def _render_search(doc: dict[str, Any]) -> str:
         where = f"{hit['path']}:{hit['line_start']}-{hit['line_end']}"
         head = f"  § {hit['heading']}" if hit["heading"] else ""
         prefix = f"[{hit['database']}] " if many else ""
-        out.append(f"{prefix}{where}{head}  ({hit['score']:.4g})")
+        out.append(f"{hit['rank']}. {prefix}{where}{head}  "
+                   f"({hit['score_kind']} {hit['score']:.4g})")
         lines = hit["text"].split("\n")
         out.extend("    " + ln for ln in lines[:PREVIEW_LINES])
         if len(lines) > PREVIEW_LINES:
@@ -236,7 +252,9 @@ def _render_search(doc: dict[str, Any]) -> str:
 
 
 @command.command("search", short_help="Search a database (or --all) (search_rag).")
-@click.argument("words", nargs=-1, required=True, metavar="NAME QUERY...")
+@click.argument("words", nargs=-1, metavar="NAME [QUERY...]", shell_complete=complete_database)
+@click.option("-q", "--query", "query_text", metavar="TEXT",
+              help="The query as one option value (safe for text starting with '-').")
 @click.option("--all", "all_", is_flag=True, help="Search every database (then no NAME).")
 @click.option("--mode", type=click.Choice(rag.MODES), default=rag.DEFAULT_MODE,
               show_default=True,
@@ -244,25 +262,27 @@ def _render_search(doc: dict[str, Any]) -> str:
                    "phrases\" in order); semantic: by meaning; hybrid: both, fused.")
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=rag.DEFAULT_LIMIT,
               show_default=True, help="At most this many chunks.")
+@format_option
 @json_option
 @click.pass_context
-def search_cmd(ctx: click.Context, words: tuple[str, ...], all_: bool, mode: str, limit: int,
-               as_json: bool) -> None:
+def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | None, all_: bool,
+               mode: str, limit: int, as_json: bool,
+        fmt: str | None = None) -> None:
     """Search the database NAME (or --all) for QUERY (several words are joined) (search_rag).
 
     Each result: path, line range, heading, score and the chunk's text. keyword never
     loads the vector index. No match is not an error (exit 0)."""
     names: list[str] | None
     if all_:
-        names, query = None, " ".join(words)
+        names, query = None, one_query(words, query_text)
     else:
-        if len(words) < 2:
-            raise BadInput("give NAME and QUERY (or --all QUERY)")
-        names, query = [words[0]], " ".join(words[1:])
-    result = rag.search(get_store(ctx), names, query, mode, limit=limit)
-    for note in result.notes:
+        if not words or (len(words) < 2 and query_text is None):
+            raise BadInput("give NAME and QUERY (or --all QUERY; -q/--query TEXT for either)")
+        names, query = [words[0]], one_query(words[1:], query_text)
+    doc = memory(ctx).rag_search(query, names, mode=mode, limit=limit)
+    for note in doc["notes"]:
         warn(f"agenvoy: note: {note}")
-    emit(result.as_dict(), as_json, _render_search)
+    emit(doc, as_json, _render_search, fmt=fmt, rows="results")
 
 
 @command.command("remove", short_help="Delete a database (not your files).")
@@ -274,8 +294,8 @@ def remove_cmd(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
     """Delete the database NAME: its rows and vectors (your files are not touched)."""
     store = get_store(ctx)
     info = rag.list_files(store, name)  # NotFound before asking anything
-    confirm_destructive(f"remove RAG database {name!r} ({info['files']} files, "
-                        f"{info['chunks']} chunks)?", f"remove {name!r}", yes)
+    confirm_destructive(f"remove RAG database {name!r} ({info['file_count']} files, "
+                        f"{info['chunk_count']} chunks)?", f"remove {name!r}", yes)
     doc = rag.remove(store, name)
-    emit(doc, as_json, lambda d: f"removed {d['database']}: {d['files']} file(s), "
-         f"{d['chunks']} chunk(s)")
+    emit(doc, as_json, lambda d: f"removed {d['database']}: {d['file_count']} file(s), "
+         f"{d['chunk_count']} chunk(s)")

@@ -6,20 +6,41 @@ from typing import Any
 
 import click
 
-from agenvoy_cli.commands.common import checked_session, get_store, json_option, session_argument
-from agenvoy_cli.output import ProgressBar, emit, warn
+from agenvoy_cli.commands.common import (
+    checked_session,
+    json_option,
+    memory,
+    one_query,
+    session_argument,
+)
+from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, warn
 from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget, notice_line
-from agenvoy_cli.search.engine import DEFAULT_LIMIT, MODES, RANGES, search, time_window
+from agenvoy_cli.search.engine import DEFAULT_LIMIT, MODES
 
 PROGRESS_MIN = 100  # messages to embed before a progress bar is worth showing
 
 
-def _render(doc: dict[str, Any]) -> str:
+def _line(row: dict[str, Any], marker: str = "") -> str:
+    return f"{marker}[{human_time(row['sent_at'])} · {row['role']}] {row['content']}"
+
+
+def _empty(doc: dict[str, Any]) -> str:
+    if doc.get("match") == "none":
+        return f"nothing searchable in: {doc['query']}"
+    return f"no matches with keyword: {doc['query']}"
+
+
+def _any_note(doc: dict[str, Any], out: list[str]) -> None:
+    if doc.get("match") == "any" and doc["mode"] == "keyword":
+        out.append("")
+        out.append("(no message has every term; showing messages with any of them)")
+
+
+def _render_time(doc: dict[str, Any]) -> str:
+    """--order time: by source (archive, recent), then time; segments apart."""
     rows = doc["results"]
     if not rows:
-        if doc.get("match") == "none":
-            return f"nothing searchable in: {doc['query']}"
-        return f"no matches with keyword: {doc['query']}"
+        return _empty(doc)
     labelled = doc["mode"] != "semantic"
     out: list[str] = []
     label = segment = None
@@ -32,23 +53,49 @@ def _render(doc: dict[str, Any]) -> str:
         elif row["segment"] != segment and out:
             out.append("")
         segment = row["segment"]
-        out.append(f"[{row['time']} · {row['role']}] {row['content']}")
-    if doc.get("match") == "any" and doc["mode"] == "keyword":
-        out.append("")
-        out.append("(no message has every term; showing messages with any of them)")
+        out.append(_line(row))
+    _any_note(doc, out)
+    return "\n".join(out)
+
+
+def _render_rank(doc: dict[str, Any]) -> str:
+    """--order rank (default): each hit with its context, best score first, numbered, the
+    score shown and the matching message marked with '>'."""
+    rows = doc["results"]
+    if not rows:
+        return _empty(doc)
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["source"], row["segment"]), []).append(row)
+
+    def best(group: list[dict[str, Any]]) -> float:
+        return max((r["score"] for r in group if r["score"] is not None), default=0.0)
+
+    ranked = sorted(groups.items(), key=lambda kv: -best(kv[1]))  # stable: ties keep order
+    out: list[str] = []
+    for rank, ((source, _), group) in enumerate(ranked, 1):
+        if out:
+            out.append("")
+        out.append(f"#{rank}  score {best(group):.3f}  [{source}]")
+        out.extend(_line(r, "> " if r["hit"] else "  ") for r in group)
+    _any_note(doc, out)
     return "\n".join(out)
 
 
 @click.command("search")
 @session_argument
-@click.argument("query", nargs=-1, required=True)
+@click.argument("query", nargs=-1, metavar="[QUERY...]")
+@click.option("-q", "--query", "query_text", metavar="TEXT",
+              help="The query as one option value (safe for text starting with '-').")
 @click.option("--mode", type=click.Choice(MODES), default="semantic", show_default=True,
               help="semantic: vectors over the recent part; keyword: every term, archive + "
                    "recent; hybrid: keyword ranking fused with vectors.")
-@click.option("--range", "range_", type=click.Choice(list(RANGES)), default="all",
-              show_default=True, help="Only messages from the last day, week, 30 days, year.")
+@click.option("--range", "range_", metavar="DURATION", default="all", show_default=True,
+              help="Only messages from the last DURATION: 30m, 12h, 7d, 2w, 1mo, 1y "
+                   "(m is minutes, mo months).")
 @click.option("--since", metavar="TIME",
-              help="Only messages at or after TIME (anything dateutil parses, or 7d/12h ago).")
+              help="Only messages at or after TIME: a date/time, 'yesterday', or a "
+                   "duration ago (90m, 7d ago, 1mo).")
 @click.option("--until", metavar="TIME",
               help="Only messages at or before TIME (a date alone means through that day).")
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=DEFAULT_LIMIT,
@@ -58,11 +105,16 @@ def _render(doc: dict[str, Any]) -> str:
               help="At most this long embedding new messages first (semantic, hybrid); "
                    "what is left is searched by keyword (JSON: unindexed_count). "
                    "Env AGENVOY_SEARCH_BUDGET.")
+@click.option("--order", type=click.Choice(["rank", "time"]), default="rank", show_default=True,
+              help="Text output: rank (best hit first, numbered, with its score; the hit "
+                   "marked '>') or time (by source, oldest first).")
+@format_option
 @json_option
 @click.pass_context
-def command(ctx: click.Context, session_id: str, query: tuple[str, ...], mode: str, range_: str,
-            since: str | None, until: str | None, limit: int, budget: float,
-            as_json: bool) -> None:
+def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
+            query_text: str | None, mode: str, range_: str, since: str | None,
+            until: str | None, limit: int, budget: float, order: str, as_json: bool,
+        fmt: str | None = None) -> None:
     """Search SESSION's memory for QUERY (several words are joined).
 
     keyword finds messages holding every term (any order, case-insensitive; Chinese by any
@@ -71,17 +123,19 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...], mode: s
     context window (the last max_history_messages) and show each hit with 2 messages before
     and 1 after. A semantic or hybrid search first embeds messages not yet indexed, for at
     most --budget seconds; messages left without a vector are still searched by keyword.
-    No match is not an error (exit 0). Put -- before a query that starts with '-'."""
+    No match is not an error (exit 0). A query that starts with '-' goes in -q/--query
+    (or after --)."""
     checked_session(session_id)
+    text = one_query(query, query_text)
     check_budget(budget)
-    window = time_window(range_, since, until)
-    store = get_store(ctx)
     bar = ProgressBar("indexing", PROGRESS_MIN, unit="messages")
     try:
-        result = search(store, session_id, " ".join(query), mode, limit=limit, window=window,
-                        progress=bar, budget=budget, notice=notice_line(session_id, budget))
+        doc = memory(ctx).search(session_id, text, mode=mode, limit=limit, range=range_,
+                                 since=since, until=until, progress=bar, budget=budget,
+                                 notice=notice_line(session_id, budget))
     finally:
         bar.close()
-    for note in result.notes:
+    for note in doc["notes"]:
         warn(f"agenvoy: note: {note}")
-    emit(result.as_dict(), as_json, _render)
+    emit(doc, as_json, _render_rank if order == "rank" else _render_time,
+         fmt=fmt, rows="results")

@@ -12,20 +12,19 @@ from agenvoy_cli.commands.common import (
     json_option,
     session_argument,
 )
+from agenvoy_cli.contract import listing, moment
 from agenvoy_cli.conversation.store import Store
-from agenvoy_cli.output import emit, table, warn
+from agenvoy_cli.output import emit, format_option, human_time, table, warn
 
 
 def describe(store: Store, session_id: str, *, detail: bool) -> dict[str, Any]:
     from agenvoy_cli.conversation import sessions
-    from agenvoy_cli.conversation.messages import ns_to_local
 
     info = sessions.listing(store, only=session_id)[0]
     if detail:
         start_seq, start_at = store.trim_point(session_id)
-        info["archive_rows"] = sessions.archive_rows(store.db_readonly(), session_id)
-        info["trim_point"] = {"start_seq": start_seq, "start_at": start_at,
-                              "time": ns_to_local(start_at) if start_at else None}
+        info["row_count"] = sessions.archive_rows(store.db_readonly(), session_id)
+        info["trim_point"] = {"start_seq": start_seq, **moment("start", start_at or None)}
         info["path"] = str(store.layout.session_dir(session_id))
     return info
 
@@ -36,21 +35,22 @@ def command() -> None:
 
 
 @command.command("list")
+@format_option
 @json_option
 @click.pass_context
-def list_cmd(ctx: click.Context, as_json: bool) -> None:
+def list_cmd(ctx: click.Context, as_json: bool, fmt: str | None = None) -> None:
     """Every session of the home: messages, bytes, last message time, summary."""
     store = get_store(ctx)
     with store.read_lock():
-        from agenvoy_cli.conversation.sessions import listing
+        from agenvoy_cli.conversation.sessions import listing as session_listing
 
-        sessions = listing(store)  # from the session table: no history.json is read
-    emit({"sessions": sessions}, as_json, lambda d: table(
-        [(s["session_id"], s["messages"], s["bytes"], s["last_message_time"] or "-",
-          "yes" if s["summary"] else "no") + (("DAMAGED",) if s["problem"] else ())
+        sessions = session_listing(store)  # from the session table: no history.json read
+    emit(listing("sessions", sessions), as_json, lambda d: table(
+        [(s["session_id"], s["message_count"], s["bytes"], human_time(s["last_message_at"]),
+          s["has_summary"]) + (("DAMAGED",) if s["problem"] else ())
          for s in d["sessions"]],
         ["session", "messages", "bytes", "last message", "summary"],
-    ) if d["sessions"] else "no sessions")
+    ) if d["sessions"] else "no sessions", fmt=fmt, rows="sessions")
 
 
 @command.command("show")
@@ -64,8 +64,9 @@ def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
         store.require(session_id)
         info = describe(store, session_id, detail=True)
     emit(info, as_json, lambda d: table(
-        [(k, v) for k, v in d.items() if k != "trim_point"]
-        + [("trim point", f"{d['trim_point']['time'] or 'never trimmed'} "
+        [(k, human_time(v) if k.endswith("_at") else v) for k, v in d.items()
+         if k != "trim_point" and not k.endswith("_ns")]
+        + [("trim point", f"{human_time(d['trim_point']['start_at'], 'never trimmed')} "
                           f"(seq {d['trim_point']['start_seq']})")],
         ["field", "value"]))
 

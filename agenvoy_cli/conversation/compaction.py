@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agenvoy_cli.contract import moment
 from agenvoy_cli.conversation import archive, sessions
 from agenvoy_cli.conversation.history import dump_history, message_sizes, write_history
 
@@ -29,7 +30,7 @@ class Compaction:
     def as_dict(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "removed": self.removed, "kept": self.kept,
                 "bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
-                "start_at": self.start_at, "note": self.note}
+                **moment("start", self.start_at), "note": self.note}
 
 
 def _can_cut(messages: list[dict[str, Any]], cut: int) -> bool:

@@ -17,6 +17,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from agenvoy_cli.contract import moment
 from agenvoy_cli.conversation import archive
 from agenvoy_cli.errors import BadInput, CorruptStore
 
@@ -131,20 +132,21 @@ def _from_row(session_id: str, row: tuple[Any, ...] | None, folder: str,
     else:
         if st.st_ino != ino or st.st_size != size or st.st_mtime_ns != mtime:
             return None
-    info: dict[str, Any] = {"session_id": session_id, "messages": messages, "bytes": size,
-                            "last_message_time": None if last is None else local(last),
-                            "summary": False, "problem": None}
+    info: dict[str, Any] = {"session_id": session_id, "message_count": messages,
+                            "bytes": size, "last_message_at": None if last is None else
+                            local(last), "last_message_at_ns": last,
+                            "has_summary": False, "problem": None}
     try:
         sst = os.stat(f"{folder}/summary.json")
     except (FileNotFoundError, NotADirectoryError):
         return info
     if summary is not None and sst.st_size == sum_size and sst.st_mtime_ns == sum_mtime:
-        info["summary"] = bool(summary)
+        info["has_summary"] = bool(summary)
         return info
     from agenvoy_cli.conversation.summary import read_summary
 
     try:
-        info["summary"] = read_summary(Path(folder) / "summary.json") is not None
+        info["has_summary"] = read_summary(Path(folder) / "summary.json") is not None
     except CorruptStore as exc:
         info["problem"] = str(exc)
     return info
@@ -152,22 +154,22 @@ def _from_row(session_id: str, row: tuple[Any, ...] | None, folder: str,
 
 def from_files(store: Store, session_id: str) -> dict[str, Any]:
     """The listing entry read from the session's files (a session nobody recorded yet)."""
-    from agenvoy_cli.conversation.messages import ns_to_local
     from agenvoy_cli.conversation.summary import read_summary
 
-    info: dict[str, Any] = {"session_id": session_id, "messages": 0, "bytes": 0,
-                            "last_message_time": None, "summary": False, "problem": None}
+    info: dict[str, Any] = {"session_id": session_id, "message_count": 0, "bytes": 0,
+                            **moment("last_message", None), "has_summary": False,
+                            "problem": None}
     try:
         history = store.history(session_id)
         recent = store.recent(session_id, history)
-        info["messages"] = len(recent)
+        info["message_count"] = len(recent)
         info["bytes"] = history.size
         if recent:
-            info["last_message_time"] = ns_to_local(recent[-1].send_at)
+            info.update(moment("last_message", recent[-1].send_at))
     except CorruptStore as exc:
         info["problem"] = str(exc)
     try:
-        info["summary"] = read_summary(store.layout.summary(session_id)) is not None
+        info["has_summary"] = read_summary(store.layout.summary(session_id)) is not None
     except CorruptStore as exc:
         info["problem"] = info["problem"] or str(exc)
     return info
@@ -186,7 +188,7 @@ def listing(store: Store, only: str | None = None) -> list[dict[str, Any]]:
     else:
         ids = sorted(set(folder_names(store.layout.sessions)) | set(table))
     out = []
-    from agenvoy_cli.conversation.messages import ns_to_local as local
+    from agenvoy_cli.contract import rfc3339 as local
     for sid in ids:
         info = _from_row(sid, table.get(sid), f"{sessions}/{sid}", local)
         out.append(info if info is not None else from_files(store, sid))

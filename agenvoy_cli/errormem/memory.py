@@ -306,17 +306,15 @@ class Record:
         return max(self.created_at, self.last_hit_at or 0)
 
     def as_dict(self) -> dict[str, Any]:
-        from agenvoy_cli.conversation.messages import ns_to_local
+        from agenvoy_cli.contract import moment
 
         return {
             "id": self.id, "tool_name": self.tool_name, "keywords": self.keywords,
             "error_type": self.error_type, "symptom": self.symptom, "cause": self.cause,
             "action": self.action, "outcome": self.outcome,
-            "timestamp": self.created_at // NS, "created": ns_to_local(self.created_at),
-            "expires_at": self.expires_at // NS, "expires": ns_to_local(self.expires_at),
-            "hits": self.hits,
-            "last_hit_at": self.last_hit_at // NS if self.last_hit_at else None,
-            "vector": self.vector_model is not None,
+            **moment("created", self.created_at), **moment("expires", self.expires_at),
+            "hit_count": self.hits, **moment("last_hit", self.last_hit_at or None),
+            "has_vector": self.vector_model is not None,
         }
 
 

@@ -68,8 +68,9 @@ class SyncReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"database": self.database, "scanned": self.scanned, "indexed": self.indexed,
-                "chunks": self.chunks, "unchanged": self.unchanged, "removed": self.removed,
-                "skipped": self.skipped, "notes": self.notes,
+                "chunk_count": self.chunks, "unchanged": self.unchanged,
+                "removed": self.removed, "skipped": len(self.skipped),
+                "skipped_files": self.skipped, "notes": self.notes,
                 "seconds": round(self.seconds, 3)}
 
 

@@ -285,7 +285,7 @@ def remove(store: Store, name: str) -> dict[str, Any]:
         from agenvoy_cli.home import sqlite
 
         sqlite.reclaim_space(conn)
-    return {"database": name, "action": "removed", "files": files, "chunks": chunks}
+    return {"database": name, "action": "removed", "file_count": files, "chunk_count": chunks}
 
 
 def _drop_orphans(store: Store, conn: sqlite3.Connection, vectors: Any) -> None:
@@ -309,11 +309,11 @@ def _summary(conn: sqlite3.Connection, db: Database) -> dict[str, Any]:
         "SELECT state, count(*), coalesce(sum(chunks), 0), coalesce(sum(size), 0) "
         "FROM rag_files WHERE db_id = ? GROUP BY state", (db.id,))}
     files, chunks, size = counts.get("done", (0, 0, 0))
-    return {"name": db.name, "files": files, "chunks": chunks, "bytes": size,
-            "pending": counts.get("pending", (0,))[0],
-            "skipped": counts.get("skipped", (0,))[0],
+    return {"name": db.name, "file_count": files, "chunk_count": chunks, "bytes": size,
+            "pending_count": counts.get("pending", (0,))[0],
+            "skipped_count": counts.get("skipped", (0,))[0],
             "paths": [s.path for s in db.sources],
-            "created_at": iso(db.created_at), "last_sync": iso(db.synced_at),
+            "created_at": iso(db.created_at), "synced_at": iso(db.synced_at),
             "max_file_bytes": db.max_file_bytes, "hidden": db.hidden,
             "vectors": db.vectors}
 
@@ -336,7 +336,7 @@ def list_files(store: Store, name: str) -> dict[str, Any]:
             "FROM rag_files WHERE db_id = ? ORDER BY path", (db.id,)).fetchall()
         summary = _summary(conn, db)
     files = [{"path": p, "relpath": _relpath(p, src), "format": fmt, "state": state,
-              "reason": reason, "bytes": size, "lines": lines, "chunks": chunks,
+              "reason": reason, "bytes": size, "lines": lines, "chunk_count": chunks,
               "indexed_at": iso(at)}
              for p, src, fmt, state, reason, size, lines, chunks, at in rows]
     return {**summary, "files_list": files}

@@ -48,11 +48,12 @@ class Hit:
     score: float
     chunk_id: int
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"database": self.database, "path": self.path, "relpath": self.relpath,
-                "format": self.format, "line_start": self.line_start,
-                "line_end": self.line_end, "heading": self.heading,
-                "score": round(self.score, 6), "text": self.text}
+    def as_dict(self, rank: int = 1, score_kind: str = "bm25") -> dict[str, Any]:
+        return {"rank": rank, "database": self.database, "path": self.path,
+                "relpath": self.relpath, "format": self.format,
+                "line_start": self.line_start, "line_end": self.line_end,
+                "heading": self.heading, "score": round(self.score, 6),
+                "score_kind": score_kind, "text": self.text}
 
 
 @dataclass
@@ -64,6 +65,7 @@ class SearchResult:
     match: str | None = None  # keyword: all | any | none
     notes: list[str] = field(default_factory=list)
     unindexed_count: int | None = None  # chunks without a vector (pending files); None: keyword
+    score_kind: str = "bm25"  # bm25 (keyword), cosine (semantic), rrf (hybrid, fused)
 
     def as_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"query": self.query, "mode": self.mode,
@@ -71,7 +73,9 @@ class SearchResult:
         if self.match is not None:
             doc["match"] = self.match
         doc["unindexed_count"] = self.unindexed_count
-        doc["results"] = [h.as_dict() for h in self.results]
+        doc["results"] = [h.as_dict(i, self.score_kind)
+                          for i, h in enumerate(self.results, 1)]
+        doc["count"] = len(self.results)
         return doc
 
 
@@ -240,7 +244,9 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         vec = vector_ranking(store, dbs, vector, POOL if mode == "hybrid" else limit)
         if mode == "semantic" and not kw:
             ranked = vec[:limit]
+            result.score_kind = "cosine"
         else:
+            result.score_kind = "rrf"
             from agenvoy_cli.search.engine import fuse
 
             ranked = fuse(kw, vec)[:limit]

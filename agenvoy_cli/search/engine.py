@@ -27,13 +27,13 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agenvoy_cli.conversation import archive
-from agenvoy_cli.conversation.messages import NS, Message, local_to_ns
+from agenvoy_cli.conversation.messages import NS, Message
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home import fts
 from agenvoy_cli.search.catchup import (  # noqa: F401 - re-exported for callers and benches
@@ -52,10 +52,6 @@ if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 MODES = ("semantic", "keyword", "hybrid")
-RANGES: dict[str, timedelta | None] = {
-    "1d": timedelta(days=1), "7d": timedelta(days=7), "1m": timedelta(days=30),
-    "1y": timedelta(days=365), "all": None,
-}
 DEFAULT_LIMIT = 8
 BEFORE, AFTER = 2, 1  # expansion of a semantic/hybrid hit (upstream's history window)
 POOL = 50  # candidates per ranker before fusion
@@ -109,51 +105,12 @@ class TimeWindow:
         return {"from": self.lo, "to": self.hi}
 
 
-_DURATION = re.compile(r"\A\s*(\d+)\s*([smhdwy])\s*\Z", re.I)
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
-
-
-def _parse_moment(text: str, name: str, *, end: bool, now: datetime) -> int:
-    """An instant from what python-dateutil parses (naive = local time), or a duration ago
-    (30m, 12h, 7d, 2w, 1y). With end=True, fields left out run to their end (a date means
-    through that day; the result is exclusive)."""
-    match = _DURATION.match(text)
-    if match:
-        ago = now - timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2).lower()])
-        return local_to_ns(ago.replace(microsecond=0)) + (NS if end else 0)
-    from dateutil import parser
-
-    default = (datetime(now.year, 12, 31, 23, 59, 59) if end
-               else datetime(now.year, 1, 1, 0, 0, 0))
-    try:
-        moment = parser.parse(text, default=default)
-    except (ValueError, OverflowError) as exc:
-        raise BadInput(f"--{name} {text!r} is not a time python-dateutil understands ({exc})"
-                       ) from None
-    if moment.tzinfo is not None:
-        ns = int(moment.timestamp()) * NS
-    else:
-        ns = local_to_ns(moment.replace(microsecond=0))
-    return ns + NS if end else ns  # through the last second named
-
-
 def time_window(range_: str = "all", since: str | None = None, until: str | None = None,
                 now: datetime | None = None) -> TimeWindow:
-    """--range (1d 7d 1m 1y all, as upstream: 1m = 30 days) combined with --since/--until."""
-    if range_ not in RANGES:
-        raise BadInput(f"--range {range_!r} is not one of {', '.join(RANGES)}")
-    now = now or datetime.now()
-    lo: int | None = None
-    span = RANGES[range_]
-    if span is not None:
-        lo = local_to_ns((now - span).replace(microsecond=0))
-    if since:
-        start = _parse_moment(since, "since", end=False, now=now)
-        lo = start if lo is None else max(lo, start)
-    hi = _parse_moment(until, "until", end=True, now=now) if until else None
-    if lo is not None and hi is not None and lo >= hi:
-        raise BadInput("the time window is empty (--since/--range start is not before --until)")
-    return TimeWindow(lo, hi)
+    """--range DURATION|all combined with --since/--until (the one parser: timespec)."""
+    from agenvoy_cli import timespec
+
+    return TimeWindow(*timespec.window(range_, since, until, now))
 
 
 # ----------------------------------------------------------------------------- reading
@@ -180,7 +137,7 @@ class Row:
 
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "segment": self.segment, "hit": self.hit,
-                "seq": self.seq, "send_at": self.send_at, "time": rfc3339(self.send_at),
+                "seq": self.seq, "sent_at": rfc3339(self.send_at), "sent_at_ns": self.send_at,
                 "role": self.role, "content": self.content,
                 "score": None if self.score is None else round(self.score, 6)}
 

@@ -68,7 +68,7 @@ def render_history(doc: dict[str, Any]) -> str:
         elif row["segment"] != segment and out:
             out.append("")
         segment = row["segment"]
-        out.append(f"[{row['time']} · {row['role']}] {row['content']}")
+        out.append(f"[{row['sent_at']} · {row['role']}] {row['content']}")
     if doc.get("unindexed_count"):
         out.append("")
         out.append(f"({doc['unindexed_count']} newest message(s) not embedded yet: "
@@ -83,7 +83,8 @@ def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     a = Args("search_chat_history", raw, _properties("search_chat_history"))
     keyword = a.string("keyword", required=True) or ""
     mode = a.choice("mode", T.SEARCH_MODES, "semantic")
-    window = time_window(a.choice("time_range", T.TIME_RANGES, "1d"))
+    span = a.choice("time_range", T.TIME_RANGES, "1d")
+    window = time_window("1mo" if span == "1m" else span)  # upstream's 1m is 30 days
     limit = a.choice("limit", T.HISTORY_LIMITS, 8)
     session_id = a.session(ctx.bound)
     result = search(ctx.store, session_id, keyword, mode, limit=limit, window=window,

@@ -1,0 +1,127 @@
+"""Issue #18: every command's --json output (success and error) validates against its JSON
+Schema in docs/schema/, and follows the vocabulary (docs/json-vocabulary.md) wherever a
+field is: `*_at` an RFC 3339 time, `*_at_ns` and `*_count` integers, schema_version first."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.test_summarize import build, llm  # noqa: F401 - fixture
+
+SCHEMAS = ROOT / "docs" / "schema"
+RFC3339 = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)\Z")
+
+
+def validate(doc: dict, name: str) -> None:
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((SCHEMAS / f"{name}.json").read_text())
+    Draft202012Validator.check_schema(schema)
+    errors = sorted(Draft202012Validator(schema).iter_errors(doc), key=str)
+    assert not errors, f"{name}: " + "; ".join(
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
+    assert next(iter(doc)) == "schema_version"
+    vocabulary(doc, name)
+
+
+def vocabulary(node, where: str) -> None:
+    """The rules that hold for every field, whoever added it."""
+    if isinstance(node, list):
+        for item in node:
+            vocabulary(item, where)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        at = f"{where}.{key}"
+        if key.endswith("_at") and value is not None:
+            assert isinstance(value, str) and RFC3339.match(value), (at, value)
+        if key.endswith(("_ns", "_count")) or key == "count":
+            assert value is None or (isinstance(value, int) and not isinstance(value, bool)), \
+                (at, value)
+        if key == "count" and isinstance(node.get(_main_list(node)), list):
+            assert value == len(node[_main_list(node)]), at
+        vocabulary(value, at)
+
+
+def _main_list(node: dict) -> str:
+    lists = [k for k, v in node.items() if isinstance(v, list) and k not in
+             ("notes", "paths", "keywords", "ids", "databases", "agent_files_deleted")]
+    return lists[0] if len(lists) == 1 else ""
+
+
+def ok(run, *args: str, input: str | None = None) -> dict:
+    res = run(*args, "--json", input=input)
+    assert res.exit_code == 0, (args, res.stderr)
+    return json.loads(res.stdout)
+
+
+def test_every_schema_is_valid_and_used():
+    names = {p.stem for p in SCHEMAS.glob("*.json")}
+    used = set(re.findall(r'[)c], "([a-z][a-z-]*)"\)$', Path(__file__).read_text(), re.M))
+    assert names == used, (names - used, used - names)
+
+
+def test_conversation_commands(run, home, llm):  # noqa: F811
+    validate(ok(run, "append", "s", "--role", "user", "--content", "hello world"), "append")
+    build(run, "s", 6, first=1, first_role="assistant")
+    validate(ok(run, "context", "s"), "context")
+    validate(ok(run, "compact", "s"), "compact")
+    validate(ok(run, "compact", "--all"), "compact-all")
+    validate(ok(run, "search", "s", "-q", "hello", "--mode", "keyword"), "search")
+    validate(ok(run, "summarize", "s"), "summarize")
+    validate(ok(run, "backfill", "s"), "backfill")
+    validate(ok(run, "session", "list"), "session-list")
+    validate(ok(run, "session", "show", "s"), "session-show")
+    validate(ok(run, "doctor"), "doctor")
+    ok(run, "append", "t", "--role", "user", "--content", "x")
+    validate(ok(run, "session", "remove", "t", "--yes"), "session-clear")
+
+
+def test_error_memory_commands(run, home):
+    common = ("--tool", "bash", "--keyword", "perm", "--symptom", "permission denied",
+              "--action", "use sudo", "--outcome", "resolved", "--no-semantic")
+    doc = ok(run, "errors", "record", *common)
+    validate(doc, "errors-list")
+    rid = doc["records"][0]["id"]
+    validate(ok(run, "errors", "lookup", "--tool", "bash", "-q", "permission denied",
+                "--no-semantic"), "errors-lookup")
+    validate(ok(run, "errors", "show", rid), "errors-show")
+    validate(ok(run, "errors", "list"), "errors-list")
+    validate(ok(run, "errors", "prune", "--dry-run"), "errors-prune")
+    validate(ok(run, "errors", "forget", rid, "--yes"), "errors-forget")
+
+
+def test_rag_commands(run, home, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Notes\n\nhello world\n")
+    (folder / "b.bin").write_bytes(b"\x00\x01")
+    validate(ok(run, "rag", "create", "d", "--path", str(folder), "--no-vectors"), "rag-create")
+    validate(ok(run, "rag", "add", "d", str(folder)), "rag-sync")
+    validate(ok(run, "rag", "sync", "d"), "rag-sync")
+    validate(ok(run, "rag", "sync", "--all"), "rag-sync-all")
+    validate(ok(run, "rag", "list"), "rag-list")
+    validate(ok(run, "rag", "files", "d"), "rag-files")
+    doc = ok(run, "rag", "search", "d", "-q", "hello", "--mode", "keyword")
+    assert doc["results"] and doc["results"][0]["rank"] == 1
+    validate(doc, "rag-search")
+    validate(ok(run, "rag", "remove", "d", "--yes"), "rag-remove")
+
+
+@pytest.mark.parametrize("args", [
+    ("session", "show", "nope"),  # not found
+    ("append", "../x", "--role", "user", "--content", "x"),  # bad input
+    ("search",),  # usage
+    ("rag", "search", "nope", "-q", "x"),
+    ("errors", "show", "0000000000"),
+])
+def test_errors_validate(run, home, args):
+    res = run(*args, "--json")
+    assert res.exit_code != 0
+    validate(json.loads(res.stdout), "error")
