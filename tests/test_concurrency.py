@@ -61,8 +61,13 @@ def test_eight_processes_eight_sessions(home):
 
 
 def test_appends_while_compaction_triggers(home):
-    env = {"AGENVOY_MAX_HISTORY_BYTES": "4096"}
+    # A long lock timeout: on a loaded machine a bounded wait (exit 75) is not what this
+    # test is about. Compaction starts once the session exists (before, exit 3 is right).
+    env = {"AGENVOY_MAX_HISTORY_BYTES": "4096", "AGENVOY_LOCK_TIMEOUT": "120"}
     procs = [spawn("append", "s", f"p{n}", "40", env=env) for n in range(4)]
+    deadline = time.monotonic() + 120
+    while not (home / "sessions/s/history.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     procs.append(spawn("compact", "s", "40", "2048", env=env))
     lines = finish(procs)
     acked = [line for line in lines if line.startswith("p")]
