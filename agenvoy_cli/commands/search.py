@@ -27,7 +27,12 @@ def _line(row: dict[str, Any], marker: str = "") -> str:
 def _empty(doc: dict[str, Any]) -> str:
     if doc.get("match") == "none":
         return f"nothing searchable in: {doc['query']}"
-    return f"no matches with keyword: {doc['query']}"
+    if doc["mode"] == "keyword":
+        return f"no matches with keyword: {doc['query']}"
+    if doc.get("searchable_count") == 0:
+        return (f"all {doc['message_count']} messages are in the context window: "
+                "nothing else to search")
+    return f"no message is related closely enough to: {doc['query']}"
 
 
 def _any_note(doc: dict[str, Any], out: list[str]) -> None:

