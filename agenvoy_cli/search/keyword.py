@@ -6,8 +6,9 @@ archive and for the messages still in history.json; each hit is labelled by wher
 Messages holding every term rank above messages holding some (``match`` says which the
 first hit is); long natural-language queries and Chinese without spaces are tokenised,
 stop-words dropped, and ranked any-term. The scan is narrowed to the session's rowid range
-(``idx_messages_session_id``), so its cost follows the session, not the home. Never imports
-chromadb, never creates a file.
+(``idx_messages_session_id``): that bounds the cost only while the session's rows are
+contiguous, not when they span the home (docs/benchmarks.md). Never imports chromadb,
+never creates a file.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def fts_ranking(conn: sqlite3.Connection, session_id: str, match: str | None, n:
         args: list[Any] = [session_id]
     else:
         # FTS5 drives the join (CROSS JOIN keeps that order), only inside the session's
-        # rowid range, newest first: the cost is bounded by the session and RANK_WINDOW.
+        # rowid range, newest first, at most RANK_WINDOW of them.
         sql = ("SELECT m.seq AS seq, m.send_at AS send_at, bm25(messages_fts) AS s "
                "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
                "WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? "
