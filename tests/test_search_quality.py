@@ -130,6 +130,7 @@ def test_semantic_relevance_floor(run, home: Path):
         "Add a pinch of sugar or a knob of butter to round it off.",
     )
     append(run, "cook", cooking + FILLER)
+    (home / "config.json").write_text('{"agenvoy": {"search_floor": 0.03}}')
     doc = search(run, "cook", "lattice gauge theory of quantum chromodynamics")
     assert doc["results"] == []
     assert ranked(search(run, "cook", "how do I make risotto creamy"))[0] in (0, 1)
