@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from typing import Any
 
 import click
 
 from agenvoy_cli import __version__
-from agenvoy_cli.errors import INTERRUPTED, AgenvoyError
+from agenvoy_cli.errors import INTERRUPTED, AgenvoyError, documented
 from agenvoy_cli.output import fail, wants_json
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -96,6 +97,10 @@ class LazyGroup(click.Group):
         except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
             if ctx.obj and ctx.obj.get("debug"):
                 raise
+            known = documented(exc)  # OSError/SQLite no layer mapped: a documented code
+            if known is not None:
+                fail(str(known), known.exit_code, known.kind, _json_errors(ctx))
+                ctx.exit(known.exit_code)
             fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", 1,
                  "internal", _json_errors(ctx), prefix="internal error")
             ctx.exit(1)
@@ -122,6 +127,9 @@ def cli(ctx: click.Context, home: str | None, debug: bool, as_json: bool) -> Non
 
 
 def main() -> None:
+    # Everything the CLI creates is private, Chroma's files included (chromadb creates its
+    # own with the process umask).
+    os.umask(0o077)
     try:
         cli.main(prog_name="agenvoy", windows_expand_args=False)
     except KeyboardInterrupt:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
+from agenvoy_cli.secrets import mask
+
 OK = 0
 FAILED = 1  # the operation failed (LLM call, doctor found problems, ...)
 USAGE = 2  # bad usage or bad input; nothing was changed
@@ -23,10 +27,14 @@ EXIT_CODES: dict[int, str] = {
 
 class AgenvoyError(Exception):
     """Base of every error the CLI turns into one line on stderr (and, with --json, into
-    {"error": {"code", "kind", "message"}} on stdout: `kind` names the family)."""
+    {"error": {"code", "kind", "message"}} on stdout: `kind` names the family). Its text is
+    masked (secrets.mask): a message may quote a server's reply, and servers echo keys."""
 
     exit_code = FAILED
     kind = "failed"
+
+    def __str__(self) -> str:
+        return mask(super().__str__())
 
 
 class BadInput(AgenvoyError):
@@ -52,3 +60,36 @@ class StoreBusy(AgenvoyError):
 class OperationFailed(AgenvoyError):
     exit_code = FAILED
     kind = "failed"
+
+
+def documented(exc: BaseException) -> AgenvoyError | None:
+    """The documented error for an exception no layer mapped: the file system refusing a
+    write (full, read-only, permissions), a path of the wrong type, SQLite from a library,
+    memory. None for anything else (a bug: "internal error")."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno is not None:
+        where = f"{exc.filename}: " if exc.filename else ""
+        reason = exc.strerror or str(exc)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return OperationFailed(f"{where}{reason} (the disk is full); the operation was "
+                                   "not completed")
+        if exc.errno == errno.EROFS:
+            return OperationFailed(f"{where}the file system is read-only; the operation was "
+                                   "not completed")
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return OperationFailed(f"{where}permission denied")
+        if exc.errno in (errno.ENOTDIR, errno.EISDIR, errno.ELOOP):
+            return CorruptStore(f"{where}{reason}: a path in the home is not what its layout "
+                                "expects (see `agenvoy doctor`)")
+        return OperationFailed(f"{where}{reason}")
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is not None and isinstance(exc, sqlite3.Error):
+        text = str(exc)
+        if "malformed" in text or "not a database" in text:
+            return CorruptStore(f"a database in the home is damaged ({text}); run `agenvoy "
+                                "doctor --repair`")
+        return OperationFailed(f"SQLite: {text}")
+    if isinstance(exc, MemoryError):
+        return OperationFailed("out of memory")
+    return None

@@ -10,6 +10,7 @@ import click
 import orjson
 
 from agenvoy_cli.contract import document, error_document
+from agenvoy_cli.secrets import mask
 
 
 def to_json(doc: Any) -> str:
@@ -42,11 +43,11 @@ def emit(doc: Any, as_json: bool, render: Callable[[Any], str | None] | None = N
     elif fmt == "table":
         as_json = False
     if as_json:
-        click.echo(to_json(document(doc) if isinstance(doc, dict) else doc))
+        click.echo(mask(to_json(document(doc) if isinstance(doc, dict) else doc), patterns=False))
         return
     text = render(doc) if render else to_json(doc)
     if text:
-        click.echo(text)
+        click.echo(mask(text, patterns=False))
 
 
 def _jsonl(items: Sequence[Any]) -> str:
@@ -139,14 +140,14 @@ def _simple_table(rows: list[tuple[str, ...]], headers: list[str]) -> str:
 
 
 def warn(message: str) -> None:
-    click.echo(message, err=True)
+    click.echo(mask(message), err=True)
 
 
 def fail(message: str, code: int, kind: str, as_json: bool, prefix: str = "error") -> None:
     """An error: one line on stderr; with --json also the error document on stdout."""
     warn(f"agenvoy: {prefix}: {message}" if prefix else f"agenvoy: {message}")
     if as_json:
-        click.echo(to_json(error_document(code, kind, message)))
+        click.echo(to_json(error_document(code, kind, mask(message))))
 
 
 def wants_json(args: Sequence[str]) -> bool:

@@ -29,7 +29,7 @@ def test_corrupt_database_is_refused_and_rebuilt_from_history(run, home):
     before = snapshot(home)
     res = run("append", "s", "--role", "user", "--content", "x")
     assert res.exit_code == 4 and "history.db is damaged" in res.stderr
-    assert "backfill --all" in res.stderr
+    assert "doctor --repair" in res.stderr
     assert snapshot(home) == before
     assert run("context", "s").exit_code == 0  # the hot path does not need SQLite
     doctor = run("doctor", "--json")

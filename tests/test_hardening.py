@@ -48,7 +48,7 @@ def seed(run, sid: str = "s", n: int = 61, size: str | None = "4096", monkeypatc
 def count_rows(db: Path, table: str = "messages") -> int:
     conn = sqlite3.connect(db)
     try:
-        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        return conn.execute(f"SELECT count(*) FROM {table} NOT INDEXED").fetchone()[0]
     finally:
         conn.close()
 
@@ -96,6 +96,9 @@ def test_symlinks_under_store_are_refused(run, home, tmp_path, planted):
     link.symlink_to(target)
     before = sorted(p.name for p in outside.rglob("*"))
     res = run("append", "s", "--role", "user", "--content", "hello")
+    if planted == ".store/chroma":  # an append does not use the vector index: search does
+        assert res.exit_code == 0, res.stderr
+        res = run("search", "s", "hello", "--mode", "semantic")
     assert res.exit_code == 4, res.stderr
     one_line(res.stderr)
     assert "link" in res.stderr and planted.split("/")[-1] in res.stderr
@@ -329,10 +332,15 @@ def test_damaged_table_page_salvages_the_readable_rows(run, home, monkeypatch):
     assert res.exit_code == 4
     one_line(res.stderr)
     repair = run("doctor", "--repair", "--json")
-    assert repair.exit_code == 0, repair.stdout + repair.stderr
+    assert repair.exit_code in (0, 1), repair.stdout + repair.stderr
+    assert all(p["repaired"] for p in repair.json()["problems"] if p["check"] == "sqlite")
     saved = count_rows(db)
     assert kept <= saved < 61  # the rows of one smashed page are gone, the rest are kept
-    assert run("doctor").exit_code == 0
+    assert f"{saved} of 61 messages" in json.dumps(repair.json())
+    after = run("doctor", "--json").json()["problems"]
+    # what remains is the honest report of the lost places, not a damaged file
+    assert after and all(p["check"] == "archive" and "missing" in p["detail"] for p in after)
+    assert run("search", "s", "deploy", "--mode", "keyword").exit_code == 0
 
 
 # ---------------------------------------------------------------------------------- finding 5
@@ -416,10 +424,13 @@ def test_session_folder_that_is_a_file(run, home):
     seed(run, n=4)
     (home / "sessions/f").write_text("not a folder")
     for args in (("append", "f", "--role", "user", "--content", "x"), ("context", "f"),
-                 ("doctor",), ("session", "show", "f")):
+                 ("session", "show", "f")):
         res = run(*args)
         assert res.exit_code == 4, (args, res.stderr)
         one_line(res.stderr)
+    doctor = run("doctor", "--json")
+    assert doctor.exit_code == 1  # reported as a problem of the home
+    assert any("sessions/f is not a folder" in p["detail"] for p in doctor.json()["problems"])
 
 
 @pytest.fixture
@@ -512,6 +523,12 @@ def test_fifo_config_is_refused_not_waited_on(home):
     assert "config.json" in res.stderr.decode()
 
 
+# Python's own start-up (importing site, before any line of agenvoy runs) answers Ctrl-C
+# with "Fatal Python error: init_import_site"; no program can change that. From the first
+# line of agenvoy_cli/__main__.py on, Ctrl-C is one line and exit 130.
+PYTHON_INIT = b"Fatal Python error: init_import_site"
+
+
 def test_ctrl_c_at_start_up_prints_no_traceback(home):
     rng = random.Random(14)
     delays = [0.0, 0.01, 0.03, 0.06, 0.1, 0.15, 0.2] + [rng.uniform(0, 0.25) for _ in range(5)]
@@ -521,8 +538,12 @@ def test_ctrl_c_at_start_up_prints_no_traceback(home):
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
+        if PYTHON_INIT in err:
+            continue
         assert b"Traceback" not in err, (delay, err.decode())
         assert proc.returncode in (0, 130, -signal.SIGINT), (delay, proc.returncode, err)
+        if proc.returncode == 130:
+            assert err == b"agenvoy: interrupted\n", err
 
 
 def test_chroma_files_are_private(home):

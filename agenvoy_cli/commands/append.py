@@ -8,7 +8,7 @@ from typing import Any
 import click
 import orjson
 
-from agenvoy_cli.commands.common import json_option, memory, session_argument
+from agenvoy_cli.commands.common import json_option, memory, read_limited, session_argument
 from agenvoy_cli.conversation.messages import ROLES, parse_local_time
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import validate_name
@@ -17,18 +17,18 @@ from agenvoy_cli.output import emit
 
 def read_input(source: str) -> str:
     """Text of a file or of stdin ('-'), strictly UTF-8."""
+    where = "stdin" if source == "-" else source
     try:
         if source == "-":
-            data = sys.stdin.buffer.read()
+            data = read_limited(sys.stdin.buffer, where)
         else:
             with open(source, "rb") as handle:
-                data = handle.read()
+                data = read_limited(handle, where)
     except OSError as exc:
         raise BadInput(f"cannot read {source}: {exc.strerror}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        where = "stdin" if source == "-" else source
         raise BadInput(f"{where} is not valid UTF-8 (byte {exc.start})") from None
 
 

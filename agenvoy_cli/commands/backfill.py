@@ -29,6 +29,7 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
     if rebuild and not vectors:
         raise BadInput("--rebuild goes with --vectors")
     store = get_store(ctx)
+    store.rebuilding = all_sessions  # --all may start a new archive where one was lost
     if session_id:
         store.require(session_id)
     ids = [session_id] if session_id else store.session_ids()

@@ -97,3 +97,43 @@ def one_query(words: tuple[str, ...] | list[str], option: str | None) -> str:
     if not text.strip():
         raise click.UsageError("give a QUERY (or -q/--query TEXT)")
     return text
+
+
+MAX_INPUT_ENV = "AGENVOY_MAX_INPUT_BYTES"
+DEFAULT_MAX_INPUT = 64 * 1024 * 1024
+_CHUNK = 1 << 20
+
+
+def max_input_bytes() -> int:
+    import math
+    import os
+
+    from agenvoy_cli.errors import BadInput
+
+    raw = os.environ.get(MAX_INPUT_ENV, "")
+    if not raw:
+        return DEFAULT_MAX_INPUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadInput(f"{MAX_INPUT_ENV}={raw!r} is not a number of bytes") from None
+    if not math.isfinite(value) or value < 1:
+        raise BadInput(f"{MAX_INPUT_ENV}={raw!r} must be a positive number of bytes")
+    return int(value)
+
+
+def read_limited(handle: Any, where: str) -> bytes:
+    """All of a binary stream, read in chunks and refused (exit 2) as soon as it passes
+    AGENVOY_MAX_INPUT_BYTES: /dev/zero or an endless pipe never grows memory past it."""
+    from agenvoy_cli.errors import BadInput
+
+    limit = max_input_bytes()
+    data = bytearray()
+    while True:
+        chunk = handle.read(min(_CHUNK, limit + 1 - len(data)))
+        if not chunk:
+            return bytes(data)
+        data += chunk
+        if len(data) > limit:
+            raise BadInput(f"{where} is larger than {limit} bytes (set {MAX_INPUT_ENV} to "
+                           "allow more)")

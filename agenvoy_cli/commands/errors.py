@@ -7,7 +7,13 @@ from typing import Any, BinaryIO
 
 import click
 
-from agenvoy_cli.commands.common import confirm_destructive, get_store, json_option, memory
+from agenvoy_cli.commands.common import (
+    confirm_destructive,
+    get_store,
+    json_option,
+    memory,
+    read_limited,
+)
 from agenvoy_cli.contract import listing
 from agenvoy_cli.errormem import memory as errormem
 from agenvoy_cli.errors import BadInput
@@ -108,7 +114,7 @@ def record_cmd(ctx: click.Context, tool_name: str | None, keywords: tuple[str, .
         if any(fields):
             raise BadInput("--from-json replaces the field options; give one or the other")
         name = "stdin" if source is sys.stdin.buffer or source.name == "<stdin>" else source.name
-        drafts = errormem.drafts_from_json(source.read(), name, warn)
+        drafts = errormem.drafts_from_json(read_limited(source, name), name, warn)
     else:
         missing = [opt for opt, value in (("--tool", tool_name), ("--keyword", keywords),
                                           ("--symptom", symptom), ("--action", action),
@@ -129,7 +135,7 @@ def _read_query(words: tuple[str, ...], text: str | None) -> str:
             raise BadInput("give the query as QUERY or as --query, not both")
         return text
     if words == ("-",):
-        return sys.stdin.read()
+        return read_limited(sys.stdin.buffer, "stdin").decode("utf-8", "replace")
     return " ".join(words)
 
 

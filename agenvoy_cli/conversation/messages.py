@@ -29,6 +29,8 @@ _BARE = re.compile(r"\A[ \t\r\n]*(?=" + HEADER_LABEL + r")[^\n]*(?:\r?\n|\Z)")
 _TIME_IN = re.compile(HEADER_LABEL + r"[:：][ \t]*" + _TIME_RE)
 _PLAIN_TIME = re.compile(r"\A" + _TIME_RE + r"\Z")
 NS = 1_000_000_000
+# send_at is a signed 64-bit count of nanoseconds: 1677-09-21 to 2262-04-11 (whole years kept)
+MIN_YEAR, MAX_YEAR = 1678, 2261
 
 
 def _to_datetime(stamp: str) -> datetime:
@@ -42,9 +44,13 @@ def parse_local_time(text: str) -> datetime:
     if not _PLAIN_TIME.match(text.strip()):
         raise BadInput(f"time {text!r} is not in the form YYYY-MM-DD HH:MM:SS")
     try:
-        return _to_datetime(text.strip())
+        moment = _to_datetime(text.strip())
     except ValueError as exc:
         raise BadInput(f"time {text!r}: {exc}") from None
+    if not MIN_YEAR <= moment.year <= MAX_YEAR:
+        raise BadInput(f"time {text!r} is out of range: times are stored as nanoseconds since "
+                       f"1970 in 64 bits, years {MIN_YEAR} to {MAX_YEAR}")
+    return moment
 
 
 def local_to_ns(moment: datetime) -> int:
@@ -115,9 +121,10 @@ def header_time(text: str) -> datetime | None:
     if stamp is None:
         return None
     try:
-        return _to_datetime(stamp)
+        moment = _to_datetime(stamp)
     except ValueError:
         return None
+    return moment if MIN_YEAR <= moment.year <= MAX_YEAR else None
 
 
 def strip_header(text: str) -> str:

@@ -32,6 +32,7 @@ from agenvoy_cli.home.config import Settings, load_settings
 from agenvoy_cli.home.files import ensure_dir
 from agenvoy_cli.home.layout import Layout, validate_name
 from agenvoy_cli.home.locking import store_lock
+from agenvoy_cli.home.salvage import lost_archive
 
 
 class SyncResult(NamedTuple):
@@ -87,10 +88,16 @@ class Store:
             self._drop_reader()
         return store_lock(self.layout.lock, self.settings.lock_timeout, shared=True)
 
+    rebuilding = False  # backfill --all, doctor --repair: may start over a lost archive
+
     def db(self) -> sqlite3.Connection:
         """The writer connection (creates and migrates the database). Hold write_lock."""
         if self._conn is None:
-            self._conn = sqlite.connect(self.layout.db, self.settings.lock_timeout)
+            lost = None if self.rebuilding else lost_archive(self.layout)
+            if lost:
+                raise CorruptStore(lost)
+            self._conn = sqlite.connect(self.layout.db, self.settings.lock_timeout,
+                                        marker=self.layout.lock)
         return self._conn
 
     def db_readonly(self) -> sqlite3.Connection | None:
@@ -100,10 +107,12 @@ class Store:
             return self._conn
         from agenvoy_cli.home.locking import is_held
 
-        if is_held(self.layout.lock, exclusive=True) and self.layout.db.exists():
+        if is_held(self.layout.lock, exclusive=True) and not sqlite.is_empty(self.layout.db):
             return self.db()  # a writer reads through its own connection
         if self._ro is None:
-            if not self.layout.db.exists():
+            if sqlite.is_empty(self.layout.db):
+                if lost := lost_archive(self.layout):
+                    raise CorruptStore(lost)
                 return None
             conn = sqlite.connect(self.layout.db, self.settings.lock_timeout, readonly=True)
             if sqlite.user_version(conn) < sqlite.SCHEMA_VERSION:
@@ -140,10 +149,10 @@ class Store:
                         ids.add(validate_name(entry.name))
         try:
             conn = self.db_readonly()
-        except CorruptStore:
-            conn = None  # sessions of a damaged archive are still listed from their folders
-        if conn is not None:
-            ids.update(r[0] for r in conn.execute("SELECT DISTINCT session_id FROM messages"))
+            if conn is not None:
+                ids.update(r[0] for r in conn.execute("SELECT DISTINCT session_id FROM messages"))
+        except CorruptStore:  # sessions of a damaged archive are still listed from folders
+            pass
         return sorted(ids)
 
     def exists(self, session_id: str) -> bool:

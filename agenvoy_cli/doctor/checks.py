@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -13,7 +15,8 @@ from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.history_view import HistoryView, open_history
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import CorruptStore
-from agenvoy_cli.home.files import read_json, stale_temp_files
+from agenvoy_cli.home import salvage, sqlite
+from agenvoy_cli.home.files import fsync_dir, read_json, stale_temp_files
 
 
 @dataclass
@@ -51,20 +54,22 @@ class Doctor:
 
     # -- the whole home ---------------------------------------------------------------------
     def check_database(self) -> bool:
+        lost = salvage.lost_archive(self.store.layout)
+        if lost:
+            self.report(None, "sqlite", lost, self._allow_rebuild)
+            return self.repair
         if not self.store.layout.db.exists():
             return True
         try:
             conn = self.store.db()
             result = conn.execute("PRAGMA quick_check").fetchone()[0]
-        except CorruptStore as exc:
-            self.report(None, "sqlite", str(exc))
-            return False
-        except sqlite3.DatabaseError as exc:
-            self.report(None, "sqlite", f"{self.store.layout.db}: {exc}")
-            return False
+        except (CorruptStore, sqlite3.DatabaseError) as exc:
+            self.report(None, "sqlite", str(exc), self._salvage)
+            return self.repair
         if result != "ok":
-            self.report(None, "sqlite", f"quick_check: {result}")
-            return False
+            self.report(None, "sqlite", f"{self.store.layout.db} is damaged (quick_check: "
+                        f"{result.splitlines()[0]})", self._salvage)
+            return self.repair
         for table in ("messages_fts", "messages_fts5"):
             try:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
@@ -75,6 +80,15 @@ class Doctor:
 
                 self.report(None, "fts", f"{table}: {exc}", rebuild)
         return True
+
+    def check_session_folders(self) -> None:
+        folder = self.store.layout.sessions
+        with contextlib.suppress(FileNotFoundError):
+            for entry in os.scandir(folder):
+                if not entry.name.startswith(".") and not entry.is_dir(follow_symlinks=False):
+                    what = "a symbolic link" if entry.is_symlink() else "not a folder"
+                    self.report(None, "sessions", f"{entry.path} is {what}; move it out of "
+                                "sessions/")
 
     # -- one session ------------------------------------------------------------------------
     def check_session(self, sid: str) -> None:
@@ -161,6 +175,32 @@ class Doctor:
                         repair if i == 0 else (lambda: "repaired with the line above"))
 
     # -- repairs ----------------------------------------------------------------------------
+    def _allow_rebuild(self) -> str:
+        self.store.rebuilding = True
+        return "the archive is rebuilt from history.json (session checks below)"
+
+    def _salvage(self) -> str:
+        """Every readable row into a fresh history.db; the damaged file kept aside."""
+        store = self.store
+        db = store.layout.db
+        store.close()
+        fresh = db.with_name(db.name + ".salvage")
+        for suffix in ("", "-wal", "-shm"):
+            fresh.with_name(fresh.name + suffix).unlink(missing_ok=True)
+        conn = sqlite.connect(fresh, store.settings.lock_timeout)
+        try:
+            counts = salvage.copy_rows(db, conn)
+        finally:
+            conn.close()
+        kept = salvage.move_aside(db)
+        os.replace(fresh, db)
+        fsync_dir(db.parent)
+        store.rebuilding = True
+        saved = ", ".join(f"{n} of {'?' if claimed is None else claimed} {table}"
+                          for table, (n, claimed) in counts.items() if n or claimed)
+        return f"salvaged the readable rows into a fresh history.db ({saved or 'no rows'}); " \
+               f"the damaged file is {kept.name}"
+
     def _sync(self, sid: str) -> str:
         from agenvoy_cli.doctor.conversation import sync
 
@@ -177,6 +217,7 @@ def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Probl
     if not session_ids and not store.layout.db.exists():
         return []  # an empty home: nothing to check, and checking must not create it
     with store.write_lock():
+        doctor.check_session_folders()
         if doctor.check_database():
             from agenvoy_cli.doctor import vectors
 

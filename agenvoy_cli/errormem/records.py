@@ -25,6 +25,7 @@ OUTCOMES = ("resolved", "failed", "abandoned")
 NS = 1_000_000_000
 DAY_NS = 86_400 * NS
 DEFAULT_TTL_DAYS = 90.0
+MAX_TTL_DAYS = 36_500  # a century; now + TTL must stay a 64-bit nanosecond count
 TTL_ENV = "AGENVOY_ERROR_TTL_DAYS"
 SEMANTIC_ENV = "AGENVOY_ERRORS_SEMANTIC"  # "0" turns the vector side off by default
 DEFAULT_LIMIT = 4
@@ -96,8 +97,9 @@ def ttl_days(store: Store) -> float:
         days = float(raw)
     except (TypeError, ValueError):
         raise BadInput(f"{where}={raw!r} is not a number of days") from None
-    if not 0 < days < float("inf"):
-        raise BadInput(f"{where}={raw!r} must be a positive number of days")
+    if not 0 < days <= MAX_TTL_DAYS:
+        raise BadInput(f"{where}={raw!r} must be a number of days above 0 and at most "
+                       f"{MAX_TTL_DAYS} (expiry times are 64-bit nanoseconds)")
     return days
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, NamedTuple
 
@@ -22,6 +23,8 @@ def _env_number(name: str, cast: type, default: Any, minimum: float) -> Any:
         value = cast(raw)
     except ValueError:
         raise BadInput(f"{name}={raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise BadInput(f"{name}={raw!r} must be a finite number")
     if value < minimum:
         raise BadInput(f"{name}={raw!r} must be at least {minimum}")
     return value

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +91,50 @@ def atomic_write_json(path: Path, obj: Any, *, indent: bool = True) -> None:
     atomic_write_bytes(path, dumps(obj, indent=indent) + b"\n")
 
 
-def read_bytes(path: Path) -> bytes | None:
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = FILE_MODE) -> int:
+    """A descriptor of a regular file in the home, never through a symlink (O_NOFOLLOW) and
+    never blocking on a FIFO or a device (O_NONBLOCK, then refused). FileNotFoundError when
+    it does not exist (and O_CREAT was not asked)."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CorruptStore(f"{path} is a symbolic link; refusing to follow it out of "
+                               "the home") from None
+        if exc.errno == errno.EISDIR:
+            raise CorruptStore(f"{path} is a directory, expected a file") from None
+        if exc.errno == errno.ENXIO:  # a FIFO opened for writing without a reader
+            raise CorruptStore(f"{path} is not a regular file") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CorruptStore(f"{path} is not a regular file ({_kind(info.st_mode)}); "
+                               "refusing to use it")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The whole of a regular file of the home; None when it does not exist."""
+    try:
+        fd = open_regular(path)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise CorruptStore(f"{path} is a directory, expected a JSON file") from None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def parse_json(data: bytes, path: Path, hint: str = "") -> Any:

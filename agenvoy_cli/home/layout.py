@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -18,12 +19,40 @@ def default_home() -> Path:
 
 
 def resolve_home(option: str | os.PathLike[str] | None = None) -> Path:
+    """--home, else AGENVOY_HOME, else the default. An empty value is a mistake (an unset
+    shell variable), not a request for the default home: refused (exit 2)."""
+    if option is not None and not str(option):
+        raise BadInput("--home is empty")
     if option:
-        return Path(option).expanduser()
+        return check_home(Path(option).expanduser())
     env = os.environ.get(HOME_ENV)
-    if env:
-        return Path(env).expanduser()
-    return default_home()
+    if env is not None:
+        if not env:
+            raise BadInput(f"{HOME_ENV} is set but empty")
+        return check_home(Path(env).expanduser())
+    return check_home(default_home())
+
+
+def check_home(home: Path) -> Path:
+    """The home, or its nearest existing ancestor, must be a directory (exit 2 otherwise:
+    --home /dev/null is bad usage, not an internal error)."""
+    probe = home
+    while True:
+        try:
+            info = probe.stat()
+        except FileNotFoundError:
+            if probe.parent == probe:
+                return home
+            probe = probe.parent
+            continue
+        except NotADirectoryError:
+            probe = probe.parent
+            continue
+        except OSError as exc:
+            raise BadInput(f"home {home}: {exc.strerror}") from None
+        if not stat.S_ISDIR(info.st_mode):
+            raise BadInput(f"home {home}: {probe} is not a directory")
+        return home
 
 
 def validate_name(name: str, kind: str = "session id") -> str:
@@ -49,11 +78,36 @@ def validate_name(name: str, kind: str = "session id") -> str:
     return name
 
 
-def _no_symlink(path: Path) -> Path:
-    """A symlink planted inside the home could lead reads and writes outside it."""
-    if path.is_symlink():
+def _checked(path: Path, want: str = "file") -> Path:
+    """Refuse what is not what the layout expects: a symlink planted inside the home could
+    lead reads and writes outside it (another program's database, a lock file anywhere), and
+    a FIFO or device where a file belongs would hang or feed garbage. Missing is fine."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return path  # NotADirectoryError: a parent is a file, refused by its own check
+    if stat.S_ISLNK(mode):
         raise CorruptStore(f"{path} is a symbolic link; refusing to follow it out of the home")
+    if want == "dir" and not stat.S_ISDIR(mode):
+        raise CorruptStore(f"{path} is not a directory; move it out of the way")
+    if want == "file" and not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise CorruptStore(f"{path} is {kind}; move it out of the way")
     return path
+
+
+
+def _no_links_below(folder: Path, depth: int) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            raise CorruptStore(f"{entry.path} is a symbolic link; refusing to follow it out "
+                               "of the home")
+        if depth > 1 and entry.is_dir(follow_symlinks=False):
+            _no_links_below(Path(entry.path), depth - 1)
 
 
 class Layout(NamedTuple):
@@ -61,23 +115,23 @@ class Layout(NamedTuple):
 
     @property
     def config(self) -> Path:
-        return self.home / "config.json"
+        return _checked(self.home / "config.json")
 
     @property
     def sessions(self) -> Path:
-        return _no_symlink(self.home / "sessions")
+        return _checked(self.home / "sessions", "dir")
 
     def session_dir(self, session_id: str) -> Path:
-        return _no_symlink(self.sessions / validate_name(session_id))
+        return _checked(self.sessions / validate_name(session_id), "dir")
 
     def history(self, session_id: str) -> Path:
-        return _no_symlink(self.session_dir(session_id) / "history.json")
+        return _checked(self.session_dir(session_id) / "history.json")
 
     def summary(self, session_id: str) -> Path:
-        return _no_symlink(self.session_dir(session_id) / "summary.json")
+        return _checked(self.session_dir(session_id) / "summary.json")
 
     def summary_meta(self, session_id: str) -> Path:
-        return _no_symlink(self.session_dir(session_id) / "summary.meta.json")
+        return _checked(self.session_dir(session_id) / "summary.meta.json")
 
     def agent_files(self, session_id: str) -> list[Path]:
         """What Agenvoy itself keeps in a session folder and deletes on reset
@@ -87,22 +141,30 @@ class Layout(NamedTuple):
 
     @property
     def store(self) -> Path:
-        return self.home / ".store"
+        return _checked(self.home / ".store", "dir")
 
     @property
     def db(self) -> Path:
-        return self.store / "history.db"
+        db = _checked(self.store / "history.db")
+        for suffix in ("-wal", "-shm", "-journal"):  # SQLite opens these beside it
+            _checked(db.with_name(db.name + suffix))
+        return db
 
     @property
     def chroma(self) -> Path:
-        return self.store / "chroma"
+        """Chroma's directory; chromadb opens what is inside it itself, so its files and
+        collection folders (two levels) are checked for symlinks here."""
+        chroma = _checked(self.store / "chroma", "dir")
+        _no_links_below(chroma, depth=2)
+        return chroma
 
     @property
     def lock(self) -> Path:
         # Never deleted: deleting a flock file lets two holders in at once.
-        return self.store / "agenvoy.lock"
+        return _checked(self.store / "agenvoy.lock")
 
     def task_lock(self, task: str, name: str) -> Path:
         """Lock file of one long task (e.g. summarizing one session) that must not hold the
         store lock for its whole length (an LLM call). Never deleted, like the store lock."""
-        return self.store / "locks" / f"{task}.{validate_name(name)}.lock"
+        folder = _checked(self.store / "locks", "dir")
+        return _checked(folder / f"{task}.{validate_name(name)}.lock")

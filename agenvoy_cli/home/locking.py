@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agenvoy_cli.errors import StoreBusy
-from agenvoy_cli.home.files import FILE_MODE, ensure_dir
+from agenvoy_cli.home.files import ensure_dir, open_regular
 
 _held: dict[str, list] = {}  # path -> [fd, mode, depth]
 
@@ -60,13 +60,13 @@ def store_lock(path: Path, timeout: float, *, shared: bool = False) -> Iterator[
         return
     if shared:
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = open_regular(path)
         except FileNotFoundError:
             yield
             return
     else:
         ensure_dir(path.parent)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT)
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
         _acquire(fd, mode, timeout, path)

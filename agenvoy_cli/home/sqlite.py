@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from agenvoy_cli.errors import CorruptStore, OperationFailed, StoreBusy
-from agenvoy_cli.home.files import ensure_dir
+from agenvoy_cli.home.dbguard import open_guarded, wrap
+from agenvoy_cli.home.files import ensure_dir, open_regular
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -304,29 +305,43 @@ def _configure(conn: sqlite3.Connection, busy_ms: int) -> None:
     conn.execute("PRAGMA foreign_keys = ON")
 
 
-def _wrap(exc: sqlite3.Error, path: Path) -> Exception:
-    text = str(exc)
-    if isinstance(exc, sqlite3.OperationalError) and "readonly" in text:
-        return OperationFailed(f"{path} is read-only ({text}); nothing was written")
-    if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in text
-                                                      or "database or disk is full" in text):
-        return OperationFailed(f"{path}: the disk is full; nothing was written")
-    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
-        return StoreBusy(f"{path} is locked by another process: {text}")
-    if isinstance(exc, sqlite3.DatabaseError) and (
-        "malformed" in text or "not a database" in text or "file is not a database" in text
-    ):
-        return CorruptStore(f"{path} is damaged ({text}); restore it from a backup or move it "
-                            "aside and run `agenvoy backfill --all` to rebuild from history.json")
-    return exc
+_wrap = wrap  # the mapping lives in dbguard; old name kept for callers
+
+
+def is_empty(path: Path) -> bool:
+    """Missing or 0 bytes: SQLite would silently start a new, empty archive there."""
+    try:
+        return path.stat().st_size == 0
+    except FileNotFoundError:
+        return True
+
+
+def note_created(marker: Path, path: Path) -> None:
+    """Leave a line in `marker` (the store's lock file, never deleted) saying the archive
+    exists: a later missing or 0-byte history.db is then a loss doctor reports, not a home
+    that never had one (an upstream home before its first backfill)."""
+    fd = open_regular(marker, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        os.write(fd, f"{path.name} created {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def archive_was_created(marker: Path) -> bool:
+    try:
+        return marker.stat().st_size > 0
+    except FileNotFoundError:
+        return False
 
 
 def user_version(conn: sqlite3.Connection) -> int:
     return conn.execute("PRAGMA user_version").fetchone()[0]
 
 
-def connect(path: Path, busy_timeout: float, *, readonly: bool = False) -> sqlite3.Connection:
-    """A connection with WAL and a busy timeout; migrations run for writers."""
+def connect(path: Path, busy_timeout: float, *, readonly: bool = False,
+            marker: Path | None = None) -> sqlite3.Connection:
+    """A connection with WAL and a busy timeout; migrations run for writers. A writer that
+    creates the file notes it in `marker` (see note_created)."""
     busy_ms = max(1, int(busy_timeout * 1000))
     try:
         if readonly:
@@ -335,21 +350,24 @@ def connect(path: Path, busy_timeout: float, *, readonly: bool = False) -> sqlit
             # the home as it found it). Our writers are kept out by the shared store lock.
             wal = path.with_name(path.name + "-wal")
             mode = "ro" if wal.exists() else "ro&immutable=1"
-            conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, isolation_level=None,
-                                   check_same_thread=False)
+            conn = open_guarded(f"file:{path}?mode={mode}", path, uri=True,
+                                isolation_level=None, check_same_thread=False)
             _configure(conn, busy_ms)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         ensure_dir(path.parent)
-        fresh = not path.exists()
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        fresh = is_empty(path)
+        if fresh:  # created private, never through a link
+            os.close(open_regular(path, os.O_RDWR | os.O_CREAT))
+        conn = open_guarded(path, path, isolation_level=None, check_same_thread=False)
         if fresh:
-            path.chmod(0o600)
             conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         _configure(conn, busy_ms)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         migrate(conn)
+        if fresh and marker is not None:
+            note_created(marker, path)
         return conn
     except sqlite3.Error as exc:
         raise _wrap(exc, path) from None

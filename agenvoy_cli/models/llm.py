@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from agenvoy_cli.errors import BadInput, OperationFailed
 from agenvoy_cli.home.config import Settings
 from agenvoy_cli.models.http import MASK, Endpoint, HTTPFailure
+from agenvoy_cli.secrets import register, register_url
 
 DEFAULT_TIMEOUT = 120.0
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -118,11 +119,15 @@ def load_config(settings: Settings, command: str | None = None) -> LLMConfig:
     key_env = conf.get("api_key_env")
     api_key = (_env("AGENVOY_LLM_API_KEY") or (_env(str(key_env)) if key_env else None)
                or _env("OPENAI_API_KEY"))
+    register(api_key)  # masked in every message, whatever variable it came from
     model = _env("AGENVOY_LLM_MODEL") or (str(conf["model"]) if conf.get("model") else None)
 
     cmd = command or _env("AGENVOY_LLM_COMMAND") or conf.get("command")
     if cmd:
-        argv = tuple(cmd) if isinstance(cmd, list) else tuple(shlex.split(str(cmd)))
+        try:
+            argv = tuple(cmd) if isinstance(cmd, list) else tuple(shlex.split(str(cmd)))
+        except ValueError as exc:  # unbalanced quotes: bad usage
+            raise BadInput(f"--llm-command {cmd!r}: {exc}") from None
         if not argv:
             raise BadInput("--llm-command is empty")
         return LLMConfig(None, model, api_key, timeout, argv, options)
@@ -137,6 +142,7 @@ def load_config(settings: Settings, command: str | None = None) -> LLMConfig:
             f"no LLM configured: set {' and '.join(missing)} (or agenvoy.llm.base_url and "
             "agenvoy.llm.model in config.json), or pass --llm-command CMD; nothing was changed")
     assert base_url is not None
+    register_url(base_url)
     if not base_url.startswith(("http://", "https://")):
         raise BadInput(f"LLM base URL {base_url!r} must start with http:// or https://")
     return LLMConfig(base_url, model, api_key, timeout, None, options)

@@ -251,6 +251,8 @@ class VectorIndex:
         self._collection: Any = None
         self._checked = False
         self.unsearchable = 0  # ids the last query found in Chroma's metadata, not in HNSW
+        if create:
+            embedder(store)  # a bad embedder name is refused before .store/chroma exists
         with guard.exclusive(store):
             _ = self.collection
 

@@ -1,0 +1,152 @@
+"""SQLite errors, mapped once: every connection of the home raises our documented errors
+(a damaged file: exit 4 with the way back; read-only or full disk: exit 1; locked: exit 75)
+wherever the error surfaces, on execute or halfway through reading rows. The raised classes
+are also the original sqlite3 classes, so code that catches sqlite3 errors keeps working."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed, StoreBusy
+
+_CORRUPT = ("malformed", "not a database", "file is not a database", "database corruption")
+_mixed: dict[tuple[type, type], type] = {}
+
+
+def damaged_message(path: Path, detail: str) -> str:
+    return (f"{path} is damaged ({detail}); run `agenvoy doctor --repair` to salvage every "
+            "readable row into a fresh database (the damaged file is kept aside), or restore "
+            "it from a backup")
+
+
+def _disk_state(path: Path) -> str | None:
+    """'read-only' or 'full' when the file system of `path` is, else None."""
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    try:
+        info = os.statvfs(probe)
+    except OSError:
+        return None
+    if info.f_flag & os.ST_RDONLY:
+        return "read-only"
+    if info.f_bavail == 0:
+        return "full"
+    return None
+
+
+def classify(exc: sqlite3.Error, path: Path) -> AgenvoyError | None:
+    """Our error for a SQLite error on the database at `path`, None when it is a bug."""
+    text = str(exc)
+    if isinstance(exc, AgenvoyError):
+        return exc
+    if isinstance(exc, sqlite3.DatabaseError) and any(c in text for c in _CORRUPT):
+        return CorruptStore(damaged_message(path, text))
+    if not isinstance(exc, sqlite3.OperationalError):
+        return None
+    if "readonly" in text or "read-only" in text:
+        return OperationFailed(f"{path} is read-only ({text}); nothing was written")
+    if "disk is full" in text:
+        return OperationFailed(f"{path}: the disk is full; nothing was written")
+    if "locked" in text or "busy" in text:
+        return StoreBusy(f"{path} is locked by another process: {text}")
+    if "disk I/O error" in text or "unable to open" in text:
+        state = _disk_state(path)
+        if state == "read-only":
+            return OperationFailed(f"{path}: the file system is read-only ({text}); nothing "
+                                   "was written")
+        if state == "full":
+            return OperationFailed(f"{path}: the disk is full ({text}); nothing was written")
+        return OperationFailed(f"{path}: {text}")
+    return None
+
+
+def wrap(exc: sqlite3.Error, path: Path) -> BaseException:
+    """`exc` as one of our errors that is still an instance of its sqlite3 class."""
+    ours = classify(exc, path)
+    if ours is None or isinstance(exc, AgenvoyError):
+        return exc
+    key = (type(ours), type(exc))
+    cls = _mixed.get(key)
+    if cls is None:
+        cls = type(type(ours).__name__, key, {"__str__": AgenvoyError.__str__})
+        _mixed[key] = cls
+    return cls(Exception.__str__(ours))
+
+
+class GuardedCursor(sqlite3.Cursor):
+    path: Path
+
+    def execute(self, sql: str, parameters: Any = ()) -> GuardedCursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise wrap(exc, self.path) from None
+
+    def executemany(self, sql: str, seq: Any) -> GuardedCursor:
+        try:
+            return super().executemany(sql, seq)
+        except sqlite3.Error as exc:
+            raise wrap(exc, self.path) from None
+
+    def executescript(self, script: str) -> GuardedCursor:
+        try:
+            return super().executescript(script)
+        except sqlite3.Error as exc:
+            raise wrap(exc, self.path) from None
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            raise wrap(exc, self.path) from None
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        try:
+            return super().fetchmany(self.arraysize if size is None else size)
+        except sqlite3.Error as exc:
+            raise wrap(exc, self.path) from None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            raise wrap(exc, self.path) from None
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            raise wrap(exc, self.path) from None
+
+
+class GuardedConnection(sqlite3.Connection):
+    """sqlite3.connect(..., factory=GuardedConnection); set .path right after."""
+
+    path: Path = Path("history.db")
+
+    def cursor(self, factory: Any = GuardedCursor) -> Any:  # type: ignore[override]
+        cur = super().cursor(factory)
+        cur.path = self.path
+        return cur
+
+    def execute(self, sql: str, parameters: Any = ()) -> Any:  # type: ignore[override]
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, seq: Any) -> Any:  # type: ignore[override]
+        return self.cursor().executemany(sql, seq)
+
+    def executescript(self, script: str) -> Any:  # type: ignore[override]
+        return self.cursor().executescript(script)
+
+
+def open_guarded(target: str | Path, path: Path, **kwargs: Any) -> GuardedConnection:
+    try:
+        conn = sqlite3.connect(target, factory=GuardedConnection, **kwargs)
+    except sqlite3.Error as exc:
+        raise wrap(exc, path) from None
+    conn.path = path
+    return conn

@@ -1,0 +1,130 @@
+"""Salvage of a damaged history.db: every row SQLite can still read goes into a fresh
+database with the full schema (the FTS indexes are rebuilt by its triggers); the damaged file
+is kept aside. Reads are row by row around damaged pages: a forward scan until the first
+unreadable page, a backward scan until the last one, then each rowid in between on its own."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from agenvoy_cli.home.files import fsync_dir
+from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.home.sqlite import archive_was_created, is_empty
+
+# Parents before children (foreign keys); the FTS tables are derived and rebuilt.
+TABLES = ("messages", "session_meta", "error_records", "error_keywords", "rag_dbs",
+          "rag_sources", "rag_files", "rag_chunks")
+MAX_PROBES = 2_000_000  # rowids probed one by one across a damaged stretch
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    try:
+        return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+    except sqlite3.DatabaseError:
+        return []
+
+
+def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
+    try:
+        conn.execute(f"SELECT rowid FROM {table} LIMIT 0")
+        return True
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _scan(conn: sqlite3.Connection, sql: str, args: tuple = ()) -> Iterator[tuple]:
+    """Rows until the first one SQLite cannot read."""
+    try:
+        cursor = conn.execute(sql, args)
+        while True:
+            row = cursor.fetchone()
+            if row is None:
+                return
+            yield row
+    except sqlite3.DatabaseError:
+        return
+
+
+def read_rows(conn: sqlite3.Connection, table: str, cols: list[str]) -> dict[Any, tuple]:
+    """Every readable row of `table`, keyed by rowid (or by the whole row)."""
+    names = ", ".join(cols)
+    if not _has_rowid(conn, table):
+        rows = {r: r for r in _scan(conn, f"SELECT {names} FROM {table}")}
+        rows.update({r: r for r in _scan(conn, f"SELECT {names} FROM {table} ORDER BY 1 DESC")})
+        return rows
+    rows: dict[Any, tuple] = {}
+    for row in _scan(conn, f"SELECT rowid, {names} FROM {table} ORDER BY rowid"):
+        rows[row[0]] = row[1:]
+    low = max(rows, default=None)
+    for row in _scan(conn, f"SELECT rowid, {names} FROM {table} ORDER BY rowid DESC"):
+        if row[0] in rows:
+            break
+        rows[row[0]] = row[1:]
+    high = min((r for r in rows if low is None or r > low), default=None)
+    if low is not None and high is not None and high - low - 1 <= MAX_PROBES:
+        for rowid in range(low + 1, high):  # the damaged stretch, one row at a time
+            for row in _scan(conn, f"SELECT {names} FROM {table} WHERE rowid = ?", (rowid,)):
+                rows[rowid] = row
+    return rows
+
+
+def copy_rows(source: Path, dest: sqlite3.Connection) -> dict[str, tuple[int, int | None]]:
+    """Copy what can be read of `source` into `dest` (which has the schema). Returns, per
+    table, (rows saved, rows the damaged file claims or None when it cannot tell)."""
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    counts: dict[str, tuple[int, int | None]] = {}
+    try:
+        for table in TABLES:
+            cols = [c for c in _columns(src, table) if c in set(_columns(dest, table))]
+            if not cols:
+                continue
+            rows = read_rows(src, table, cols)
+            claimed: int | None = None
+            with contextlib.suppress(sqlite3.DatabaseError):
+                claimed = src.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            marks = ", ".join("?" * len(cols))
+            dest.execute("BEGIN IMMEDIATE")
+            dest.executemany(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) "
+                             f"VALUES ({marks})", rows.values())
+            dest.execute("COMMIT")
+            counts[table] = (len(rows), claimed)
+    finally:
+        src.close()
+    return counts
+
+
+def move_aside(db: Path) -> Path:
+    """history.db (and its -wal/-shm) -> history.db.damaged-<time>[-wal|-shm]."""
+    target = db.with_name(f"{db.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    for suffix in ("-wal", "-shm", ""):
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(db.with_name(db.name + suffix), target.with_name(target.name + suffix))
+    fsync_dir(db.parent)
+    return target
+
+
+def lost_archive(layout: Layout) -> str | None:
+    """Why history.db must not be created silently: it existed (the store's lock file says
+    so, see sqlite.note_created) and is now missing or empty while sessions still have
+    history. None when nothing was lost (e.g. an upstream home before its first backfill)."""
+    db = layout.db
+    if not is_empty(db) or not archive_was_created(layout.lock):
+        return None
+    count = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(layout.sessions):
+            with contextlib.suppress(OSError):
+                if os.stat(os.path.join(entry.path, "history.json")).st_size > 2:
+                    count += 1
+    if not count:
+        return None
+    return (f"{db} is missing or empty although it was created before, and {count} "
+            "session(s) still have history.json (messages trimmed from them are no longer "
+            "searchable): restore it from a backup, or run `agenvoy doctor --repair` to "
+            "rebuild the archive from history.json")

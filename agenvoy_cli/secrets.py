@@ -1,0 +1,68 @@
+"""The one secret-masking function. Every message that can reach stderr, stdout or a log
+goes through mask(): every configured key, wherever it appears (a server may echo it), and
+credentials written into URLs."""
+
+from __future__ import annotations
+
+import os
+import re
+
+MASK = "****"
+# Environment variables whose value is a secret (keys for the LLM, the embedder, a Chroma
+# server, ...): their values are masked even when nobody registered them.
+_SECRET_NAME = re.compile(r"(?:API_?KEY|_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD)$", re.I)
+_MIN_SECRET = 6  # shorter values would mask ordinary words
+_registered: set[str] = set()
+# scheme://user:password@host or scheme://token@host
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@:?#]*)(?::([^\s/@?#]*))?@")
+_URL_PARAM = re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access_token|password)=)[^&#\s]+")
+# an Authorization value: a word of 8+ token characters with at least one non-letter in it
+# (so "Basic information" stays prose)
+_AUTH_VALUE = re.compile(
+    r"\b(Bearer|Basic)(\s+)(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}")
+
+
+def register(secret: str | None) -> None:
+    """Remember a secret that did not come from a *_KEY/*_TOKEN variable (e.g. the variable
+    named by agenvoy.llm.api_key_env) so that mask() hides it too."""
+    if secret and len(secret) >= _MIN_SECRET:
+        _registered.add(secret)
+
+
+def known_secrets() -> list[str]:
+    values = set(_registered)
+    for name, value in os.environ.items():
+        if len(value) >= _MIN_SECRET and _SECRET_NAME.search(name):
+            values.add(value)
+    return sorted(values, key=len, reverse=True)  # longest first: no half-masked overlaps
+
+
+def _userinfo(match: re.Match[str]) -> str:
+    scheme, user, password = match.group(1), match.group(2), match.group(3)
+    return f"{scheme}{user}:{MASK}@" if password is not None else f"{scheme}{MASK}@"
+
+
+def register_url(url: str | None) -> None:
+    """Register the password (or token) written into a URL's user part."""
+    if url and "@" in url:
+        match = _URL_USERINFO.search(url)
+        if match:
+            register(match.group(3) if match.group(3) is not None else match.group(2))
+
+
+def mask(text: str, *, patterns: bool = True) -> str:
+    """`text` with every known secret masked and, with `patterns` (messages, not data), every
+    URL credential and Authorization value too. Results printed on stdout use
+    patterns=False: a stored message that merely looks like a URL with a user stays as is."""
+    if not text:
+        return text
+    for secret in known_secrets():
+        if secret in text:
+            text = text.replace(secret, MASK)
+    if not patterns:
+        return text
+    if "@" in text:
+        text = _URL_USERINFO.sub(_userinfo, text)
+    if "=" in text:
+        text = _URL_PARAM.sub(lambda m: m.group(1) + MASK, text)
+    return _AUTH_VALUE.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
