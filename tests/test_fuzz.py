@@ -51,9 +51,9 @@ class Home:
         shutil.copytree(template, self.path)
         self.runner = CliRunner()
 
-    def run(self, *args: str, input: bytes | str | None = None):
+    def run(self, *args: str, input: bytes | str | None = None, env: dict | None = None):
         res = self.runner.invoke(cli, list(args), input=input, catch_exceptions=True,
-                                 env={"AGENVOY_HOME": str(self.path)})
+                                 env={"AGENVOY_HOME": str(self.path), **(env or {})})
         assert res.exception is None or isinstance(res.exception, SystemExit), (
             f"{args!r} raised {res.exception!r}")
         assert res.exit_code in DOCUMENTED, (args, res.exit_code, res.stderr)
@@ -201,5 +201,160 @@ def test_wrong_option_combinations():
             res = home.run(*args)
             assert res.exit_code == 2, (args, res.exit_code, res.stderr)
         assert snapshot(home.path) == before
+    finally:
+        home.close()
+
+
+# -- issue #14: times, numbers from the environment, homes, LLM commands, planted files ------
+
+TIMES = st.one_of(
+    st.sampled_from(["0001-01-01 00:00:00", "9999-12-31 23:59:59", "2262-04-12 00:00:00",
+                     "2261-12-31 23:59:59", "1677-09-21 00:12:43", "1678-01-01 00:00:00",
+                     "2024-02-30 00:00:00", "2024-13-01 00:00:00", "2024-01-01 24:00:00",
+                     " 2024-01-01 00:00:00 ", "2024-01-01T00:00:00", "", "now"]),
+    st.from_regex(r"\A\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\Z"),
+    st.text(max_size=25))
+NUMBERS = st.one_of(
+    st.sampled_from(["nan", "inf", "-inf", "1e9", "1e400", "-1", "0", "0.0", "", "abc",
+                     "0x10", "1_000", " 5 ", "1e-400", "9" * 40]),
+    st.floats().map(str), st.integers().map(str), st.text(max_size=8))
+REFUSED = {2, 3, 4}  # refused commands change nothing; a failed one (1) may leave a lock file
+ENV_NUMBERS = ["AGENVOY_LOCK_TIMEOUT", "AGENVOY_MAX_INPUT_BYTES", "AGENVOY_ERROR_TTL_DAYS",
+               "AGENVOY_MAX_HISTORY_MESSAGES", "AGENVOY_MAX_HISTORY_BYTES"]
+ENV_COMMANDS = [
+    ("append", "s", "--role", "user", "--content", "fuzz"),
+    ("errors", "record", "--tool", "t", "--symptom", "boom", "--action", "a", "--outcome",
+     "resolved", "--keyword", "k", "--no-semantic"),
+    ("search", "s", "deploy", "--mode", "keyword"),
+    ("context", "s"),
+]
+
+
+def tree(home: Path) -> dict[str, str]:
+    """Like snapshot() but never following a link and never opening a FIFO: every entry's
+    type, and a hash of every regular file."""
+    import hashlib
+    import stat as st_
+
+    out = {}
+    for root, dirs, files in os.walk(home, followlinks=False):
+        for name in dirs + files:
+            path = Path(root) / name
+            if name.endswith(("-wal", "-shm")):
+                continue
+            mode = path.lstat().st_mode
+            rel = str(path.relative_to(home))
+            if st_.S_ISREG(mode):
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                out[rel] = oct(st_.S_IFMT(mode))
+    return out
+
+
+@FUZZ
+@given(when=TIMES)
+def test_time_option_never_breaks(when):
+    home = populated()
+    try:
+        before = tree(home.path)
+        res = home.run("append", "s", "--role", "user", "--content", "t", "--time", when)
+        assert res.exit_code in (0, 2), res.stderr
+        if res.exit_code in REFUSED:
+            assert tree(home.path) == before
+        else:
+            assert b"\n1-01-01" not in (home.path / "sessions/s/history.json").read_bytes()
+    finally:
+        home.close()
+
+
+@FUZZ
+@given(var=st.sampled_from(ENV_NUMBERS), value=NUMBERS, command=st.sampled_from(ENV_COMMANDS))
+def test_numbers_from_the_environment_never_break(var, value, command):
+    home = populated()
+    try:
+        before = tree(home.path)
+        res = home.run(*command, env={var: value})
+        if res.exit_code in REFUSED:
+            assert tree(home.path) == before, (var, value, command)
+    finally:
+        home.close()
+
+
+HOMES = st.one_of(st.sampled_from(["", "/dev/null", "/dev/null/x", "/proc/self/status/x",
+                                   "FILE", "FILE/below", " "]),
+                  st.text(max_size=12).map(lambda t: "TMP/" + t))
+
+
+@FUZZ
+@given(value=HOMES, command=st.sampled_from([("session", "list"), ("context", "s"),
+                                             ("search", "s", "q", "--mode", "keyword"),
+                                             ("errors", "list")]))
+def test_odd_homes_never_break(value, command):
+    base = Path(tempfile.mkdtemp(prefix="agenvoy-fuzz-home-"))
+    try:
+        (base / "FILE").write_text("x")
+        value = value.replace("FILE", str(base / "FILE")).replace("TMP", str(base))
+        if "\x00" in value:
+            return  # not a path the OS can even receive
+        res = CliRunner().invoke(cli, ["--home", value, *command], catch_exceptions=True)
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+        assert res.exit_code in DOCUMENTED, (value, res.exit_code, res.stderr)
+        assert "Traceback" not in res.stderr and "internal error" not in res.stderr
+        assert sorted(p.name for p in base.iterdir()) == ["FILE"] or res.exit_code == 0
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@FUZZ
+@given(tail=st.text(max_size=20))
+def test_llm_command_strings_never_break(tail):
+    home = populated()
+    try:
+        before = tree(home.path)
+        # `false` first: whatever the tail, nothing but false (or a parse error) runs
+        res = home.run("summarize", "s", "--llm-command", "false " + tail)
+        assert res.exit_code in (1, 2), res.stderr
+        if res.exit_code in REFUSED:
+            assert tree(home.path) == before
+    finally:
+        home.close()
+
+
+PLANTED = ["config.json", ".store", ".store/history.db", ".store/agenvoy.lock",
+           ".store/chroma", "sessions/s/history.json", "sessions/s/summary.json", "sessions/s"]
+KINDS = ["symlink", "fifo", "directory", "file"]
+
+
+@FUZZ
+@given(where=st.sampled_from(PLANTED), kind=st.sampled_from(KINDS),
+       command=st.sampled_from([("append", "s", "--role", "user", "--content", "x"),
+                                ("context", "s"), ("search", "s", "q", "--mode", "keyword"),
+                                ("doctor",), ("session", "list"), ("compact", "s"),
+                                ("errors", "list")]))
+def test_planted_files_are_refused_without_harm(where, kind, command):
+    home = populated()
+    outside = home.path.parent / "outside"
+    outside.mkdir()
+    try:
+        path = home.path / where
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        if kind == "symlink":
+            path.symlink_to(outside / "target")
+        elif kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "directory":
+            path.mkdir()
+        else:
+            path.write_bytes(b"\x00garbage")
+        before = tree(home.path)
+        res = home.run(*command)  # a FIFO must never be waited on
+        assert list(outside.iterdir()) == []
+        if res.exit_code in REFUSED:
+            assert tree(home.path) == before, (where, kind, command, res.stderr)
     finally:
         home.close()

@@ -128,6 +128,8 @@ def load_config(settings: Settings, command: str | None = None) -> LLMConfig:
             argv = tuple(cmd) if isinstance(cmd, list) else tuple(shlex.split(str(cmd)))
         except ValueError as exc:  # unbalanced quotes: bad usage
             raise BadInput(f"--llm-command {cmd!r}: {exc}") from None
+        if any("\x00" in str(arg) for arg in argv):
+            raise BadInput("--llm-command contains a NUL byte")
         if not argv:
             raise BadInput("--llm-command is empty")
         return LLMConfig(None, model, api_key, timeout, argv, options)
