@@ -50,13 +50,18 @@ def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str
     from click.shell_completion import CompletionItem
 
     from agenvoy_cli.conversation import sessions
+    from agenvoy_cli.errors import AgenvoyError
 
-    layout = Layout(resolve_home((ctx.find_root().params or {}).get("home")))
+    try:  # a bad home or a planted link: no completions, never a traceback
+        layout = Layout(resolve_home((ctx.find_root().params or {}).get("home")))
+        db_exists = layout.db.exists()
+    except (OSError, AgenvoyError):
+        return []
     try:
         names = set(sessions.folder_names(layout.sessions))
     except Exception:  # completion must never fail loudly (a symlinked sessions/ ...)
         names = set()
-    if layout.db.exists():
+    if db_exists:
         from agenvoy_cli.home import sqlite
 
         try:  # read-only, creating no file (as every read)
@@ -66,6 +71,8 @@ def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str
         if conn is not None:
             try:
                 names.update(sessions.rows(conn))
+            except Exception:  # a damaged archive: the folders still complete
+                pass
             finally:
                 conn.close()
     return [CompletionItem(n) for n in sorted(names) if n.startswith(incomplete)]

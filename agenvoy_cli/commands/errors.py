@@ -16,7 +16,7 @@ from agenvoy_cli.commands.common import (
 )
 from agenvoy_cli.contract import listing
 from agenvoy_cli.errormem import memory as errormem
-from agenvoy_cli.errors import BadInput
+from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.output import emit, format_option, human_time, table, warn
 from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
 
@@ -30,7 +30,10 @@ def _complete_sql(ctx: click.Context, sql: str, incomplete: str) -> list[Any]:
 
     from agenvoy_cli.home.layout import Layout, resolve_home
 
-    db = Layout(resolve_home((ctx.find_root().params or {}).get("home"))).db
+    try:  # a bad home or a planted link: no completions, never a traceback
+        db = Layout(resolve_home((ctx.find_root().params or {}).get("home"))).db
+    except AgenvoyError:
+        return []
     if not db.exists():
         return []
     try:

@@ -22,21 +22,22 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from agenvoy_cli.secrets import MASK, mask
+
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 RETRIES = 2
 MAX_RETRY_WAIT = 10.0
 MAX_REPLY = 16 * 1024 * 1024
-MASK = "****"
 _SNIPPET = 200
 
 
 def mask_secrets(text: str, secrets: Iterable[str | None]) -> str:
-    """text with every secret (of 4+ characters) replaced by ****. (Issue #14 may provide
-    a home-wide masking function; this is the one the model clients use until then.)"""
+    """text with these secrets, and every other one known (agenvoy_cli.secrets.mask: keys
+    of the environment, URL credentials, Authorization values), replaced by ****."""
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, MASK)
-    return text
+    return mask(text)
 
 
 def one_line(text: Any, limit: int = _SNIPPET) -> str:

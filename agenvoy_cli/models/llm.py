@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 from agenvoy_cli.errors import BadInput, OperationFailed
 from agenvoy_cli.home.config import Settings
-from agenvoy_cli.models.http import MASK, Endpoint, HTTPFailure
-from agenvoy_cli.secrets import register, register_url
+from agenvoy_cli.models.http import Endpoint, HTTPFailure
+from agenvoy_cli.secrets import MASK, mask, register, register_url
 
 DEFAULT_TIMEOUT = 120.0
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -80,8 +80,9 @@ class LLMConfig:
         return f"command {shlex.join(self.command)}" if self.command else str(self.url)
 
     def scrub(self, text: str) -> str:
-        """Text with the key masked: servers sometimes echo the request in an error."""
-        return text.replace(self.api_key, MASK) if self.api_key else text
+        """Text with the key (and any other secret) masked: servers echo requests."""
+        register(self.api_key)
+        return mask(text)
 
 
 def _env(name: str) -> str | None:
