@@ -1,20 +1,21 @@
 """`python -m agenvoy_cli` and the `agenvoy` script. Ctrl-C while Python is still importing
-the CLI exits 130 with one line, like Ctrl-C later on, never with a traceback."""
+and parsing (before a command starts) exits 130 with one line, never with a traceback; the
+CLI restores KeyboardInterrupt once the command's module is loaded (cli.interrupts_raise),
+so an interrupted command still runs its cleanups."""
 
+import _signal  # builtin and instant; `signal` builds enums first (a Ctrl-C window of its own)
 import os
-import signal
 
 
-def _interrupted(signum: int, frame: object) -> None:
+def interrupted_at_start(signum: int, frame: object) -> None:
     os.write(2, b"agenvoy: interrupted\n")
     os._exit(130)
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, _interrupted)  # until the CLI's own handling takes over
+    _signal.signal(_signal.SIGINT, interrupted_at_start)
     from agenvoy_cli.cli import main as cli_main
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     cli_main()
 
 

@@ -48,6 +48,11 @@ class LazyGroup(click.Group):
             raise
         return module.command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        result = super().resolve_command(ctx, args)  # imports the command's module
+        interrupts_raise()
+        return result
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
@@ -124,6 +129,17 @@ def cli(ctx: click.Context, home: str | None, debug: bool, as_json: bool) -> Non
     ctx.obj["home"] = home
     ctx.obj["debug"] = debug
     ctx.obj["json"] = as_json
+
+
+def interrupts_raise() -> None:
+    """From here on Ctrl-C raises KeyboardInterrupt (cleanups run; exit 130 in invoke).
+    Before, __main__'s start-up handler exits at once: an interrupt inside imports and
+    click's parsing would print a traceback, click's "Aborted!" (exit 1), or worse."""
+    import _signal
+
+    handler = _signal.getsignal(_signal.SIGINT)
+    if getattr(handler, "__module__", None) == "agenvoy_cli.__main__":
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
 
 
 def main() -> None:
