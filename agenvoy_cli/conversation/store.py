@@ -32,7 +32,7 @@ from agenvoy_cli.home.config import Settings, load_settings
 from agenvoy_cli.home.files import ensure_dir
 from agenvoy_cli.home.layout import Layout, validate_name
 from agenvoy_cli.home.locking import store_lock
-from agenvoy_cli.home.salvage import lost_archive
+from agenvoy_cli.home.salvage import open_archive, refuse_lost
 
 
 class SyncResult(NamedTuple):
@@ -62,6 +62,7 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._ro: sqlite3.Connection | None = None
         self._stale: list[sqlite3.Connection] = []
+        self.rebuilding = False  # backfill --all, doctor --repair: may start over a lost archive
 
     # -- locks and connections -------------------------------------------------------------
     def write_lock(self) -> contextlib.AbstractContextManager[None]:
@@ -88,16 +89,10 @@ class Store:
             self._drop_reader()
         return store_lock(self.layout.lock, self.settings.lock_timeout, shared=True)
 
-    rebuilding = False  # backfill --all, doctor --repair: may start over a lost archive
-
     def db(self) -> sqlite3.Connection:
         """The writer connection (creates and migrates the database). Hold write_lock."""
         if self._conn is None:
-            lost = None if self.rebuilding else lost_archive(self.layout)
-            if lost:
-                raise CorruptStore(lost)
-            self._conn = sqlite.connect(self.layout.db, self.settings.lock_timeout,
-                                        marker=self.layout.lock)
+            self._conn = open_archive(self.layout, self.settings.lock_timeout, self.rebuilding)
         return self._conn
 
     def db_readonly(self) -> sqlite3.Connection | None:
@@ -111,9 +106,7 @@ class Store:
             return self.db()  # a writer reads through its own connection
         if self._ro is None:
             if sqlite.is_empty(self.layout.db):
-                if lost := lost_archive(self.layout):
-                    raise CorruptStore(lost)
-                return None
+                return refuse_lost(self.layout)  # None, or CorruptStore if it was lost
             conn = sqlite.connect(self.layout.db, self.settings.lock_timeout, readonly=True)
             if sqlite.user_version(conn) < sqlite.SCHEMA_VERSION:
                 conn.close()

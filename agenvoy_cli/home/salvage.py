@@ -13,9 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agenvoy_cli.errors import CorruptStore
+from agenvoy_cli.home import sqlite
 from agenvoy_cli.home.files import fsync_dir
 from agenvoy_cli.home.layout import Layout
-from agenvoy_cli.home.sqlite import archive_was_created, is_empty
+from agenvoy_cli.home.marker import archive_was_created, is_empty
 
 # Parents before children (foreign keys); the FTS tables are derived and rebuilt.
 TABLES = ("messages", "session_meta", "error_records", "error_keywords", "rag_dbs",
@@ -128,3 +130,18 @@ def lost_archive(layout: Layout) -> str | None:
             "session(s) still have history.json (messages trimmed from them are no longer "
             "searchable): restore it from a backup, or run `agenvoy doctor --repair` to "
             "rebuild the archive from history.json")
+
+
+def refuse_lost(layout: Layout) -> None:
+    """Raise CorruptStore (exit 4) when history.db was lost (see lost_archive)."""
+    lost = lost_archive(layout)
+    if lost:
+        raise CorruptStore(lost)
+
+
+def open_archive(layout: Layout, busy_timeout: float, rebuilding: bool) -> sqlite3.Connection:
+    """The writer connection to history.db; refuses to start a new, empty archive over a
+    lost one unless `rebuilding` (backfill --all, doctor --repair)."""
+    if not rebuilding:
+        refuse_lost(layout)
+    return sqlite.connect(layout.db, busy_timeout, marker=layout.lock)

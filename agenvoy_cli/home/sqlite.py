@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agenvoy_cli.home.dbguard import open_guarded, wrap
 from agenvoy_cli.home.files import ensure_dir, open_regular
+from agenvoy_cli.home.marker import is_empty, note_created
 
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
@@ -306,32 +307,6 @@ def _configure(conn: sqlite3.Connection, busy_ms: int) -> None:
 
 
 _wrap = wrap  # the mapping lives in dbguard; old name kept for callers
-
-
-def is_empty(path: Path) -> bool:
-    """Missing or 0 bytes: SQLite would silently start a new, empty archive there."""
-    try:
-        return path.stat().st_size == 0
-    except FileNotFoundError:
-        return True
-
-
-def note_created(marker: Path, path: Path) -> None:
-    """Leave a line in `marker` (the store's lock file, never deleted) saying the archive
-    exists: a later missing or 0-byte history.db is then a loss doctor reports, not a home
-    that never had one (an upstream home before its first backfill)."""
-    fd = open_regular(marker, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    try:
-        os.write(fd, f"{path.name} created {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
-    finally:
-        os.close(fd)
-
-
-def archive_was_created(marker: Path) -> bool:
-    try:
-        return marker.stat().st_size > 0
-    except FileNotFoundError:
-        return False
 
 
 def user_version(conn: sqlite3.Connection) -> int:

@@ -251,8 +251,7 @@ class VectorIndex:
         self._collection: Any = None
         self._checked = False
         self.unsearchable = 0  # ids the last query found in Chroma's metadata, not in HNSW
-        if create:
-            embedder(store)  # a bad embedder name is refused before .store/chroma exists
+        _ = embedder(store) if create else None  # a bad name: refused before chroma/ exists
         with guard.exclusive(store):
             _ = self.collection
 
