@@ -27,12 +27,11 @@ from agenvoy_cli.conversation.messages import (
     with_header,
 )
 from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
-from agenvoy_cli.home import sqlite
+from agenvoy_cli.home import salvage, sqlite
 from agenvoy_cli.home.config import Settings, load_settings
 from agenvoy_cli.home.files import ensure_dir
 from agenvoy_cli.home.layout import Layout, validate_name
 from agenvoy_cli.home.locking import store_lock
-from agenvoy_cli.home.salvage import open_archive, refuse_lost
 
 
 class SyncResult(NamedTuple):
@@ -62,7 +61,6 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._ro: sqlite3.Connection | None = None
         self._stale: list[sqlite3.Connection] = []
-        self.rebuilding = False  # backfill --all, doctor --repair: may start over a lost archive
 
     # -- locks and connections -------------------------------------------------------------
     def write_lock(self) -> contextlib.AbstractContextManager[None]:
@@ -92,7 +90,7 @@ class Store:
     def db(self) -> sqlite3.Connection:
         """The writer connection (creates and migrates the database). Hold write_lock."""
         if self._conn is None:
-            self._conn = open_archive(self.layout, self.settings.lock_timeout, self.rebuilding)
+            self._conn = salvage.open_archive(self)  # refuses to replace a lost archive
         return self._conn
 
     def db_readonly(self) -> sqlite3.Connection | None:
@@ -106,7 +104,7 @@ class Store:
             return self.db()  # a writer reads through its own connection
         if self._ro is None:
             if sqlite.is_empty(self.layout.db):
-                return refuse_lost(self.layout)  # None, or CorruptStore if it was lost
+                return salvage.refuse_lost(self.layout)  # None, or CorruptStore if lost
             conn = sqlite.connect(self.layout.db, self.settings.lock_timeout, readonly=True)
             if sqlite.user_version(conn) < sqlite.SCHEMA_VERSION:
                 conn.close()

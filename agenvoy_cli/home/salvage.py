@@ -139,9 +139,10 @@ def refuse_lost(layout: Layout) -> None:
         raise CorruptStore(lost)
 
 
-def open_archive(layout: Layout, busy_timeout: float, rebuilding: bool) -> sqlite3.Connection:
-    """The writer connection to history.db; refuses to start a new, empty archive over a
-    lost one unless `rebuilding` (backfill --all, doctor --repair)."""
-    if not rebuilding:
-        refuse_lost(layout)
-    return sqlite.connect(layout.db, busy_timeout, marker=layout.lock)
+def open_archive(store: Any) -> sqlite3.Connection:
+    """The writer connection to a Store's history.db; refuses to start a new, empty archive
+    over a lost one unless the store is `rebuilding` (set by backfill --all and doctor
+    --repair; the conversation layer's Store, duck-typed: it lives above this layer)."""
+    if not getattr(store, "rebuilding", False):
+        refuse_lost(store.layout)
+    return sqlite.connect(store.layout.db, store.settings.lock_timeout, marker=store.layout.lock)
