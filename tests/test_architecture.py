@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "agenvoy_cli"
 # a circle) and from any layer below it, never from one above. Names are package-relative
 # module prefixes; the longest matching prefix decides a module's layer.
 LAYERS: list[set[str]] = [
-    {"__init__", "errors", "secrets"},
+    {"__init__", "errors", "secrets", "exports"},
     {"output", "contract", "timespec"},
     {"home"},
     {"models"},
@@ -189,3 +189,64 @@ def test_architecture_doc_matches_the_code() -> None:
         if not any(c.is_file() for c in candidates):
             gone.append(name)
     assert not gone, f"docs/architecture.md names modules that do not exist: {sorted(gone)}"
+
+
+def _exports(package: str) -> dict[str, str | None]:
+    """The _EXPORTS literal of a layer package's __init__.py ({} when it has none)."""
+    tree = ast.parse((PACKAGE / package / "__init__.py").read_text("utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_EXPORTS":
+            return ast.literal_eval(node.value)
+    return {}
+
+
+def test_layers_export_what_the_layers_above_use_and_nothing_else() -> None:
+    """Every name one package imports from another's room is exported by that package's
+    __init__ (mapped to that room), no private name crosses a package, and a package exports
+    nothing no other package uses."""
+    used: dict[str, dict[str, str | None]] = {}
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        top = module.split(".")[0]
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and not node.level and node.module
+                    and node.module.startswith("agenvoy_cli.")):
+                continue
+            target = node.module.removeprefix("agenvoy_cli.")
+            package = target.split(".")[0]
+            if package == top or not (PACKAGE / package / "__init__.py").is_file():
+                continue
+            room = target.split(".", 1)[1] if "." in target else None
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    wrong.append(f"{module} imports the private {target}.{alias.name}")
+                used.setdefault(package, {})[alias.name] = room
+    for package in sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()):
+        exports = _exports(package)
+        for name, room in used.get(package, {}).items():
+            if name not in exports or exports[name] != room:
+                wrong.append(f"agenvoy_cli.{package} does not export {name!r} (from {room})")
+        for name in exports:
+            if name not in used.get(package, {}):
+                wrong.append(f"agenvoy_cli.{package} exports {name!r}, which no layer above uses")
+            elif exports[name] is not None and (PACKAGE / package / f"{name}.py").exists():
+                wrong.append(f"agenvoy_cli.{package}.{name} is both a room and a name in "
+                             f"{exports[name]}: rename one")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_exports_resolve_lazily() -> None:
+    import importlib
+    import subprocess
+    import sys
+
+    for package in sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()):
+        for name in _exports(package):
+            module = importlib.import_module(f"agenvoy_cli.{package}")
+            assert getattr(module, name) is not None, f"agenvoy_cli.{package}.{name}"
+    code = ("import sys, agenvoy_cli.conversation, agenvoy_cli.home, agenvoy_cli.vectors\n"
+            "print(sorted(m for m in sys.modules if m.startswith('agenvoy_cli.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=PACKAGE.parent).stdout
+    assert "agenvoy_cli.conversation.store" not in out and "chromadb" not in out

@@ -10,7 +10,7 @@ from agenvoy_cli.commands.common import (
     json_option,
     session_argument,
 )
-from agenvoy_cli.conversation.forget import forget
+from agenvoy_cli.conversation.forget import forget_messages
 from agenvoy_cli.home.layout import validate_name
 from agenvoy_cli.output import emit, table
 
@@ -44,10 +44,10 @@ def command(ctx: click.Context, session_id: str, seqs: tuple[int, ...], match: s
     validate_name(session_id)
     store = get_store(ctx)
     if not dry_run:
-        preview = forget(store, session_id, seqs, match, dry_run=True)
+        preview = forget_messages(store, session_id, seqs, match, dry_run=True)
         confirm_destructive(f"forget {len(preview.messages)} message(s) of {session_id!r}?",
                             f"forget messages of {session_id!r}", yes)
-    result = forget(store, session_id, seqs, match, dry_run=dry_run)
+    result = forget_messages(store, session_id, seqs, match, dry_run=dry_run)
     doc = {"session_id": session_id, "dry_run": result.dry_run,
            "count": len(result.messages),
            "messages": [{"seq": m.seq, "role": m.role, "sent_at_ns": m.send_at,

@@ -1,2 +1,39 @@
 """The conversation: messages, history.json, the archive, the dual-write Store, compaction,
 the rolling summary and the summarizer."""
+
+from agenvoy_cli.exports import lazy
+
+# What the layers above use, and the room that holds it (None: the room itself).
+_EXPORTS: dict[str, str | None] = {
+    "alignment": None,
+    "archive": None,
+    "sessions": None,
+    "archived_prefix": "bulk_sync",
+    "compact_session": "compaction",
+    "forget_messages": "forget",
+    "History": "history",
+    "dump_history": "history",
+    "write_history": "history",
+    "HistoryView": "history_view",
+    "open_history": "history_view",
+    "IndexHooks": "index_hooks",
+    "Message": "messages",
+    "NS": "messages",
+    "ROLES": "messages",
+    "content_text": "messages",
+    "identity_key": "messages",
+    "is_blank": "messages",
+    "message_identity": "messages",
+    "parse_local_time": "messages",
+    "clear_session": "reset",
+    "reset_with_summary": "reset",
+    "listing": "sessions",
+    "Store": "store",
+    "SessionResult": "summarizer",
+    "dry_run": "summarizer",
+    "pending_sessions": "summarizer",
+    "summarize_session": "summarizer",
+    "read_summary": "summary",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy(__name__, _EXPORTS)

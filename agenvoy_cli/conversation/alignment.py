@@ -19,7 +19,7 @@ from agenvoy_cli.conversation.messages import (
     search_body,
 )
 from agenvoy_cli.conversation.messages import (
-    identity as identity_of,
+    identity_key as identity_of,
 )
 from agenvoy_cli.home import fts
 

@@ -19,7 +19,7 @@ from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
     content_text,
-    identity,
+    identity_key,
     search_body,
 )
 from agenvoy_cli.home import fts
@@ -81,8 +81,9 @@ def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
     for i, (msg, send_at) in enumerate(zip(messages, times)):
         role = str(msg.get("role"))
         text = content_text(msg.get("content"))
-        params.append((session_id, send_at, role, text, first_seq + i, identity(role, text, msg),
-                       orjson.dumps(msg).decode(), fts.index_text(search_body(text, msg))))
+        params.append((session_id, send_at, role, text, first_seq + i,
+                       identity_key(role, text, msg), orjson.dumps(msg).decode(),
+                       fts.index_text(search_body(text, msg))))
     sql = ("INSERT OR IGNORE INTO messages (session_id, send_at, role, content, seq, hash, "
            "message, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
     if len(params) < BULK_ROWS:

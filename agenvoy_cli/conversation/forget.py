@@ -50,8 +50,8 @@ def _targets(store: Store, session_id: str, seqs: Sequence[int],
     return found
 
 
-def forget(store: Store, session_id: str, seqs: Sequence[int] = (), match: str | None = None,
-           *, dry_run: bool = False) -> Forgotten:
+def forget_messages(store: Store, session_id: str, seqs: Sequence[int] = (),
+                    match: str | None = None, *, dry_run: bool = False) -> Forgotten:
     """Messages chosen by place (seq, as search and context show them) or by a
     case-insensitive substring of their text, tool calls or full JSON."""
     if bool(seqs) == (match is not None):

@@ -214,7 +214,7 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def identity(role: str, text: str, message: dict[str, Any] | None) -> str:
+def identity_key(role: str, text: str, message: dict[str, Any] | None) -> str:
     """The identity of a message: role + text, as Agenvoy's rows can be compared with ours.
     A blank message (Agenvoy never archives one) is told apart by what it carries instead:
     its content parts and tool calls, in the form that survives Agenvoy re-writing the file
@@ -230,7 +230,7 @@ def identity(role: str, text: str, message: dict[str, Any] | None) -> str:
 
 
 def message_identity(message: dict[str, Any]) -> str:
-    return identity(str(message.get("role")), content_text(message.get("content")), message)
+    return identity_key(str(message.get("role")), content_text(message.get("content")), message)
 
 
 class Message(NamedTuple):
@@ -244,7 +244,7 @@ class Message(NamedTuple):
 
     @property
     def hash(self) -> str:
-        return identity(self.role, self.text, self.raw)
+        return identity_key(self.role, self.text, self.raw)
 
     @property
     def body(self) -> str:

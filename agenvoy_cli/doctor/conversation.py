@@ -11,7 +11,7 @@ import orjson
 
 from agenvoy_cli.conversation import alignment, archive
 from agenvoy_cli.conversation.history import History, dump_history, write_history
-from agenvoy_cli.conversation.messages import content_text, identity, is_blank, message_identity
+from agenvoy_cli.conversation.messages import content_text, identity_key, is_blank, message_identity
 
 Doctor = Any  # doctor.checks.Doctor (which imports this module): report(), store
 
@@ -28,7 +28,7 @@ def duplicates(conn: sqlite3.Connection, sid: str,
             "ORDER BY id", (sid,)):
         msg = orjson.loads(message) if message else None
         text = content_text(msg.get("content")) if isinstance(msg, dict) else content
-        groups.setdefault((identity(role, text, msg), send_at), []).append(rid)
+        groups.setdefault((identity_key(role, text, msg), send_at), []).append(rid)
     drop: list[int] = []
     keep: list[int] = []
     for (ident, _), ids in groups.items():

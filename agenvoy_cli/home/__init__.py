@@ -1,1 +1,28 @@
 """The home: the on-disk layout, config, atomic files, the lock, SQLite and FTS text."""
+
+from agenvoy_cli.exports import lazy
+
+# What the layers above use, and the room that holds it (None: the room itself).
+_EXPORTS: dict[str, str | None] = {
+    "fts": None,
+    "salvage": None,
+    "sqlite": None,
+    "Settings": "config",
+    "load_settings": "config",
+    "FILE_MODE": "files",
+    "atomic_write_bytes": "files",
+    "atomic_write_json": "files",
+    "ensure_dir": "files",
+    "fsync_dir": "files",
+    "parse_json": "files",
+    "read_bytes": "files",
+    "read_json": "files",
+    "stale_temp_files": "files",
+    "Layout": "layout",
+    "resolve_home": "layout",
+    "validate_name": "layout",
+    "is_held": "locking",
+    "store_lock": "locking",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy(__name__, _EXPORTS)

@@ -1,1 +1,18 @@
 """Model clients: the LLM (chat completions) and the embedding providers."""
+
+from agenvoy_cli.exports import lazy
+
+# What the layers above use, and the room that holds it (None: the room itself).
+_EXPORTS: dict[str, str | None] = {
+    "Embedder": "embedders",
+    "EmbedderError": "embedders",
+    "get_embedder": "embedders",
+    "Client": "llm",
+    "LLMConfig": "llm",
+    "LLMError": "llm",
+    "NotConfigured": "llm",
+    "load_config": "llm",
+    "make_client": "llm",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy(__name__, _EXPORTS)

@@ -1,1 +1,20 @@
 """Search over a session: keyword, semantic and hybrid."""
+
+from agenvoy_cli.exports import lazy
+
+# What the layers above use, and the room that holds it (None: the room itself).
+_EXPORTS: dict[str, str | None] = {
+    "catchup": None,
+    "DEFAULT_BUDGET": "catchup",
+    "check_budget": "catchup",
+    "notice_line": "catchup",
+    "DEFAULT_LIMIT": "engine",
+    "MODES": "engine",
+    "content_query": "engine",
+    "fuse": "engine",
+    "index_session": "engine",
+    "search": "engine",
+    "time_window": "engine",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy(__name__, _EXPORTS)

@@ -8,3 +8,12 @@ app       the MCP wiring (official SDK, low-level server), signals and shutdown
 
 Only this package imports the `mcp` SDK, and only when the command runs.
 """
+
+from agenvoy_cli.exports import lazy
+
+# What the layers above use, and the room that holds it (None: the room itself).
+_EXPORTS: dict[str, str | None] = {
+    "run": "app",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy(__name__, _EXPORTS)

@@ -1,1 +1,19 @@
 """The vector index: Chroma access and the hooks the conversation calls into it."""
+
+from agenvoy_cli.exports import lazy
+
+# What the layers above use, and the room that holds it (None: the room itself).
+_EXPORTS: dict[str, str | None] = {
+    "index": None,
+    "hnsw_missing": "check",
+    "VECTOR_HOOKS": "hooks",
+    "open_store": "hooks",
+    "preload": "hooks",
+    "IndexModelMismatch": "index",
+    "has_vectors": "location",
+    "server_url": "location",
+    "MessageIndex": "messages",
+    "last_unsearchable": "messages",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy(__name__, _EXPORTS)

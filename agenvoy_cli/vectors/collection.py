@@ -199,7 +199,7 @@ def scoped(store: Store, name: str) -> str:
     session "main" must never meet), keyed by the home's path."""
     if not server_url(store):
         return name
-    from agenvoy_cli.conversation.messages import _blake2b
+    from hashlib import blake2b as _blake2b
 
     key = _blake2b(str(store.layout.home.resolve()).encode(), digest_size=6).hexdigest()
     return f"{name}-{key}"

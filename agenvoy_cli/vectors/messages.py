@@ -42,7 +42,7 @@ last_unsearchable: dict[str, int] = {}
 
 def collection_for(session_id: str) -> str:
     """A session's collection (Chroma allows only [a-zA-Z0-9._-] in names: hashed)."""
-    from agenvoy_cli.conversation.messages import _blake2b
+    from hashlib import blake2b as _blake2b
 
     return f"{MESSAGES}-{_blake2b(session_id.encode(), digest_size=8).hexdigest()}"
 
