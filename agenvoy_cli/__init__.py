@@ -5,13 +5,13 @@ lazy, so ``import agenvoy_cli`` (and the CLI's start-up) stays light."""
 
 from __future__ import annotations
 
-from typing import Any
-
+# Nothing is imported here: `python -m agenvoy_cli` runs this file before __main__ can catch
+# Ctrl-C, so any import here would be a window for a start-up traceback.
 __version__ = "0.1.0"
 __all__ = ["Memory", "__version__"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name == "Memory":
         from agenvoy_cli.api import Memory
 
