@@ -16,6 +16,7 @@ from agenvoy_cli.commands.common import (
 from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, warn
 from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget, notice_line
 from agenvoy_cli.search.engine import DEFAULT_LIMIT, MODES
+from agenvoy_cli.search.results import grouped_lines
 
 PROGRESS_MIN = 100  # messages to embed before a progress bar is worth showing
 
@@ -46,19 +47,7 @@ def _render_time(doc: dict[str, Any]) -> str:
     rows = doc["results"]
     if not rows:
         return _empty(doc)
-    labelled = doc["mode"] != "semantic"
-    out: list[str] = []
-    label = segment = None
-    for row in rows:
-        if labelled and row["source"] != label:
-            if out:
-                out.append("")
-            label = row["source"]
-            out.append(f"[{label}]")
-        elif row["segment"] != segment and out:
-            out.append("")
-        segment = row["segment"]
-        out.append(_line(row))
+    out = grouped_lines(doc, _line)
     _any_note(doc, out)
     return "\n".join(out)
 

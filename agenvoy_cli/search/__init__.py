@@ -15,6 +15,7 @@ _EXPORTS: dict[str, str | None] = {
     "index_session": "engine",
     "search": "engine",
     "time_window": "engine",
+    "grouped_lines": "results",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy(__name__, _EXPORTS)

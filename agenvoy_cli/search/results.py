@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -120,3 +120,23 @@ def make_row(source: str, segment: int, msg: Message, score: float | None,
              rank: int | None) -> Row:
     return Row(source, segment, rank is not None, msg.seq, msg.send_at, msg.role, msg.body,
                score, rank)
+
+
+def grouped_lines(doc: dict[str, Any], line: Callable[[dict[str, Any]], str]) -> list[str]:
+    """A search document's rows in their order, one `line` each: [archive]/[recent] labels
+    for keyword and hybrid, a blank line between segments (the CLI's --order time and the
+    MCP tool's text, as upstream's search_chat_history)."""
+    labelled = doc["mode"] != "semantic"
+    out: list[str] = []
+    label = segment = None
+    for row in doc["results"]:
+        if labelled and row["source"] != label:
+            if out:
+                out.append("")
+            label = row["source"]
+            out.append(f"[{label}]")
+        elif row["segment"] != segment and out:
+            out.append("")
+        segment = row["segment"]
+        out.append(line(row))
+    return out

@@ -56,19 +56,9 @@ def render_history(doc: dict[str, Any]) -> str:
         if doc.get("match") == "none":
             return f"nothing searchable in: {doc['query']}"
         return f"no matches with keyword: {doc['query']}"
-    labelled = doc["mode"] != "semantic"
-    out: list[str] = []
-    label = segment = None
-    for row in rows:
-        if labelled and row["source"] != label:
-            if out:
-                out.append("")
-            label = row["source"]
-            out.append(f"[{label}]")
-        elif row["segment"] != segment and out:
-            out.append("")
-        segment = row["segment"]
-        out.append(f"[{row['sent_at']} · {row['role']}] {row['content']}")
+    from agenvoy_cli.search.results import grouped_lines
+
+    out = grouped_lines(doc, lambda row: f"[{row['sent_at']} · {row['role']}] {row['content']}")
     if doc.get("unindexed_count"):
         out.append("")
         out.append(f"({doc['unindexed_count']} newest message(s) not embedded yet: "
