@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agenvoy_cli.errors import AgenvoyError
+from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.models import embedders
 from agenvoy_cli.models.embedders import EmbedderError, get_embedder
 
@@ -352,8 +352,12 @@ def test_bad_specs(spec):
 
 
 def test_bad_numbers_in_env(monkeypatch):
+    # a bad knob is bad input (exit 2), read and worded like every other setting
     monkeypatch.setenv("AGENVOY_EMBED_TIMEOUT", "soon")
-    with pytest.raises(EmbedderError, match="AGENVOY_EMBED_TIMEOUT"):
+    with pytest.raises(BadInput, match="AGENVOY_EMBED_TIMEOUT='soon' is not a number"):
+        get_embedder("ollama:m")
+    monkeypatch.setenv("AGENVOY_EMBED_TIMEOUT", "-1")
+    with pytest.raises(BadInput, match="must be more than 0"):
         get_embedder("ollama:m")
 
 

@@ -112,21 +112,14 @@ _CHUNK = 1 << 20
 
 
 def max_input_bytes() -> int:
-    import math
     import os
 
-    from agenvoy_cli.errors import BadInput
+    from agenvoy_cli.home.config import number_setting
 
     raw = os.environ.get(MAX_INPUT_ENV, "")
     if not raw:
         return DEFAULT_MAX_INPUT
-    try:
-        value = float(raw)
-    except ValueError:
-        raise BadInput(f"{MAX_INPUT_ENV}={raw!r} is not a number of bytes") from None
-    if not math.isfinite(value) or value < 1:
-        raise BadInput(f"{MAX_INPUT_ENV}={raw!r} must be a positive number of bytes")
-    return int(value)
+    return int(number_setting(raw, MAX_INPUT_ENV, minimum=1, unit="bytes"))
 
 
 def read_limited(handle: Any, where: str) -> bytes:

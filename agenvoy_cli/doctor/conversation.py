@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -58,11 +59,18 @@ def check_archive(doctor: Doctor, sid: str, history: History) -> None:
     if dups:
         return  # the repair above aligns again
     cands = alignment.candidates(conn, sid, rows.start_seq or 0)
-    _, ids = alignment.mapping(history.messages, cands, rows.next_seq)
-    missing = sum(1 for m, rid in zip(history.messages, ids)
+    report_unarchived(doctor, sid, history.messages, cands, rows.next_seq)
+
+
+def report_unarchived(doctor: Doctor, sid: str, messages: Sequence[dict[str, Any]],
+                      cands: list[Any], next_seq: int) -> None:
+    """Report the messages of history.json that SQLite lacks or holds in an older version
+    (both repaired by a thorough sync)."""
+    _, ids = alignment.mapping(messages, cands, next_seq)
+    missing = sum(1 for m, rid in zip(messages, ids)
                   if rid is None and not is_blank(content_text(m.get("content"))))
     by_id = {c.id: c for c in cands}
-    edited = sum(1 for m, rid in zip(history.messages, ids)
+    edited = sum(1 for m, rid in zip(messages, ids)
                  if rid is not None and by_id[rid].hash != message_identity(m))
     if missing:
         doctor.report(sid, "archive", f"{missing} message(s) of history.json are not in SQLite",
@@ -134,15 +142,4 @@ def check_archive_big(doctor: Doctor, sid: str, history: History) -> None:
     if not len(rest):
         return
     cands = alignment.candidates(conn, sid, lo + k)
-    _, ids = alignment.mapping(rest, cands, rows.next_seq)
-    missing = sum(1 for m, rid in zip(rest, ids)
-                  if rid is None and not is_blank(content_text(m.get("content"))))
-    by_id = {c.id: c for c in cands}
-    edited = sum(1 for m, rid in zip(rest, ids)
-                 if rid is not None and by_id[rid].hash != message_identity(m))
-    if missing:
-        doctor.report(sid, "archive", f"{missing} message(s) of history.json are not in SQLite",
-                      lambda: sync(doctor, sid))
-    if edited:
-        doctor.report(sid, "archive", f"{edited} message(s) of history.json were edited since "
-                      "they were archived", lambda: sync(doctor, sid))
+    report_unarchived(doctor, sid, rest, cands, rows.next_seq)

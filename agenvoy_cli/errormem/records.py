@@ -16,6 +16,7 @@ import orjson
 from agenvoy_cli.errormem.classify import TYPE_PREFIX, classify
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home import fts
+from agenvoy_cli.home.config import number_setting
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -93,13 +94,8 @@ def ttl_days(store: Store) -> float:
         where = "config.json agenvoy.error_ttl_days"
         if raw is None:
             return DEFAULT_TTL_DAYS
-    try:
-        days = float(raw)
-    except (TypeError, ValueError):
-        raise BadInput(f"{where}={raw!r} is not a number of days") from None
-    if not 0 < days <= MAX_TTL_DAYS:
-        raise BadInput(f"{where}={raw!r} must be a number of days above 0 and at most "
-                       f"{MAX_TTL_DAYS} (expiry times are 64-bit nanoseconds)")
+    # now + TTL must stay a 64-bit nanosecond count
+    days = number_setting(raw, where, above=0, maximum=MAX_TTL_DAYS, unit="days")
     return days
 
 

@@ -9,6 +9,7 @@ _EXPORTS: dict[str, str | None] = {
     "sqlite": None,
     "Settings": "config",
     "load_settings": "config",
+    "number_setting": "config",
     "FILE_MODE": "files",
     "atomic_write_bytes": "files",
     "atomic_write_json": "files",

@@ -15,19 +15,34 @@ DEFAULT_MAX_HISTORY_BYTES = 5 * 1024 * 1024
 DEFAULT_LOCK_TIMEOUT = 30.0
 
 
+def number_setting(raw: Any, where: str, cast: type = float, *, minimum: float | None = None,
+                   above: float | None = None, maximum: float | None = None,
+                   unit: str = "") -> Any:
+    """A number the user gave in an environment variable or config.json (`where` names it in
+    the one-line error): every knob is read the same way and says the same things."""
+    of = f" {unit}" if unit else ""
+    if isinstance(raw, bool):
+        raise BadInput(f"{where}={raw!r} is not a number{of}")
+    try:
+        value = cast(raw)
+    except (TypeError, ValueError):
+        raise BadInput(f"{where}={raw!r} is not a number{of}") from None
+    if not math.isfinite(value):
+        raise BadInput(f"{where}={raw!r} must be a finite number{of}")
+    if minimum is not None and value < minimum:
+        raise BadInput(f"{where}={raw!r} must be at least {minimum:g}{of}")
+    if above is not None and not value > above:
+        raise BadInput(f"{where}={raw!r} must be more than {above:g}{of}")
+    if maximum is not None and value > maximum:
+        raise BadInput(f"{where}={raw!r} must be at most {maximum:g}{of}")
+    return value
+
+
 def _env_number(name: str, cast: type, default: Any, minimum: float) -> Any:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = cast(raw)
-    except ValueError:
-        raise BadInput(f"{name}={raw!r} is not a number") from None
-    if not math.isfinite(value):
-        raise BadInput(f"{name}={raw!r} must be a finite number")
-    if value < minimum:
-        raise BadInput(f"{name}={raw!r} must be at least {minimum}")
-    return value
+    return number_setting(raw, name, cast, minimum=minimum)
 
 
 def _config_number(data: dict[str, Any], key: str, default: int) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agenvoy_cli.errors import BadInput, OperationFailed
-from agenvoy_cli.home.config import Settings
+from agenvoy_cli.home.config import Settings, number_setting
 from agenvoy_cli.models.http import Endpoint, HTTPFailure
 from agenvoy_cli.secrets import MASK, mask, register, register_url
 
@@ -91,13 +91,7 @@ def _env(name: str) -> str | None:
 
 
 def _timeout(raw: Any, where: str) -> float:
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise BadInput(f"{where}={raw!r} is not a number of seconds") from None
-    if not value > 0:
-        raise BadInput(f"{where}={raw!r} must be more than 0 seconds")
-    return value
+    return float(number_setting(raw, where, above=0, unit="seconds"))
 
 
 class NotConfigured(BadInput):

@@ -8,6 +8,7 @@ import os
 import urllib.parse
 from typing import Any
 
+from agenvoy_cli.home.config import number_setting
 from agenvoy_cli.models.base import REMOTE_MAX_CHARS, EmbedderError, prepare_text
 from agenvoy_cli.models.http import Endpoint, HTTPFailure
 
@@ -31,15 +32,7 @@ def _env(*names: str) -> str | None:
 
 def _env_number(name: str, default: float, kind: type = float) -> Any:
     raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise EmbedderError(f"{name}={raw!r} is not a number") from None
-    if value <= 0:
-        raise EmbedderError(f"{name}={raw!r} must be positive")
-    return value
+    return number_setting(raw, name, kind, above=0) if raw else default
 
 
 class _HTTPEmbedder:
