@@ -238,6 +238,17 @@ def test_ttl_configurable(run, clock, home, monkeypatch, keyword_only):
     rid = rec(run)
     doc = run("errors", "show", rid, "--json").json()
     assert doc["expires_at_ns"] - doc["created_at_ns"] == 2 * 86400 * errormem.NS
+    before = db_rows(home)
+    for bad in ('"soon"', "true", "0", "1e9"):  # a bool is not a number of days
+        (home / "config.json").write_text(f'{{"agenvoy": {{"error_ttl_days": {bad}}}}}')
+        res = run("errors", "record", "--tool", "t", "-k", "k", "--symptom", "s",
+                  "--action", "a", "--outcome", "failed")
+        assert res.exit_code == 2, (bad, res.stderr)
+        assert res.stderr.count("\n") == 1 and "config.json agenvoy.error_ttl_days" in res.stderr
+    assert db_rows(home) == before
+    monkeypatch.setenv(errormem.TTL_ENV, "3")  # the environment wins over config.json
+    doc = run("errors", "show", rec(run), "--json").json()
+    assert doc["expires_at_ns"] - doc["created_at_ns"] == 3 * 86400 * errormem.NS
 
 
 def test_prune(run, clock, home, keyword_only):

@@ -16,7 +16,6 @@ import orjson
 from agenvoy_cli.errormem.classify import TYPE_PREFIX, classify
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home import fts
-from agenvoy_cli.home.config import number_setting
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -87,16 +86,9 @@ def now_ns() -> int:
 
 def ttl_days(store: Store) -> float:
     """AGENVOY_ERROR_TTL_DAYS, else config agenvoy.error_ttl_days, else 90."""
-    raw: Any = os.environ.get(TTL_ENV)
-    where = TTL_ENV
-    if raw in (None, ""):
-        raw = store.settings.section("agenvoy").get("error_ttl_days")
-        where = "config.json agenvoy.error_ttl_days"
-        if raw is None:
-            return DEFAULT_TTL_DAYS
     # now + TTL must stay a 64-bit nanosecond count
-    days = number_setting(raw, where, above=0, maximum=MAX_TTL_DAYS, unit="days")
-    return days
+    return store.settings.number(TTL_ENV, "error_ttl_days", DEFAULT_TTL_DAYS, above=0,
+                                 maximum=MAX_TTL_DAYS, unit="days")
 
 
 def ttl_ns(store: Store) -> int:

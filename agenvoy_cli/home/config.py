@@ -63,6 +63,18 @@ class Settings(NamedTuple):
         value = self.raw.get(name)
         return value if isinstance(value, dict) else {}
 
+    def number(self, env: str, key: str, default: Any, cast: type = float,
+               **bounds: Any) -> Any:
+        """A knob from the environment, else config.json's "agenvoy" section, else the
+        default; `bounds` as number_setting's."""
+        raw = os.environ.get(env)
+        if raw not in (None, ""):
+            return number_setting(raw, env, cast, **bounds)
+        raw = self.section("agenvoy").get(key)
+        if raw is None:
+            return default
+        return number_setting(raw, f"config.json agenvoy.{key}", cast, **bounds)
+
 
 def load_settings(layout: Layout) -> Settings:
     data = read_json(layout.config, default={})
