@@ -7,7 +7,11 @@
         messages = memory.context("s1")["messages"]           # what to send to the model
         hits = memory.search("s1", "deploy", mode="keyword")["results"]
         hint = memory.lookup_errors("permission denied", tool="bash")["hint"]
+        memory.record_error("bash", ["permission"], "permission denied", "use sudo",
+                            "resolved")
+        memory.rag_create("notes", ["~/notes"], vectors=False)   # keyword search only
         chunks = memory.rag_search("retry policy", ["notes"])["results"]
+        memory.summarize("s1"); memory.forget("s1", match="sk-live-"); memory.sessions()
 
 Every method returns the document the matching command prints with ``--json`` (the same
 names, docs/json-vocabulary.md; without ``schema_version``), and raises the exceptions of
@@ -25,7 +29,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.contract import listing
+from agenvoy_cli.contract import listing, moment
+
+Progress = Callable[[int, int], None]
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -100,6 +106,136 @@ class Memory:
                         progress=progress, budget=budget, notice=notice)
         return {**result.as_dict(), "notes": list(result.notes)}
 
+    def sessions(self) -> dict[str, Any]:
+        """Every session: message_count, bytes, last_message_at, has_summary."""
+        from agenvoy_cli.conversation.sessions import listing as session_listing
+
+        with self.store.read_lock():
+            return listing("sessions", session_listing(self.store))
+
+    def session(self, session_id: str) -> dict[str, Any]:
+        """One session with its archive row_count, trim point and path (NotFound)."""
+        from agenvoy_cli.conversation import sessions
+
+        store = self.store
+        with store.read_lock():
+            store.require(session_id)
+            info = sessions.listing(store, only=session_id)[0]
+            start_seq, start_at = store.trim_point(session_id)
+            info["row_count"] = sessions.archive_rows(store.db_readonly(), session_id)
+            info["trim_point"] = {"start_seq": start_seq, **moment("start", start_at or None)}
+            info["path"] = str(store.layout.session_dir(session_id))
+        return info
+
+    def compact(self, session_id: str | None = None,
+                max_bytes: int | None = None) -> dict[str, Any]:
+        """Trim a session's history.json (None: every session, under "sessions") to 80% of
+        `max_bytes` (max_history_bytes); the archive keeps every message."""
+        from agenvoy_cli.conversation.compaction import compact_session
+
+        if session_id is not None:
+            self.store.require(session_id)
+            return compact_session(self.store, session_id, max_bytes).as_dict()
+        return listing("sessions", [compact_session(self.store, sid, max_bytes).as_dict()
+                                    for sid in self.store.session_ids()])
+
+    def forget(self, session_id: str, seqs: Sequence[int] = (), match: str | None = None, *,
+               dry_run: bool = False) -> dict[str, Any]:
+        """Remove messages (by seq, or every one containing `match`) from history.json,
+        the archive and the vectors; the summary is not rewritten (see "notes")."""
+        from agenvoy_cli.conversation.forget import forget_messages
+        from agenvoy_cli.home.layout import validate_name
+
+        validate_name(session_id)
+        result = forget_messages(self.store, session_id, tuple(seqs), match, dry_run=dry_run)
+        messages = [{"seq": m.seq, "role": m.role, **moment("sent", m.send_at),
+                     "content": m.body} for m in result.messages]
+        return {"session_id": session_id, "dry_run": result.dry_run,
+                **listing("messages", messages),
+                "forgotten": 0 if result.dry_run else len(messages),
+                "removed_from_history": result.from_history, "notes": [FORGET_NOTE]}
+
+    def summarize(self, session_id: str | None = None, *, dry_run: bool = False,
+                  llm_command: str | None = None, max_chunks: int | None = None,
+                  warn: Warn | None = None) -> dict[str, Any]:
+        """Fold the messages after a session's cursor into its summary.json through the
+        configured LLM (None: every pending session; a failure there does not stop the
+        others). Each session: status, chunk_count, summarized, cursor_at, error and the
+        exit_code it alone would give; `dry_run`: the requests, nothing called."""
+        from agenvoy_cli.conversation.summarizer import (
+            SessionResult,
+            pending_sessions,
+            summarize_session,
+        )
+        from agenvoy_cli.conversation.summarizer import dry_run as plan
+        from agenvoy_cli.errors import AgenvoyError
+        from agenvoy_cli.home.layout import validate_name
+        from agenvoy_cli.models.llm import load_config, make_client
+
+        store, pending = self.store, session_id is None
+        if session_id is not None:
+            validate_name(session_id)
+        config = load_config(store.settings, llm_command)  # before anything is touched
+        if session_id is not None:
+            with store.read_lock():
+                store.require(session_id)
+        ids = pending_sessions(store) if session_id is None else [session_id]
+        client = make_client(config)
+        out = []
+        for sid in ids:
+            try:
+                if dry_run:
+                    result = plan(store, sid, config, max_chunks=max_chunks)
+                else:
+                    result = summarize_session(store, sid, config, client, wait=not pending,
+                                               max_chunks=max_chunks, progress=warn)
+            except AgenvoyError as exc:  # one damaged session must not stop the others
+                if not pending:
+                    raise
+                result = SessionResult(sid, "failed", error=str(exc), exit_code=exc.exit_code)
+            out.append(result.as_dict())
+        return listing("sessions", out)
+
+    def reset_session(self, session_id: str, *, summarize: bool = True,
+                      llm_command: str | None = None, warn: Warn | None = None
+                      ) -> dict[str, Any]:
+        """Delete history.json, Agenvoy's history/, pending/, action.log, the archive rows
+        and vectors; keep summary.json. With `summarize` (upstream's order) the summary
+        first folds in what it has not seen; if that fails nothing changes."""
+        return self._clear(session_id, remove=False, summarize=summarize,
+                           llm_command=llm_command, warn=warn)
+
+    def remove_session(self, session_id: str) -> dict[str, Any]:
+        """Delete the whole session: its folder (summary too), archive rows, vectors."""
+        return self._clear(session_id, remove=True, summarize=False)
+
+    def _clear(self, session_id: str, *, remove: bool, summarize: bool,
+               llm_command: str | None = None, warn: Warn | None = None) -> dict[str, Any]:
+        from agenvoy_cli.conversation.reset import clear_session, reset_with_summary
+        from agenvoy_cli.home.layout import validate_name
+
+        validate_name(session_id)
+        self.store.require(session_id)
+        if not summarize:
+            raw = {**clear_session(self.store, session_id, remove=remove), "summary": None}
+        else:
+            from agenvoy_cli.models.llm import NotConfigured, load_config, make_client
+
+            config: Any = None
+            try:
+                config = load_config(self.store.settings, llm_command)
+            except NotConfigured:
+                pass  # fine when the summary has seen everything; else refused
+            client = None if config is None else make_client(config)
+            raw = reset_with_summary(self.store, session_id, config, client, remove=remove,
+                                     progress=warn)
+        summary = raw.get("summary")
+        return {"session_id": session_id, "action": raw["action"],
+                "history_deleted": raw["history_deleted"], "deleted": raw["rows_deleted"],
+                "deleted_files": list(raw["agent_files_deleted"]),
+                "has_summary": bool(raw["summary_kept"]),
+                "summary": summary}
+
     # -- error memory ---------------------------------------------------------------------
 
     def lookup_errors(self, query: str = "", *, tool: str | None = None,
@@ -122,6 +258,57 @@ class Memory:
                 "hint": result.hint, "mode": result.mode,
                 "unindexed_count": result.unindexed_count}
 
+    def record_error(self, tool_name: str, keywords: Sequence[str], symptom: str,
+                     action: str, outcome: str, cause: str | None = None, *,
+                     semantic: bool | None = None, warn: Warn | None = None
+                     ) -> dict[str, Any]:
+        """Remember a tool failure and its outcome (resolved, failed or abandoned)."""
+        from agenvoy_cli.errormem import memory as errormem
+
+        draft = errormem.make_draft(tool_name, list(keywords), symptom, cause, action, outcome)
+        return self.record_errors([draft], semantic=semantic, warn=warn)
+
+    def record_errors(self, drafts: Sequence[Any], *, semantic: bool | None = None,
+                      warn: Warn | None = None) -> dict[str, Any]:
+        """Record several drafts (errormem.make_draft / drafts_from_json) at once."""
+        from agenvoy_cli.errormem import memory as errormem
+
+        options: dict[str, Any] = {"semantic": semantic}
+        if warn is not None:
+            options["warn"] = warn
+        records = errormem.record(self.store, list(drafts), **options)
+        return listing("records", [r.as_dict() for r in records])
+
+    def errors(self, *, tool: str | None = None, outcome: str | None = None,
+               error_type: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Live error records, newest first (listing does not renew them)."""
+        from agenvoy_cli.errormem import memory as errormem
+
+        return listing("records", [r.as_dict() for r in errormem.list_records(
+            self.store, tool=tool, outcome=outcome, error_type=error_type, limit=limit)])
+
+    def error(self, record_id: str) -> dict[str, Any]:
+        """One record by id or a unique prefix of at least 6 digits (NotFound)."""
+        from agenvoy_cli.errormem import memory as errormem
+
+        return errormem.get(self.store, record_id).as_dict()
+
+    def forget_error(self, record_id: str, *, warn: Warn | None = None) -> dict[str, Any]:
+        """Delete one error record and its vector."""
+        from agenvoy_cli.errormem import memory as errormem
+
+        gone = errormem.forget(self.store, record_id, **_warn(warn))
+        return {"record_id": gone.id, "forgotten": 1}
+
+    def prune_errors(self, *, dry_run: bool = False, warn: Warn | None = None
+                     ) -> dict[str, Any]:
+        """Remove expired records and their vectors (they are never returned anyway)."""
+        from agenvoy_cli.errormem import memory as errormem
+
+        gone = errormem.prune(self.store, dry_run=dry_run, **_warn(warn))
+        return {**listing("records", [r.as_dict() for r in gone]), "dry_run": dry_run,
+                "pruned": 0 if dry_run else len(gone)}
+
     # -- document RAG ---------------------------------------------------------------------
 
     def rag_databases(self) -> dict[str, Any]:
@@ -138,3 +325,55 @@ class Memory:
         result = rag.search(self.store, None if databases is None else list(databases),
                             query, mode, limit=limit)
         return {**result.as_dict(), "notes": list(result.notes)}
+
+    def rag_create(self, name: str, paths: Sequence[str] = (), *, index: bool = True,
+                   max_file_bytes: int | None = None, hidden: bool | None = None,
+                   vectors: bool | None = None, progress: Progress | None = None,
+                   announce: Callable[[int, int, bool], None] | None = None
+                   ) -> dict[str, Any]:
+        """Create the database `name` bound to `paths`, and index them now (`index`).
+        vectors=False: keyword search only (fast); embed later with rag_sync(vectors=True)."""
+        from agenvoy_cli import rag
+
+        db = rag.create(self.store, name, list(paths), max_file_bytes=max_file_bytes,
+                        hidden=hidden, vectors=vectors)
+        doc: dict[str, Any] = {"database": db.name, "action": "created",
+                               "paths": [s.path for s in db.sources]}
+        if paths and index:
+            doc["sync"] = self.rag_sync(name, progress=progress, announce=announce)
+        return doc
+
+    def rag_sync(self, name: str, paths: Sequence[str] | None = None, *,
+                 max_file_bytes: int | None = None, hidden: bool | None = None,
+                 rebuild: bool = False, vectors: bool | None = None,
+                 progress: Progress | None = None,
+                 announce: Callable[[int, int, bool], None] | None = None) -> dict[str, Any]:
+        """Re-index what changed and drop what was deleted (`paths`: add them first)."""
+        from agenvoy_cli import rag
+
+        return rag.sync(self.store, name, None if paths is None else list(paths),
+                        max_file_bytes=max_file_bytes, hidden=hidden, rebuild=rebuild,
+                        vectors=vectors, progress=progress, announce=announce).as_dict()
+
+    def rag_files(self, name: str, *, skipped: bool = False) -> dict[str, Any]:
+        """The files of a database: format, state (and why skipped), bytes, chunk_count."""
+        from agenvoy_cli import rag
+
+        info = rag.list_files(self.store, name)
+        files = info.pop("files_list")
+        if skipped:
+            files = [f for f in files if f["state"] == "skipped"]
+        return {"database": info["name"], "summary": info, **listing("files", files)}
+
+    def rag_remove(self, name: str) -> dict[str, Any]:
+        """Delete a database: its rows and vectors (the files themselves are untouched)."""
+        from agenvoy_cli import rag
+
+        return rag.remove(self.store, name)
+
+
+FORGET_NOTE = "summary.json is not rewritten: it may still mention what was forgotten"
+
+
+def _warn(warn: Warn | None) -> dict[str, Any]:
+    return {} if warn is None else {"warn": warn}

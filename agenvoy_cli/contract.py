@@ -47,5 +47,17 @@ def moment(name: str, ns: int | None) -> dict[str, Any]:
     return {f"{name}_at": rfc3339(ns), f"{name}_at_ns": ns}
 
 
+def local_ns(text: str | None) -> int | None:
+    """Upstream's local time text ('YYYY-MM-DD HH:MM:SS', the local zone) as UTC unix ns
+    (None when missing or not in that form)."""
+    if not text:
+        return None
+    try:
+        moment = datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return None
+    return int(time.mktime(moment.timetuple())) * NS
+
+
 def now_ns() -> int:
     return time.time_ns()

@@ -65,7 +65,7 @@ def main() -> None:
         res = runner.invoke(cli, ["summarize", "--pending", "--json"])
         wall = time.perf_counter() - began
         doc = json.loads(res.stdout)
-        calls = sum(s["chunks_done"] for s in doc["sessions"])
+        calls = sum(s["summarized"] for s in doc["sessions"])
         print(f"{args.sessions} session(s) x {args.messages} messages: {calls} LLM calls "
               f"({calls / args.sessions:g} per session), exit {res.exit_code}, {wall:.2f}s wall")
         if fake.calls:

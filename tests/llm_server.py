@@ -23,7 +23,8 @@ from typing import Any
 
 BEHAVIOURS = {
     "ok": "200 with a valid summary (wrapped as .wrap says)",
-    "500": "HTTP 500 with an error body (that echoes the Authorization header)",
+    "500": "HTTP 500 with an error body (that echoes the Authorization header) and "
+           "Retry-After: .retry_after (a client retries)",
     "garbage": "200, a chat reply of prose with no summary in it",
     "invalid": "200, a chat reply holding JSON that is not a summary",
     "invalid_json": "200 whose body is not JSON at all",
@@ -163,7 +164,7 @@ class FakeLLM:
         if behaviour == "500":
             echo = req.headers.get("Authorization", "")
             data = json.dumps({"error": {"message": f"boom (got {echo})"}}).encode()
-            return self._send(req, 500, data)
+            return self._send(req, 500, data, {"Retry-After": self.retry_after})
         if behaviour == "429":
             return self._send(req, 429, b'{"error": {"message": "rate limited"}}',
                               {"Retry-After": self.retry_after})

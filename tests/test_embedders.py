@@ -204,17 +204,24 @@ def test_dim_probe_when_unknown(openai):
     assert len(openai.requests) == 1
 
 
-def test_http_500_is_an_embedder_error(openai):
+def test_http_500_is_retried_then_an_embedder_error(openai):
+    # OpenAI documents 500 as retryable (issue #18): retried like 502/503/504, then an error
     body = json.dumps({"error": {"message": "model overloaded\nplease retry"}}).encode()
-    openai.responses.append((500, body, {}))
+    openai.responses.extend([(500, body, {"Retry-After": "0"})] * 3)
     with pytest.raises(EmbedderError) as info:
         get_embedder("openai:m").embed_documents(["a"])
     msg = str(info.value)
     assert "HTTP 500" in msg and "model overloaded please retry" in msg
     assert "\n" not in msg
     assert "sk-test-123" not in msg
-    assert len(openai.requests) == 1  # 500 is not retried
+    assert len(openai.requests) == 3  # one call and two retries
     assert isinstance(info.value, AgenvoyError)  # the CLI maps it to an exit code
+
+
+def test_one_http_500_is_retried(openai):
+    openai.responses.append((500, b'{"error": {"message": "try again"}}', {"Retry-After": "0"}))
+    assert len(get_embedder("openai:m").embed_documents(["a"])) == 1
+    assert len(openai.requests) == 2
 
 
 def test_http_401_hints_at_the_key(openai):
@@ -277,7 +284,7 @@ def test_connection_refused():
 
 def test_credentials_in_url_are_not_shown(server, monkeypatch):
     monkeypatch.setenv("AGENVOY_EMBED_BASE_URL", f"http://bob:hunter2@127.0.0.1:{server.port}/v1")
-    server.responses.append((500, b"boom", {}))
+    server.responses.append((400, b"boom", {}))
     with pytest.raises(EmbedderError) as info:
         get_embedder("openai:m").embed_query("a")
     assert "hunter2" not in str(info.value) and "boom" in str(info.value)

@@ -257,10 +257,12 @@ def test_prune(run, clock, home, keyword_only):
     new = rec(run, symptom="new failure")
     clock.advance(45)  # old expired (day 90), new has 40 days left
     res = run("errors", "prune", "--dry-run", "--json")
-    assert res.json()["ids"] == [old] and res.json()["pruned"] == 0
+    assert [r["id"] for r in res.json()["records"]] == [old] and res.json()["pruned"] == 0
     assert len(db_rows(home)) == 2
     res = run("errors", "prune", "--json")
-    assert res.json() == {"schema_version": 1, "pruned": 1, "dry_run": False, "ids": [old]}
+    doc = res.json()
+    assert [r["id"] for r in doc["records"]] == [old] and doc["count"] == 1
+    assert (doc["pruned"], doc["dry_run"]) == (1, False)
     assert [r[0] for r in db_rows(home)] == [new]
     assert run("errors", "prune").stdout.strip() == "removed 0 expired error record(s)"
 
@@ -422,7 +424,7 @@ def test_show_list_forget(run, home, keyword_only):
     res = run("errors", "forget", b)
     assert res.exit_code == 2 and "--yes" in res.stderr  # stdin is not a terminal
     res = run("errors", "forget", b[:10], "--yes", "--json")
-    assert res.json() == {"schema_version": 1, "forgotten": b}
+    assert res.json() == {"schema_version": 1, "record_id": b, "forgotten": 1}
     assert run("errors", "show", b).exit_code == 3
     assert sorted(r[0] for r in db_rows(home)) == sorted([a, c])
     with sqlite3.connect(home / ".store/history.db") as conn:

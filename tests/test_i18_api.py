@@ -5,7 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+from tests.test_summarize import llm  # noqa: F401 - fixture
 
 
 def test_import_is_light_and_memory_is_lazy():
@@ -48,3 +51,107 @@ def test_memory_round_trip_matches_the_cli(run, home, tmp_path):
     assert cli == {"schema_version": 1, **ctx}
     cli = run("search", "s", "disk", "--mode", "keyword", "--json").json()
     assert cli["results"] == hits["results"]
+
+
+def test_memory_covers_sessions_forget_compact_errors_and_rag(home, tmp_path):
+    from agenvoy_cli import Memory
+    from agenvoy_cli.errors import BadInput, NotFound
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "retry.md").write_text("# Retry policy\n\nback off 2 s, then 4 s\n")
+    with Memory(home) as memory:
+        memory.append("s", [{"role": "user", "content": "my key is sk-live-abcdef123456"},
+                            {"role": "assistant", "content": "please rotate it"}])
+        memory.append("t", [{"role": "user", "content": "hello"}])
+        listed = memory.sessions()
+        assert [s["session_id"] for s in listed["sessions"]] == ["s", "t"]
+        assert listed["count"] == 2
+        shown = memory.session("s")
+        assert shown["message_count"] == 2 and shown["row_count"] == 2
+        gone = memory.forget("s", match="sk-live-", dry_run=True)
+        assert gone["count"] == 1 and gone["forgotten"] == 0 and gone["messages"][0]["seq"] == 0
+        assert gone["messages"][0]["sent_at"] and gone["messages"][0]["sent_at_ns"] > 0
+        assert memory.forget("s", match="sk-live-")["forgotten"] == 1
+        assert [m["content"].endswith("please rotate it") for m in
+                memory.context("s")["messages"]] == [True]
+        compacted = memory.compact("s")
+        assert compacted["session_id"] == "s" and compacted["removed"] == 0
+        assert memory.compact()["count"] == 2
+        removed = memory.remove_session("t")
+        assert removed["action"] == "removed" and removed["deleted"] == 1
+        assert memory.sessions()["count"] == 1
+        reset = memory.reset_session("s", summarize=False)
+        assert reset["action"] == "reset" and reset["deleted"] == 1
+        assert memory.context("s")["messages"] == []
+
+        rec = memory.record_error("bash", ["Perm"], "permission denied", "use sudo", "resolved",
+                                  semantic=False)["records"][0]
+        assert rec["keywords"][0] == "perm" and memory.error(rec["id"][:8])["id"] == rec["id"]
+        assert memory.errors(tool="bash")["count"] == 1
+        assert memory.lookup_errors("permission denied", tool="bash",
+                                    semantic=False)["records"][0]["id"] == rec["id"]
+        assert memory.prune_errors(dry_run=True) == {"records": [], "count": 0,
+                                                     "dry_run": True, "pruned": 0}
+        assert memory.forget_error(rec["id"]) == {"record_id": rec["id"], "forgotten": 1}
+        assert memory.errors()["count"] == 0
+
+        created = memory.rag_create("notes", [str(folder)], vectors=False)
+        assert created["action"] == "created" and created["sync"]["indexed"] == 1
+        (folder / "more.md").write_text("# More\n\njitter the back off\n")
+        assert memory.rag_sync("notes")["indexed"] == 1
+        files = memory.rag_files("notes")
+        assert [f["relpath"] for f in files["files"]] == ["more.md", "retry.md"]
+        hits = memory.rag_search("back off", ["notes"], mode="keyword")["results"]
+        assert {h["relpath"] for h in hits} == {"more.md", "retry.md"}
+        assert memory.rag_remove("notes")["database"] == "notes"
+        for call, exc in ((lambda: memory.session("nope"), NotFound),
+                          (lambda: memory.forget("../x", match="x"), BadInput),
+                          (lambda: memory.rag_files("notes"), NotFound),
+                          (lambda: memory.record_error("bash", [], "x", "y", "maybe"), BadInput)):
+            try:
+                call()
+            except exc:
+                pass
+            else:
+                raise AssertionError("no error")
+
+
+def test_summarize_through_the_api(home, llm):  # noqa: F811
+    from agenvoy_cli import Memory
+
+    with Memory(home) as memory:
+        memory.append("s", [{"role": "user", "content": "plan the release"},
+                            {"role": "assistant", "content": "monday"}])
+        planned = memory.summarize("s", dry_run=True)["sessions"][0]
+        assert planned["status"] == "dry_run" and planned["requests"][0]["message_count"] == 2
+        assert not llm.calls
+        done = memory.summarize("s")["sessions"][0]
+        assert (done["status"], done["summarized"], done["exit_code"]) == ("summarized", 1, 0)
+        assert done["cursor_at"] and len(llm.calls) == 1
+        assert memory.summarize()["sessions"] == []  # nothing pending any more
+
+
+@pytest.mark.parametrize("method,args", [
+    ("forget", ("forget", "s", "--match", "hello", "--dry-run")),
+    ("compact", ("compact", "s")),
+    ("errors", ("errors", "list")),
+    ("prune_errors", ("errors", "prune")),
+    ("rag_databases", ("rag", "list")),
+    ("remove_session", ("session", "remove", "s", "--yes")),
+])
+def test_the_commands_call_the_api(run, home, monkeypatch, method, args):
+    from agenvoy_cli.api import Memory
+
+    assert run("append", "s", "--role", "user", "--content", "hello").exit_code == 0
+    seen = []
+    real = getattr(Memory, method)
+
+    def spy(self, *a, **k):
+        seen.append(method)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Memory, method, spy)
+    res = run(*args, "--json")
+    assert res.exit_code == 0, res.stderr
+    assert seen == [method] * len(seen) and seen

@@ -17,6 +17,9 @@ SCHEMAS = ROOT / "docs" / "schema"
 RFC3339 = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)\Z")
 
 
+NUMBER_WORDS = {"bytes", "seconds", "lines", "status", "count"}
+
+
 def validate(doc: dict, name: str) -> None:
     from jsonschema import Draft202012Validator
 
@@ -44,6 +47,9 @@ def vocabulary(node, where: str) -> None:
         if key.endswith(("_ns", "_count")) or key == "count":
             assert value is None or (isinstance(value, int) and not isinstance(value, bool)), \
                 (at, value)
+        if type(value) is int and key.endswith("s") and key not in NUMBER_WORDS \
+                and not key.endswith(("_ns", "_bytes", "_seconds")):
+            raise AssertionError(f"{at}: a plural noun is a list, not a number ({value})")
         if key == "count" and isinstance(node.get(_main_list(node)), list):
             assert value == len(node[_main_list(node)]), at
         vocabulary(value, at)
@@ -51,7 +57,7 @@ def vocabulary(node, where: str) -> None:
 
 def _main_list(node: dict) -> str:
     lists = [k for k, v in node.items() if isinstance(v, list) and k not in
-             ("notes", "paths", "keywords", "ids", "databases", "agent_files_deleted")]
+             ("notes", "paths", "keywords", "databases", "deleted_files", "requests")]
     return lists[0] if len(lists) == 1 else ""
 
 
@@ -74,13 +80,27 @@ def test_conversation_commands(run, home, llm):  # noqa: F811
     validate(ok(run, "compact", "s"), "compact")
     validate(ok(run, "compact", "--all"), "compact-all")
     validate(ok(run, "search", "s", "-q", "hello", "--mode", "keyword"), "search")
-    validate(ok(run, "summarize", "s"), "summarize")
+    validate(ok(run, "summarize", "s", "--dry-run"), "summarize")
+    doc = ok(run, "summarize", "s")
+    validate(doc, "summarize")
+    assert doc["sessions"][0]["summarized"] == doc["sessions"][0]["chunk_count"] == 1
+    assert RFC3339.match(doc["sessions"][0]["cursor_at"])
+    doc = ok(run, "forget", "s", "--match", "hello", "--dry-run")
+    validate(doc, "forget")
+    assert doc["count"] == 1 and doc["forgotten"] == 0 and RFC3339.match(
+        doc["messages"][0]["sent_at"])
+    validate(ok(run, "forget", "s", "--match", "hello", "--yes"), "forget")
     validate(ok(run, "backfill", "s"), "backfill")
     validate(ok(run, "session", "list"), "session-list")
     validate(ok(run, "session", "show", "s"), "session-show")
     validate(ok(run, "doctor"), "doctor")
     ok(run, "append", "t", "--role", "user", "--content", "x")
-    validate(ok(run, "session", "remove", "t", "--yes"), "session-clear")
+    doc = ok(run, "session", "remove", "t", "--yes")
+    validate(doc, "session-clear")
+    assert doc["deleted"] == 1 and doc["has_summary"] is False and doc["summary"] is None
+    doc = ok(run, "session", "reset", "s", "--yes")  # the summary has seen everything
+    validate(doc, "session-clear")
+    assert doc["action"] == "reset" and doc["has_summary"] is True and doc["deleted"] == 6
 
 
 def test_error_memory_commands(run, home):

@@ -104,7 +104,7 @@ def test_reset_keeps_summary_remove_deletes_all(run, home):
     assert run("session", "reset", "s").exit_code == 2  # not a terminal, no --yes
     assert (folder / "history.json").exists()
     res = run("session", "reset", "s", "--yes", "--json")
-    assert res.exit_code == 0 and res.json()["rows_deleted"] >= 6
+    assert res.exit_code == 0 and res.json()["deleted"] >= 6
     assert not (folder / "history.json").exists()
     assert (folder / "summary.json").exists() and (folder / "summary.meta.json").exists()
     assert rows(home) == [] and meta(home) is None

@@ -36,6 +36,15 @@ def llm(monkeypatch: pytest.MonkeyPatch):
         yield server
 
 
+def rfc3339(local: str) -> str:
+    """A local 'YYYY-MM-DD HH:MM:SS' as the vocabulary's RFC 3339 time (with the offset)."""
+    return datetime.strptime(local, "%Y-%m-%d %H:%M:%S").astimezone().isoformat()
+
+
+def at_ns(local: str) -> int:
+    return int(datetime.strptime(local, "%Y-%m-%d %H:%M:%S").timestamp()) * 10**9
+
+
 def stamp(i: int) -> str:
     return (T0 + timedelta(minutes=i)).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -99,8 +108,9 @@ def test_three_chunks_three_calls_and_what_was_sent(run, home, llm):
     build(run, "s", 48)
     res = run("summarize", "s", "--json")
     assert res.exit_code == 0, res.stderr
-    assert one(res) == {"session_id": "s", "status": "summarized", "chunks_done": 3,
-                        "chunks_total": 3, "cursor": stamp(47), "error": None}
+    assert one(res) == {"session_id": "s", "status": "summarized", "chunk_count": 3,
+                        "summarized": 3, "cursor_at": rfc3339(stamp(47)),
+                        "cursor_at_ns": at_ns(stamp(47)), "error": None, "exit_code": 0}
     assert len(llm.calls) == 3
     first, second, third = llm.calls
     assert first.path == "/v1/chat/completions"
@@ -132,7 +142,7 @@ def test_incremental_run_sends_only_new_messages_with_old_summary(run, home, llm
     assert [len(c.messages) for c in llm.calls] == [16, 4]
     build(run, "s", 4, first=20)
     res = run("summarize", "s", "--json")
-    assert res.exit_code == 0 and one(res)["chunks_total"] == 1
+    assert res.exit_code == 0 and one(res)["chunk_count"] == 1
     assert sent(llm.calls[2]) == [20, 21, 22, 23]
     assert '"call 2"' in llm.calls[2].body["messages"][0]["content"]
     assert cursor(home)["last_message_time"] == stamp(23)
@@ -211,28 +221,31 @@ def test_deleted_summary_is_rebuilt_from_the_first_message(run, home, llm):
 # -- failures ----------------------------------------------------------------------------------
 def test_500_on_second_chunk_keeps_the_first_and_rerun_sends_only_the_rest(run, home, llm):
     build(run, "s", 48)
-    llm.plan[2] = "500"
+    for n in (2, 3, 4):  # a 500 is retried twice (#18: OpenAI documents it as retryable)
+        llm.plan[n] = "500"
     res = run("summarize", "s", "--json")
     assert res.exit_code == 1
     doc = one(res)
-    assert doc["status"] == "failed" and doc["chunks_done"] == 1 and doc["chunks_total"] == 3
-    assert doc["cursor"] == stamp(15) and "HTTP 500" in doc["error"]
+    assert doc["status"] == "failed" and doc["summarized"] == 1 and doc["chunk_count"] == 3
+    assert doc["cursor_at"] == rfc3339(stamp(15)) and "HTTP 500" in doc["error"]
     assert "agenvoy: error: s: chunk 2/3" in res.stderr and "HTTP 500" in res.stderr
-    assert len(llm.calls) == 2
+    assert "after 3 attempts" in doc["error"]
+    assert len(llm.calls) == 4
     assert summary(home)["key_decisions"] == ["call 1"]
     assert cursor(home)["last_message_time"] == stamp(15)
     assert pending(home, "s")  # stopped early: --pending picks it up again
 
     res = run("summarize", "--pending", "--json")
-    assert res.exit_code == 0 and one(res)["chunks_done"] == 2
-    assert [sent(c) for c in llm.calls[2:]] == [list(range(16, 32)), list(range(32, 48))]
-    assert summary(home)["key_decisions"] == ["call 1", "call 3", "call 4"]
+    assert res.exit_code == 0 and one(res)["summarized"] == 2
+    assert [sent(c) for c in llm.calls[4:]] == [list(range(16, 32)), list(range(32, 48))]
+    assert summary(home)["key_decisions"] == ["call 1", "call 5", "call 6"]
     assert not pending(home, "s")
 
 
 def test_the_api_key_is_never_echoed_or_written(run, home, llm):
     build(run, "s", 2)
-    llm.plan[1] = "500"  # its body echoes the Authorization header
+    for n in (1, 2, 3):
+        llm.plan[n] = "500"  # its body echoes the Authorization header
     res = run("summarize", "s", "--json")
     assert res.exit_code == 1 and KEY not in res.stdout + res.stderr
     assert "Bearer ****" in one(res)["error"]
@@ -251,7 +264,7 @@ def test_unusable_replies_fail_and_write_nothing(run, home, llm, behaviour, need
     llm.plan[1] = behaviour
     res = run("summarize", "s", "--json")
     assert res.exit_code == 1, res.stderr
-    assert needle in one(res)["error"] and one(res)["chunks_done"] == 0
+    assert needle in one(res)["error"] and one(res)["summarized"] == 0
     assert not (session(home, "s") / "summary.json").exists()
     assert not (session(home, "s") / "summary.meta.json").exists()
     assert run("summarize", "s").exit_code == 0 and sent(llm.calls[1]) == [0, 1, 2, 3]
@@ -305,7 +318,8 @@ def test_pending_follows_the_mtime_gate(run, home, llm):
     assert res.exit_code == 0
     assert [d["session_id"] for d in res.json()["sessions"]] == ["a", "b", "c"]
     assert len(llm.calls) == 3
-    assert run("summarize", "--pending", "--json").json() == {"schema_version": 1, "sessions": []}
+    assert run("summarize", "--pending", "--json").json() == {"schema_version": 1, "sessions": [],
+                                                              "count": 0}
 
     # history.json newer than summary.json -> pending again, though nothing is new.
     hist = session(home, "a") / "history.json"
@@ -326,7 +340,8 @@ def test_pending_follows_the_mtime_gate(run, home, llm):
 def test_pending_goes_on_after_a_failure_and_exits_1(run, home, llm):
     build(run, "a", 2)
     build(run, "b", 2)
-    llm.plan[1] = "500"
+    for n in (1, 2, 3):
+        llm.plan[n] = "500"
     res = run("summarize", "--pending", "--json")
     assert res.exit_code == 1
     docs = {d["session_id"]: d for d in res.json()["sessions"]}
@@ -359,7 +374,7 @@ def test_a_message_appended_during_a_run_keeps_the_session_pending(run, home, ll
     assert run("summarize", "s").exit_code == 0
     assert pending(home, "s")
     res = run("summarize", "--pending", "--json")
-    assert one(res)["chunks_done"] == 1 and sent(llm.calls[1]) == [2]
+    assert one(res)["summarized"] == 1 and sent(llm.calls[1]) == [2]
 
 
 # -- legacy ----------------------------------------------------------------------------------
@@ -372,7 +387,7 @@ def test_legacy_summary_without_cursor_sets_the_cursor_without_a_call(run, home,
     os.utime(path, ns=(old, old))  # written by upstream before the latest messages
     res = run("summarize", "--pending", "--json")
     assert res.exit_code == 0
-    assert one(res)["status"] == "cursor_set" and one(res)["cursor"] == stamp(29)
+    assert one(res)["status"] == "cursor_set" and one(res)["cursor_at"] == rfc3339(stamp(29))
     assert llm.calls == [] and summary(home) == legacy
     assert cursor(home)["last_message_time"] == stamp(29) and not pending(home, "s")
     build(run, "s", 2, first=30)
@@ -437,7 +452,7 @@ def test_dry_run_prints_exact_requests_and_calls_nothing(run, home, llm):
     assert "Authorization: Bearer ****" in res.stdout and KEY not in res.stdout
     doc = run("summarize", "s", "--dry-run", "--json").json()
     [planned] = doc["sessions"]
-    assert planned["status"] == "dry_run" and planned["chunks_total"] == 2
+    assert planned["status"] == "dry_run" and planned["chunk_count"] == 2
     first = planned["requests"][0]
     assert first["headers"]["Authorization"] == "Bearer ****"
     assert run("summarize", "s").exit_code == 0
@@ -454,7 +469,7 @@ def test_llm_command_gets_the_request_on_stdin(run, home, tmp_path, monkeypatch)
     monkeypatch.setenv("AGENVOY_LLM_MODEL", "cmd-model")
     res = run("summarize", "s", "--llm-command", script, "--json")
     assert res.exit_code == 0, res.stderr
-    assert one(res)["chunks_done"] == 2
+    assert one(res)["summarized"] == 2
     requests = [orjson.loads(line) for line in log.read_text().splitlines()]
     assert len(requests) == 2 and requests[0]["model"] == "cmd-model"
     assert "s message 0" in requests[0]["messages"][1]["content"]
@@ -492,7 +507,7 @@ def test_concurrent_runs_never_send_a_chunk_twice(run, home, llm):
     procs = [spawn("summarize", "s", "--json") for _ in range(2)]
     results = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [r[1] for r in results]
-    done = sorted(orjson.loads(r[0])["sessions"][0]["chunks_done"] for r in results)
+    done = sorted(orjson.loads(r[0])["sessions"][0]["summarized"] for r in results)
     assert done == [0, 2]
     assert len(llm.calls) == 5
     assert [n for c in llm.calls for n in sent(c)] == list(range(80))
@@ -508,7 +523,7 @@ def test_max_chunks_bounds_a_run_and_leaves_the_rest_pending(run, home, llm):
     build(run, "s", 48)
     res = run("summarize", "s", "--max-chunks", "2", "--json")
     assert res.exit_code == 0
-    assert one(res)["status"] == "limited" and one(res)["chunks_done"] == 2
+    assert one(res)["status"] == "limited" and one(res)["summarized"] == 2
     assert len(llm.calls) == 2 and pending(home, "s")
     res = run("summarize", "--pending", "--json")
     assert one(res)["status"] == "summarized" and sent(llm.calls[2]) == list(range(32, 48))

@@ -9,7 +9,7 @@ import click
 from agenvoy_cli.commands.common import complete_session, get_store, json_option
 from agenvoy_cli.contract import listing
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.output import ProgressBar, emit, table
+from agenvoy_cli.output import ProgressBar, emit, format_option, table
 
 
 @click.command("backfill")
@@ -18,10 +18,11 @@ from agenvoy_cli.output import ProgressBar, emit, table
 @click.option("--vectors", is_flag=True, help="Also (re)build the vector index of the recent part.")
 @click.option("--rebuild", is_flag=True,
               help="With --vectors: drop the vector index first (after an embedder change).")
+@format_option
 @json_option
 @click.pass_context
 def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vectors: bool,
-            rebuild: bool, as_json: bool) -> None:
+            rebuild: bool, as_json: bool, fmt: str | None = None) -> None:
     """Write every history.json message SQLite lacks into SQLite (never a duplicate; a second
     run changes nothing). First import of an existing Agenvoy home, or repair after a crash."""
     if bool(session_id) == all_sessions:
@@ -39,7 +40,7 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
         with store.write_lock():
             vector_index.drop_index(store, vector_index.MESSAGES)
     results = []
-    bar = ProgressBar("backfill", 2, not as_json, unit="sessions")
+    bar = ProgressBar("backfill", 2, not as_json and fmt in (None, "table"), unit="sessions")
     try:
         for done, sid in enumerate(ids, 1):
             with store.write_lock():
@@ -58,4 +59,4 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
         doc["embedded"] = sum(r["embedded"] for r in results)
     emit(doc, as_json, lambda d: table(
         [tuple(r.values()) for r in d["sessions"]], list(d["sessions"][0].keys())
-    ) if d["sessions"] else "no sessions")
+    ) if d["sessions"] else "no sessions", fmt=fmt, rows="sessions")

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import click
 
-from agenvoy_cli.commands.common import complete_session, get_store, json_option
-from agenvoy_cli.contract import listing
-from agenvoy_cli.conversation.compaction import compact_session
+from agenvoy_cli.commands.common import complete_session, json_option, memory
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.output import emit, table
+from agenvoy_cli.output import emit, format_option, table
 
 
 @click.command("compact")
@@ -16,28 +14,23 @@ from agenvoy_cli.output import emit, table
 @click.option("--all", "all_sessions", is_flag=True, help="Every session of the home.")
 @click.option("--max-bytes", type=click.IntRange(min=1024),
               help="Limit to compact against (default: max_history_bytes).")
+@format_option
 @json_option
 @click.pass_context
 def command(ctx: click.Context, session_id: str | None, all_sessions: bool,
-            max_bytes: int | None, as_json: bool) -> None:
+            max_bytes: int | None, as_json: bool, fmt: str | None = None) -> None:
     """Trim SESSION's history.json from the oldest end to 80% of the limit, cutting only
     after an assistant message. SQLite keeps every message."""
     if bool(session_id) == all_sessions:
         raise BadInput("give a SESSION or --all (not both)")
-    store = get_store(ctx)
+    doc = memory(ctx).compact(session_id, max_bytes)
     if session_id:
-        store.require(session_id)
-        ids = [session_id]
-    else:
-        ids = store.session_ids()
-    results = [compact_session(store, sid, max_bytes).as_dict() for sid in ids]
-    if session_id:
-        emit(results[0], as_json, lambda d: f"{d['session_id']}: removed {d['removed']}, kept "
+        emit(doc, as_json, lambda d: f"{d['session_id']}: removed {d['removed']}, kept "
              f"{d['kept']}, {d['bytes_before']} -> {d['bytes_after']} bytes"
-             + (f" ({d['note']})" if d["note"] else ""))
+             + (f" ({d['note']})" if d["note"] else ""), fmt=fmt)
     else:
-        emit(listing("sessions", results), as_json, lambda d: table(
+        emit(doc, as_json, lambda d: table(
             [(r["session_id"], r["removed"], r["kept"], r["bytes_before"], r["bytes_after"],
               r["note"]) for r in d["sessions"]],
             ["session", "removed", "kept", "bytes before", "bytes after", "note"],
-        ) if d["sessions"] else "no sessions")
+        ) if d["sessions"] else "no sessions", fmt=fmt, rows="sessions")

@@ -7,7 +7,7 @@ import click
 from agenvoy_cli.commands.common import complete_session, get_store, json_option
 from agenvoy_cli.doctor.checks import run_doctor
 from agenvoy_cli.errors import FAILED
-from agenvoy_cli.output import emit
+from agenvoy_cli.output import emit, format_option
 
 
 def _render(doc: dict) -> str:
@@ -24,9 +24,11 @@ def _render(doc: dict) -> str:
 @click.command("doctor")
 @click.argument("session_id", metavar="[SESSION]", required=False, shell_complete=complete_session)
 @click.option("--repair", is_flag=True, help="Fix what can be fixed from what is on disk.")
+@format_option
 @json_option
 @click.pass_context
-def command(ctx: click.Context, session_id: str | None, repair: bool, as_json: bool) -> None:
+def command(ctx: click.Context, session_id: str | None, repair: bool, as_json: bool,
+            fmt: str | None = None) -> None:
     """Check that files parse and that the dual-write invariants hold (every history.json
     message in SQLite exactly once, no vector without its message or older than the trim
     point, meta consistent). Exit 0 when clean, 1 when problems remain."""
@@ -37,6 +39,7 @@ def command(ctx: click.Context, session_id: str | None, repair: bool, as_json: b
     problems = run_doctor(store, ids, repair)
     remaining = [p for p in problems if not p.repaired]
     emit({"session_count": len(ids), "problems": [p.as_dict() for p in problems],
-          "count": len(problems), "remaining": len(remaining)}, as_json, _render)
+          "count": len(problems), "remaining": len(remaining)}, as_json, _render,
+         fmt=fmt, rows="problems")
     if remaining:
         ctx.exit(FAILED)

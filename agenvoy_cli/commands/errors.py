@@ -9,15 +9,13 @@ import click
 
 from agenvoy_cli.commands.common import (
     confirm_destructive,
-    get_store,
     json_option,
     memory,
     read_limited,
 )
-from agenvoy_cli.contract import listing
 from agenvoy_cli.errormem import memory as errormem
 from agenvoy_cli.errors import AgenvoyError, BadInput
-from agenvoy_cli.output import emit, format_option, human_time, table, warn
+from agenvoy_cli.output import FORMATS, emit, format_option, human_time, table, warn
 from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
 
 
@@ -126,9 +124,7 @@ def record_cmd(ctx: click.Context, tool_name: str | None, keywords: tuple[str, .
             raise BadInput(f"missing {', '.join(missing)} (or give --from-json FILE|-)")
         drafts = [errormem.make_draft(tool_name, list(keywords), symptom, cause, action,
                                       outcome)]
-    store = get_store(ctx)
-    records = errormem.record(store, drafts, semantic=semantic, warn=warn)
-    emit(listing("records", [r.as_dict() for r in records]), as_json,
+    emit(memory(ctx).record_errors(drafts, semantic=semantic, warn=warn), as_json,
          lambda d: "\n".join(r["id"] for r in d["records"]))
 
 
@@ -153,9 +149,9 @@ def _read_query(words: tuple[str, ...], text: str | None) -> str:
               help="Error type to match (default: classified from QUERY).")
 @click.option("-n", "--limit", type=click.IntRange(1, errormem.MAX_LIMIT),
               default=errormem.DEFAULT_LIMIT, show_default=True, help="At most N records.")
-@click.option("--format", "fmt", type=click.Choice(["table", "hint", "json"]),
-              default="table", show_default=True,
-              help="hint: only the text to inject into the agent's next turn.")
+@click.option("--format", "fmt", type=click.Choice([*FORMATS, "hint"]), default=None,
+              help="table (the default), json (as --json), jsonl or csv (one record per "
+                   "line or row), hint (only the text to inject into the agent's next turn).")
 @_semantic_option
 @click.option("--budget", type=float, default=DEFAULT_BUDGET, show_default=True,
               metavar="SECONDS", envvar="AGENVOY_SEARCH_BUDGET",
@@ -164,7 +160,7 @@ def _read_query(words: tuple[str, ...], text: str | None) -> str:
 @json_option
 @click.pass_context
 def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | None,
-               tool: str | None, error_type: str | None, limit: int, fmt: str,
+               tool: str | None, error_type: str | None, limit: int, fmt: str | None,
                semantic: bool | None, budget: float, as_json: bool) -> None:
     """Records related to an error text or keywords, best first.
 
@@ -175,19 +171,18 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
     check_budget(budget)
     doc = memory(ctx).lookup_errors(text, tool=tool, error_type=error_type, limit=limit,
                                     semantic=semantic, warn=warn, budget=budget)
-    if as_json or fmt == "json":
-        emit(doc, True)
-    elif fmt == "hint":
+    if fmt == "hint" and not as_json:
         if doc["hint"]:
             click.echo(doc["hint"])
-    elif not doc["records"]:
+    elif not doc["records"] and not as_json and fmt in (None, "table"):
         warn("no related error records")
     else:
-        emit(doc, False, lambda d: table(
+        emit(doc, as_json, lambda d: table(
             [(r["id"][:errormem.SHORT_ID], f"{r['score']:.2f}", r["tool_name"], r["outcome"],
               r["error_type"] or "-", _clip(r["symptom"], 50), _clip(r["action"], 50))
              for r in d["records"]],
-            ["id", "score", "tool", "outcome", "type", "symptom", "action"]))
+            ["id", "score", "tool", "outcome", "type", "symptom", "action"]),
+             fmt=fmt, rows="records")
 
 
 @command.command("show")
@@ -196,8 +191,7 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
 @click.pass_context
 def show_cmd(ctx: click.Context, record_id: str, as_json: bool) -> None:
     """One record (ID or a unique prefix of at least 6 digits)."""
-    rec = errormem.get(get_store(ctx), record_id)
-    emit(rec.as_dict(), as_json, lambda d: table(
+    emit(memory(ctx).error(record_id), as_json, lambda d: table(
         [(k, ", ".join(v) if isinstance(v, list) else human_time(v) if k.endswith("_at")
           else ("-" if v in (None, "") else v))
          for k, v in d.items() if not k.endswith("_ns") and k != "schema_version"],
@@ -219,9 +213,8 @@ def list_cmd(ctx: click.Context, tool: str | None, outcome: str | None,
              error_type: str | None, limit: int | None, as_json: bool,
         fmt: str | None = None) -> None:
     """Live records, newest first (listing does not renew them)."""
-    records = errormem.list_records(get_store(ctx), tool=tool, outcome=outcome,
-                                    error_type=error_type, limit=limit)
-    emit(listing("records", [r.as_dict() for r in records]), as_json, lambda d: table(
+    doc = memory(ctx).errors(tool=tool, outcome=outcome, error_type=error_type, limit=limit)
+    emit(doc, as_json, lambda d: table(
         [(r["id"][:errormem.SHORT_ID], human_time(r["created_at"]),
           human_time(r["expires_at"])[:10], r["tool_name"], r["outcome"],
           r["error_type"] or "-", r["hit_count"], _clip(r["symptom"], 50))
@@ -237,24 +230,23 @@ def list_cmd(ctx: click.Context, tool: str | None, outcome: str | None,
 @click.pass_context
 def forget_cmd(ctx: click.Context, record_id: str, yes: bool, as_json: bool) -> None:
     """Delete one record (and its vector)."""
-    store = get_store(ctx)
-    rec = errormem.get(store, record_id)  # unknown id: exit 3 before any question
+    api = memory(ctx)
+    rec = errormem.get(api.store, record_id)  # unknown id: exit 3 before any question
     confirm_destructive(f"forget error record {rec.short_id} ({rec.tool_name}: "
                         f"{_clip(rec.symptom, 60)})?", f"forget {rec.short_id}", yes)
-    gone = errormem.forget(store, rec.id, warn=warn)
-    emit({"forgotten": gone.id}, as_json, lambda d: f"forgot {d['forgotten']}")
+    emit(api.forget_error(rec.id, warn=warn), as_json, lambda d: f"forgot {d['record_id']}")
 
 
 @command.command("prune")
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@format_option
 @json_option
 @click.pass_context
-def prune_cmd(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
+def prune_cmd(ctx: click.Context, dry_run: bool, as_json: bool, fmt: str | None = None) -> None:
     """Remove expired records and their vectors.
 
     Expired records are never returned, pruned or not: this only frees the space."""
-    gone = errormem.prune(get_store(ctx), dry_run=dry_run, warn=warn)
+    doc = memory(ctx).prune_errors(dry_run=dry_run, warn=warn)
     verb = "would remove" if dry_run else "removed"
-    emit({"pruned": 0 if dry_run else len(gone), "dry_run": dry_run,
-          "ids": [r.id for r in gone]}, as_json,
-         lambda d: f"{verb} {len(d['ids'])} expired error record(s)")
+    emit(doc, as_json, lambda d: f"{verb} {d['count']} expired error record(s)", fmt=fmt,
+         rows="records")

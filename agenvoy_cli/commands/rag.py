@@ -96,20 +96,24 @@ def _announcer(name: str) -> Any:
 
 
 def _index(ctx: click.Context, name: str, paths: list[str] | None, as_json: bool,
-           **options: Any) -> dict[str, Any]:
-    store = get_store(ctx)
+           create: dict[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+    """Index (or create, then index) through the API, with progress and the cost note."""
     bar = ProgressBar("indexing", PROGRESS_MIN, not as_json, unit="files")
     try:
-        report = rag.sync(store, name, paths, progress=bar, announce=_announcer(name),
-                          **options)
+        if create is not None:
+            doc = memory(ctx).rag_create(name, progress=bar, announce=_announcer(name),
+                                         **create)
+        else:
+            doc = memory(ctx).rag_sync(name, paths, progress=bar, announce=_announcer(name),
+                                       **options)
     except KeyboardInterrupt:
         bar.close()
         warn(f"agenvoy: what was indexed is kept; run `agenvoy rag sync {name}` to finish")
         raise
     finally:
         bar.close()
-    doc = report.as_dict()
-    _report_notes(doc)
+    if create is None or "sync" in doc:
+        _report_notes(doc.get("sync", doc))
     return doc
 
 
@@ -134,13 +138,9 @@ def create_cmd(ctx: click.Context, name: str, paths: tuple[str, ...], no_index: 
                max_file_size: int | None, hidden: bool | None, vectors: bool | None,
                as_json: bool) -> None:
     """Create the database NAME (a name like a session id), optionally bound to folders."""
-    store = get_store(ctx)
-    db = rag.create(store, name, paths, max_file_bytes=max_file_size, hidden=hidden,
-                    vectors=vectors)
-    doc: dict[str, Any] = {"database": db.name, "action": "created",
-                           "paths": [s.path for s in db.sources]}
-    if paths and not no_index:
-        doc["sync"] = _index(ctx, name, None, as_json)
+    doc = _index(ctx, name, None, as_json, create={
+        "paths": list(paths), "index": not no_index, "max_file_bytes": max_file_size,
+        "hidden": hidden, "vectors": vectors})
     emit(doc, as_json, lambda d: f"created {d['database']}" + (
         f"; {_render_sync(d['sync'])}" if "sync" in d else ""))
 
@@ -168,23 +168,25 @@ def add_cmd(ctx: click.Context, name: str, paths: tuple[str, ...], max_file_size
 @click.option("--rebuild", is_flag=True,
               help="Re-read and re-embed every file (after changing the embedder).")
 @index_options
+@format_option
 @json_option
 @click.pass_context
 def sync_cmd(ctx: click.Context, name: str | None, all_: bool, rebuild: bool,
              max_file_size: int | None, hidden: bool | None, vectors: bool | None,
-             as_json: bool) -> None:
+             as_json: bool, fmt: str | None = None) -> None:
     """Re-index what changed in NAME's paths (size, mtime, then content hash) and drop
     what was deleted. Resumes an interrupted run. Cron-ready: `rag sync --all`."""
     if all_ == (name is not None):
         raise BadInput("give a database NAME or --all")
-    names = [d["name"] for d in rag.list_databases(get_store(ctx))] if all_ else [name]
+    names = [d["name"] for d in memory(ctx).rag_databases()["databases"]] if all_ else [name]
     docs = [_index(ctx, n, None, as_json, max_file_bytes=max_file_size, hidden=hidden,
                    rebuild=rebuild, vectors=vectors) for n in names if n is not None]
     if all_:
         emit(listing("databases", docs), as_json,
-             lambda d: "\n".join(_render_sync(x) for x in d["databases"]) or "no databases")
+             lambda d: "\n".join(_render_sync(x) for x in d["databases"]) or "no databases",
+             fmt=fmt, rows="databases")
     else:
-        emit(docs[0], as_json, _render_sync)
+        emit(docs[0], as_json, _render_sync, fmt=fmt)
 
 
 @command.command("list", short_help="Databases: files, chunks, size, last sync (list_rag).")
@@ -214,12 +216,7 @@ def list_cmd(ctx: click.Context, as_json: bool,
 def files_cmd(ctx: click.Context, name: str, skipped: bool, as_json: bool,
         fmt: str | None = None) -> None:
     """The files of NAME: format, state (done, pending, skipped and why), size, chunks."""
-    info = rag.list_files(get_store(ctx), name)
-    files = info.pop("files_list")
-    if skipped:
-        files = [f for f in files if f["state"] == "skipped"]
-    doc = {"database": info["name"], "summary": info, **listing("files", files)}
-    emit(doc, as_json, lambda d: table(
+    emit(memory(ctx).rag_files(name, skipped=skipped), as_json, lambda d: table(
         [(f["path"], f["format"] or "-", f["state"] + (f" ({f['reason']})" if f["reason"]
                                                        else ""),
           f["bytes"], f["chunk_count"]) for f in d["files"]],
@@ -292,10 +289,10 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
 @click.pass_context
 def remove_cmd(ctx: click.Context, name: str, yes: bool, as_json: bool) -> None:
     """Delete the database NAME: its rows and vectors (your files are not touched)."""
-    store = get_store(ctx)
-    info = rag.list_files(store, name)  # NotFound before asking anything
+    api = memory(ctx)
+    info = api.rag_files(name)["summary"]  # NotFound before asking anything
     confirm_destructive(f"remove RAG database {name!r} ({info['file_count']} files, "
                         f"{info['chunk_count']} chunks)?", f"remove {name!r}", yes)
-    doc = rag.remove(store, name)
+    doc = api.rag_remove(name)
     emit(doc, as_json, lambda d: f"removed {d['database']}: {d['file_count']} file(s), "
          f"{d['chunk_count']} chunk(s)")

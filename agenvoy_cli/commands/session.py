@@ -73,29 +73,27 @@ def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
 
 def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove: bool,
            no_summary: bool = True, llm_command: str | None = None) -> None:
-    from agenvoy_cli.conversation.reset import clear_session, reset_with_summary
+    from agenvoy_cli.commands.common import memory
 
-    store = get_store(ctx)
-    store.require(session_id)
+    api = memory(ctx)
+    api.store.require(session_id)  # NotFound before any question
     action = "remove" if remove else "reset"
-    config = client = None
-    if not no_summary:
-        from agenvoy_cli.models.llm import NotConfigured, load_config, make_client
+    if not no_summary:  # the LLM's configuration is checked before anything is asked
+        from agenvoy_cli.models.llm import NotConfigured, load_config
 
         try:
-            config = load_config(store.settings, llm_command)  # before anything is touched
-            client = make_client(config)
+            load_config(api.store.settings, llm_command)
         except NotConfigured:
-            config = None  # fine when the summary has seen everything; else refused
+            pass  # fine when the summary has seen everything; else refused
     confirm_destructive(f"{action} session {session_id!r}?", f"{action} {session_id!r}", yes)
-    if no_summary:
-        result = {**clear_session(store, session_id, remove=remove), "summary": None}
+    if remove:
+        doc = api.remove_session(session_id)
     else:
-        result = reset_with_summary(store, session_id, config, client, remove=remove,
-                                    progress=warn)
-    emit(result, as_json, lambda d: f"{d['action']} {d['session_id']}: "
-         f"{d['rows_deleted']} archive row(s) deleted"
-         + (", summary kept" if d.get("summary_kept") else ""))
+        doc = api.reset_session(session_id, summarize=not no_summary, llm_command=llm_command,
+                                warn=warn)
+    emit(doc, as_json, lambda d: f"{d['action']} {d['session_id']}: "
+         f"{d['deleted']} archive row(s) deleted"
+         + (", summary kept" if d["has_summary"] else ""))
 
 
 @command.command("reset")

@@ -6,10 +6,9 @@ from typing import Any
 
 import click
 
-from agenvoy_cli.commands.common import complete_session, get_store, json_option
-from agenvoy_cli.errors import FAILED, AgenvoyError, BadInput
-from agenvoy_cli.home.layout import validate_name
-from agenvoy_cli.output import emit, table, to_json, warn
+from agenvoy_cli.commands.common import complete_session, json_option, memory
+from agenvoy_cli.errors import FAILED, BadInput
+from agenvoy_cli.output import emit, format_option, human_time, table, to_json, warn
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -18,8 +17,8 @@ def render(doc: dict[str, Any]) -> str:
         state = s["status"].replace("_", " ")
         if s["status"] == "skipped":
             state = "skipped (another run is summarizing it)"
-        rows.append((s["session_id"], state, f"{s['chunks_done']}/{s['chunks_total']}",
-                     s["cursor"] or "-", s["error"] or ""))
+        rows.append((s["session_id"], state, f"{s['summarized']}/{s['chunk_count']}",
+                     human_time(s["cursor_at"]), s["error"] or ""))
     if not rows:
         return "no pending sessions"
     return table(rows, ["session", "status", "chunks", "cursor", "error"])
@@ -30,13 +29,15 @@ def render_dry_run(doc: dict[str, Any]) -> str:
     for s in doc["sessions"]:
         requests = s.get("requests") or []
         if not requests:
-            out.append(f"{s['session_id']}: nothing to summarize (cursor {s['cursor'] or '-'})")
+            out.append(f"{s['session_id']}: nothing to summarize "
+                       f"(cursor {human_time(s['cursor_at'])})")
         for req in requests:
             if req.get("chunk") is None:
                 out.append(f"{s['session_id']}: {req['note']}")
                 continue
-            out.append(f"== {s['session_id']}: chunk {req['chunk']}/{s['chunks_total']}, "
-                       f"{req['messages']} messages ({req['from']} .. {req['to']}) ==")
+            out.append(f"== {s['session_id']}: chunk {req['chunk']}/{s['chunk_count']}, "
+                       f"{req['message_count']} messages ({human_time(req['from_at'])} .. "
+                       f"{human_time(req['to_at'])}) ==")
             if req["command"]:
                 out.append(f"| {' '.join(req['command'])}   (this JSON on its stdin)")
             else:
@@ -58,10 +59,12 @@ def render_dry_run(doc: dict[str, Any]) -> str:
                    "the reply on its stdout (env AGENVOY_LLM_COMMAND).")
 @click.option("--max-chunks", type=click.IntRange(min=1), metavar="N",
               help="At most N LLM calls per session in this run; the rest stays pending.")
+@format_option
 @json_option
 @click.pass_context
 def command(ctx: click.Context, session_id: str | None, pending: bool, dry_run: bool,
-            llm_command: str | None, max_chunks: int | None, as_json: bool) -> None:
+            llm_command: str | None, max_chunks: int | None, as_json: bool,
+            fmt: str | None = None) -> None:
     """Fold the messages after SESSION's cursor into its summary.json: chunks of 16, one
     LLM call per chunk, saved after each. A failed call stops the session (exit 1); the
     next run resumes after the last saved chunk.
@@ -70,46 +73,17 @@ def command(ctx: click.Context, session_id: str | None, pending: bool, dry_run: 
     (e.g. http://localhost:11434/v1), AGENVOY_LLM_MODEL and, if needed,
     AGENVOY_LLM_API_KEY; or the agenvoy.llm section of config.json. See docs/summarize.md.
     """
-    from agenvoy_cli.conversation.summarizer import (
-        SessionResult,
-        pending_sessions,
-        summarize_session,
-    )
-    from agenvoy_cli.conversation.summarizer import dry_run as plan
-    from agenvoy_cli.models.llm import load_config, make_client
-
     if bool(session_id) == pending:
         raise BadInput("give a SESSION or --pending (not both)")
-    if session_id:
-        validate_name(session_id)
-    store = get_store(ctx)
-    config = load_config(store.settings, llm_command)  # before anything is touched
-    if session_id:
-        with store.read_lock():
-            store.require(session_id)
-        ids = [session_id]
-    else:
-        ids = pending_sessions(store)
-    client = make_client(config)
-    results: list[SessionResult] = []
-    for sid in ids:
-        try:
-            if dry_run:
-                result = plan(store, sid, config, max_chunks=max_chunks)
-            else:
-                result = summarize_session(store, sid, config, client, wait=not pending,
-                                           max_chunks=max_chunks, progress=warn)
-        except AgenvoyError as exc:  # one damaged session must not stop --pending
-            if not pending:
-                raise
-            result = SessionResult(sid, "failed", error=str(exc), exit_code=exc.exit_code)
-        if result.error:
-            warn(f"agenvoy: error: {sid}: {result.error}")
-        elif result.status == "skipped":
-            warn(f"{sid}: skipped: another run is summarizing it")
-        results.append(result)
-    doc = {"sessions": [r.as_dict() for r in results]}
-    emit(doc, as_json, render_dry_run if dry_run and not as_json else render)
-    failed = [r for r in results if r.status == "failed"]
+    doc = memory(ctx).summarize(session_id, dry_run=dry_run, llm_command=llm_command,
+                                max_chunks=max_chunks, warn=warn)
+    for s in doc["sessions"]:
+        if s["error"]:
+            warn(f"agenvoy: error: {s['session_id']}: {s['error']}")
+        elif s["status"] == "skipped":
+            warn(f"{s['session_id']}: skipped: another run is summarizing it")
+    emit(doc, as_json, render_dry_run if dry_run and fmt in (None, "table") else render,
+         fmt=fmt, rows="sessions")
+    failed = [s for s in doc["sessions"] if s["status"] == "failed"]
     if failed:
-        ctx.exit(failed[0].exit_code if session_id else FAILED)
+        ctx.exit(failed[0]["exit_code"] if session_id else FAILED)

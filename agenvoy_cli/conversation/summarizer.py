@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from agenvoy_cli.contract import local_ns, moment
 from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.messages import (
     NS,
@@ -209,8 +210,9 @@ class SessionResult:
 
     def as_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"session_id": self.session_id, "status": self.status,
-                               "chunks_done": self.chunks_done, "chunks_total": self.chunks_total,
-                               "cursor": self.cursor, "error": self.error}
+                               "chunk_count": self.chunks_total, "summarized": self.chunks_done,
+                               **moment("cursor", local_ns(self.cursor)),
+                               "error": self.error, "exit_code": self.exit_code}
         if self.requests is not None:
             doc["requests"] = self.requests
         return doc
@@ -368,7 +370,8 @@ def dry_run(store: Store, session_id: str, config: LLMConfig, *,
         text = (summary_json(snap.summary) if number == 1
                 else f"<the summary returned for chunk {number - 1}>")
         requests.append({
-            "chunk": number, "messages": len(chunk), "from": chunk[0].time, "to": chunk[-1].time,
+            "chunk": number, "message_count": len(chunk),
+            **moment("from", chunk[0].send_at), **moment("to", chunk[-1].send_at),
             "url": config.url, "command": list(config.command) if config.command else None,
             "headers": config.headers(masked=True) if not config.command else {},
             "body": config.body(build_messages(text, chunk)),

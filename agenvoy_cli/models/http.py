@@ -2,11 +2,12 @@
 
 ``post_json(url, payload, ...)`` sends one JSON POST with the stdlib (urllib; imported on
 first use, http.client + ssl cost ~50 ms) and returns the decoded reply. It retries
-RETRY_STATUSES (429 rate limits, 502/503/504 from proxies and overloaded servers) up to
-``retries`` times, waiting what ``Retry-After`` says (seconds or an HTTP date, at most
-MAX_RETRY_WAIT) or else 0.5 s, 1 s, 2 s, ... A 500 is not retried: servers answer it for
-requests that will fail again. The whole exchange is bounded: the socket timeout bounds
-each read and ``timeout`` also bounds a server that trickles its reply.
+RETRY_STATUSES (429 rate limits; 500, which OpenAI documents as retryable; 502/503/504 from
+proxies and overloaded servers) up to ``retries`` times, waiting what ``Retry-After`` says
+(seconds or an HTTP date, at most MAX_RETRY_WAIT) or else 0.5 s, 1 s, 2 s, ... The whole
+exchange is bounded: the socket timeout bounds each read and ``timeout`` also bounds a
+server that trickles its reply. ``user:password@`` in the URL is sent as Basic auth (urllib
+would take it for the host) unless the headers already carry an Authorization.
 
 Every failure is an HTTPFailure with a ``kind`` (status | timeout | connect | not_json |
 too_large), the status and the server's error detail; callers word the message for their
@@ -24,7 +25,7 @@ from typing import Any
 
 from agenvoy_cli.secrets import MASK, mask
 
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 RETRIES = 2
 MAX_RETRY_WAIT = 10.0
 MAX_REPLY = 16 * 1024 * 1024
@@ -38,6 +39,29 @@ def mask_secrets(text: str, secrets: Iterable[str | None]) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, MASK)
     return mask(text)
+
+
+def credentials(url: str) -> tuple[str, str | None]:
+    """(url without its user:password@, the Basic token of that pair or None); the password
+    is registered with agenvoy_cli.secrets so that no message shows it."""
+    import urllib.parse
+
+    from agenvoy_cli.secrets import register, register_url
+
+    if "@" not in url:
+        return url, None
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None:
+        return url, None
+    import base64
+
+    register_url(url)
+    pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+    token = base64.b64encode(pair.encode()).decode()
+    register(token)
+    clean = urllib.parse.urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path,
+                                     parts.query, parts.fragment))
+    return clean, token
 
 
 def one_line(text: Any, limit: int = _SNIPPET) -> str:
@@ -99,6 +123,13 @@ class Endpoint:
     retries: int = RETRIES
     secrets: tuple[str, ...] = ()
     sleep: Any = time.sleep  # tests may shorten waits
+
+    def __post_init__(self) -> None:
+        self.url, basic = credentials(self.url)
+        if basic is not None:
+            self.secrets = (*self.secrets, basic)
+            if not any(k.lower() == "authorization" for k in self.headers):
+                self.headers = {**self.headers, "Authorization": f"Basic {basic}"}
 
     def mask(self, text: str) -> str:
         return mask_secrets(text, self.secrets)

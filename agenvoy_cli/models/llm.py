@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from agenvoy_cli.errors import BadInput, OperationFailed
 from agenvoy_cli.home.config import Settings, number_setting
-from agenvoy_cli.models.http import Endpoint, HTTPFailure
+from agenvoy_cli.models.http import Endpoint, HTTPFailure, credentials
 from agenvoy_cli.secrets import MASK, mask, register, register_url
 
 DEFAULT_TIMEOUT = 120.0
@@ -62,6 +62,8 @@ class LLMConfig:
                "User-Agent": "agenvoy-cli"}
         if self.api_key:
             out["Authorization"] = f"Bearer {MASK if masked else self.api_key}"
+        elif self.url and credentials(str(self.url))[1]:  # user:password@ in the base URL
+            out["Authorization"] = f"Basic {MASK if masked else credentials(str(self.url))[1]}"
         return out
 
     def body(self, messages: list[dict[str, str]]) -> dict[str, Any]:

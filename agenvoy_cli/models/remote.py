@@ -10,7 +10,7 @@ from typing import Any
 
 from agenvoy_cli.home.config import number_setting
 from agenvoy_cli.models.base import REMOTE_MAX_CHARS, EmbedderError, prepare_text
-from agenvoy_cli.models.http import Endpoint, HTTPFailure
+from agenvoy_cli.models.http import Endpoint, HTTPFailure, credentials
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -44,18 +44,8 @@ class _HTTPEmbedder:
                  dim: int | None = None, timeout: float = DEFAULT_TIMEOUT,
                  batch_size: int | None = None) -> None:
         self.model = model
-        parts = urllib.parse.urlsplit(url)
-        # user:password@ in the URL becomes Basic auth (urllib would take it for the host),
-        # and is never shown in a message
-        self._basic = None
-        if parts.username is not None:
-            import base64
-
-            pair = f"{urllib.parse.unquote(parts.username)}:" \
-                   f"{urllib.parse.unquote(parts.password or '')}"
-            self._basic = base64.b64encode(pair.encode()).decode()
-        self.url = urllib.parse.urlunsplit(
-            (parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, ""))
+        # user:password@ in the URL becomes Basic auth, never shown in a message
+        self.url, self._basic = credentials(url)
         self.shown_url = self.url
         self.model_id = f"{self.provider}/{model}"
         self._api_key = api_key
