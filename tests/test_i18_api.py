@@ -155,3 +155,22 @@ def test_the_commands_call_the_api(run, home, monkeypatch, method, args):
     res = run(*args, "--json")
     assert res.exit_code == 0, res.stderr
     assert seen == [method] * len(seen) and seen
+
+
+def test_readme_python_example_runs_as_written(home, tmp_path, monkeypatch):
+    """The README's "From Python" block, verbatim but for a keyword search (no model)."""
+    import re
+
+    text = (ROOT / "README.md").read_text().split("### From Python", 1)[1]
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AGENVOY_ERRORS_SEMANTIC", "0")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "policy.md").write_text("# Retry policy\n\nback off twice\n")
+    scope = {"sid": "agent-1", "user_text": "we deploy on friday", "tool": "bash",
+             "error_text": "permission denied"}
+    exec(code.replace('mode="hybrid"', 'mode="keyword"').replace(
+        "what did we decide about the deploy?", "deploy"), scope)
+    assert scope["messages"][-1]["content"].endswith("we deploy on friday")
+    assert scope["hits"]["results"] and "used sudo" in scope["hint"]
+    assert scope["chunks"][0]["relpath"] == "policy.md"

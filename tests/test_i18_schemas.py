@@ -140,8 +140,59 @@ def test_rag_commands(run, home, tmp_path):
     ("search",),  # usage
     ("rag", "search", "nope", "-q", "x"),
     ("errors", "show", "0000000000"),
+    # every other command once: its error is the same document
+    ("context", "nope"), ("compact", "nope"), ("backfill", "nope"), ("doctor", "nope"),
+    ("summarize", "nope"), ("forget", "nope", "--match", "x", "--yes"),
+    ("session", "reset", "nope", "--yes", "--no-summary"), ("session", "remove", "nope", "--yes"),
+    ("session", "list", "--bogus"), ("errors", "record", "--tool", "x"),
+    ("errors", "forget", "0000000000", "--yes"), ("errors", "list", "--limit", "0"),
+    ("errors", "prune", "--bogus"), ("errors", "lookup", "--limit", "0", "x"),
+    ("rag", "create", "../x"), ("rag", "add", "nope", "/nonexistent"), ("rag", "sync", "nope"),
+    ("rag", "list", "--bogus"), ("rag", "files", "nope"), ("rag", "remove", "nope", "--yes"),
 ])
 def test_errors_validate(run, home, args):
     res = run(*args, "--json")
     assert res.exit_code != 0
-    validate(json.loads(res.stdout), "error")
+    doc = json.loads(res.stdout)
+    validate(doc, "error")
+    assert doc["error"]["code"] == res.exit_code
+    assert res.stderr.strip().endswith(doc["error"]["message"]), (res.stderr, doc)
+
+
+# every command -> the schema(s) of its --json output (mcp speaks MCP, not --json)
+SCHEMA_OF_COMMAND = {
+    "append": ["append"], "backfill": ["backfill"], "compact": ["compact", "compact-all"],
+    "context": ["context"], "doctor": ["doctor"], "forget": ["forget"], "search": ["search"],
+    "summarize": ["summarize"], "errors record": ["errors-list"],
+    "errors lookup": ["errors-lookup"], "errors show": ["errors-show"],
+    "errors list": ["errors-list"], "errors forget": ["errors-forget"],
+    "errors prune": ["errors-prune"], "rag create": ["rag-create"], "rag add": ["rag-sync"],
+    "rag sync": ["rag-sync", "rag-sync-all"], "rag list": ["rag-list"],
+    "rag files": ["rag-files"], "rag search": ["rag-search"], "rag remove": ["rag-remove"],
+    "session list": ["session-list"], "session show": ["session-show"],
+    "session reset": ["session-clear"], "session remove": ["session-clear"],
+}
+
+
+def test_every_command_has_a_schema_and_a_json_option():
+    import click
+
+    from agenvoy_cli.cli import cli
+
+    ctx = click.Context(cli)
+
+    def leaves(group: click.Group, prefix: str = ""):
+        for name in group.list_commands(ctx):
+            cmd = group.get_command(ctx, name)
+            if isinstance(cmd, click.Group):
+                yield from leaves(cmd, f"{prefix}{name} ")
+            else:
+                yield f"{prefix}{name}", cmd
+
+    commands = dict(leaves(cli))
+    commands.pop("mcp")
+    assert set(commands) == set(SCHEMA_OF_COMMAND), set(commands) ^ set(SCHEMA_OF_COMMAND)
+    for name, cmd in commands.items():
+        assert any("--json" in p.opts for p in cmd.params), name
+        for schema in SCHEMA_OF_COMMAND[name]:
+            assert (SCHEMAS / f"{schema}.json").exists(), (name, schema)
