@@ -37,6 +37,7 @@ from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-e
     refresh_if_stale,
     scoped,
 )
+from agenvoy_cli.vectors.guard import read_generation  # noqa: F401 - the interface
 from agenvoy_cli.vectors.location import server_url
 from agenvoy_cli.vectors.messages import MessageIndex  # registers VectorIndex(MESSAGES)
 

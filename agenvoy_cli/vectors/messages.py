@@ -11,6 +11,7 @@ older versions is moved over the first time a process opens the message index.
 
 from __future__ import annotations
 
+import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,9 @@ from agenvoy_cli.vectors.collection import (
     embedder,
     message_id,
     scoped,
+    server_url,
 )
+from agenvoy_cli.vectors.complement import query_complement
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -138,7 +141,12 @@ class MessageIndex:
         index = self.session(sid)
         if index is None or n <= 0:
             return []
-        if ids is None and lo is not None and hi is not None:
+        hits = None
+        if ids is None:
+            hits = query_complement(index, vector, n, lo, hi, rest)
+        if hits is not None:
+            pass
+        elif ids is None and lo is not None and hi is not None:
             with guard.exclusive(self.store):
                 col = index.collection
                 wanted = [message_id(sid, s) for s in range(lo, hi)]
@@ -275,4 +283,28 @@ def migrate(store: Store) -> int:
     return moved
 
 
-ROUTES[MESSAGES] = MessageIndex  # VectorIndex(store, MESSAGES) is the per-session index
+_open: weakref.WeakKeyDictionary[Store, tuple[Any, MessageIndex]] = weakref.WeakKeyDictionary()
+
+
+def message_index(store: Store, *, create: bool = True) -> MessageIndex:
+    """The store's message index, kept while the local Chroma directory is as this process
+    last saw it (a search opens it twice: ~4 ms each): same client, same generation token
+    (every writer, this process included, writes a new one first; so a collection created
+    or deleted by anyone means a fresh index). Not kept with a Chroma server (no token)."""
+    from agenvoy_cli.vectors import collection
+
+    if server_url(store):
+        return MessageIndex(store, create=create)
+    with guard.exclusive(store):
+        if store.layout.chroma.is_dir():
+            client(store)  # reopens now if another process wrote since
+        key = (collection._epoch, guard.read_generation(store))
+        kept = _open.get(store)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        index = MessageIndex(store, create=create)
+        _open[store] = ((collection._epoch, guard.read_generation(store)), index)
+        return index
+
+
+ROUTES[MESSAGES] = message_index  # VectorIndex(store, MESSAGES) is the per-session index

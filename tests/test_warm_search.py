@@ -1,0 +1,133 @@
+"""The fixed costs of a warm search (the MCP server's): a range-filtered vector search run
+unfiltered when few vectors are excluded (vectors/complement.py), the message index kept per
+client, and the catch-up plan skipped while nothing changed (search/catchup.py). Each must
+give the answers the slow path gives."""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+import pytest
+
+from tests.words_embedder import WordsEmbedder
+
+TOPICS = ["deploy the cluster", "garden tomatoes", "invoice budget", "kernel panic",
+          "coffee travel", "python queue", "weather lunch", "music review"]
+
+
+@pytest.fixture
+def words(monkeypatch):
+    from agenvoy_cli.vectors import index as vectors
+
+    emb = WordsEmbedder()
+    monkeypatch.setitem(vectors._embedders, "", emb)
+    return emb
+
+
+def add(run, sid: str, n: int, first: int = 0, time: str = "2024-03-01 10:00:00") -> None:
+    vocabulary = " ".join(TOPICS).split()
+    rng = random.Random(first)
+    batch = [{"role": "user" if i % 2 == 0 else "assistant",
+              "content": " ".join(rng.choice(vocabulary) for _ in range(9))}
+             for i in range(first, first + n)]
+    res = run("append", sid, "--messages", "-", "--time", time, "--no-compact",
+              input=orjson.dumps(batch))
+    assert res.exit_code == 0, res.stderr
+
+
+def warm_store(home):
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.server.warm import WarmStore
+    from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
+
+    return WarmStore(Layout(home), hooks=VECTOR_HOOKS)
+
+
+def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home, words,
+                                                                      monkeypatch):
+    from agenvoy_cli.search import catchup, semantic
+    from agenvoy_cli.search.timewindow import TimeWindow
+    from agenvoy_cli.vectors import complement
+    from agenvoy_cli.vectors import index as vectors
+
+    add(run, "s", 120, time="2024-03-01 10:00:00")
+    add(run, "s", 80, first=120, time="2024-03-05 10:00:00")
+    store = warm_store(home)
+    assert catchup.index_session(store, "s") == 200
+    used = []
+    real = complement.query_complement
+    monkeypatch.setattr(complement, "query_complement",
+                        lambda *a, **k: used.append(r := real(*a, **k)) or r)
+    from agenvoy_cli.vectors import messages
+
+    monkeypatch.setattr(messages, "query_complement", complement.query_complement)
+    late = TimeWindow(lo=1709539200 * 10**9)  # 2024-03-04: the last 80 only
+    cases = [(0, 190, None), (10, 180, None), (0, 200, None), (0, 190, late)]
+    for query in TOPICS[:4]:
+        vec = words.embed_query(query)
+        for lo, hi, window in cases:
+            with store.write_lock():
+                fast = semantic.vector_ranking(store, "s", vec, 12, lo_seq=lo, hi_seq=hi,
+                                               window=window)
+                monkeypatch.setattr(complement, "COMPLEMENT_MAX", -1)  # always the slow way
+                slow = semantic.vector_ranking(store, "s", vec, 12, lo_seq=lo, hi_seq=hi,
+                                               window=window)
+                monkeypatch.setattr(complement, "COMPLEMENT_MAX", 256)
+            # the same similarities; the same messages except among ties at the cut
+            assert [round(x, 6) for _, x in fast] == [round(x, 6) for _, x in slow], (
+                query, lo, hi)
+            cut = round(fast[-1][1], 6)
+            assert {s for s, x in fast if round(x, 6) > cut} == \
+                {s for s, x in slow if round(x, 6) > cut}
+            assert all(lo <= s < hi for s, _ in fast)
+            if window is not None:
+                assert all(s >= 120 for s, _ in fast)
+            assert len(fast) == 12
+    # the fast path answered the plain-range cases (excluded <= COMPLEMENT_MAX); the late
+    # window excludes 120 + 10 and is answered the fast way too
+    assert sum(r is not None for r in used) >= len(TOPICS[:4]) * len(cases)
+    assert vectors.read_generation(store)
+    store.close()
+
+
+def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words, capsys):
+    """An unfiltered query silently leaves out what HNSW lacks: the whole-collection check
+    sends such an index down the slow path, which says so."""
+    from agenvoy_cli.search.engine import search
+    from agenvoy_cli.vectors import complement
+    from agenvoy_cli.vectors import index as vectors
+    from tests.test_vectors_multiprocess import make_inconsistent
+
+    make_inconsistent(home, run)  # ends as a new process would start
+    store = warm_store(home)
+    with store.write_lock():
+        assert not complement._consistent(vectors.VectorIndex(store, vectors.MESSAGES)
+                                          .session("s"))
+    capsys.readouterr()
+    res = search(store, "s", "deploy", "semantic", budget=0)
+    assert res.unsearchable_count > 0
+    assert "inconsistent" in capsys.readouterr().err
+    store.close()
+
+
+def test_a_warm_store_skips_the_plan_while_nothing_changed_and_sees_new_messages(
+        run, home, words, monkeypatch):
+    from agenvoy_cli.search import catchup
+    from agenvoy_cli.search.engine import search
+
+    add(run, "s", 40)
+    store = warm_store(home)
+    res = search(store, "s", "garden tomatoes", "semantic", budget=None)
+    assert res.indexed == 40
+    plans = []
+    real = catchup._index_plan
+    monkeypatch.setattr(catchup, "_index_plan", lambda *a: plans.append(1) or real(*a))
+    search(store, "s", "garden tomatoes", "semantic", budget=None)
+    search(store, "s", "kernel panic", "semantic", budget=None)
+    assert len(plans) == 1  # the first found nothing to do; the second did not look again
+    add(run, "s", 3, first=40)  # another process (the CLI) appends: SQLite changes
+    res = search(store, "s", "coffee travel", "semantic", budget=None)
+    assert res.indexed == 3 and res.unindexed_count == 0
+    assert len(plans) == 2
+    store.close()
