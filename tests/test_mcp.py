@@ -102,6 +102,10 @@ def test_tools_and_their_schemas() -> None:
     assert set(props["mode"]["enum"]) == {"keyword", "semantic", "hybrid"}
     assert set(props["time_range"]["enum"]) == {"1d", "7d", "1m", "1y", "all"}
     assert props["limit"]["enum"] == [8, 16, 32]
+    for schema in (search, tools["search_error_history"].input_schema):
+        budget = schema["properties"]["budget"]
+        assert budget["type"] == "number" and budget["minimum"] == 0
+        assert budget["maximum"] == 60 and budget["default"] == 3
     remember = tools["remember_error"].input_schema
     assert set(remember["required"]) == {"tool_name", "keywords", "symptom", "action",
                                          "outcome"}
@@ -295,6 +299,10 @@ def test_bad_arguments_are_tool_errors_and_change_nothing(home: Path) -> None:
         ("get_context", {"session_id": "s", "max_messages": -1}),
         ("search_rag", {"mode": "keyword", "db": "x"}),
         ("no_such_tool", {}),
+        ("search_chat_history", {"session_id": "s", "keyword": "x", "budget": -1}),
+        ("search_chat_history", {"session_id": "s", "keyword": "x", "budget": "3"}),
+        ("search_chat_history", {"session_id": "s", "keyword": "x", "budget": True}),
+        ("search_error_history", {"keyword": "x", "budget": 61}),
     ]
     before = tree_digest(home)
 
@@ -315,6 +323,32 @@ def test_bad_arguments_are_tool_errors_and_change_nothing(home: Path) -> None:
     # the same one-line messages as the CLI
     assert results[0][1] == cli_error("append", "../x", "--role", "user", "--content", "x")
     assert results[8][1] == cli_error("search", "unknown", "x", "--mode", "keyword")
+
+
+def test_budget_zero_searches_new_messages_by_keyword_only(home: Path, tmp_path: Path) -> None:
+    """budget=0: nothing is embedded before the search; the messages without a vector are
+    still ranked (by keyword) and counted. The default budget embeds them first."""
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps(messages(TOPICS + FILLER)))
+    assert agenvoy("append", "b", "--messages", str(batch)).returncode == 0
+    assert agenvoy("append", "c", "--messages", str(batch)).returncode == 0
+
+    async def body() -> list[Any]:
+        async with connect() as s:  # not bound: b and c are not indexed before asked
+            out = []
+            for sid, extra in (("b", {"budget": 0}), ("c", {})):
+                res = await s.call_tool("search_chat_history", {
+                    "session_id": sid, "keyword": "Mochi vacuum", "mode": "semantic",
+                    "time_range": "all", **extra})
+                assert not res.is_error, text_of(res)
+                out.append((text_of(res), res.structured_content))
+            return out
+
+    (text0, doc0), (text3, doc3) = run_async(body)
+    assert doc0["unindexed_count"] == 26 and doc0["indexed"] == 0
+    assert "Mochi hides under the bed" in text0 and "not embedded yet" in text0
+    assert doc3["unindexed_count"] == 0 and doc3["indexed"] == 26
+    assert "Mochi hides under the bed" in text3
 
 
 # ----------------------------------------------------------------------------- other writers
@@ -371,6 +405,55 @@ def test_background_indexing_catches_up_without_a_search(home: Path, tmp_path: P
             return vector_count(home, "bg")
 
     assert run_async(body) == 28
+
+
+def test_agenvoy_write_to_history_json_only_is_found_by_the_next_search(home: Path) -> None:
+    """Agenvoy's history.Append without its SQLite store (not ready, or an older version):
+    the messages land only in history.json. The server's next search archives them (the
+    sync `backfill` runs) and finds them by meaning."""
+    from tests.agenvoy_sim import GoAgent, go_marshal
+
+    async def body() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with connect("--session", "agv") as s:
+            res = await s.call_tool("append_messages", {"messages": messages(FILLER[:4])})
+            assert not res.is_error, text_of(res)
+            agent = GoAgent(home)
+            agent._write_file("agv", go_marshal(agent.read("agv") + messages(TOPICS + FILLER)))
+            agent.close()
+            res = await s.call_tool("search_chat_history", {
+                "keyword": "pet frightened by a household appliance", "mode": "semantic",
+                "time_range": "all"})
+            out["semantic"] = (text_of(res), res.structured_content)
+        return out
+
+    text, doc = run_async(body)["semantic"]
+    assert "Mochi hides under the bed" in text, text
+    assert not doc["notes"] or "not in SQLite" not in " ".join(doc["notes"])
+    assert _intact(home, "agv") == 4 + len(TOPICS) + len(FILLER)  # archived exactly once
+
+
+def test_agenvoy_append_is_indexed_in_the_background(home: Path) -> None:
+    """Agenvoy's history.Append with its SQLite store: history.json rewritten and rows
+    without our places. The server notices, syncs and embeds them before anyone asks."""
+    from tests.agenvoy_sim import GoAgent
+
+    async def body() -> int:
+        async with connect("--session", "agv") as s:
+            res = await s.call_tool("append_messages", {"messages": messages(FILLER[:2])})
+            assert not res.is_error
+            agent = GoAgent(home)
+            agent.append("agv", messages(TOPICS + FILLER[2:6]))
+            agent.close()
+            for _ in range(600):
+                count = vector_count(home, "agv")
+                if count >= 12:
+                    return count
+                await anyio.sleep(0.1)
+            return vector_count(home, "agv")
+
+    assert run_async(body) == 12
+    assert _intact(home, "agv") == 12
 
 
 def vector_count(home: Path, session_id: str) -> int:

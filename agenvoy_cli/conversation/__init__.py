@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str | None] = {
     "parse_local_time": "messages",
     "clear_session": "reset",
     "reset_with_summary": "reset",
+    "folder_names": "sessions",
     "listing": "sessions",
     "Store": "store",
     "SessionResult": "summarizer",

@@ -3,6 +3,7 @@ call must be one clear line (BadInput, as the CLI says it) that changes nothing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -61,6 +62,18 @@ class Args:
             bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
             raise BadInput(f"{self.tool}: {name} must be {bound}, got {value}")
         return value
+
+    def number(self, name: str, *, lo: float, hi: float, default: float) -> float:
+        value = self._get(name, False)
+        if value is _MISSING:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not math.isfinite(value):
+            raise BadInput(f"{self.tool}: {name} must be a number, got {_kind(value)}")
+        if not lo <= value <= hi:
+            raise BadInput(f"{self.tool}: {name} must be between {lo:g} and {hi:g}, "
+                           f"got {value:g}")
+        return float(value)
 
     def array(self, name: str, *, required: bool = False) -> list[Any] | None:
         value = self._get(name, required)

@@ -19,6 +19,7 @@ from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.server import tools as T
 from agenvoy_cli.server.args import Args
+from agenvoy_cli.server.foreign import sync_if_foreign
 
 Reply = tuple[str, dict[str, Any]]
 
@@ -66,8 +67,24 @@ def render_history(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _budget(a: Args) -> float:
+    """The call's budget, else AGENVOY_SEARCH_BUDGET (as the CLI), else 3 s."""
+    import os
+
+    from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
+
+    default = DEFAULT_BUDGET
+    env = os.environ.get("AGENVOY_SEARCH_BUDGET", "").strip()
+    if env:
+        try:
+            default = check_budget(float(env)) or 0.0
+        except ValueError:
+            raise BadInput(f"AGENVOY_SEARCH_BUDGET={env!r} is not a number of seconds"
+                           ) from None
+    return a.number("budget", lo=0, hi=T.MAX_BUDGET, default=default)
+
+
 def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.search.catchup import DEFAULT_BUDGET
     from agenvoy_cli.search.engine import search, time_window
 
     a = Args("search_chat_history", raw, _properties("search_chat_history"))
@@ -77,8 +94,10 @@ def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     window = time_window("1mo" if span == "1m" else span)  # upstream's 1m is 30 days
     limit = a.choice("limit", T.HISTORY_LIMITS, 8)
     session_id = a.session(ctx.bound)
+    budget = _budget(a)
+    sync_if_foreign(ctx.store, session_id)  # Agenvoy's writes to history.json: archived first
     result = search(ctx.store, session_id, keyword, mode, limit=limit, window=window,
-                    budget=DEFAULT_BUDGET)
+                    budget=budget)
     if mode != "keyword":
         ctx.touched(session_id)
     doc = result.as_dict()
@@ -130,16 +149,16 @@ def remember_error(ctx: Context, raw: dict[str, Any]) -> Reply:
 
 def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     from agenvoy_cli.errormem import memory
-    from agenvoy_cli.search.catchup import DEFAULT_BUDGET
 
     a = Args("search_error_history", raw, _properties("search_error_history"))
     keyword = a.string("keyword", required=True) or ""
     limit = a.integer("limit", lo=1, hi=T.ERROR_LIMIT_MAX, default=memory.DEFAULT_LIMIT)
     tool = a.string("tool_name")
+    budget = _budget(a)
     if not keyword.strip():
         raise BadInput("search_error_history: keyword is empty")
     result = memory.lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,
-                           budget=DEFAULT_BUDGET)
+                           budget=budget)
     doc = {"records": [h.as_dict() for h in result.hits], "hint": result.hint,
            "mode": result.mode, "unindexed_count": result.unindexed_count}
     return result.hint or "NONE", doc

@@ -16,6 +16,15 @@ OUTCOMES = ["resolved", "failed", "abandoned"]
 ERROR_LIMIT_MAX = 16
 RAG_LIMIT_MAX = 100
 MAX_APPEND = 1000  # messages per append_messages call
+MAX_BUDGET = 60.0  # seconds a search may be told to spend embedding (hosts time calls out)
+
+
+def _budget(what: str) -> dict[str, Any]:
+    return {"type": "number", "minimum": 0, "maximum": MAX_BUDGET, "default": 3,
+            "description": f"Seconds this search may spend embedding {what} not indexed yet "
+            "before it searches (default 3; 0: none). What is left is still found by "
+            "keyword (structured result: unindexed_count). The server indexes new ones in "
+            "the background, so this rarely matters."}
 
 
 def _session(bound: str | None) -> dict[str, Any]:
@@ -62,6 +71,7 @@ def definitions(bound: str | None) -> list[dict[str, Any]]:
                           "description": "Hit cap per source. Output exceeds limit after "
                           "context expansion."},
                 "session_id": _session(bound),
+                "budget": _budget("messages"),
             }, ["keyword", *need_session]),
         },
         {
@@ -102,6 +112,7 @@ def definitions(bound: str | None) -> list[dict[str, Any]]:
                           "default": 4, "description": "Max results (default 4, max 16)."},
                 "tool_name": {"type": "string", "description":
                               "The tool that failed (optional): its records rank first."},
+                "budget": _budget("error records"),
             }, ["keyword"]),
         },
         {

@@ -8,7 +8,9 @@ store), so a tool call never waits for the model; a search's query waits at most
 What to index: the session the server is bound to, sessions used through the server, and
 any session whose archive grows while the server runs (an agent appending through the CLI,
 Agenvoy itself). Growth is noticed cheaply: a stat of the database files every POLL seconds,
-then, only when they changed, one index lookup per session.
+then, only when they changed, one index lookup per session. Messages another program wrote
+only to history.json are noticed by a stat of each session's file every HISTORY_POLL seconds
+and synced into SQLite first (server/foreign.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.server.foreign import HISTORY_POLL, Watcher
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks at the database files
@@ -62,6 +65,18 @@ class Indexer:
         self.stamp: tuple[Any, ...] | None = None
         self.failed: set[str] = set()
         self.stopped = False  # set on shutdown: no new step starts
+        self.watcher = Watcher(store)
+        self.watched_at = -HISTORY_POLL
+
+    def histories(self) -> None:
+        """Every HISTORY_POLL seconds: sync the sessions whose history.json another program
+        wrote, and index them."""
+        import time
+
+        if time.monotonic() - self.watched_at < HISTORY_POLL:
+            return
+        self.watched_at = time.monotonic()
+        self.dirty.update(self.watcher.look())
 
     def touched(self, session_id: str) -> None:
         self.wanted.add(session_id)
@@ -130,6 +145,7 @@ async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Eve
     import anyio
 
     while True:
+        await thread.run(indexer.histories)
         if await thread.run(indexer.changed):
             await thread.run(indexer.look)
         while (job := await thread.run(indexer.plan)) is not None:
