@@ -319,7 +319,6 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
     from agenvoy_cli.vectors import index as vectors
     from agenvoy_cli.vectors.hooks import preload
 
-    started = time.monotonic()
     check_budget(budget)
     preload()
     with store.write_lock():
@@ -336,8 +335,9 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
     pacer = _Pacer(None if budget is None else time.monotonic() + budget)
     timer = None
     if notice is not None:
-        timer = threading.Timer(max(0.0, NOTICE_AFTER - (time.monotonic() - started)),
-                                notice, (len(todo),))
+        # counted from the first embedding, like the budget: importing chromadb and
+        # opening the index are the cold start, slow only under load, not the catch-up
+        timer = threading.Timer(NOTICE_AFTER, notice, (len(todo),))
         timer.daemon = True
         timer.start()
     added = done = 0

@@ -66,10 +66,10 @@ class Watcher:
         self.stamps: dict[str, tuple[int, int, int] | None] | None = None
         self.failed: set[str] = set()
 
-    def look(self) -> list[str]:
+    def look(self, wanted: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
         """Sessions whose history.json another program changed since the last look, synced
-        (the first look only records the stats: the server indexes what changes while it
-        runs, plus the sessions it is asked about)."""
+        (the first look syncs only the `wanted` ones, the bound session: the server indexes
+        what changes while it runs, plus the sessions it is asked about)."""
         from agenvoy_cli.conversation.sessions import folder_names
 
         try:
@@ -78,18 +78,17 @@ class Watcher:
             return []
         now = {n: _stat(os.path.join(root, n, "history.json")) for n in folder_names(root)}
         before, self.stamps = self.stamps, now
-        if before is None:
-            return []
         out = []
         for name, stamp in now.items():
-            if stamp is None or before.get(name) == stamp:
+            if stamp is None or (before.get(name) == stamp if before is not None
+                                 else name not in wanted):
                 continue
             try:
                 if sync_if_foreign(self.store, name):
                     out.append(name)
                 self.failed.discard(name)
             except AgenvoyError as exc:  # e.g. a file caught half-written: next look
-                self.stamps[name] = before.get(name)
+                self.stamps[name] = (before or {}).get(name)
                 if name not in self.failed:
                     sys.stderr.write(f"agenvoy: warning: history.json of {name} changed "
                                      f"but could not be synced: {exc}\n")

@@ -76,7 +76,7 @@ class Indexer:
         if time.monotonic() - self.watched_at < HISTORY_POLL:
             return
         self.watched_at = time.monotonic()
-        self.dirty.update(self.watcher.look())
+        self.dirty.update(self.watcher.look(self.wanted))
 
     def touched(self, session_id: str) -> None:
         self.wanted.add(session_id)
