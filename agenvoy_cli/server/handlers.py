@@ -71,16 +71,12 @@ def _budget(a: Args) -> float:
     """The call's budget, else AGENVOY_SEARCH_BUDGET (as the CLI), else 3 s."""
     import os
 
-    from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
+    from agenvoy_cli.home.config import number_setting
+    from agenvoy_cli.search.catchup import DEFAULT_BUDGET
 
-    default = DEFAULT_BUDGET
-    env = os.environ.get("AGENVOY_SEARCH_BUDGET", "").strip()
-    if env:
-        try:
-            default = check_budget(float(env)) or 0.0
-        except ValueError:
-            raise BadInput(f"AGENVOY_SEARCH_BUDGET={env!r} is not a number of seconds"
-                           ) from None
+    env = os.environ.get("AGENVOY_SEARCH_BUDGET", "")
+    default = DEFAULT_BUDGET if env.strip() == "" else number_setting(
+        env, "AGENVOY_SEARCH_BUDGET", float, minimum=0, unit="of seconds")
     return a.number("budget", lo=0, hi=T.MAX_BUDGET, default=default)
 
 
