@@ -94,8 +94,9 @@ def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
 
 BULK_ROWS = 500
 # The FTS triggers cost ~20x more per row than the same rows indexed in one statement.
-_INDEXES = {"trigger_messages_after_insert": ("messages_fts5", "role, content"),
-            "messages_fts_ai": ("messages_fts", "tokens")}
+# trigger -> (FTS table, its columns, the table or view its rows come from)
+_INDEXES = {"trigger_messages_after_insert": ("messages_fts5", "role, content", "messages"),
+            "messages_fts_ai": ("messages_fts", "tokens, session", "messages_fts_source")}
 
 
 def _bulk_insert(conn: sqlite3.Connection, sql: str, params: list[tuple[Any, ...]]) -> int:
@@ -111,9 +112,9 @@ def _bulk_insert(conn: sqlite3.Connection, sql: str, params: list[tuple[Any, ...
         conn.execute(f'DROP TRIGGER "{name}"')
     inserted = conn.executemany(sql, params).rowcount
     for name, trigger_sql in saved:
-        table, columns = _INDEXES[name]
+        table, columns, source = _INDEXES[name]
         conn.execute(f"INSERT INTO {table}(rowid, {columns}) SELECT id, {columns} "
-                     "FROM messages WHERE id > ?", (before,))
+                     f"FROM {source} WHERE id > ?", (before,))
         conn.execute(trigger_sql)
     return inserted
 

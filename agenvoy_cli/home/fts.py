@@ -92,6 +92,12 @@ def quote(token: str) -> str:
     return _quote(token)
 
 
+def session_filter(session_id: str) -> str:
+    """MATCH term for messages_fts's session column (home/schema.py: hex of the UTF-8 id,
+    as SQLite's hex() of the stored text; one token, case folded by the tokenizer)."""
+    return "session : " + _quote(session_id.encode().hex())
+
+
 def is_cjk(token: str) -> bool:
     return _is_cjk(token)
 

@@ -5,10 +5,10 @@ unicode61 + porter: home/fts.py), so stemming and Chinese substrings work the sa
 archive and for the messages still in history.json; each hit is labelled by where it is.
 Messages holding every term rank above messages holding some (``match`` says which the
 first hit is); long natural-language queries and Chinese without spaces are tokenised,
-stop-words dropped, and ranked any-term. The scan is narrowed to the session's rowid range
-(``idx_messages_session_id``): that bounds the cost only while the session's rows are
-contiguous, not when they span the home (docs/benchmarks.md). Never imports chromadb,
-never creates a file.
+stop-words dropped, and ranked any-term. The session is a column of the index (migration
+009): MATCH ``session : "<hex>" AND tokens : (...)`` seeks the doclists to the session's
+rows, so the cost follows the session's own matches, not the home's. Never imports
+chromadb, never creates a file.
 """
 
 from __future__ import annotations
@@ -93,15 +93,14 @@ def split_single_cjk(query: str) -> tuple[str, list[str]]:
     return " ".join(rest), singles
 
 
-def session_id_range(conn: sqlite3.Connection, session_id: str) -> tuple[int, int] | None:
-    """The session's smallest and largest row id (two probes of idx_messages_session_id)."""
-    lo = conn.execute("SELECT min(id) FROM messages WHERE session_id = ?",
-                      (session_id,)).fetchone()[0]
-    if lo is None:
-        return None
-    hi = conn.execute("SELECT max(id) FROM messages WHERE session_id = ?",
-                      (session_id,)).fetchone()[0]
-    return lo, hi
+def _fts_scan(session_id: str, match: str) -> tuple[str, list[Any]]:
+    """The FTS5 scan of one session's matches: FTS5 drives the join (CROSS JOIN keeps that
+    order) and seeks its doclists to the session's rows; the session column weighs 0 in
+    BM25. (Store.db_readonly upgrades an older schema before anything reads it.)"""
+    return ("SELECT m.seq AS seq, m.send_at AS send_at, bm25(messages_fts, 1.0, 0.0) AS s "
+            "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
+            "WHERE messages_fts MATCH ? AND m.session_id = ?",
+            [f"{fts.session_filter(session_id)} AND tokens : ({match})", session_id])
 
 
 def fts_ranking(conn: sqlite3.Connection, session_id: str, match: str | None, n: int, *,
@@ -109,22 +108,15 @@ def fts_ranking(conn: sqlite3.Connection, session_id: str, match: str | None, n:
                 contains: Sequence[str] = ()) -> list[tuple[int, float]]:
     """(seq, score) by BM25 (higher is better), then recency, from our FTS5 index; every
     string of `contains` must also be in the indexed text (without match: recency only)."""
-    ids = session_id_range(conn, session_id)
-    if ids is None or n <= 0:
+    if n <= 0:
         return []
     if match is None:
         if not contains:
             return []
         sql = "SELECT m.seq, 0.0 AS s FROM messages m WHERE m.session_id = ?"
         args: list[Any] = [session_id]
-    else:
-        # FTS5 drives the join (CROSS JOIN keeps that order), only inside the session's
-        # rowid range, newest first, at most RANK_WINDOW of them.
-        sql = ("SELECT m.seq AS seq, m.send_at AS send_at, bm25(messages_fts) AS s "
-               "FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid "
-               "WHERE messages_fts MATCH ? AND messages_fts.rowid >= ? "
-               "AND messages_fts.rowid <= ? AND m.session_id = ?")
-        args = [match, ids[0], ids[1], session_id]
+    else:  # the session's newest RANK_WINDOW matches at most
+        sql, args = _fts_scan(session_id, match)
     for text in contains:
         sql += " AND instr(m.tokens, ?) > 0"
         args.append(text)

@@ -1,0 +1,327 @@
+"""The schema of history.db: every migration, in order (upstream's names kept).
+
+Each FTS5 index is an external-content table kept in step by triggers (fts_triggers: one
+definition for all of them). messages_fts carries the session as a column (the hex of its
+id, one token) so a MATCH narrows to one session by seeking doclists: keyword search costs
+what the session holds, not what the home holds (migration 009).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
+
+
+def _m001_upstream(conn: sqlite3.Connection) -> None:
+    # Upstream's schema statement for statement (the Go daemon runs the same IF NOT EXISTS),
+    # so either program can create the file and both keep every index in sync.
+    _script(conn,
+        """
+        CREATE TABLE IF NOT EXISTS messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL,
+            send_at INTEGER NOT NULL DEFAULT 0,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_messages_session_send_at ON messages(session_id, send_at);
+        CREATE TABLE IF NOT EXISTS session_meta (
+            session_id TEXT PRIMARY KEY,
+            start_at INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts5 USING fts5(
+            role, content, content=messages, content_rowid=id
+        );
+        CREATE TRIGGER IF NOT EXISTS trigger_messages_after_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts5(rowid, role, content) VALUES (new.id, new.role, new.content);
+        END;
+        CREATE TRIGGER IF NOT EXISTS trigger_messages_after_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts5(messages_fts5, rowid, role, content)
+            VALUES ('delete', old.id, old.role, old.content);
+        END;
+        """
+    )
+
+
+def _script(conn: sqlite3.Connection, sql: str) -> None:
+    """Run statements one by one: executescript() would COMMIT the open transaction."""
+    pending = ""
+    for line in sql.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            conn.execute(pending)
+            pending = ""
+    if pending.strip():
+        conn.execute(pending)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _m002_positions(conn: sqlite3.Connection) -> None:
+    """seq (place in the session's full history) + hash make every write replayable;
+    message keeps the full JSON so history.json can be rebuilt; tokens (CJK bigrams) feeds
+    our own FTS index, messages_fts, beside upstream's unicode61 messages_fts5."""
+    have = _columns(conn, "messages")
+    for name, decl in (("seq", "INTEGER"), ("hash", "TEXT"), ("message", "TEXT"),
+                       ("tokens", "TEXT")):
+        if name not in have:
+            conn.execute(f"ALTER TABLE messages ADD COLUMN {name} {decl}")
+    if "start_seq" not in _columns(conn, "session_meta"):
+        conn.execute("ALTER TABLE session_meta ADD COLUMN start_seq INTEGER")
+    # Rows written before (by the Go daemon) keep seq NULL here: the archive adopts them
+    # (conversation/alignment.py), the one place that knows a message's identity.
+    _script(conn,
+        """
+        CREATE UNIQUE INDEX IF NOT EXISTS idx_messages_session_seq ON messages(session_id, seq);
+        """
+    )
+    if "session" not in _columns(conn, "messages_fts"):
+        _messages_fts(conn)
+
+
+def _m003_error_memory(conn: sqlite3.Connection) -> None:
+    """Error memory (agenvoy errors): one row per record with its expiry (unix ns), its
+    keywords in a side table for exact matches, and an FTS index over CJK-aware tokens
+    (fts.index_text; no stemming, so query tokens can be compared with stored ones).
+    vector_model names the model of the record's vector in Chroma (NULL: none)."""
+    _script(conn,
+        """
+        CREATE TABLE IF NOT EXISTS error_records (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            tool_name TEXT NOT NULL,
+            keywords TEXT NOT NULL,
+            error_type TEXT,
+            symptom TEXT NOT NULL,
+            cause TEXT NOT NULL DEFAULT '',
+            action TEXT NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('resolved', 'failed', 'abandoned')),
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            hits INTEGER NOT NULL DEFAULT 0,
+            last_hit_at INTEGER,
+            vector_model TEXT,
+            kw_tokens TEXT NOT NULL DEFAULT '',
+            text_tokens TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX IF NOT EXISTS idx_error_records_tool
+            ON error_records(tool_name, error_type, expires_at);
+        CREATE INDEX IF NOT EXISTS idx_error_records_expires ON error_records(expires_at);
+        CREATE TABLE IF NOT EXISTS error_keywords (
+            keyword TEXT NOT NULL,
+            seq INTEGER NOT NULL REFERENCES error_records(seq) ON DELETE CASCADE,
+            PRIMARY KEY (keyword, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS idx_error_keywords_seq ON error_keywords(seq);
+        CREATE VIRTUAL TABLE IF NOT EXISTS error_records_fts USING fts5(
+            kw_tokens, text_tokens,
+            content='error_records', content_rowid='seq',
+            tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE IF NOT EXISTS error_records_vocab
+            USING fts5vocab(error_records_fts, 'row');
+        """
+    )
+    _script(conn, fts_triggers("error_records_fts", "error_records", "seq",
+                               _plain("kw_tokens", "text_tokens"),
+                               update_of="kw_tokens, text_tokens"))
+
+
+def _m004_history_fingerprint(conn: sqlite3.Connection) -> None:
+    """Identity of the history.json our last append wrote, so the next one can skip
+    parsing a file nobody else touched."""
+    have = _columns(conn, "session_meta")
+    for name in ("hist_ino", "hist_size", "hist_mtime_ns", "hist_count"):
+        if name not in have:
+            conn.execute(f"ALTER TABLE session_meta ADD COLUMN {name} INTEGER")
+
+
+def _m005_rag(conn: sqlite3.Connection) -> None:
+    """Document RAG (agenvoy rag): named databases, the paths they watch, their files (with
+    the size/mtime/hash a sync compares and a state: pending until both the rows and the
+    vectors of the file are written, then done; or skipped, with the reason) and the
+    files' chunks, indexed by FTS5 over CJK-bigram tokens (fts.index_text), as messages_fts.
+    AUTOINCREMENT keeps ids unique for ever: a chunk id names its vector in Chroma, a
+    database id its collection."""
+    _script(conn,
+        f"""
+        CREATE TABLE IF NOT EXISTS rag_dbs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            created_at INTEGER NOT NULL,
+            synced_at INTEGER,
+            options TEXT NOT NULL DEFAULT '{{}}'
+        );
+        CREATE TABLE IF NOT EXISTS rag_sources (
+            db_id INTEGER NOT NULL REFERENCES rag_dbs(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('dir', 'file')),
+            added_at INTEGER NOT NULL,
+            PRIMARY KEY (db_id, path)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS rag_files (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            db_id INTEGER NOT NULL REFERENCES rag_dbs(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            source TEXT NOT NULL,
+            format TEXT,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            hash TEXT,
+            lines INTEGER NOT NULL DEFAULT 0,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'done', 'skipped')),
+            reason TEXT,
+            chunks INTEGER NOT NULL DEFAULT 0,
+            indexed_at INTEGER,
+            UNIQUE (db_id, path)
+        );
+        CREATE TABLE IF NOT EXISTS rag_chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            file_id INTEGER NOT NULL REFERENCES rag_files(id) ON DELETE CASCADE,
+            ord INTEGER NOT NULL,
+            line_start INTEGER NOT NULL,
+            line_end INTEGER NOT NULL,
+            heading TEXT,
+            text TEXT NOT NULL,
+            tokens TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_rag_chunks_file ON rag_chunks(file_id, ord);
+        CREATE VIRTUAL TABLE IF NOT EXISTS rag_chunks_fts USING fts5(
+            tokens, content='rag_chunks', content_rowid='id', tokenize='{FTS_TOKENIZE}'
+        );
+        """
+    )
+    _script(conn, fts_triggers("rag_chunks_fts", "rag_chunks", "id", _plain("tokens")))
+
+
+def _m006_gone(conn: sqlite3.Connection) -> None:
+    """gone = 1: the row's message left history.json (trimmed, removed by Agenvoy's /compact
+    or by hand); it stays archived and is never inserted again. Rows whose text, identity
+    or tokens an older version derived differently (content parts, tool calls) get hash
+    NULL: the archive derives them again from their full JSON on its next alignment."""
+    if "gone" not in _columns(conn, "messages"):
+        conn.execute("ALTER TABLE messages ADD COLUMN gone INTEGER NOT NULL DEFAULT 0")
+    _script(conn,
+        """
+        UPDATE messages SET gone = 1 WHERE seq < (SELECT coalesce(start_seq, 0)
+            FROM session_meta m WHERE m.session_id = messages.session_id);
+        UPDATE messages SET hash = NULL WHERE message IS NOT NULL AND json_valid(message)
+            AND (json_type(message, '$.content') = 'array'
+                 OR json_type(message, '$.tool_calls') = 'array');
+        CREATE INDEX IF NOT EXISTS idx_messages_live ON messages(session_id, seq)
+            WHERE gone = 0;
+        CREATE INDEX IF NOT EXISTS idx_messages_unhashed ON messages(session_id)
+            WHERE hash IS NULL;
+        """
+    )
+
+
+def _m007_session_stats(conn: sqlite3.Connection) -> None:
+    """One small row per session, kept by the writers: what `session list` shows, with the
+    identity of the history.json and summary.json it describes (a file changed by another
+    program no longer matches and is read instead). Seeded from our appends' fingerprints."""
+    _script(conn,
+        """
+        CREATE TABLE IF NOT EXISTS session_stats (
+            session_id TEXT PRIMARY KEY,
+            messages INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            last_send_at INTEGER,
+            hist_ino INTEGER,
+            hist_mtime_ns INTEGER,
+            summary INTEGER,
+            sum_size INTEGER,
+            sum_mtime_ns INTEGER
+        ) WITHOUT ROWID;
+        INSERT OR IGNORE INTO session_stats
+            (session_id, messages, bytes, last_send_at, hist_ino, hist_mtime_ns)
+        SELECT s.session_id, s.hist_count, s.hist_size,
+               (SELECT m.send_at FROM messages m WHERE m.session_id = s.session_id
+                AND m.seq = coalesce(s.start_seq, 0) + s.hist_count - 1),
+               s.hist_ino, s.hist_mtime_ns
+        FROM session_meta s WHERE s.hist_ino IS NOT NULL;
+        """
+    )
+
+
+def _m008_session_ids(conn: sqlite3.Connection) -> None:
+    """A session's smallest and largest row id in two index probes: keyword search narrows
+    the FTS5 scan to that rowid range, so its cost follows the session, not the home."""
+    conn.execute("CREATE INDEX IF NOT EXISTS idx_messages_session_id ON messages(session_id, id)")
+
+
+def fts_triggers(fts: str, table: str, rowid: str, values: dict[str, str], *,
+                 update_of: str | None = None) -> str:
+    """The triggers keeping the external-content FTS5 table `fts` in step with `table`:
+    after insert and delete (and after an update of the columns `update_of`). `values` maps
+    each FTS column to the SQL of its value, `{r}` standing for the row (new or old)."""
+    cols = ", ".join(values)
+
+    def row(r: str) -> str:
+        return ", ".join(v.format(r=r) for v in values.values())
+
+    add = f"INSERT INTO {fts}(rowid, {cols}) VALUES (new.{rowid}, {row('new')});"
+    drop = (f"INSERT INTO {fts}({fts}, rowid, {cols}) "
+            f"VALUES ('delete', old.{rowid}, {row('old')});")
+    sql = (f"CREATE TRIGGER IF NOT EXISTS {fts}_ai AFTER INSERT ON {table} BEGIN {add} END;\n"
+           f"CREATE TRIGGER IF NOT EXISTS {fts}_ad AFTER DELETE ON {table} BEGIN {drop} END;\n")
+    if update_of:
+        sql += (f"CREATE TRIGGER IF NOT EXISTS {fts}_au AFTER UPDATE OF {update_of} ON {table} "
+                f"BEGIN {drop} {add} END;\n")
+    return sql
+
+
+def _plain(*columns: str) -> dict[str, str]:
+    return {c: "{r}." + c for c in columns}
+
+
+# messages_fts: our index of messages.tokens (CJK bigrams + porter), and the session as one
+# token (hex of its id, matched with a column filter: `session : "<hex>" AND ...`).
+SESSION_TOKEN_SQL = "hex({r}.session_id)"
+
+
+def _messages_fts(conn: sqlite3.Connection) -> None:
+    """(Re)create messages_fts over the view that adds the session column, and fill it."""
+    _script(conn,
+        f"""
+        CREATE VIEW IF NOT EXISTS messages_fts_source AS
+            SELECT id, tokens, {SESSION_TOKEN_SQL.format(r="messages")} AS session FROM messages;
+        CREATE VIRTUAL TABLE messages_fts USING fts5(
+            tokens, session, content='messages_fts_source', content_rowid='id',
+            tokenize='{FTS_TOKENIZE}'
+        );
+        """
+    )
+    _script(conn, fts_triggers("messages_fts", "messages", "id",
+                               {**_plain("tokens"), "session": SESSION_TOKEN_SQL},
+                               update_of="tokens, session_id"))
+    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')")
+
+
+def _m009_session_in_fts(conn: sqlite3.Connection) -> None:
+    """messages_fts gains the session column; the index is rebuilt once, inside the
+    migration's transaction (a crash leaves the old index and version 8)."""
+    if "session" in _columns(conn, "messages_fts"):
+        return
+    for name in ("messages_fts_ai", "messages_fts_ad", "messages_fts_au"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    conn.execute("DROP TABLE IF EXISTS messages_fts")
+    _messages_fts(conn)
+
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("001_upstream", _m001_upstream),
+    ("002_positions", _m002_positions),
+    ("003_error_memory", _m003_error_memory),
+    ("004_history_fingerprint", _m004_history_fingerprint),
+    ("005_rag", _m005_rag),
+    ("006_gone", _m006_gone),
+    ("007_session_stats", _m007_session_stats),
+    ("008_session_ids", _m008_session_ids),
+    ("009_session_in_fts", _m009_session_in_fts),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
