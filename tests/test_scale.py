@@ -127,23 +127,75 @@ def test_session_list_follows_every_writer(run, home):
     assert delta["message_count"] == 2 and delta["last_message_at"] == "2024-06-01T08:00:00+08:00"
 
 
+def agenvoy_write(path: Path, data: bytes) -> None:
+    """As Agenvoy writes history.json and summary.json (go-pkg filesystem.WriteFile):
+    `<path>.tmp` written, then renamed over the file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.rename(tmp, path)
+
+
 def test_session_list_sees_what_another_program_wrote(run, home):
-    """Agenvoy (or a person) rewrites history.json and writes summary.json: the listing is
-    still right (only the changed session's files are read)."""
+    """Agenvoy rewrites history.json and writes summary.json: the listing is still right
+    (only the changed session's files are read)."""
     append(run, "alpha", "one", "two")
     append(run, "beta", "uno")
     path = home / "sessions" / "alpha" / "history.json"
     messages = orjson.loads(path.read_bytes())
     messages.append({"role": "user", "content": "---\n當前時間: 2024-07-01 09:30:00\n---\nmore"})
-    path.write_bytes(orjson.dumps(messages, option=orjson.OPT_INDENT_2))
-    (home / "sessions" / "beta" / "summary.json").write_text(json.dumps(
-        {"key_decisions": ["x"], "past_discussions": [], "current_discussion": "y"}))
+    agenvoy_write(path, orjson.dumps(messages, option=orjson.OPT_INDENT_2))
+    agenvoy_write(home / "sessions" / "beta" / "summary.json", json.dumps(
+        {"key_decisions": ["x"], "past_discussions": [], "current_discussion": "y"}).encode())
     proc, opened = audited("session", "list", "--json")
     got = {s["session_id"]: s for s in json.loads(proc.stdout)["sessions"]}
     assert got["alpha"]["message_count"] == 3 and got["alpha"]["bytes"] == path.stat().st_size
     assert got["alpha"]["last_message_at"] == "2024-07-01T09:30:00+08:00"
     assert got["beta"]["has_summary"] is True and got["alpha"]["has_summary"] is False
     assert not [p for p in opened if p.endswith("beta/history.json")], opened
+
+
+def test_session_list_trusts_an_unchanged_folder_and_reads_a_changed_one(run, home,
+                                                                          monkeypatch):
+    """One stat per unchanged session (its folder's mtime is still the writer's); any entry
+    created, renamed or removed in the folder since (even within the same clock tick) sends
+    the listing to the files. A file rewritten in place is doctor's to find."""
+    append(run, "alpha", "one", "two")
+    append(run, "beta", "uno")
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def counted(path, *args, **kwargs):
+        if "/sessions/" in os.fspath(path):
+            stats.append(os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "stat", counted)
+        assert set(listing(run)) == {"alpha", "beta"}
+    assert sorted(stats) == [str(home / "sessions" / "alpha"), str(home / "sessions" / "beta")]
+    beta = home / "sessions" / "beta"
+    for change in ("summary", "remove", "history"):
+        if change == "summary":
+            agenvoy_write(beta / "summary.json", b'{"current_discussion": "z"}')
+            want = (1, True)
+        elif change == "remove":
+            (beta / "summary.json").unlink()
+            want = (1, False)
+        else:
+            agenvoy_write(beta / "history.json", orjson.dumps(
+                [{"role": "user", "content": c} for c in ("uno", "dos", "tres")]))
+            want = (3, False)
+        got = listing(run)["beta"]
+        assert (got["message_count"], got["has_summary"]) == want, change
+    # rewritten in place: the folder does not change, doctor sees it and --repair fixes it
+    append(run, "alpha", "three")
+    path = home / "sessions" / "alpha" / "history.json"
+    with open(path, "r+b") as out:
+        out.write(orjson.dumps([{"role": "user", "content": "only"}]).ljust(
+            path.stat().st_size))
+    assert run("doctor").exit_code != 0  # history.json no longer matches its rows
+    assert run("doctor", "--repair").exit_code == 0
+    assert listing(run)["alpha"]["message_count"] == 1
 
 
 def test_doctor_checks_and_repairs_the_session_table(run, home):
@@ -373,3 +425,184 @@ def test_streamed_sync_follows_the_identity_rule(run, home, streamed):
     kept = orjson.loads(path.read_bytes())
     assert kept == history[-len(kept):]
     assert len(rows_of(home, "s")) == 122 and run("doctor", "s").exit_code == 0
+
+
+# ---------------------------------------------------------------------------- keyword search
+# The session is a column of messages_fts (migration 009): a MATCH seeks to the session's
+# rows. Cost is counted in SQLite VM steps (a progress handler), not in time.
+
+def _fill(conn: sqlite3.Connection, sid: str, first_seq: int, count: int, word: str) -> None:
+    from agenvoy_cli.home import fts
+
+    rows = [(sid, 1_700_000_000_000_000_000 + i, "user", f"{word} note {i}", first_seq + i,
+             None, None, fts.index_text(f"{word} note {i}")) for i in range(count)]
+    conn.executemany("INSERT INTO messages (session_id, send_at, role, content, seq, hash, "
+                     "message, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+
+def _steps(conn: sqlite3.Connection, sid: str, query: str) -> tuple[int, list]:
+    from agenvoy_cli.search.keyword import keyword_ranking
+
+    counter = [0]
+
+    def tick() -> int:
+        counter[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 50)
+    try:
+        ranked, _ = keyword_ranking(conn, sid, query, 20)
+    finally:
+        conn.set_progress_handler(None, 0)
+    return counter[0], ranked
+
+
+def test_keyword_cost_follows_the_session_not_the_home(tmp_path):
+    """An old session that gets one new message after 20,000 matching messages of other
+    sessions: its search walks its own matches, not the home's (before migration 009 the
+    scan spanned the session's rowid range, i.e. the whole home)."""
+    from agenvoy_cli.home import sqlite as db
+
+    alone = db.connect(tmp_path / "alone.db", 5.0)
+    crowded = db.connect(tmp_path / "crowded.db", 5.0)
+    for conn in (alone, crowded):
+        with db.transaction(conn):
+            _fill(conn, "old", 0, 300, "memory")
+            if conn is crowded:
+                for k in range(20):
+                    _fill(conn, f"other{k}", 0, 1000, "memory")
+            _fill(conn, "old", 300, 1, "memory")
+    base, ranked_alone = _steps(alone, "old", "memory")
+    cost, ranked = _steps(crowded, "old", "memory")
+    assert ranked == ranked_alone and len(ranked) == 20
+    assert cost <= 1.5 * base + 20, (cost, base)
+    # a term absent from the session but in 5,000 messages of others costs nothing either
+    with db.transaction(crowded):
+        for k in range(5):
+            _fill(crowded, f"other{k}", 1000, 1000, "zebra")
+    empty, _ = _steps(alone, "old", "zebra")
+    cost, ranked = _steps(crowded, "old", "zebra")
+    assert ranked == [] and cost <= 1.5 * empty + 20, (cost, empty)
+
+
+OLD_MESSAGES_FTS = """
+DROP TRIGGER messages_fts_ai; DROP TRIGGER messages_fts_ad; DROP TRIGGER messages_fts_au;
+DROP TABLE messages_fts; DROP VIEW messages_fts_source;
+CREATE VIRTUAL TABLE messages_fts USING fts5(tokens, content='messages', content_rowid='id',
+                                             tokenize='porter unicode61 remove_diacritics 2');
+CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens);
+END;
+CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, tokens) VALUES ('delete', old.id, old.tokens);
+END;
+CREATE TRIGGER messages_fts_au AFTER UPDATE OF tokens ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, tokens) VALUES ('delete', old.id, old.tokens);
+    INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens);
+END;
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+PRAGMA user_version = 8;
+DELETE FROM agenvoy_migrations WHERE name = '009_session_in_fts';
+"""
+
+
+def version_8_home(run, home) -> None:
+    """A home as the release before migration 009 left it (messages_fts without the
+    session column), with messages in two sessions."""
+    append(run, "alpha", "deploy the memory layer", "memory saved", "nothing here")
+    append(run, "beta", "memory of beta", "deploy beta")
+    conn = sqlite3.connect(home / ".store" / "history.db")
+    conn.executescript(OLD_MESSAGES_FTS)
+    conn.close()
+
+
+def keyword_hits(run, sid: str, query: str) -> list[tuple[int, str]]:
+    res = run("search", sid, query, "--mode", "keyword", "--json")
+    assert res.exit_code == 0, res.stderr
+    return [(h["seq"], h["content"]) for h in res.json()["results"]]
+
+
+def test_migration_009_puts_the_session_into_the_index(run, home):
+    from agenvoy_cli.home.schema import SCHEMA_VERSION
+
+    version_8_home(run, home)
+    db = home / ".store" / "history.db"
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(messages_fts)")]
+    assert cols == ["tokens"]
+    conn.close()
+    # a read-only command upgrades the schema first (under the write lock)
+    hits = keyword_hits(run, "alpha", "memory")
+    assert sorted(s for s, _ in hits) == [0, 1]
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert [r[1] for r in conn.execute("PRAGMA table_info(messages_fts)")] == [
+        "tokens", "session"]
+    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
+    conn.close()
+    assert sorted(s for s, _ in keyword_hits(run, "beta", "memory")) == [0]
+    # writers after the migration keep it filled: one at a time and set-wise
+    append(run, "beta", "more memory")
+    append(run, "gamma", *[f"memory bulk {i}" for i in range(600)])
+    assert len(keyword_hits(run, "beta", "memory")) == 2
+    res = run("search", "gamma", "bulk", "--mode", "keyword", "--json", "--limit", "1000")
+    assert len(res.json()["results"]) == 600
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
+    conn.close()
+
+
+def test_migration_009_is_all_or_nothing(run, home, monkeypatch):
+    from agenvoy_cli.home import schema
+
+    version_8_home(run, home)
+
+    def crash(conn):
+        conn.execute("DROP TABLE messages_fts")  # half done, then the process dies
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(schema, "_messages_fts", crash)
+        res = run("search", "alpha", "memory", "--mode", "keyword", "--json")
+    assert res.exit_code != 0
+    conn = sqlite3.connect(home / ".store" / "history.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
+    assert [r[1] for r in conn.execute("PRAGMA table_info(messages_fts)")] == ["tokens"]
+    assert conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'memory'"
+                        ).fetchone()[0] == 3
+    conn.close()
+    assert sorted(s for s, _ in keyword_hits(run, "alpha", "memory")) == [0, 1]
+
+
+def test_forget_and_remove_keep_the_session_index_consistent(run, home):
+    append(run, "alpha", "memory one", "memory two", "memory three")
+    append(run, "beta", "memory beta")
+    assert run("forget", "alpha", "1", "--yes").exit_code == 0
+    assert sorted(s for s, _ in keyword_hits(run, "alpha", "memory")) == [0, 2]
+    assert run("session", "remove", "beta", "--yes").exit_code == 0
+    conn = sqlite3.connect(home / ".store" / "history.db")
+    conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
+    assert conn.execute("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?",
+                        ['session : "' + b"beta".hex() + '"']).fetchone()[0] == 0
+    conn.close()
+
+
+def test_the_session_list_table_is_output_table():
+    from agenvoy_cli.commands.session import HEADERS, list_table
+    from agenvoy_cli.output import table
+
+    rng = random.Random(6)
+    for n in (3, 51, 80, 200):
+        sessions = [{"session_id": f"s{rng.randrange(10 ** rng.randint(1, 8))}",
+                     "message_count": rng.randrange(10 ** rng.randint(1, 6)),
+                     "bytes": rng.randrange(10 ** rng.randint(1, 9)),
+                     "last_message_at": rng.choice([None, "2024-01-01T10:00:00+08:00"]),
+                     "has_summary": rng.random() < 0.5,
+                     "problem": "damaged" if n == 80 and rng.random() < 0.1 else None}
+                    for _ in range(n)]
+        want = table([(s["session_id"], s["message_count"], s["bytes"],
+                       "-" if s["last_message_at"] is None else "2024-01-01 10:00:00",
+                       s["has_summary"]) + (("DAMAGED",) if s["problem"] else ())
+                      for s in sessions], list(HEADERS))
+        assert list_table(sessions) == want

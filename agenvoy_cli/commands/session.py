@@ -29,6 +29,33 @@ def describe(store: Store, session_id: str, *, detail: bool) -> dict[str, Any]:
     return info
 
 
+def _wall_clock(local: str | None) -> str:
+    """human_time of an RFC 3339 time already in this machine's zone (what listing gives):
+    its date and time, without parsing it again."""
+    return "-" if local is None else f"{local[:10]} {local[11:19]}"
+
+
+HEADERS = ("session", "messages", "bytes", "last message", "summary")
+
+
+def list_table(sessions: list[dict[str, Any]]) -> str:
+    """The `session list` table: output.table's, built from string cells with one format
+    per row when the listing is long and plain (10,000 sessions: ~6x cheaper)."""
+    rows = [(s["session_id"], str(s["message_count"]), str(s["bytes"]),
+             _wall_clock(s["last_message_at"]), "yes" if s["has_summary"] else "no")
+            for s in sessions]
+    names = "".join(r[0] for r in rows)
+    if len(rows) <= 50 or any(s["problem"] for s in sessions) or not names.isascii() \
+            or not names.isprintable() or " " in names:
+        return table([row + (("DAMAGED",) if s["problem"] else ())
+                      for row, s in zip(rows, sessions)], list(HEADERS))
+    # tabulate's "simple": left-aligned, each column at least 2 wider than its header
+    widths = [max(len(h) + 2, max(map(len, col))) for h, col in zip(HEADERS, zip(*rows))]
+    fmt = "  ".join(f"%-{w}s" for w in widths[:-1]) + "  %s"  # no padding: rstripped
+    return "\n".join([fmt % HEADERS, "  ".join("-" * w for w in widths),
+                      *(fmt % row for row in rows)])
+
+
 @click.group("session")
 def command() -> None:
     """List, show, reset or remove sessions."""
@@ -45,12 +72,8 @@ def list_cmd(ctx: click.Context, as_json: bool, fmt: str | None = None) -> None:
         from agenvoy_cli.conversation.sessions import listing as session_listing
 
         sessions = session_listing(store)  # from the session table: no history.json read
-    emit(listing("sessions", sessions), as_json, lambda d: table(
-        [(s["session_id"], s["message_count"], s["bytes"], human_time(s["last_message_at"]),
-          s["has_summary"]) + (("DAMAGED",) if s["problem"] else ())
-         for s in d["sessions"]],
-        ["session", "messages", "bytes", "last message", "summary"],
-    ) if d["sessions"] else "no sessions", fmt=fmt, rows="sessions")
+    emit(listing("sessions", sessions), as_json, lambda d: list_table(d["sessions"])
+         if d["sessions"] else "no sessions", fmt=fmt, rows="sessions")
 
 
 @command.command("show")

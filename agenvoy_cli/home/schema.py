@@ -313,6 +313,14 @@ def _m009_session_in_fts(conn: sqlite3.Connection) -> None:
     _messages_fts(conn)
 
 
+def _m010_folder_mtime(conn: sqlite3.Connection) -> None:
+    """session_stats.dir_mtime_ns: the session folder's mtime as the last writer set it (to
+    the nanosecond: conversation/sessions.py); while it holds, nothing in the folder was
+    created, renamed or removed since, and `session list` needs no stat of the files."""
+    if "dir_mtime_ns" not in _columns(conn, "session_stats"):
+        conn.execute("ALTER TABLE session_stats ADD COLUMN dir_mtime_ns INTEGER")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -323,5 +331,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("007_session_stats", _m007_session_stats),
     ("008_session_ids", _m008_session_ids),
     ("009_session_in_fts", _m009_session_in_fts),
+    ("010_folder_mtime", _m010_folder_mtime),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
