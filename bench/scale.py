@@ -8,7 +8,8 @@ series alike; medians over --runs rounds. The one-off big jobs (backfill, compac
 a 1M-message history.json) run once each, with their peak RSS (ru_maxrss of the child).
 
   keyword    `search s000 memory --mode keyword`: the oldest of 100 sessions, 1M messages
-             archived in the home, a word in ~1 of 3 messages          vs `append`  <= 2x
+             archived in the home, a word in ~1 of 3 messages, and every session has since
+             got one more message (its rows span the whole home)       vs `append`  <= 2x
   list       `session list` over 10,000 sessions                        vs `append`  <= 2x
   context    `context big` (5 MiB history.json) vs `context empty`                <= 1.1x
   backfill   one 1M-message history.json: peak RSS <= 300 MiB; messages per CPU-s >= 0.5x
@@ -174,7 +175,7 @@ T0 = 1_672_531_200  # 2023-01-01 UTC: every session starts later than the one be
 
 
 def build_keyword(home: Path, sessions: int, per: int) -> None:
-    key = f"keyword {sessions} {per}"
+    key = f"keyword {sessions} {per} live"
     if built(home, key):
         return
     fresh(home)
@@ -182,7 +183,48 @@ def build_keyword(home: Path, sessions: int, per: int) -> None:
         write_history(home / "sessions" / f"s{s:03d}" / "history.json", per, s, T0 + s * per * 30)
     agenvoy(home, "backfill", "--all")
     agenvoy(home, "compact", "--all", "--max-bytes", "65536")
+    for s in range(sessions):  # live sessions: each gets a new message, newest rows last
+        agenvoy(home, "append", f"s{s:03d}", "--role", "user", "--content",
+                "a memory of today")
     mark(home, key)
+
+
+# messages_fts as the release before migration 009 left it (no session column)
+V8_FTS = """
+DROP TRIGGER messages_fts_ai; DROP TRIGGER messages_fts_ad; DROP TRIGGER messages_fts_au;
+DROP TABLE messages_fts; DROP VIEW messages_fts_source;
+CREATE VIRTUAL TABLE messages_fts USING fts5(tokens, content='messages', content_rowid='id',
+                                             tokenize='porter unicode61 remove_diacritics 2');
+CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens); END;
+CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, tokens) VALUES ('delete', old.id, old.tokens);
+END;
+CREATE TRIGGER messages_fts_au AFTER UPDATE OF tokens ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, tokens) VALUES ('delete', old.id, old.tokens);
+    INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens); END;
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+PRAGMA user_version = 8;
+DELETE FROM agenvoy_migrations WHERE name > '009';
+"""
+
+
+def migration_cost(work: Path) -> dict[str, Any]:
+    """The one-time upgrade of the keyword home (1M messages) from schema 8: a copy put back
+    in the old shape, then the first command (a search) migrates it; CPU, wall, peak RSS."""
+    src, home = work / "keyword", work / "migrate"
+    fresh(home)
+    shutil.copytree(src / "sessions", home / "sessions")
+    (home / ".store").mkdir()
+    conn = sqlite3.connect(src / ".store" / "history.db")
+    conn.execute(f"VACUUM INTO '{home / '.store' / 'history.db'}'")
+    conn.close()
+    conn = sqlite3.connect(home / ".store" / "history.db")
+    conn.executescript(V8_FTS)
+    conn.close()
+    first = agenvoy(home, "search", "s000", "memory", "--mode", "keyword", "--json", rss=True)
+    shutil.rmtree(home)
+    return {"wall": first.wall, "cpu": first.cpu, "rss": first.rss}
 
 
 def build_list(home: Path, sessions: int) -> None:
@@ -350,6 +392,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--small", action="store_true", help="1/10 of every size (a quick look)")
     ap.add_argument("--skip-big", action="store_true", help="no backfill/compact of 1M")
+    ap.add_argument("--migration", action="store_true",
+                    help="also time the upgrade of the keyword home from schema 8")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     div = 10 if args.small else 1
@@ -403,6 +447,9 @@ def main() -> None:
         print(f"backfill/doctor/compact of one {1_000_000 // div:,}-message history.json",
               file=sys.stderr)
         doc["big"] = big_file(work, 1_000_000 // div)
+    if args.migration:
+        print("upgrade of the keyword home from schema 8", file=sys.stderr)
+        doc["migration"] = migration_cost(work)
     doc["load"] = [load_before, os.getloadavg()[0]]
 
     def ratio(a: str, b: str) -> tuple[float, float]:
@@ -443,6 +490,10 @@ def main() -> None:
                   f"peak RSS {b['rss']:6.0f} MiB")
         print(f"  bare SQLite insert of the same rows: {big['floor']['cpu']:.1f} s CPU with the "
               f"FTS tables indexed set-wise, {big['floor_plain']['cpu']:.1f} s without FTS")
+    if "migration" in doc:
+        m = doc["migration"]
+        print(f"  migration 009-010 of the keyword home (first search after the upgrade): "
+              f"{m['cpu']:.1f} s CPU / {m['wall']:.1f} s wall, peak RSS {m['rss']:.0f} MiB")
     width = max(len(r[0]) for r in rows)
     print(f"\n{'work':{width}s}  {'measured':38s} {'target':12s}")
     for label, value, target, verdict in rows:

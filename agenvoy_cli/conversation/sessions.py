@@ -114,23 +114,22 @@ def drop(conn: sqlite3.Connection, session_id: str) -> None:
     conn.execute("DELETE FROM session_stats WHERE session_id = ?", (session_id,))
 
 
-def rows(conn: sqlite3.Connection | None) -> dict[str, Stats]:
-    if conn is None:
-        return {}
-    try:
-        found = conn.execute(f"SELECT session_id, {_COLUMNS} FROM session_stats").fetchall()
-        return {r[0]: Stats._make(r[1:]) for r in found}
-    except sqlite3.OperationalError:  # a database of another program, not migrated yet
-        return {}
+def rows(conn: sqlite3.Connection | None, only: str | None = None) -> dict[str, Stats]:
+    """Every session's row (or only `only`'s: one index lookup)."""
+    return {sid: Stats._make(row) for sid, row in _raw_rows(conn, only).items()}
 
 
-def _raw_rows(conn: sqlite3.Connection | None) -> dict[str, tuple[Any, ...]]:
+def _raw_rows(conn: sqlite3.Connection | None, only: str | None = None
+              ) -> dict[str, tuple[Any, ...]]:
     """rows() as plain tuples (a listing of 10,000 sessions builds no named tuple)."""
     if conn is None:
         return {}
+    sql, args = f"SELECT session_id, {_COLUMNS} FROM session_stats", ()
+    if only is not None:
+        sql, args = sql + " WHERE session_id = ?", (only,)
     try:
-        found = conn.execute(f"SELECT session_id, {_COLUMNS} FROM session_stats").fetchall()
-    except sqlite3.OperationalError:
+        found = conn.execute(sql, args).fetchall()
+    except sqlite3.OperationalError:  # a database of another program, not migrated yet
         return {}
     return {r[0]: r[1:] for r in found}
 
@@ -242,7 +241,7 @@ def listing(store: Store, only: str | None = None) -> list[dict[str, Any]]:
         conn = store.db_readonly()
     except CorruptStore:
         conn = None  # sessions of a damaged archive are still listed from their files
-    table = _raw_rows(conn)
+    table = _raw_rows(conn, only)
     sessions = str(store.layout.sessions)
     if only is not None:
         ids = [only]

@@ -131,7 +131,7 @@ class Doctor:
         from agenvoy_cli.conversation import sessions
 
         conn = self.store.db()
-        row = sessions.rows(conn).get(sid)
+        row = sessions.rows(conn, sid).get(sid)  # not the whole table per session
         count = len(history.messages)
         want = sessions.expected(conn, sid, history.path, count, start)
 
