@@ -83,13 +83,16 @@ def expected(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
     return count, st.st_size, last, st.st_ino, st.st_mtime_ns
 
 
-def mark_folder(folder: Path) -> int | None:
+def mark_folder(folder: Path, mark: int | None = None) -> int | None:
     """Set the folder's mtime to now, to the nanosecond, and return it (None when the file
     system does not keep it exactly). The kernel stamps a later change in the folder with its
     coarse clock (the last tick), never with this value, so an equal mtime later means no
-    entry of the folder was created, renamed or removed since."""
-    now = time.time_ns()
+    entry of the folder was created, renamed or removed since. A folder still bearing `mark`
+    (the last one set) is left as it is: nothing in it changed."""
     try:
+        if mark is not None and os.stat(folder, follow_symlinks=False).st_mtime_ns == mark:
+            return mark
+        now = time.time_ns()
         os.utime(folder, ns=(now, now), follow_symlinks=False)
         return now if os.stat(folder, follow_symlinks=False).st_mtime_ns == now else None
     except OSError:
@@ -100,10 +103,10 @@ def record(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
            start_seq: int) -> None:
     """After a write of history.json (or a sync that read it whole): its row, current. The
     folder is marked first: a change after it shows, whatever the stat below saw."""
-    folder_ns = mark_folder(path.parent)
-    known = conn.execute("SELECT summary, sum_size, sum_mtime_ns FROM session_stats "
-                         "WHERE session_id = ?", (session_id,)).fetchone()
-    summary = _summary_state(path.with_name("summary.json"), known)
+    known = conn.execute("SELECT summary, sum_size, sum_mtime_ns, dir_mtime_ns "
+                         "FROM session_stats WHERE session_id = ?", (session_id,)).fetchone()
+    folder_ns = mark_folder(path.parent, known[3] if known else None)
+    summary = _summary_state(path.with_name("summary.json"), known[:3] if known else None)
     conn.execute(f"INSERT OR REPLACE INTO session_stats (session_id, {_COLUMNS}) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  (session_id, *expected(conn, session_id, path, count, start_seq), *summary,
