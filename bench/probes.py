@@ -7,7 +7,8 @@ holds the fact (not the reply after it)?
 One made-up conversation (English facts, each followed by an assistant reply that talks
 about it, as in a real chat), 16 filler messages after it (the context window), and two
 probe sets written for this bench: zh->en (a Chinese question about an English fact) and
-paraphrase (English, no content word shared with the fact). Each probe is one in-process
+paraphrase (English, no content word shared with the fact), plus 20 unrelated questions
+(the relevance floor: how many return nothing). Each probe is one in-process
 `agenvoy search SESSION QUERY --mode M --limit 5 --json` (click's CliRunner over the real
 command); top-1 = the hit ranked first (rank 1), top-5 = among the hits.
 """
@@ -89,6 +90,30 @@ PARAPHRASE: list[tuple[str, int]] = [
     ("Where did I complete my first 21 kilometre race?", 10),
     ("How much more will I pay for my apartment next year?", 11),
 ]
+# Questions about nothing in the conversation (relevance floor: should return nothing in
+# semantic mode; hybrid may still return keyword matches of a shared word).
+UNRELATED: list[str] = [
+    "How do I fix a Kubernetes pod stuck in CrashLoopBackOff?",
+    "What is the time complexity of Dijkstra's algorithm with a binary heap?",
+    "Convert the Postgres timestamp column to UTC in a migration",
+    "What's the boiling point of tungsten in kelvin?",
+    "rust borrow checker error E0502 mutable borrow",
+    "How many moons does Neptune have?",
+    "Explain the difference between TCP and UDP congestion control",
+    "What is the capital of Burkina Faso?",
+    "nginx 502 bad gateway upstream timed out",
+    "Which Python version removed distutils?",
+    "How to compute eigenvalues of a sparse matrix in scipy",
+    "What was the GDP of Japan in 1994?",
+    "Kubernetes 的 pod 一直重啟怎麼辦？",
+    "量子電腦的量子位元是什麼原理？",
+    "SQL 查詢太慢要怎麼加索引？",
+    "git rebase interactive squash last three commits",
+    "What torque should lug nuts on a 2012 Honda Civic be tightened to?",
+    "Define the Navier-Stokes equations",
+    "invoice number 4471 payment status",
+    "docker compose healthcheck syntax",
+]
 FILLER = 16
 
 
@@ -160,6 +185,10 @@ def main() -> None:
                                          "n": n}
                 print(f"{mode:9} {name:11} top-1 {top1}/{n}  top-5 {top5}/{n}  "
                       f"top-1 was the reply after the fact: {succ}/{n}")
+            empty = sum(not cli("search", "probe", q, "--mode", mode, "--limit", "5",
+                                "--json")["results"] for q in UNRELATED)
+            out[f"{mode} unrelated"] = {"empty": empty, "n": len(UNRELATED)}
+            print(f"{mode:9} unrelated   returned nothing: {empty}/{len(UNRELATED)}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
 

@@ -31,7 +31,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 sys.path.insert(0, str(ROOT / "bench"))
-from probes import cli, ranked_hits  # noqa: E402
+from probes import UNRELATED, cli, ranked_hits  # noqa: E402
 
 FACTS: list[tuple[str, str]] = [
     ("我表哥在台中開了一家咖啡店，店名叫「慢慢來」，招牌是桂花拿鐵。",
@@ -161,13 +161,20 @@ def main() -> None:
                 ranked.append(ranked_hits(cli("search", "zh", q, "--mode", mode, "--limit",
                                               "10", "--json")))
             out[mode] = measure(ranked, targets)
+            if mode != "keyword":  # the relevance floor: unrelated questions get nothing
+                out[mode]["unrelated_empty"] = sum(
+                    not cli("search", "zh", q, "--mode", mode, "--limit", "10",
+                            "--json")["results"] for q in UNRELATED)
             if args.verbose:
                 for (q, f), r in zip(QUERIES, ranked):
                     print(f"  {mode} {q}: target {where[f]}, hits {r[:5]}")
     print(f"{len(QUERIES)} long Chinese dialogue queries, {len(msgs)} messages "
           f"({FILLER} filler in the context window)")
     for name, m in out.items():
-        print(f"  {name:24s} hit@1 {m['hit@1']:.2f}  hit@5 {m['hit@5']:.2f}  MRR {m['MRR']:.3f}")
+        empty = (f"  unrelated returned nothing {m['unrelated_empty']}/{len(UNRELATED)}"
+                 if "unrelated_empty" in m else "")
+        print(f"  {name:24s} hit@1 {m['hit@1']:.2f}  hit@5 {m['hit@5']:.2f}  MRR {m['MRR']:.3f}"
+              f"{empty}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
 

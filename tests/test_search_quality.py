@@ -114,7 +114,7 @@ def test_short_session_says_everything_is_in_the_context_window(run):
         assert doc["results"] == [] and doc["searchable_count"] == 0
 
 
-def test_semantic_relevance_floor(run, home: Path):
+def test_semantic_relevance_floor(run, home: Path, monkeypatch):
     cooking = turns(
         "For the risotto, toast the rice in butter before adding any stock.",
         "And keep stirring while you add the stock one ladle at a time.",
@@ -130,13 +130,40 @@ def test_semantic_relevance_floor(run, home: Path):
         "Add a pinch of sugar or a knob of butter to round it off.",
     )
     append(run, "cook", cooking + FILLER)
-    (home / "config.json").write_text('{"agenvoy": {"search_floor": 0.03}}')
-    doc = search(run, "cook", "lattice gauge theory of quantum chromodynamics")
-    assert doc["results"] == []
+    # on by default (no config): unrelated questions get nothing, in semantic mode
+    for query in UNRELATED:
+        doc = search(run, "cook", query)
+        assert doc["results"] == [], (query, doc["results"][:1])
+    res = run("search", "cook", UNRELATED[0])
+    assert res.exit_code == 0 and "no message is related closely enough" in res.stdout
+    # ... while related ones, also with no shared word and in Chinese, still find
     assert ranked(search(run, "cook", "how do I make risotto creamy"))[0] in (0, 1)
-    # the floor is configurable: 0 lets everything through
+    assert ranked(search(run, "cook", "which grain should I wash before boiling it"))[0] in (6, 7)
+    assert ranked(search(run, "cook", "我的番茄醬汁太酸了怎麼辦"))[0] in (10, 11)
+    # hybrid keeps its keyword half: a shared word still finds
+    assert search(run, "cook", "lattice of rice", "--mode", "hybrid")["results"]
+    # configurable: 0 turns it off (environment over config.json)
     (home / "config.json").write_text('{"agenvoy": {"search_floor": 0}}')
-    assert search(run, "cook", "lattice gauge theory of quantum chromodynamics")["results"]
+    assert search(run, "cook", UNRELATED[0])["results"]
+    monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", "0.5")
+    assert search(run, "cook", "how do I make risotto creamy")["results"] == []
+
+
+def test_relevance_floor_bad_value_is_one_line_and_changes_nothing(run, home: Path,
+                                                                    monkeypatch):
+    append(run, "cook", turns("toast the rice in butter", "then add stock") + FILLER)
+    (home / "config.json").write_text('{"agenvoy": {"search_floor": "high"}}')
+    res = run("search", "cook", "risotto")
+    assert res.exit_code == 2, (res.exit_code, res.stderr)
+    assert res.stderr.count("\n") == 1 and "search_floor" in res.stderr
+    monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", "-1")
+    res = run("search", "cook", "risotto")
+    assert res.exit_code == 2 and "AGENVOY_SEARCH_FLOOR" in res.stderr
+
+
+UNRELATED = ["lattice gauge theory of quantum chromodynamics",
+             "kubernetes pod stuck in CrashLoopBackOff after a deploy",
+             "量子電腦的量子位元是什麼原理"]
 
 
 # --------------------------------------------------------------------------- error memory

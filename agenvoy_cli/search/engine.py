@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 MODES = ("semantic", "keyword", "hybrid")
 DEFAULT_LIMIT = 8
 POOL = 50  # candidates per ranker before fusion
-FLOOR_MIN_CANDIDATES = 8  # fewer candidates than this: no median to compare with
 
 
 def checked_query(query: str) -> str:
@@ -97,11 +96,12 @@ class _Candidates:
     bodies: dict[int, str]  # texts of the top vector hits and their predecessors
     coverage: float | None  # share of the query's tokens in the best keyword hit
     unindexed: list[tuple[int, float]]  # keyword ranking of messages left without a vector
+    typical: float | None = None  # the query's mean similarity to the session (the floor)
 
 
 def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
                 scope: Scope, window: TimeWindow, vector: Sequence[float],
-                unindexed: Sequence[int]) -> _Candidates:
+                unindexed: Sequence[int], floor: float = 0.0) -> _Candidates:
     """Under the write lock: both rankings and the texts the rest needs."""
     conn = store.db_readonly()
     kw: list[tuple[int, float]] = []
@@ -127,7 +127,9 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
         late = [(seq, sc) for seq, sc in keyword_ranking(
             conn, session_id, query, POOL, hi_seq=scope.vector_hi, window=window)[0]
             if seq in wanted]
-    return _Candidates(kw, vec, by_seq, cover, late)
+    typical = semantic.background(store, session_id, vector, scope.start,
+                                  scope.vector_hi) if floor and vec else None
+    return _Candidates(kw, vec, by_seq, cover, late, typical)
 
 
 def vector_search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
@@ -152,10 +154,11 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     caught = catch_up(store, session_id, budget, progress=progress, notice=notice)
     result.indexed, result.unindexed_count = caught.indexed, len(caught.unindexed)
     n = max(POOL, limit)
+    result.floor = semantic.floor(store, emb.model_id)
     with store.write_lock():
         scope = scope_of(store, session_id, exclude_window=True)
         cand = _candidates(store, session_id, query, mode, n, scope, window, vector,
-                           caught.unindexed)
+                           caught.unindexed, result.floor)
         note_unarchived(result, unarchived(store.db_readonly(), session_id, scope))
     from agenvoy_cli.vectors.messages import last_unsearchable
 
@@ -173,9 +176,7 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         return result
     attribution = semantic.Attribution()
     vec = semantic.attribute(cand.vector, vector, emb, cand.bodies, attribution)
-    result.floor = semantic.floor(store, emb.model_id)
-    if len(vec) >= FLOOR_MIN_CANDIDATES and not semantic.relevant(vec, result.floor,
-                                                                 emb.model_id):
+    if not semantic.relevant(vec, result.floor, cand.typical, emb.model_id):
         vec = []  # nothing clearly related: better nothing than the nearest noise
     if mode == "semantic":
         ranked = fuse(cand.unindexed, vec, neighbour=0.0) if cand.unindexed else vec
