@@ -363,6 +363,16 @@ def main() -> None:
         if emb_wrap is not None:
             emb_wrap.save()
     search_s = time.perf_counter() - t0
+    # the relevance floor: questions about nothing in these conversations (bench/probes.py)
+    unrelated = None
+    if "semantic" in modes and args.every == 1:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from probes import UNRELATED
+
+        unrelated = sum(not cli(args.home, "search", f"conv{ci}", "--limit", str(TOP),
+                                "--json", "--", q)["results"]
+                        for ci in range(len(convs)) for q in UNRELATED)
+        unrelated_n = len(convs) * len(UNRELATED)
     results = {m: summarise(per_mode[m]) for m in modes}
     results["BM25 reference (notes)"] = summarise(reference)
     model = emb_wrap.model_id if emb_wrap else "-"
@@ -375,7 +385,11 @@ def main() -> None:
     for m in modes:
         q = query_ms[m]
         print(f"  {m}: median {statistics.median(q):.1f} ms per search, {len(q)} searches")
+    if unrelated is not None:
+        print(f"  semantic, unrelated questions (bench/probes.py) answered with nothing: "
+              f"{unrelated}/{unrelated_n}")
     doc = {"embedder": model, "every": args.every, "results": results,
+           "unrelated_empty": unrelated,
            "median_search_ms": {m: statistics.median(v) for m, v in query_ms.items()}}
     if args.json:
         args.json.write_text(json.dumps(doc, indent=2))

@@ -17,7 +17,6 @@ configurable with AGENVOY_SEARCH_FLOOR or config.json agenvoy.search_floor (0 tu
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -157,12 +156,12 @@ def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: i
     embs = got.get("embeddings")
     if embs is None or len(embs) < BACKGROUND_MIN:
         return None
-    qn = math.sqrt(sum(x * x for x in vector)) or 1.0
-    sims = []
-    for e in embs:
-        en = math.sqrt(sum(float(x) * float(x) for x in e)) or 1.0
-        sims.append(sum(float(a) * b for a, b in zip(e, vector)) / (en * qn))
-    return sum(sims) / len(sims)
+    import numpy as np
+
+    mat = np.asarray(embs, dtype=np.float64)
+    q = np.asarray(vector, dtype=np.float64)
+    norms = np.linalg.norm(mat, axis=1) * (np.linalg.norm(q) or 1.0)
+    return float(np.mean(mat @ q / np.where(norms > 0, norms, 1.0)))
 
 
 def relevant(ranked: Sequence[tuple[int, float]], margin: float, typical: float | None,
