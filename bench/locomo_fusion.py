@@ -53,7 +53,7 @@ def collect(args) -> None:
     engine._candidates = spy
     out = []
     for ci, conv in enumerate(convs):
-        for qi, (question, gold, cat) in enumerate(conv["qa"]):
+        for question, gold, cat in conv["qa"]:
             seen.clear()
             locomo.cli(args.home, "search", f"conv{ci}", "--mode", "hybrid", "--limit", "50",
                        "--json", "--", question)

@@ -17,12 +17,10 @@ configurable with AGENVOY_SEARCH_FLOOR or config.json agenvoy.search_floor (0 tu
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.errors import BadInput
 from agenvoy_cli.search.timewindow import TimeWindow
 
 if TYPE_CHECKING:
@@ -124,20 +122,9 @@ def attribute(ranked: list[tuple[int, float]], vector: Sequence[float], embedder
 
 def floor(store: Store, model_id: str) -> float:
     """The relevance margin for this model (AGENVOY_SEARCH_FLOOR, config, per-model)."""
-    raw: Any = os.environ.get(FLOOR_ENV)
-    where = FLOOR_ENV
-    if raw in (None, ""):
-        raw = store.settings.section("agenvoy").get("search_floor")
-        where = "config.json agenvoy.search_floor"
-    if raw is None:
-        return next((v[0] for k, v in FLOORS.items() if model_id.startswith(k)), 0.0)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise BadInput(f"{where}={raw!r} is not a number") from None
-    if not 0 <= value <= 2:
-        raise BadInput(f"{where}={raw!r} must be between 0 and 2")
-    return value
+    default = next((v[0] for k, v in FLOORS.items() if model_id.startswith(k)), 0.0)
+    return float(store.settings.number(FLOOR_ENV, "search_floor", default, minimum=0,
+                                       maximum=2))
 
 
 def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: int,
