@@ -21,6 +21,9 @@ Protocol (/work/shared/notes/benchmarks.md, turn level), on the command's own pa
   command opens, the search, the JSON it prints). The hits of its JSON (hit: true) in
   rank order are the ranking; recall@k = |gold in top k| / |gold|, MRR over the 50;
   macro-averaged over questions; headline = categories 1-4.
+- With every question (--every 1) and semantic among the modes, the 20 unrelated questions
+  of bench/probes.py are asked of every conversation: how many return nothing (the
+  relevance floor).
 
 The dataset is read from --locomo and never copied into the repository. Embeddings are
 cached in --cache (by model id and text): the embedder the command uses is wrapped, its
