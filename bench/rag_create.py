@@ -69,7 +69,7 @@ def markdown_doc(rng: random.Random, size: int) -> str:
     return "".join(parts)
 
 
-def make_tree(root: Path, files: int, seed: int) -> int:
+def make_tree(root: Path, files: int, seed: int, size: int = 3000) -> int:
     rng = random.Random(seed)
     total = 0
     for i in range(files):
@@ -77,19 +77,19 @@ def make_tree(root: Path, files: int, seed: int) -> int:
         folder = root / f"d{i % 7}"
         folder.mkdir(parents=True, exist_ok=True)
         if kind < 9:
-            path, data = folder / f"note{i}.md", markdown_doc(rng, 3000).encode()
+            path, data = folder / f"note{i}.md", markdown_doc(rng, size).encode()
         elif kind < 13:
             path = folder / f"text{i}.txt"
-            data = "\n".join(sentence(rng, WORDS, 12) for _ in range(40)).encode()
+            data = "\n".join(sentence(rng, WORDS, 12) for _ in range(size // 80)).encode()
         elif kind < 16:
             path = folder / f"zh{i}.txt"
-            data = "\n".join(sentence(rng, ZH, 30, "") + "。" for _ in range(30)
+            data = "\n".join(sentence(rng, ZH, 30, "") + "。" for _ in range(size // 100)
                              ).encode("big5")
         else:
             path = folder / f"code{i}.py"
             data = "".join(f"def {rng.choice(WORDS)}_{j}(value):\n    \"\"\""
                            f"{sentence(rng, WORDS, 10)}\"\"\"\n    return value * {j}\n\n"
-                           for j in range(40)).encode()
+                           for j in range(size // 75)).encode()
         path.write_bytes(data)
         total += len(data)
     return total
@@ -208,6 +208,7 @@ def parse_alone(code: Path | None, text: str, rounds: int = 3) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=200)
+    parser.add_argument("--file-bytes", type=int, default=3000, help="about this big each")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--md-bytes", type=int, default=1 << 20)
     parser.add_argument("--old", type=Path, help="a folder holding the old agenvoy_cli")
@@ -221,7 +222,7 @@ def main() -> int:
 
     if not args.skip_tree:
         tree = work / "tree"
-        size = make_tree(tree, args.files, args.seed)
+        size = make_tree(tree, args.files, args.seed, args.file_bytes)
         print(f"\n[1] tree: {args.files} files, {size / 1024:.0f} KiB (Markdown, UTF-8 text, "
               "Big5 text, Python)")
         variants = {"new --no-vectors": (None, tree, ["--no-vectors"], {})}
