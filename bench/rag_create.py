@@ -239,11 +239,17 @@ def main() -> int:
     (md / "big.md").write_text(text)
     print(f"\n[2] one Markdown file of {len(text.encode()) / 1048576:.2f} MiB")
     with StubEmbeddings() as stub:
-        variants = {"new --no-vectors": (None, md, ["--no-vectors"], {}),
-                    "new, stub embedder": (None, md, [], stub.env)}
+        big = ["--max-file-size", "8M"]  # the default limit (1 MiB) would skip it
+        variants = {"new --no-vectors": (None, md, [*big, "--no-vectors"], {}),
+                    "new, stub embedder": (None, md, big, stub.env)}
         if args.old:
-            variants["old, stub embedder"] = (args.old, md, [], stub.env)
-        medians = report(interleaved(variants, args.repeat), 1)
+            variants["old, stub embedder"] = (args.old, md, big, stub.env)
+        results = interleaved(variants, args.repeat)
+        for name, runs in results.items():
+            sync = runs[0][2].get("sync") or {}
+            if sync.get("indexed") != 1:
+                raise SystemExit(f"{name}: the Markdown file was not indexed: {sync}")
+        medians = report(results, 1)
     if args.old:
         print(f"new / old (stub embedder): "
               f"{medians['new, stub embedder'] / medians['old, stub embedder']:.2f}x wall")
