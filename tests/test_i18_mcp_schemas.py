@@ -7,8 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.conftest import agenvoy
 from tests.mcp_client import connect
 from tests.test_i18_schemas import validate
@@ -21,8 +19,6 @@ SCHEMA_OF = {"append_messages": "append", "get_context": "context",
              "list_rag": "rag-list", "search_rag": "rag-search"}
 
 
-@pytest.mark.xfail(strict=True, reason="server/ (i15) does not yet add schema_version and count "
-                   "to structured content; see /work/coord/msg-i15.md")
 def test_structured_content_validates_against_the_cli_schemas(home: Path, tmp_path: Path):
     docs = tmp_path / "docs"
     docs.mkdir()

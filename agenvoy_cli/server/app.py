@@ -23,6 +23,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from agenvoy_cli import __version__
+from agenvoy_cli.contract import error_document
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home.layout import Layout
@@ -44,7 +45,7 @@ _KINDS = {2: "bad_input", 3: "not_found", 4: "corrupt", 75: "busy", 1: "failed"}
 def _error(message: str, code: int, kind: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)], is_error=True,
-        structured_content={"error": {"code": code, "kind": kind, "message": message}})
+        structured_content=error_document(code, kind, message))
 
 
 class App:

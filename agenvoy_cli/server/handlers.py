@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from agenvoy_cli.contract import document, listing
 from agenvoy_cli.conversation.messages import content_text
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
@@ -125,7 +126,7 @@ def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
     messages = ctx.store.context(session_id, limit, warn=ctx.warn)
     blocks = [f"[{m.get('role')}]\n{content_text(m.get('content'))}" for m in messages]
     return "\n\n".join(blocks) or "(no messages)", {"session_id": session_id,
-                                                     "messages": messages}
+                                                     **listing("messages", messages)}
 
 
 # ----------------------------------------------------------------------------- error memory
@@ -139,7 +140,7 @@ def remember_error(ctx: Context, raw: dict[str, Any]) -> Reply:
                               a.raw.get("symptom"), a.raw.get("cause"), a.raw.get("action"),
                               a.raw.get("outcome"))
     records = memory.record(ctx.store, [draft], warn=ctx.warn)
-    doc = {"records": [r.as_dict() for r in records]}
+    doc = listing("records", [r.as_dict() for r in records])
     return f"Remember the Error: {records[0].id}", doc
 
 
@@ -155,7 +156,7 @@ def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
         raise BadInput("search_error_history: keyword is empty")
     result = memory.lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,
                            budget=budget)
-    doc = {"records": [h.as_dict() for h in result.hits], "hint": result.hint,
+    doc = {**listing("records", [h.as_dict() for h in result.hits]), "hint": result.hint,
            "mode": result.mode, "unindexed_count": result.unindexed_count}
     return result.hint or "NONE", doc
 
@@ -233,7 +234,7 @@ def call(ctx: Context, name: str, raw: dict[str, Any] | None) -> Reply:
     if ctx.warnings:
         doc.setdefault("notes", [])
         doc["notes"] = [*doc["notes"], *ctx.warnings]
-    return text, doc
+    return text, document(doc)  # the CLI's --json document (schema_version first)
 
 
 # ----------------------------------------------------------------------------- resources
