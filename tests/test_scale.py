@@ -606,3 +606,30 @@ def test_the_session_list_table_is_output_table():
                        s["has_summary"]) + (("DAMAGED",) if s["problem"] else ())
                       for s in sessions], list(HEADERS))
         assert list_table(sessions) == want
+
+
+@pytest.mark.parametrize("zone", ["Asia/Taipei", "America/New_York", "Asia/Kolkata",
+                                  "Australia/Lord_Howe", "Europe/London", "UTC",
+                                  "America/St_Johns", "Pacific/Chatham"])
+def test_the_listing_times_are_contract_rfc3339(zone, monkeypatch):
+    """session list formats 10,000 times its own way: the same strings as contract.rfc3339,
+    across DST changes (every hour around them) and half-hour and odd offsets."""
+    import time as clock
+
+    from agenvoy_cli.contract import rfc3339
+    from agenvoy_cli.conversation.sessions import local_rfc3339
+
+    monkeypatch.setenv("TZ", zone)
+    clock.tzset()
+    try:
+        rng = random.Random(zone)
+        seconds = [rng.randrange(-2 * 10 ** 9, 4 * 10 ** 9) for _ in range(3000)]
+        for year_start in (1_698_000_000, 1_710_000_000, 1_680_000_000, 1_667_000_000):
+            seconds += range(year_start, year_start + 120 * 86400, 1800)  # DST changes in
+        local = local_rfc3339()
+        for sec in seconds:
+            ns = sec * 1_000_000_000 + rng.randrange(10 ** 9)
+            assert local(ns) == rfc3339(ns), (zone, sec)
+    finally:
+        monkeypatch.undo()
+        clock.tzset()

@@ -146,8 +146,9 @@ def folder_names(sessions: Path) -> list[str]:
             os.scandir(sessions) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                if _PLAIN_NAME.match(entry.name):  # the common case, checked in one step
-                    names.append(entry.name)
+                name = entry.name
+                if _PLAIN_NAME.match(name):  # the common case, checked in one step
+                    names.append(name)
                     continue
                 with contextlib.suppress(BadInput):
                     names.append(validate_name(entry.name))
@@ -156,8 +157,8 @@ def folder_names(sessions: Path) -> list[str]:
 
 def _from_row(session_id: str, row: tuple[Any, ...] | None, folder: str,
               local: Callable[[int], str]) -> dict[str, Any] | None:
-    """The listing entry from the row, or None when history.json is not the file it
-    describes (then the files are read)."""
+    """The listing entry from the row when the files are those it describes (a stat of
+    history.json and summary.json; summary.json read when it changed), else None."""
     if row is None:
         return None
     messages, size, last, ino, mtime, summary, sum_size, sum_mtime, folder_ns = row
@@ -165,10 +166,6 @@ def _from_row(session_id: str, row: tuple[Any, ...] | None, folder: str,
                             "bytes": size, "last_message_at": None if last is None else
                             local(last), "last_message_at_ns": last,
                             "has_summary": bool(summary), "problem": None}
-    if folder_ns is not None and summary is not None:
-        with contextlib.suppress(OSError):
-            if os.stat(folder).st_mtime_ns == folder_ns:  # nothing changed in the folder
-                return info
     try:
         st = os.stat(f"{folder}/history.json")
     except (FileNotFoundError, NotADirectoryError):
@@ -218,44 +215,84 @@ def from_files(store: Store, session_id: str) -> dict[str, Any]:
 
 
 def local_rfc3339() -> Callable[[int], str]:
-    """contract.rfc3339 for many values: the same string from time.localtime and one
-    strftime (about 4x faster than through datetime)."""
+    """contract.rfc3339 for many values, the same strings: the zone's offset looked up once
+    per UTC day (kept when it is the same at both ends of the day), the date once per local
+    day, the time of day by arithmetic (about 3x faster than through datetime)."""
     from agenvoy_cli.contract import rfc3339
 
-    localtime, strftime, offsets = time.localtime, time.strftime, {}
+    days: dict[int, tuple[int, str] | None] = {}
+    dates: dict[int, str] = {}
+
+    def offset(day: int) -> tuple[int, str] | None:
+        gmtoff = time.localtime(day * 86400).tm_gmtoff
+        if gmtoff % 60 or time.localtime(day * 86400 + 86399).tm_gmtoff != gmtoff:
+            return None  # a change of offset that day, or one with seconds: the slow way
+        hours, minutes = divmod(abs(gmtoff) // 60, 60)
+        return gmtoff, f"{'-' if gmtoff < 0 else '+'}{hours:02d}:{minutes:02d}"
 
     def local(ns: int) -> str:
-        lt = localtime(ns // 1_000_000_000)
-        gmtoff = lt.tm_gmtoff
-        suffix = offsets.get(gmtoff)
-        if suffix is None:
-            if gmtoff % 60:  # an offset with seconds (old local mean times)
-                return rfc3339(ns)  # type: ignore[return-value]
-            hours, minutes = divmod(abs(gmtoff) // 60, 60)
-            suffix = offsets[gmtoff] = f"{'-' if gmtoff < 0 else '+'}{hours:02d}:{minutes:02d}"
-        return strftime("%Y-%m-%dT%H:%M:%S", lt) + suffix
+        sec = ns // 1_000_000_000
+        day = sec // 86400
+        known = days[day] if day in days else days.setdefault(day, offset(day))
+        if known is None:
+            return rfc3339(ns)  # type: ignore[return-value]
+        wall_day, rest = divmod(sec + known[0], 86400)
+        date = dates.get(wall_day)
+        if date is None:
+            date = dates[wall_day] = time.strftime("%Y-%m-%dT", time.gmtime(wall_day * 86400))
+        hours, rest = divmod(rest, 3600)
+        minutes, seconds = divmod(rest, 60)
+        return f"{date}{hours:02d}:{minutes:02d}:{seconds:02d}{known[1]}"
 
     return local
 
 
+_SHOWN = "session_id, messages, bytes, last_send_at, summary, dir_mtime_ns"
+
+
 def listing(store: Store, only: str | None = None) -> list[dict[str, Any]]:
-    """Every session (or `only`), as `session list` shows them. Hold the read lock."""
+    """Every session (or `only`), as `session list` shows them. Hold the read lock. A
+    session whose folder still bears its row's mark costs one stat; the others go through
+    _from_row (their files compared, or read)."""
     try:
         conn = store.db_readonly()
     except CorruptStore:
         conn = None  # sessions of a damaged archive are still listed from their files
-    table = _raw_rows(conn, only)
-    sessions = str(store.layout.sessions)
-    if only is not None:
-        ids = [only]
-    else:
-        ids = sorted(set(folder_names(store.layout.sessions)) | set(table))
-    out = []
-    local = local_rfc3339()
+    shown: dict[str, tuple[Any, ...]] = {}
+    if conn is not None:
+        sql, args = f"SELECT {_SHOWN} FROM session_stats", ()
+        if only is not None:
+            sql, args = sql + " WHERE session_id = ?", (only,)
+        with contextlib.suppress(sqlite3.OperationalError):  # not migrated yet (readonly)
+            shown = {r[0]: r for r in conn.execute(sql, args).fetchall()}
+    prefix = f"{store.layout.sessions}/"
+    ids = [only] if only is not None else \
+        sorted(set(folder_names(store.layout.sessions)) | set(shown))
+    out: list[dict[str, Any] | None] = []
+    later: list[int] = []
+    local, stat = local_rfc3339(), os.stat
     for sid in ids:
-        info = _from_row(sid, table.get(sid), f"{sessions}/{sid}", local)
-        out.append(info if info is not None else from_files(store, sid))
-    return out
+        row = shown.get(sid)
+        if row is not None and row[5] is not None and row[4] is not None:
+            try:
+                same = stat(prefix + sid).st_mtime_ns == row[5]
+            except OSError:
+                same = False
+            if same:  # nothing created, renamed or removed in the folder since the row
+                last = row[3]
+                out.append({"session_id": sid, "message_count": row[1], "bytes": row[2],
+                            "last_message_at": None if last is None else local(last),
+                            "last_message_at_ns": last, "has_summary": row[4] == 1,
+                            "problem": None})
+                continue
+        later.append(len(out))
+        out.append(None)
+    full = _raw_rows(conn) if len(later) > 200 else {}
+    for i in later:
+        sid = ids[i]
+        row = full.get(sid) if full else _raw_rows(conn, sid).get(sid)
+        out[i] = _from_row(sid, row, prefix + sid, local) or from_files(store, sid)
+    return out  # type: ignore[return-value]
 
 
 def archive_rows(conn: sqlite3.Connection | None, session_id: str) -> int:
