@@ -131,3 +131,46 @@ def test_a_warm_store_skips_the_plan_while_nothing_changed_and_sees_new_messages
     assert res.indexed == 3 and res.unindexed_count == 0
     assert len(plans) == 2
     store.close()
+
+
+def test_message_texts_for_attribution_are_kept_and_made_ahead(run, home, words):
+    """The server's embedder keeps the vectors of small calls (attribution's message texts)
+    and the indexer embeds the newest messages' texts ahead: a later search's attribution
+    embeds nothing, and gets the vectors the model gives."""
+    from agenvoy_cli.search.engine import search
+    from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
+    from agenvoy_cli.server import alone
+    from agenvoy_cli.vectors import index as vectors
+
+    add(run, "s", 60)
+    store = warm_store(home)
+    cache = vectors.wrap_embedder(store, alone.CachingEmbedder)
+    assert vectors.embedder(store) is cache and cache.inner is words
+    assert cache.embed_documents(["a b", "c d"]) == words.embed_documents(["a b", "c d"])
+    words.texts.clear()
+    assert cache.embed_documents(["c d", "a b", "c d"]) == words.embed_documents(
+        ["c d", "a b", "c d"])[:3]
+    assert words.texts == ["c d", "a b", "c d"]  # only the direct call: the cache answered
+    big = [f"t{i}" for i in range(alone.SMALL + 1)]
+    cache.embed_documents(big)
+    assert cache.lacking(big) == big  # a catch-up batch is not kept
+    # ahead: the newest messages outside the context window, newest first
+    window = store.settings.max_history_messages
+    with store.read_lock():
+        recent = store.recent("s")
+    todo = alone.ahead(store, cache, {"s"})
+    assert todo == [m.body[:ATTRIBUTION_CHARS] for m in reversed(recent[:-window])][:2]
+    while todo:
+        cache.warm(todo)
+        todo = alone.ahead(store, cache, {"s"})
+    words.texts.clear()
+    for query in TOPICS:
+        search(store, "s", query, "semantic", budget=None)
+    indexed = len(words.texts)
+    assert indexed == 60  # the catch-up embedded the documents (a big call) ...
+    words.texts.clear()
+    for query in TOPICS:
+        search(store, "s", query, "semantic", budget=None)
+    assert words.texts == []  # ... and no attribution text had to be embedded
+    assert cache.hits > 0
+    store.close()

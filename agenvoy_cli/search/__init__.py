@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str | None] = {
     "search": "engine",
     "time_window": "engine",
     "grouped_lines": "results",
+    "ATTRIBUTION_CHARS": "semantic",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy(__name__, _EXPORTS)

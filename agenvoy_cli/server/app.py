@@ -140,7 +140,14 @@ class App:
 
 def run(layout: Layout, bound: str | None) -> int:
     """Serve until EOF or SIGTERM; 0 after a clean stop."""
+    from agenvoy_cli.server.alone import CachingEmbedder
+    from agenvoy_cli.vectors import index as vectors
+
     app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound)
+    try:
+        app.indexer.cache = vectors.wrap_embedder(app.store, CachingEmbedder)
+    except AgenvoyError:
+        pass  # a bad embedder setting: said by the first call that needs it
     try:
         anyio.run(app.serve)
     finally:

@@ -27,7 +27,8 @@ from agenvoy_cli.server.foreign import HISTORY_POLL, Watcher
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks at the database files
-BATCH = 8  # messages embedded per step (a search's query embedding waits at most one)
+BATCH = 2  # messages embedded per step (a search's query embedding waits at most one:
+# ~0.4 s with the default model; the CPU per message is the same for any batch size)
 
 
 class StoreThread:
@@ -66,6 +67,7 @@ class Indexer:
         self.failed: set[str] = set()
         self.stopped = False  # set on shutdown: no new step starts
         self.watcher = Watcher(store)
+        self.cache: Any = None  # server.alone.CachingEmbedder, when the server installed it
         self.watched_at = -HISTORY_POLL
 
     def histories(self) -> None:
@@ -128,7 +130,16 @@ class Indexer:
         """On a thread of its own: the model needs no store (and locks itself)."""
         from agenvoy_cli.vectors import index as vectors
 
-        return vectors.embedder(self.store).embed_documents([t.text for t in batch])
+        emb = vectors.embedder(self.store)
+        return getattr(emb, "inner", emb).embed_documents([t.text for t in batch])  # uncached
+
+    def ahead(self) -> list[str]:
+        """Texts of recent messages to embed ahead for attribution (server.alone)."""
+        from agenvoy_cli.server.alone import ahead
+
+        if self.cache is None or self.stopped:
+            return []
+        return ahead(self.store, self.cache, self.wanted - self.failed)
 
     def add(self, session_id: str, index: Any, batch: list[Any], vecs: list[Any]) -> None:
         from agenvoy_cli.search import catchup
@@ -154,6 +165,11 @@ async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Eve
             # abandoned on shutdown: it writes nothing, and EOF must not wait for the model
             vecs = await anyio.to_thread.run_sync(indexer.embed, batch, abandon_on_cancel=True)
             await thread.run(indexer.add, session_id, index, batch, vecs)
+        texts = await thread.run(indexer.ahead)  # when all is indexed: attribution's texts
+        if texts:
+            await idle.wait()
+            await anyio.to_thread.run_sync(indexer.cache.warm, texts, abandon_on_cancel=True)
+            continue  # new messages first
         wake.clear()
         try:
             await asyncio.wait_for(wake.wait(), POLL)

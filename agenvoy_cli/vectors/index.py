@@ -14,7 +14,7 @@ This module is the interface the layers above use; vectors/collection.py is one 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import guard
 from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-exported
@@ -93,3 +93,11 @@ def drop_index(store: Store, name: str) -> bool:
         for cname in doomed:
             client(store).delete_collection(cname)
     return bool(doomed)
+
+
+def wrap_embedder(store: Store, wrap: Any) -> Any:
+    """Replace this process's embedder (for the store's spec) by wrap(embedder): a
+    long-lived process's cache around it (the MCP server). Raises as embedder() does."""
+    spec = embedder_spec(store) or ""
+    _embedders[spec] = wrapped = wrap(embedder(store))
+    return wrapped
