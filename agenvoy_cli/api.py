@@ -236,6 +236,19 @@ class Memory:
                 "has_summary": bool(raw["summary_kept"]),
                 "summary": summary}
 
+    def doctor(self, session_id: str | None = None, *, repair: bool = False
+               ) -> dict[str, Any]:
+        """Check the home's invariants (one session, or all); `repair` fixes what can be
+        fixed from what is on disk. "remaining": the problems left (0: healthy)."""
+        from agenvoy_cli.doctor.checks import run_doctor
+
+        if session_id is not None:
+            self.store.require(session_id)
+        ids = [session_id] if session_id else self.store.session_ids()
+        problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
+        return {"session_count": len(ids), **listing("problems", problems),
+                "remaining": sum(1 for p in problems if not p["repaired"])}
+
     # -- error memory ---------------------------------------------------------------------
 
     def lookup_errors(self, query: str = "", *, tool: str | None = None,

@@ -32,10 +32,10 @@ def format_option(func: Any) -> Any:
 def emit(doc: Any, as_json: bool, render: Callable[[Any], str | None] | None = None, *,
          fmt: str | None = None, rows: str | None = None) -> None:
     """Print a result: exactly one JSON document with --json (schema_version first), the
-    list under `rows` as JSON Lines or CSV with --format jsonl|csv, else the human
-    rendering (--format table)."""
-    if fmt in ("jsonl", "csv") and rows is not None and isinstance(doc, dict):
-        items = doc.get(rows) or []
+    list under `rows` as JSON Lines or CSV with --format jsonl|csv (a result that is no
+    list: itself, one line or row), else the human rendering (--format table)."""
+    if fmt in ("jsonl", "csv") and isinstance(doc, dict):
+        items = (doc.get(rows) or []) if rows is not None else [doc]  # one object: one line
         click.echo(_jsonl(items) if fmt == "jsonl" else _csv(items), nl=False)
         return
     if fmt == "json":

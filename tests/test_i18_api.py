@@ -81,6 +81,8 @@ def test_memory_covers_sessions_forget_compact_errors_and_rag(home, tmp_path):
         removed = memory.remove_session("t")
         assert removed["action"] == "removed" and removed["deleted"] == 1
         assert memory.sessions()["count"] == 1
+        assert memory.doctor() == {"session_count": 1, "problems": [], "count": 0,
+                                   "remaining": 0}
         reset = memory.reset_session("s", summarize=False)
         assert reset["action"] == "reset" and reset["deleted"] == 1
         assert memory.context("s")["messages"] == []
@@ -138,6 +140,7 @@ def test_summarize_through_the_api(home, llm):  # noqa: F811
     ("errors", ("errors", "list")),
     ("prune_errors", ("errors", "prune")),
     ("rag_databases", ("rag", "list")),
+    ("doctor", ("doctor",)),
     ("remove_session", ("session", "remove", "s", "--yes")),
 ])
 def test_the_commands_call_the_api(run, home, monkeypatch, method, args):

@@ -90,3 +90,11 @@ def test_errors_prune_and_lookup_formats(run, home):
     hint = run("errors", "lookup", "--tool", "bash", "-q", "permission denied",
                "--no-semantic", "--format", "hint")
     assert hint.exit_code == 0 and "use sudo" in hint.stdout
+
+
+def test_a_single_result_is_one_jsonl_line_or_csv_row(run, home):
+    build(run, "s", 4)
+    [doc] = lines(run("compact", "s", "--format", "jsonl"))
+    assert doc["session_id"] == "s" and doc["removed"] == 0
+    [row] = rows(run("compact", "s", "--format", "csv"))
+    assert row["session_id"] == "s" and row["removed"] == "0"

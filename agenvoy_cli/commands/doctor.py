@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from agenvoy_cli.commands.common import complete_session, get_store, json_option
-from agenvoy_cli.doctor.checks import run_doctor
+from agenvoy_cli.commands.common import complete_session, json_option, memory
 from agenvoy_cli.errors import FAILED
 from agenvoy_cli.output import emit, format_option
 
@@ -32,14 +31,7 @@ def command(ctx: click.Context, session_id: str | None, repair: bool, as_json: b
     """Check that files parse and that the dual-write invariants hold (every history.json
     message in SQLite exactly once, no vector without its message or older than the trim
     point, meta consistent). Exit 0 when clean, 1 when problems remain."""
-    store = get_store(ctx)
-    if session_id:
-        store.require(session_id)
-    ids = [session_id] if session_id else store.session_ids()
-    problems = run_doctor(store, ids, repair)
-    remaining = [p for p in problems if not p.repaired]
-    emit({"session_count": len(ids), "problems": [p.as_dict() for p in problems],
-          "count": len(problems), "remaining": len(remaining)}, as_json, _render,
-         fmt=fmt, rows="problems")
-    if remaining:
+    doc = memory(ctx).doctor(session_id, repair=repair)
+    emit(doc, as_json, _render, fmt=fmt, rows="problems")
+    if doc["remaining"]:
         ctx.exit(FAILED)
