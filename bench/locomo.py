@@ -300,6 +300,33 @@ def bm25_reference(conv: dict, k1: float = 1.2, b: float = 0.75):
     return rank
 
 
+# ----------------------------------------------------------------------------- floor cost
+
+
+def floor_cost(home: Path, convs: list[dict], every: int) -> None:
+    """Semantic search with the relevance floor on (default) and off (AGENVOY_SEARCH_FLOOR=0),
+    interleaved question by question (the order alternating), wall and CPU medians."""
+    qs = [(ci, q) for ci, c in enumerate(convs) for q, _, _ in c["qa"][::every]]
+    times: dict[str, tuple[list[float], list[float]]] = {"on": ([], []), "off": ([], [])}
+    for rnd in range(2):
+        for i, (ci, q) in enumerate(qs):
+            for arm in (("on", "off") if (i + rnd) % 2 == 0 else ("off", "on")):
+                if arm == "off":
+                    os.environ["AGENVOY_SEARCH_FLOOR"] = "0"
+                else:
+                    os.environ.pop("AGENVOY_SEARCH_FLOOR", None)
+                wall, cpu = time.perf_counter(), time.process_time()
+                cli(home, "search", f"conv{ci}", "--limit", str(TOP), "--json", "--", q)
+                times[arm][0].append((time.perf_counter() - wall) * 1000)
+                times[arm][1].append((time.process_time() - cpu) * 1000)
+    os.environ.pop("AGENVOY_SEARCH_FLOOR", None)
+    load = os.getloadavg()[0]
+    for arm, (wall_ms, cpu_ms) in times.items():
+        print(f"floor {arm:3}: {len(wall_ms)} semantic searches, wall median "
+              f"{statistics.median(wall_ms):.1f} ms, CPU median {statistics.median(cpu_ms):.1f} ms")
+    print(f"  load average {load:.1f}")
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -314,6 +341,9 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true",
                     help="reuse the home of an earlier run (same data, same code)")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--floor-cost", type=int, default=0, metavar="N",
+                    help="only time semantic search with the floor on vs off (every Nth "
+                         "question, 2 interleaved rounds; needs a home from an earlier run)")
     args = ap.parse_args()
     if args.embedder:
         os.environ["AGENVOY_EMBEDDER"] = args.embedder
@@ -344,6 +374,9 @@ def main() -> None:
             cli(args.home, "backfill", f"conv{ci}", "--vectors")
         emb_wrap.save()
         print(f"  backfill --vectors: {time.perf_counter() - t1:.0f} s", file=sys.stderr)
+    if args.floor_cost:
+        floor_cost(args.home, convs, args.floor_cost)
+        return
     per_mode: dict[str, list] = {m: [] for m in modes}
     reference: list = []
     query_ms: dict[str, list[float]] = {m: [] for m in modes}

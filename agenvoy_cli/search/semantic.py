@@ -130,11 +130,12 @@ def floor(store: Store, model_id: str) -> float:
 def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: int,
                hi_seq: int) -> float | None:
     """The query's mean cosine similarity to up to BACKGROUND messages of [lo_seq, hi_seq),
-    spread evenly (None: too few vectors). Hold the write lock (Chroma access)."""
+    spread evenly (None: too few vectors). Only after vector_ranking found candidates (so
+    the index exists). Hold the write lock (Chroma access)."""
     from agenvoy_cli.vectors import index as vectors
 
     span = hi_seq - lo_seq
-    if span < BACKGROUND_MIN or not vectors.index_exists(store, vectors.MESSAGES):
+    if span < BACKGROUND_MIN:
         return None
     step = max(1, span // BACKGROUND)
     ids = [vectors.message_id(session_id, s) for s in range(lo_seq, hi_seq, step)][:BACKGROUND]
