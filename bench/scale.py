@@ -46,15 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from gendata import text  # bench/ is this script's path[0]
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = str.split("memory agent session search archive vector index compact summary error tool "
-                  "retry "
-         "deploy server database migration timeout config backup restore network cache "
-         "python golang sqlite chroma embed model query result token window context user "
-         "assistant message history budget meeting travel dinner project release bug fix "
-         "review test build docker kernel queue worker cron schedule alert metric log")
-ZH = "記憶錯誤會話搜尋向量索引壓縮摘要工具部署伺服器資料庫遷移逾時設定備份網路快取"
 MIB = 1 << 20
 
 
@@ -126,16 +120,6 @@ def agenvoy(home: Path, *args: str, stdin: bytes | None = None, keep: bool = Fal
 
 
 # ----------------------------------------------------------------------------- data
-
-def text(rng: random.Random, i: int) -> str:
-    n = rng.randint(8, 40)
-    words = [WORDS[min(int(rng.paretovariate(1.1)) - 1, len(WORDS) - 1)]
-             if rng.random() < 0.5 else rng.choice(WORDS) for _ in range(n)]
-    if i % 5 == 0:
-        a = rng.randrange(len(ZH) - 4)
-        words.append(ZH[a:a + rng.randint(2, 6)])
-    return f"message {i}: " + " ".join(words)
-
 
 def message(rng: random.Random, i: int, t0: int) -> dict[str, str]:
     clock = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0 + 30 * i))

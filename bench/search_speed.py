@@ -29,17 +29,12 @@ import sys
 import time
 from pathlib import Path
 
+import gendata  # bench/ is this script's path[0]
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 NS = 1_000_000_000
-_WORDS = ("memory agent session search archive vector index compact summary error tool retry "
-         "deploy server database migration timeout config backup restore network cache "
-         "python golang sqlite chroma embed model query result token window context user "
-         "assistant message history budget meeting travel dinner project release bug fix "
-         "review test build docker kernel queue worker cron schedule alert metric log")
-WORDS = _WORDS.split()
-ZH = "記憶錯誤會話搜尋向量索引壓縮摘要工具部署伺服器資料庫遷移逾時設定備份網路快取"
 QUERIES = {  # kind -> query (each must work as an every-term keyword query)
     "rare word": "zanzibar",
     "two words": "deploy timeout",
@@ -66,15 +61,8 @@ def wall(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
 
 
 def text(rng: random.Random, i: int) -> str:
-    n = rng.randint(8, 40)
-    words = [WORDS[min(int(rng.paretovariate(1.1)) - 1, len(WORDS) - 1)]
-             if rng.random() < 0.5 else rng.choice(WORDS) for _ in range(n)]
-    if i % 5 == 0:
-        a = rng.randrange(len(ZH) - 4)
-        words.append(ZH[a:a + rng.randint(2, 6)])
-    if i % 200_000 == 7:
-        words.append("zanzibar")
-    return f"message {i}: " + " ".join(words)
+    """gendata's message, with one rare word every 200,000 (the "rare word" query)."""
+    return gendata.text(rng, i) + (" zanzibar" if i % 200_000 == 7 else "")
 
 
 # ----------------------------------------------------------------------------- keyword
