@@ -27,6 +27,7 @@ from agenvoy_cli.server.foreign import HISTORY_POLL, Watcher
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks at the database files
+AHEAD_IDLE = 5.0  # seconds between looks for attribution texts to embed, once none were left
 BATCH = 2  # messages embedded per step (a search's query embedding waits at most one:
 # ~0.4 s with the default model; the CPU per message is the same for any batch size)
 
@@ -68,6 +69,7 @@ class Indexer:
         self.stopped = False  # set on shutdown: no new step starts
         self.watcher = Watcher(store)
         self.cache: Any = None  # server.alone.CachingEmbedder, when the server installed it
+        self.ahead_after = 0.0  # monotonic time before which ahead() does not look
         self.watched_at = -HISTORY_POLL
 
     def histories(self) -> None:
@@ -135,11 +137,16 @@ class Indexer:
 
     def ahead(self) -> list[str]:
         """Texts of recent messages to embed ahead for attribution (server.alone)."""
+        import time
+
         from agenvoy_cli.server.alone import ahead
 
-        if self.cache is None or self.stopped:
+        if self.cache is None or self.stopped or time.monotonic() < self.ahead_after:
             return []
-        return ahead(self.store, self.cache, self.wanted - self.failed)
+        texts = ahead(self.store, self.cache, self.wanted - self.failed)
+        if not texts:  # all ready: look again later (reading a big session's recent part
+            self.ahead_after = time.monotonic() + AHEAD_IDLE  # after each append costs)
+        return texts
 
     def add(self, session_id: str, index: Any, batch: list[Any], vecs: list[Any]) -> None:
         from agenvoy_cli.search import catchup
