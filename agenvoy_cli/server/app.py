@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -85,6 +86,7 @@ class App:
             return _error(f"internal error: {type(exc).__name__}: {exc}", 1, "internal")
         finally:
             self.calls -= 1
+            self.indexer.last_call = time.monotonic()
             if not self.calls:
                 self.idle.set()
         self.wake.set()

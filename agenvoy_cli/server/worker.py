@@ -28,6 +28,7 @@ from agenvoy_cli.server.foreign import HISTORY_POLL, Watcher
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks at the database files
 AHEAD_IDLE = 5.0  # seconds between looks for attribution texts to embed, once none were left
+QUIET = 0.5  # seconds without a tool call before the attribution warm-up takes a step
 BATCH = 2  # messages embedded per step (a search's query embedding waits at most one:
 # ~0.4 s with the default model; the CPU per message is the same for any batch size)
 
@@ -70,6 +71,7 @@ class Indexer:
         self.watcher = Watcher(store)
         self.cache: Any = None  # server.alone.CachingEmbedder, when the server installed it
         self.ahead_after = 0.0  # monotonic time before which ahead() does not look
+        self.last_call = 0.0  # monotonic end of the last tool call (set by the app)
         self.watched_at = -HISTORY_POLL
 
     def histories(self) -> None:
@@ -160,6 +162,8 @@ async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Eve
     the store thread; embedding (the slow part) runs beside it, so tool calls never wait
     for the model. No new batch starts while a tool call runs (`idle` is clear): a search
     catches up itself, and the two would embed the same messages."""
+    import time
+
     import anyio
 
     while True:
@@ -172,7 +176,10 @@ async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Eve
             # abandoned on shutdown: it writes nothing, and EOF must not wait for the model
             vecs = await anyio.to_thread.run_sync(indexer.embed, batch, abandon_on_cancel=True)
             await thread.run(indexer.add, session_id, index, batch, vecs)
-        texts = await thread.run(indexer.ahead)  # when all is indexed: attribution's texts
+        # when all is indexed and the agent is not calling: attribution's texts, a step at a
+        # time (opportunistic: back-to-back searches must not share the store thread with it)
+        calm = idle.is_set() and time.monotonic() - indexer.last_call >= QUIET
+        texts = await thread.run(indexer.ahead) if calm else []
         if texts:
             await idle.wait()
             await anyio.to_thread.run_sync(indexer.cache.warm, texts, abandon_on_cancel=True)
