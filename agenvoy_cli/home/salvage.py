@@ -96,9 +96,21 @@ def copy_rows(source: Path, dest: sqlite3.Connection) -> dict[str, tuple[int, in
                              f"VALUES ({marks})", rows.values())
             dest.execute("COMMIT")
             counts[table] = (len(rows), claimed)
+        _chunk_dbs(dest)
     finally:
         src.close()
     return counts
+
+
+def _chunk_dbs(dest: sqlite3.Connection) -> None:
+    """Chunks saved from a home older than migration 011 lack their database id: fill it
+    from rag_files and rebuild rag_chunks_fts (an UPDATE of db_id has no FTS trigger)."""
+    dest.execute("BEGIN IMMEDIATE")
+    fixed = dest.execute("UPDATE rag_chunks SET db_id = (SELECT f.db_id FROM rag_files f "
+                         "WHERE f.id = rag_chunks.file_id) WHERE db_id IS NULL").rowcount
+    if fixed:
+        dest.execute("INSERT INTO rag_chunks_fts(rag_chunks_fts) VALUES ('rebuild')")
+    dest.execute("COMMIT")
 
 
 def move_aside(db: Path) -> Path:

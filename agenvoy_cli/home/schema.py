@@ -321,6 +321,27 @@ def _m010_folder_mtime(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE session_stats ADD COLUMN dir_mtime_ns INTEGER")
 
 
+def _m011_db_in_rag_fts(conn: sqlite3.Connection) -> None:
+    """rag_chunks.db_id (the chunk's database, copied from rag_files: the delete trigger
+    reads it from the chunk row itself, which ON DELETE CASCADE still has) and the same id
+    as a column of rag_chunks_fts: a search MATCHes `db_id : ("<id>" OR ...) AND tokens :
+    (...)`, so its cost follows the searched databases, not the home. The index is rebuilt
+    once, inside the migration's transaction (a crash leaves the old index and version 10)."""
+    if "db_id" not in _columns(conn, "rag_chunks"):
+        conn.execute("ALTER TABLE rag_chunks ADD COLUMN db_id INTEGER")
+    conn.execute("UPDATE rag_chunks SET db_id = (SELECT f.db_id FROM rag_files f "
+                 "WHERE f.id = rag_chunks.file_id) WHERE db_id IS NULL")
+    if "db_id" in _columns(conn, "rag_chunks_fts"):
+        return
+    for name in ("rag_chunks_fts_ai", "rag_chunks_fts_ad", "rag_chunks_fts_au"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    conn.execute("DROP TABLE IF EXISTS rag_chunks_fts")
+    conn.execute("CREATE VIRTUAL TABLE rag_chunks_fts USING fts5(tokens, db_id, "
+                 f"content='rag_chunks', content_rowid='id', tokenize='{FTS_TOKENIZE}')")
+    _script(conn, fts_triggers("rag_chunks_fts", "rag_chunks", "id", _plain("tokens", "db_id")))
+    conn.execute("INSERT INTO rag_chunks_fts(rag_chunks_fts) VALUES ('rebuild')")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -332,5 +353,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("008_session_ids", _m008_session_ids),
     ("009_session_in_fts", _m009_session_in_fts),
     ("010_folder_mtime", _m010_folder_mtime),
+    ("011_db_in_rag_fts", _m011_db_in_rag_fts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

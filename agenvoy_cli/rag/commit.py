@@ -103,9 +103,9 @@ def _commit(store: Store, db: Database, group: list[_Work],
                     continue
                 for ordinal, chunk in enumerate(work.chunks):
                     cid = tx.execute(
-                        "INSERT INTO rag_chunks(file_id, ord, line_start, line_end, heading, "
-                        "text, tokens) VALUES (?,?,?,?,?,?,?)",
-                        (fid, ordinal, chunk.line_start, chunk.line_end, chunk.heading,
+                        "INSERT INTO rag_chunks(file_id, db_id, ord, line_start, line_end, "
+                        "heading, text, tokens) VALUES (?,?,?,?,?,?,?,?)",
+                        (fid, db.id, ordinal, chunk.line_start, chunk.line_end, chunk.heading,
                          chunk.text, _tokens(work, chunk))).lastrowid
                     if not db.vectors:  # --no-vectors: rows only, done at once
                         continue

@@ -107,6 +107,11 @@ def _in_dbs(db_ids: Sequence[int]) -> tuple[str, list[int]]:
     return f"f.db_id IN ({','.join('?' * len(db_ids))})", list(db_ids)
 
 
+def db_filter(db_ids: Sequence[int]) -> str:
+    """MATCH term for rag_chunks_fts's db_id column: one token per database."""
+    return "db_id : (" + " OR ".join(_quote(str(i)) for i in db_ids) + ")"
+
+
 def fts_ranking(conn: sqlite3.Connection, db_ids: Sequence[int], match: str | None, n: int,
                 contains: Sequence[str] = ()) -> list[tuple[int, float]]:
     """(chunk id, -bm25) best first; every string of `contains` must be in the tokens."""
@@ -117,11 +122,12 @@ def fts_ranking(conn: sqlite3.Connection, db_ids: Sequence[int], match: str | No
         sql = ("SELECT c.id, 0.0 AS s FROM rag_chunks c JOIN rag_files f ON f.id = c.file_id "
                f"WHERE {where}")
     else:
-        sql = ("SELECT c.id, bm25(rag_chunks_fts) AS s FROM rag_chunks_fts "
-               "JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "
-               "JOIN rag_files f ON f.id = c.file_id "
-               f"WHERE rag_chunks_fts MATCH ? AND {where}")
-        args = [match, *args]
+        # the databases are a column of the index (migration 011): the MATCH seeks to
+        # their rows and weighs them 0 in BM25; FTS5 drives the join (CROSS JOIN)
+        sql = ("SELECT c.id, bm25(rag_chunks_fts, 1.0, 0.0) AS s FROM rag_chunks_fts "
+               "CROSS JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "
+               "WHERE rag_chunks_fts MATCH ?")
+        args = [f"{db_filter(db_ids)} AND tokens : ({match})"]
     for text in contains:
         sql += " AND instr(c.tokens, ?) > 0"
         args.append(text)
