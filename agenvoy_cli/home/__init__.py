@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str | None] = {
     "validate_name": "layout",
     "is_held": "locking",
     "store_lock": "locking",
+    "change_stamp": "sqlite",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy(__name__, _EXPORTS)

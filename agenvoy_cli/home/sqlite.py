@@ -104,3 +104,17 @@ def reclaim_space(conn: sqlite3.Connection) -> None:
         conn.executescript("PRAGMA incremental_vacuum;")
     else:
         conn.execute("VACUUM")
+
+
+def change_stamp(path: Path) -> tuple[tuple[int, int, int] | None, ...]:
+    """(mtime, size, inode) of the database and its WAL: every commit by any process changes
+    it (a commit grows the WAL, a checkpoint writes the database), so an equal stamp means
+    nothing was written since. A missing file is None."""
+    out: list[tuple[int, int, int] | None] = []
+    for file in (path, path.with_name(path.name + "-wal")):
+        try:
+            st = os.stat(file)
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)

@@ -215,22 +215,12 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
 
 
 def _state(store: Store) -> tuple[Any, ...]:
-    """What every change the catch-up cares about changes: the database files (a commit
-    grows the WAL, a checkpoint writes the database) and Chroma's generation token (every
-    vector writer, this process included, writes a new one first)."""
-    import os
-
+    """What every change the catch-up cares about changes: the database files and Chroma's
+    generation token (every vector writer, this process included, writes a new one first)."""
+    from agenvoy_cli.home.sqlite import change_stamp
     from agenvoy_cli.vectors import index as vectors
 
-    out: list[Any] = [vectors.read_generation(store)]
-    db = store.layout.db
-    for path in (db, db.with_name(db.name + "-wal")):
-        try:
-            st = os.stat(path)
-            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
-        except OSError:
-            out.append(None)
-    return tuple(out)
+    return (vectors.read_generation(store), *change_stamp(store.layout.db))
 
 
 def _known_done(store: Store, session_id: str) -> tuple[Any, ...] | None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.home.sqlite import change_stamp
 from agenvoy_cli.server.foreign import HISTORY_POLL, Watcher
 
 T = TypeVar("T")
@@ -43,18 +43,6 @@ class StoreThread:
     def close(self) -> None:
         """Wait for the job in progress (a tool call or one indexing step), drop the rest."""
         self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _stamp(store: Store) -> tuple[Any, ...]:
-    out: list[Any] = []
-    db = store.layout.db
-    for path in (db, db.with_name(db.name + "-wal")):
-        try:
-            st = os.stat(path)
-            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
-        except OSError:
-            out.append(None)
-    return tuple(out)
 
 
 class Indexer:
@@ -90,7 +78,7 @@ class Indexer:
 
     def changed(self) -> bool:
         """Cheap (two stats): did any process write the database since the last look?"""
-        stamp = _stamp(self.store)
+        stamp = change_stamp(self.store.layout.db)
         if stamp == self.stamp:
             return False
         self.stamp = stamp
