@@ -189,3 +189,22 @@ def test_search_text_is_ranked_with_scores_and_hit_markers(run):
     assert out.startswith("#1  score ") and "\n> [" in out and "#2  score " in out
     timed = run("search", "s", "-q", "apple", "--mode", "keyword", "--order", "time").stdout
     assert timed.startswith("[recent]")
+
+
+def test_search_text_numbers_each_hit_of_a_segment_best_first():
+    """Three neighbouring hits (one segment) where the best is the last one: each gets its
+    own number, the best first (before: one "#1" over all three in time order)."""
+    from agenvoy_cli.commands.search import _render_rank
+
+    def row(seq, score, hit=True):
+        return {"source": "recent", "segment": 0, "hit": hit, "seq": seq, "score": score,
+                "sent_at": "2026-11-30T09:00:00+00:00", "role": "user", "content": f"m{seq}"}
+
+    doc = {"mode": "semantic", "query": "q",
+           "results": [row(0, 0.81), row(1, 0.78), row(2, None, hit=False), row(3, 0.82)]}
+    blocks = _render_rank(doc).split("\n\n")
+    assert [b.splitlines()[0].split()[0] for b in blocks] == ["#1", "#2", "#3"]
+    assert blocks[0].splitlines()[0].startswith("#1  score 0.820")
+    assert [line[-2:] for line in blocks[0].splitlines()[1:]] == ["m2", "m3"]  # context leads
+    assert "> " in blocks[0].splitlines()[2] and "  [" in blocks[0].splitlines()[1][:3]
+    assert blocks[1].splitlines()[1].endswith("m0") and blocks[2].splitlines()[1].endswith("m1")

@@ -52,6 +52,17 @@ def _render_time(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _entries(group: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """One entry per hit of a segment, with the context rows nearest to it (a row between
+    two hits goes to the closer one, the later on a tie: context usually leads up to a hit),
+    so that each number shows one hit and the best hit is never listed under another."""
+    hits = [i for i, r in enumerate(group) if r["hit"]]
+    if len(hits) <= 1:
+        return [group]
+    owner = [min(hits, key=lambda h: (abs(h - i), -h)) for i in range(len(group))]
+    return [[r for i, r in enumerate(group) if owner[i] == h] for h in hits]
+
+
 def _render_rank(doc: dict[str, Any]) -> str:
     """--order rank (default): each hit with its context, best score first, numbered, the
     score shown and the matching message marked with '>'."""
@@ -62,16 +73,18 @@ def _render_rank(doc: dict[str, Any]) -> str:
     for row in rows:
         groups.setdefault((row["source"], row["segment"]), []).append(row)
 
-    def best(group: list[dict[str, Any]]) -> float:
-        return max((r["score"] for r in group if r["score"] is not None), default=0.0)
+    def best(entry: list[dict[str, Any]]) -> float:
+        return max((r["score"] for r in entry if r["score"] is not None), default=0.0)
 
-    ranked = sorted(groups.items(), key=lambda kv: -best(kv[1]))  # stable: ties keep order
+    entries = [(source, entry) for (source, _), group in groups.items()
+               for entry in _entries(group)]
+    entries.sort(key=lambda e: -best(e[1]))  # stable: ties keep order
     out: list[str] = []
-    for rank, ((source, _), group) in enumerate(ranked, 1):
+    for rank, (source, entry) in enumerate(entries, 1):
         if out:
             out.append("")
-        out.append(f"#{rank}  score {best(group):.3f}  [{source}]")
-        out.extend(_line(r, "> " if r["hit"] else "  ") for r in group)
+        out.append(f"#{rank}  score {best(entry):.3f}  [{source}]")
+        out.extend(_line(r, "> " if r["hit"] else "  ") for r in entry)
     _any_note(doc, out)
     return "\n".join(out)
 
