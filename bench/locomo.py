@@ -47,6 +47,9 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
+import probes  # bench/ is this script's path[0]: one in-process CLI call, one hit order
+from probes import ranked_hits
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -221,26 +224,8 @@ def vectors_module():
 
 
 def cli(home: Path, *args: str, input: bytes | None = None) -> dict:
-    """One in-process `agenvoy --home HOME ARGS...`; its JSON document when --json."""
-    from click.testing import CliRunner
-
-    from agenvoy_cli.cli import cli as command
-
-    res = CliRunner().invoke(command, ["--home", str(home), *args], input=input,
-                             catch_exceptions=False)
-    if res.exit_code != 0:
-        raise SystemExit(f"agenvoy {' '.join(args[:2])}: exit {res.exit_code}: {res.stderr}")
-    return json.loads(res.stdout) if "--json" in args else {}
-
-
-def ranked_hits(doc: dict) -> list[int]:
-    """seqs of the hits, best first: by rank when the command gives one, else by score."""
-    hits = [r for r in doc["results"] if r["hit"]]
-    if hits and "rank" in hits[0]:
-        hits.sort(key=lambda r: r["rank"])
-    else:
-        hits.sort(key=lambda r: (-(r["score"] or 0.0), -r["seq"]))
-    return [r["seq"] for r in hits]
+    """One in-process `agenvoy --home HOME ARGS...` (probes.cli); its JSON when --json."""
+    return probes.cli("--home", str(home), *args, input=input)
 
 
 def build_home(home: Path, convs: list[dict]) -> list[dict[int, str]]:

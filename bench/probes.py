@@ -151,7 +151,7 @@ def ranked_hits(doc: dict) -> list[int]:
     if hits and "rank" in hits[0]:
         hits.sort(key=lambda r: r["rank"])
     else:
-        hits.sort(key=lambda r: -(r["score"] or 0.0))
+        hits.sort(key=lambda r: (-(r["score"] or 0.0), -r["seq"]))
     return [r["seq"] for r in hits]
 
 

@@ -1,13 +1,7 @@
 """One Chroma collection (and the client): the layer under vectors/index.py.
 
-Imported only by commands that need vectors (chromadb costs ~0.5 s to import). Every access
-to the local directory holds the store's exclusive lock and goes through vectors/guard.py,
-which reopens this process's client when another process wrote since (chroma's embedded
-client keeps the HNSW index in memory); embedding (the slow part) is done by callers outside
-the lock. Vectors are always passed explicitly, so Chroma's own default embedding function
-(which downloads a model) never runs. A collection records the model id and dimension it was
-built with; a different model is refused with a rebuild hint, never mixed. Messages live in
-one collection per session (vectors/messages.py): a search's cost is bounded by its session.
+The rules every access follows (the lock, the guard, explicit vectors, one model per
+collection) are written once, in vectors/index.py's docstring.
 """
 
 from __future__ import annotations
