@@ -108,10 +108,9 @@ class Memory:
 
     def sessions(self) -> dict[str, Any]:
         """Every session: message_count, bytes, last_message_at, has_summary."""
-        from agenvoy_cli.conversation.sessions import listing as session_listing
+        from agenvoy_cli.conversation.sessions import as_dicts, list_all
 
-        with self.store.read_lock():
-            return listing("sessions", session_listing(self.store))
+        return listing("sessions", as_dicts(list_all(self.store)))
 
     def session(self, session_id: str) -> dict[str, Any]:
         """One session with its archive row_count, trim point and path (NotFound)."""

@@ -165,8 +165,11 @@ def test_session_list_trusts_an_unchanged_folder_and_reads_a_changed_one(run, ho
     real_stat = os.stat
 
     def counted(path, *args, **kwargs):
-        if "/sessions/" in os.fspath(path):
-            stats.append(os.fspath(path))
+        name = os.fspath(path)
+        if kwargs.get("dir_fd") is not None:  # relative to an open folder
+            name = os.path.join(os.readlink(f"/proc/self/fd/{kwargs['dir_fd']}"), name)
+        if "/sessions/" in name:
+            stats.append(name)
         return real_stat(path, *args, **kwargs)
 
     with monkeypatch.context() as patched:
@@ -589,23 +592,28 @@ def test_forget_and_remove_keep_the_session_index_consistent(run, home):
 
 
 def test_the_session_list_table_is_output_table():
+    """list_table formats long plain listings itself: the same text as output.table (and
+    so tabulate's), short, damaged, without any time or any summary alike."""
     from agenvoy_cli.commands.session import HEADERS, list_table
-    from agenvoy_cli.output import table
+    from agenvoy_cli.contract import rfc3339
+    from agenvoy_cli.output import human_time, table
 
     rng = random.Random(6)
-    for n in (3, 51, 80, 200):
-        sessions = [{"session_id": f"s{rng.randrange(10 ** rng.randint(1, 8))}",
-                     "message_count": rng.randrange(10 ** rng.randint(1, 6)),
-                     "bytes": rng.randrange(10 ** rng.randint(1, 9)),
-                     "last_message_at": rng.choice([None, "2024-01-01T10:00:00+08:00"]),
-                     "has_summary": rng.random() < 0.5,
-                     "problem": "damaged" if n == 80 and rng.random() < 0.1 else None}
-                    for _ in range(n)]
-        want = table([(s["session_id"], s["message_count"], s["bytes"],
-                       "-" if s["last_message_at"] is None else "2024-01-01 10:00:00",
-                       s["has_summary"]) + (("DAMAGED",) if s["problem"] else ())
-                      for s in sessions], list(HEADERS))
-        assert list_table(sessions) == want
+    day = 1_704_074_400 * 10 ** 9
+    times = [None, day, day + 86_399_999_999_999]
+    for n, moments, summaries, damaged in ((0, times, 0.5, 0), (3, times, 0.5, 0),
+                                           (51, times, 0.5, 0), (80, times, 0.5, 0.1),
+                                           (200, times, 0.5, 0), (200, [None], 0, 0),
+                                           (120, [day], 1, 0)):
+        entries = [(f"s{rng.randrange(10 ** rng.randint(1, 8))}",
+                    rng.randrange(10 ** rng.randint(1, 6)), rng.randrange(10 ** rng.randint(1, 9)),
+                    rng.choice(moments), rng.random() < summaries,
+                    "damaged" if rng.random() < damaged else None)
+                   for _ in range(n)]
+        want = table([(sid, count, size, human_time(rfc3339(last)), summary)
+                      + (("DAMAGED",) if problem else ())
+                      for sid, count, size, last, summary, problem in entries], list(HEADERS))
+        assert list_table(entries) == want, n
 
 
 @pytest.mark.parametrize("zone", ["Asia/Taipei", "America/New_York", "Asia/Kolkata",
@@ -626,10 +634,12 @@ def test_the_listing_times_are_contract_rfc3339(zone, monkeypatch):
         seconds = [rng.randrange(-2 * 10 ** 9, 4 * 10 ** 9) for _ in range(3000)]
         for year_start in (1_698_000_000, 1_710_000_000, 1_680_000_000, 1_667_000_000):
             seconds += range(year_start, year_start + 120 * 86400, 1800)  # DST changes in
-        local = local_rfc3339()
+        local, wall = local_rfc3339(), local_rfc3339(zone=False)
         for sec in seconds:
             ns = sec * 1_000_000_000 + rng.randrange(10 ** 9)
-            assert local(ns) == rfc3339(ns), (zone, sec)
+            want = rfc3339(ns)
+            assert local(ns) == want, (zone, sec)
+            assert wall(ns) == f"{want[:10]} {want[11:19]}", (zone, sec)  # the table's
     finally:
         monkeypatch.undo()
         clock.tzset()

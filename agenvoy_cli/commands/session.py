@@ -13,6 +13,7 @@ from agenvoy_cli.commands.common import (
     session_argument,
 )
 from agenvoy_cli.contract import listing, moment
+from agenvoy_cli.conversation.sessions import Entry, local_rfc3339
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.output import emit, format_option, human_time, table, warn
 
@@ -29,31 +30,36 @@ def describe(store: Store, session_id: str, *, detail: bool) -> dict[str, Any]:
     return info
 
 
-def _wall_clock(local: str | None) -> str:
-    """human_time of an RFC 3339 time already in this machine's zone (what listing gives):
-    its date and time, without parsing it again."""
-    return "-" if local is None else f"{local[:10]} {local[11:19]}"
-
-
 HEADERS = ("session", "messages", "bytes", "last message", "summary")
 
 
-def list_table(sessions: list[dict[str, Any]]) -> str:
-    """The `session list` table: output.table's, built from string cells with one format
-    per row when the listing is long and plain (10,000 sessions: ~6x cheaper)."""
-    rows = [(s["session_id"], str(s["message_count"]), str(s["bytes"]),
-             _wall_clock(s["last_message_at"]), "yes" if s["has_summary"] else "no")
-            for s in sessions]
-    names = "".join(r[0] for r in rows)
-    if len(rows) <= 50 or any(s["problem"] for s in sessions) or not names.isascii() \
-            or not names.isprintable() or " " in names:
-        return table([row + (("DAMAGED",) if s["problem"] else ())
-                      for row, s in zip(rows, sessions)], list(HEADERS))
+def list_table(entries: list[Entry]) -> str:
+    """The `session list` table: output.table's, built straight from the entries with one
+    format per row when the listing is long and plain (10,000 sessions: ~6x cheaper)."""
+    clock = local_rfc3339(zone=False)  # as human_time shows them
+    names = [e[0] for e in entries]
+    joined = "".join(names)
+    counts, sizes = [e[1] for e in entries], [e[2] for e in entries]
+    if len(entries) <= 50 or any(e[5] for e in entries) or not joined.isascii() \
+            or not joined.isprintable() or " " in joined or min(counts + sizes) < 0:
+        return table([(sid, str(count), str(size), None if last is None else clock(last),
+                       summary)
+                      + (("DAMAGED",) if problem else ())
+                      for sid, count, size, last, summary, problem in entries], list(HEADERS))
     # tabulate's "simple": left-aligned, each column at least 2 wider than its header
-    widths = [max(len(h) + 2, max(map(len, col))) for h, col in zip(HEADERS, zip(*rows))]
-    fmt = "  ".join(f"%-{w}s" for w in widths[:-1]) + "  %s"  # no padding: rstripped
-    return "\n".join([fmt % HEADERS, "  ".join("-" * w for w in widths),
-                      *(fmt % row for row in rows)])
+    times = any(e[3] is not None for e in entries)
+    widths = [max(len(HEADERS[0]) + 2, max(map(len, names))),
+              max(len(HEADERS[1]) + 2, len(str(max(counts)))),
+              max(len(HEADERS[2]) + 2, len(str(max(sizes)))),
+              max(len(HEADERS[3]) + 2, 19 if times else 1),
+              max(len(HEADERS[4]) + 2, 3 if any(e[4] for e in entries) else 2)]
+    fmt = "%-{}s  %-{}d  %-{}d  %-{}s  %s".format(*widths[:4])  # the last one not padded
+    yes_no = ("no", "yes")
+    return "\n".join(["%-{}s  %-{}s  %-{}s  %-{}s  %s".format(*widths[:4]) % HEADERS,
+                      "  ".join("-" * w for w in widths),
+                      *(fmt % (sid, count, size, "-" if last is None else clock(last),
+                               yes_no[summary])
+                        for sid, count, size, last, summary, _ in entries)])
 
 
 @click.group("session")
@@ -67,13 +73,13 @@ def command() -> None:
 @click.pass_context
 def list_cmd(ctx: click.Context, as_json: bool, fmt: str | None = None) -> None:
     """Every session of the home: messages, bytes, last message time, summary."""
-    store = get_store(ctx)
-    with store.read_lock():
-        from agenvoy_cli.conversation.sessions import listing as session_listing
+    from agenvoy_cli.conversation.sessions import as_dicts, list_all
 
-        sessions = session_listing(store)  # from the session table: no history.json read
-    emit(listing("sessions", sessions), as_json, lambda d: list_table(d["sessions"])
-         if d["sessions"] else "no sessions", fmt=fmt, rows="sessions")
+    entries = list_all(get_store(ctx))  # from the session table: no history.json read
+    if fmt == "table" or (fmt is None and not as_json):  # no documents needed
+        emit(None, False, lambda _: list_table(entries) if entries else "no sessions")
+        return
+    emit(listing("sessions", as_dicts(entries)), as_json, fmt=fmt, rows="sessions")
 
 
 @command.command("show")

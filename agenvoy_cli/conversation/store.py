@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from agenvoy_cli.conversation import alignment, archive, sessions
+from agenvoy_cli.conversation import alignment, archive, session_marks, sessions
 from agenvoy_cli.conversation.history import (
     History,
     load_history,
@@ -29,7 +29,6 @@ from agenvoy_cli.conversation.messages import (
 from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
 from agenvoy_cli.home import salvage, sqlite
 from agenvoy_cli.home.config import Settings, load_settings
-from agenvoy_cli.home.files import ensure_dir
 from agenvoy_cli.home.layout import Layout, validate_name
 from agenvoy_cli.home.locking import store_lock
 
@@ -285,7 +284,7 @@ class Store:
                 tail, offset = (history.raw, 0) if history.raw is not None else \
                     read_tail(history.path, size)
                 splice = splice_point(tail, offset, history.path)
-            ensure_dir(history.path.parent)
+            session_marks.make_folder(conn, history.path.parent)  # sessions/ kept marked
             # A hard link to the old file lets a failed append put it back without needing
             # disk space (a full disk is a common reason for the SQLite write to fail).
             previous = None

@@ -342,6 +342,14 @@ def _m011_db_in_rag_fts(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT INTO rag_chunks_fts(rag_chunks_fts) VALUES ('rebuild')")
 
 
+def _m012_folder_marks(conn: sqlite3.Connection) -> None:
+    """folder_marks: the sessions/ folder's mtime as `session list` or our append last set it
+    (conversation/session_marks.py); while it holds, every session folder has its row in
+    session_stats and the listing reads no directory. `gen` counts the rows dropped since."""
+    conn.execute("CREATE TABLE IF NOT EXISTS folder_marks (folder TEXT PRIMARY KEY, "
+                 "mtime_ns INTEGER, gen INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -354,5 +362,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("009_session_in_fts", _m009_session_in_fts),
     ("010_folder_mtime", _m010_folder_mtime),
     ("011_db_in_rag_fts", _m011_db_in_rag_fts),
+    ("012_folder_marks", _m012_folder_marks),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
