@@ -484,7 +484,7 @@ def test_append_on_a_full_disk(run, monkeypatch, small_mount):
     monkeypatch.setenv("AGENVOY_HOME", str(small_mount / "home"))
     seed(run, n=4)
     filler = small_mount / "filler"
-    with open(filler, "wb") as handle:
+    with open(filler, "wb", buffering=0) as handle:  # unbuffered: close has nothing to flush
         try:
             while True:
                 handle.write(b"\0" * 65536)
