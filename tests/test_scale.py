@@ -591,6 +591,22 @@ def test_forget_and_remove_keep_the_session_index_consistent(run, home):
     conn.close()
 
 
+def test_a_plain_session_list_does_not_import_tabulate(run, home):
+    """Its import (with wcwidth and importlib.metadata) costs ~60 ms, more than formatting
+    10,000 rows; a plain listing of any length is formatted without it."""
+    append(run, "alpha", "one")
+    append(run, "beta", "uno", "dos")
+    code = ("import sys\nfrom agenvoy_cli.cli import cli\n"
+            "try:\n    cli.main(['session', 'list'], prog_name='agenvoy')\n"
+            "except SystemExit as e:\n    assert not e.code\n"
+            "print('tabulate' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[-1] == "False" and lines[0].startswith("session ") and len(lines) == 5
+
+
 def test_the_session_list_table_is_output_table():
     """list_table formats long plain listings itself: the same text as output.table (and
     so tabulate's), short, damaged, without any time or any summary alike."""
@@ -604,7 +620,8 @@ def test_the_session_list_table_is_output_table():
     for n, moments, summaries, damaged in ((0, times, 0.5, 0), (3, times, 0.5, 0),
                                            (51, times, 0.5, 0), (80, times, 0.5, 0.1),
                                            (200, times, 0.5, 0), (200, [None], 0, 0),
-                                           (120, [day], 1, 0)):
+                                           (120, [day], 1, 0), (1, [None], 0, 0),
+                                           (2, [day], 1, 0), (4, times, 0.5, 0.3)):
         entries = [(f"s{rng.randrange(10 ** rng.randint(1, 8))}",
                     rng.randrange(10 ** rng.randint(1, 6)), rng.randrange(10 ** rng.randint(1, 9)),
                     rng.choice(moments), rng.random() < summaries,

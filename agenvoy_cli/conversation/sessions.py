@@ -296,28 +296,12 @@ def _listing(store: Store, only: str | None) -> tuple[list[Entry], tuple[int, in
             rows = [by_id.get(sid) for sid in ids]  # type: ignore[misc]
             if new is not None and all(name in by_id for name in names):
                 to_record = (new, gen)
-    out: list[Entry | None] = []
-    later: list[int] = []
-    stat = os.stat
-    try:
-        fd: int | None = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        fd = None
-    try:
-        for sid, row in zip(ids, rows):
-            if row is not None and row[5] is not None and row[4] is not None and fd is not None:
-                try:
-                    same = stat(sid, dir_fd=fd).st_mtime_ns == row[5]
-                except OSError:
-                    same = False
-                if same:  # nothing created, renamed or removed in the folder since the row
-                    out.append((sid, row[1], row[2], row[3], row[4] == 1, None))
-                    continue
-            later.append(len(out))
-            out.append(None)
-    finally:
-        if fd is not None:
-            os.close(fd)
+    # nothing created, renamed or removed in a folder since its row: the row as it is
+    out: list[Entry | None] = [
+        (sid, row[1], row[2], row[3], row[4] == 1, None)
+        if row is not None and mtime is not None and row[5] == mtime and row[4] is not None
+        else None for sid, row, mtime in zip(ids, rows, _mtimes(folder, ids))]
+    later = [i for i, entry in enumerate(out) if entry is None]
     full = _raw_rows(conn) if len(later) > 200 else {}
     prefix = f"{folder}/"
     for i in later:
@@ -325,6 +309,28 @@ def _listing(store: Store, only: str | None) -> tuple[list[Entry], tuple[int, in
         row = full.get(sid) if full else _raw_rows(conn, sid).get(sid)
         out[i] = _from_row(sid, row, prefix + sid) or from_files(store, sid)
     return out, to_record  # type: ignore[return-value]
+
+
+def _mtimes(folder: Path, names: list[str]) -> list[int | None]:
+    """The mtime of each folder in `folder` (None when missing): one stat each."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return [None] * len(names)
+    stat = os.stat
+    try:
+        try:
+            return [stat(name, dir_fd=fd).st_mtime_ns for name in names]
+        except OSError:  # some are gone: one at a time
+            out: list[int | None] = []
+            for name in names:
+                try:
+                    out.append(stat(name, dir_fd=fd).st_mtime_ns)
+                except OSError:
+                    out.append(None)
+            return out
+    finally:
+        os.close(fd)
 
 
 def archive_rows(conn: sqlite3.Connection | None, session_id: str) -> int:
