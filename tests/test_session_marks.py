@@ -260,3 +260,25 @@ def test_a_folder_made_while_a_listing_scans_shows_in_the_next(run, home, monkey
         assert set(listed(run)) == {"alpha"}
     assert recorded(home)[0] is not None  # recorded, but no longer the folder's mtime
     assert listed(run)["late"][0] == 1
+
+
+def test_a_listing_records_nothing_into_a_database_replaced_meanwhile(run, home):
+    """doctor's salvage replaces history.db (session_stats is not carried over) between a
+    listing's scan and its record: the mark would vouch for rows that are gone."""
+    append(run, "alpha", "one")
+    append(run, "beta", "uno")
+    store = open_store(Layout(home))
+    try:
+        with store.read_lock():
+            _, mark = sessions._listing(store, None)
+        assert mark is not None
+        conn = sqlite3.connect(home / ".store" / "history.db")
+        with conn:  # as a fresh database: no rows, no mark, gen 0
+            conn.execute("DELETE FROM session_stats WHERE session_id = 'beta'")
+            conn.execute("DELETE FROM folder_marks")
+        conn.close()
+        session_marks.remember(store, *mark)
+    finally:
+        store.close()
+    assert recorded(home) is None
+    assert listed(run)["beta"][0] == 1

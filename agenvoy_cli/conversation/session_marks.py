@@ -14,7 +14,8 @@ transaction; `gen` counts the drops). Two writers record it:
 - `session list`, after a scan that found a row for every folder: the folder is marked before
   the scan (an entry created meanwhile changes the mtime again), and the value is recorded
   afterwards, under the write lock if that is free at once (else the next listing tries
-  again), and only if no row was dropped in between (same `gen`).
+  again), and only if no row was dropped in between (same `gen`) and every folder the scan
+  found still has its row (the database may have been replaced meanwhile).
 - an append that creates a session's folder: when the mark held just before its mkdir and the
   sessions/ link count grew by exactly one (no other folder came or went meanwhile), the folder
   is marked again and the new value recorded in the transaction that writes the session's row
@@ -89,18 +90,24 @@ def cleared(conn: sqlite3.Connection) -> None:
                  (SESSIONS,))
 
 
-def remember(store: Store, mark: int, gen: int) -> None:
-    """Record the mark a listing set before a scan that found every folder's row, if the
-    write lock is free at once and no row was dropped since (same gen). Best effort: a busy,
-    read-only or damaged home just keeps its listings scanning."""
+def remember(store: Store, mark: int, gen: int, names: list[str]) -> None:
+    """Record the mark a listing set before a scan that found `names` (every folder) with a
+    row each, if the write lock is free at once, no row was dropped since (same gen) and each
+    still has its row (the database may have been replaced meanwhile: doctor's salvage).
+    Best effort: a busy, read-only or damaged home just keeps its listings scanning."""
+    import orjson
+
     from agenvoy_cli.home.locking import store_lock
 
     with contextlib.suppress(AgenvoyError, OSError, sqlite3.Error), \
             store_lock(store.layout.lock, 0), store.write_lock(), \
             store.transaction() as conn:
-        conn.execute("INSERT INTO folder_marks (folder, mtime_ns, gen) VALUES (?, ?, ?) "
-                     "ON CONFLICT (folder) DO UPDATE SET mtime_ns = excluded.mtime_ns "
-                     "WHERE gen = excluded.gen", (SESSIONS, mark, gen))
+        if conn.execute("SELECT 1 FROM json_each(?) WHERE value NOT IN "
+                        "(SELECT session_id FROM session_stats) LIMIT 1",
+                        (orjson.dumps(names).decode(),)).fetchone() is None:
+            conn.execute("INSERT INTO folder_marks (folder, mtime_ns, gen) VALUES (?, ?, ?) "
+                         "ON CONFLICT (folder) DO UPDATE SET mtime_ns = excluded.mtime_ns "
+                         "WHERE gen = excluded.gen", (SESSIONS, mark, gen))
 
 
 def make_folder(conn: sqlite3.Connection, folder: Path) -> None:

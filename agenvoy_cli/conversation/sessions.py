@@ -264,7 +264,8 @@ def listing(store: Store, only: str | None = None) -> list[dict[str, Any]]:
     return as_dicts(_listing(store, only)[0])
 
 
-def _listing(store: Store, only: str | None) -> tuple[list[Entry], tuple[int, int] | None]:
+def _listing(store: Store, only: str | None
+             ) -> tuple[list[Entry], tuple[int, int, list[str]] | None]:
     """The entries and the mark to record, if any. The sessions are the rows of
     session_stats and, unless sessions/ still bears its mark, every folder in it too (a scan,
     the folder marked first). A session whose folder still bears its row's mark costs one
@@ -295,7 +296,7 @@ def _listing(store: Store, only: str | None) -> tuple[list[Entry], tuple[int, in
             ids = sorted(set(names).union(by_id))
             rows = [by_id.get(sid) for sid in ids]  # type: ignore[misc]
             if new is not None and all(name in by_id for name in names):
-                to_record = (new, gen)
+                to_record = (new, gen, names)
     # nothing created, renamed or removed in a folder since its row: the row as it is
     out: list[Entry | None] = [
         (sid, row[1], row[2], row[3], row[4] == 1, None)
