@@ -1,5 +1,5 @@
 """Issue #18: one output switch wherever a list is printed (--format table|json|jsonl|csv on
-doctor, compact --all, backfill, summarize, errors prune, errors lookup, forget), and the
+doctor, compact --all, backfill, summarize, errors record/prune/lookup, forget), and the
 vocabulary's times in tables (forget shows when a message was sent, not a raw ns number)."""
 
 from __future__ import annotations
@@ -98,3 +98,26 @@ def test_a_single_result_is_one_jsonl_line_or_csv_row(run, home):
     assert doc["session_id"] == "s" and doc["removed"] == 0
     [row] = rows(run("compact", "s", "--format", "csv"))
     assert row["session_id"] == "s" and row["removed"] == "0"
+
+
+def test_errors_record_formats(run, home, tmp_path):
+    batch = tmp_path / "two.json"
+    batch.write_text(json.dumps([
+        {"tool_name": "bash", "keywords": ["perm"], "symptom": "permission denied",
+         "action": "use sudo", "outcome": "resolved"},
+        {"tool_name": "web_fetch", "keywords": ["timeout"], "symptom": "read timed out",
+         "action": "retry later", "outcome": "failed"}]))
+    recorded = lines(run("errors", "record", "--from-json", str(batch), "--no-semantic",
+                         "--format", "jsonl"))
+    assert [(r["tool_name"], r["outcome"]) for r in recorded] == [
+        ("bash", "resolved"), ("web_fetch", "failed")]
+    [row] = rows(run("errors", "record", "--tool", "git", "-k", "lock", "--symptom",
+                     "index.lock exists", "--action", "remove the lock", "--outcome",
+                     "resolved", "--no-semantic", "--format", "csv"))
+    assert row["tool_name"] == "git" and row["id"]
+    doc = run("errors", "record", "--tool", "git", "-k", "lock", "--symptom", "x",
+              "--action", "y", "--outcome", "failed", "--no-semantic", "--format", "json").json()
+    assert doc["schema_version"] == 1 and len(doc["records"]) == 1
+    listed = run("errors", "list", "--format", "json").json()["records"]
+    assert {r["id"] for r in recorded} | {row["id"], doc["records"][0]["id"]} == \
+        {r["id"] for r in listed}

@@ -98,12 +98,13 @@ def command() -> None:
               help='The tool-call arguments as JSON: {"tool_name","keywords","symptom",'
                    '"cause","action","outcome"} (or a list of them).')
 @_semantic_option
+@format_option
 @json_option
 @click.pass_context
 def record_cmd(ctx: click.Context, tool_name: str | None, keywords: tuple[str, ...],
                symptom: str | None, cause: str | None, action: str | None,
                outcome: str | None, source: BinaryIO | None, semantic: bool | None,
-               as_json: bool) -> None:
+               as_json: bool, fmt: str | None = None) -> None:
     """Remember a tool failure and how it ended.
 
     The failure (tool, symptom, cause, keywords), the action taken and its outcome.
@@ -125,7 +126,7 @@ def record_cmd(ctx: click.Context, tool_name: str | None, keywords: tuple[str, .
         drafts = [errormem.make_draft(tool_name, list(keywords), symptom, cause, action,
                                       outcome)]
     emit(memory(ctx).record_errors(drafts, semantic=semantic, warn=warn), as_json,
-         lambda d: "\n".join(r["id"] for r in d["records"]))
+         lambda d: "\n".join(r["id"] for r in d["records"]), fmt=fmt, rows="records")
 
 
 def _read_query(words: tuple[str, ...], text: str | None) -> str:
