@@ -12,6 +12,7 @@
         memory.rag_create("notes", ["~/notes"], vectors=False)   # keyword search only
         chunks = memory.rag_search("retry policy", ["notes"])["results"]
         memory.summarize("s1"); memory.forget("s1", match="sk-live-"); memory.sessions()
+        memory.backfill(vectors=True)          # an existing Agenvoy home: archive + vectors
 
 Every method returns the document the matching command prints with ``--json`` (the same
 names, docs/json-vocabulary.md; without ``schema_version``), and raises the exceptions of
@@ -29,9 +30,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from agenvoy_cli.api_rag import Progress, RagMethods
 from agenvoy_cli.contract import listing, moment
-
-Progress = Callable[[int, int], None]
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 Warn = Callable[[str], None]
 
 
-class Memory:
-    """An Agenvoy home: conversation memory, error memory and document RAG."""
+class Memory(RagMethods):
+    """An Agenvoy home: conversation memory, error memory and document RAG (api_rag.py)."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *,
                  store: Store | None = None) -> None:
@@ -137,6 +137,41 @@ class Memory:
             return compact_session(self.store, session_id, max_bytes).as_dict()
         return listing("sessions", [compact_session(self.store, sid, max_bytes).as_dict()
                                     for sid in self.store.session_ids()])
+
+    def backfill(self, session_id: str | None = None, *, vectors: bool = False,
+                 rebuild: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+        """Write every history.json message SQLite lacks into SQLite (None: every session,
+        which may also start a new archive where one was lost); `vectors` also (re)builds
+        the vector index of the recent part, `rebuild` drops that index first."""
+        store = self.store
+        if session_id is not None:
+            store.require(session_id)
+        ids = [session_id] if session_id is not None else store.session_ids()
+        if rebuild:
+            from agenvoy_cli.vectors import index as vector_index
+
+            with store.write_lock():
+                vector_index.drop_index(store, vector_index.MESSAGES)
+        results = []
+        was, store.rebuilding = store.rebuilding, session_id is None
+        try:
+            for done, sid in enumerate(ids, 1):
+                with store.write_lock():
+                    synced = store.sync(sid)
+                row: dict[str, Any] = {"session_id": sid, "inserted": synced.inserted}
+                if vectors:
+                    from agenvoy_cli.search.engine import index_session
+
+                    row["embedded"] = index_session(store, sid, full=True)  # also repairs
+                results.append(row)
+                if progress is not None:
+                    progress(done, len(ids))
+        finally:
+            store.rebuilding = was
+        doc = {**listing("sessions", results), "inserted": sum(r["inserted"] for r in results)}
+        if vectors:
+            doc["embedded"] = sum(r["embedded"] for r in results)
+        return doc
 
     def forget(self, session_id: str, seqs: Sequence[int] = (), match: str | None = None, *,
                dry_run: bool = False) -> dict[str, Any]:
@@ -320,68 +355,6 @@ class Memory:
         gone = errormem.prune(self.store, dry_run=dry_run, **_warn(warn))
         return {**listing("records", [r.as_dict() for r in gone]), "dry_run": dry_run,
                 "pruned": 0 if dry_run else len(gone)}
-
-    # -- document RAG ---------------------------------------------------------------------
-
-    def rag_databases(self) -> dict[str, Any]:
-        """Every RAG database with its file and chunk counts, size and last sync."""
-        from agenvoy_cli import rag
-
-        return listing("databases", rag.list_databases(self.store))
-
-    def rag_search(self, query: str, databases: Sequence[str] | None = None, *,
-                   mode: str = "hybrid", limit: int = 8) -> dict[str, Any]:
-        """Search the named RAG databases (None: all of them): hybrid, keyword, semantic."""
-        from agenvoy_cli import rag
-
-        result = rag.search(self.store, None if databases is None else list(databases),
-                            query, mode, limit=limit)
-        return {**result.as_dict(), "notes": list(result.notes)}
-
-    def rag_create(self, name: str, paths: Sequence[str] = (), *, index: bool = True,
-                   max_file_bytes: int | None = None, hidden: bool | None = None,
-                   vectors: bool | None = None, progress: Progress | None = None,
-                   announce: Callable[[int, int, bool], None] | None = None
-                   ) -> dict[str, Any]:
-        """Create the database `name` bound to `paths`, and index them now (`index`).
-        vectors=False: keyword search only (fast); embed later with rag_sync(vectors=True)."""
-        from agenvoy_cli import rag
-
-        db = rag.create(self.store, name, list(paths), max_file_bytes=max_file_bytes,
-                        hidden=hidden, vectors=vectors)
-        doc: dict[str, Any] = {"database": db.name, "action": "created",
-                               "paths": [s.path for s in db.sources]}
-        if paths and index:
-            doc["sync"] = self.rag_sync(name, progress=progress, announce=announce)
-        return doc
-
-    def rag_sync(self, name: str, paths: Sequence[str] | None = None, *,
-                 max_file_bytes: int | None = None, hidden: bool | None = None,
-                 rebuild: bool = False, vectors: bool | None = None,
-                 progress: Progress | None = None,
-                 announce: Callable[[int, int, bool], None] | None = None) -> dict[str, Any]:
-        """Re-index what changed and drop what was deleted (`paths`: add them first)."""
-        from agenvoy_cli import rag
-
-        return rag.sync(self.store, name, None if paths is None else list(paths),
-                        max_file_bytes=max_file_bytes, hidden=hidden, rebuild=rebuild,
-                        vectors=vectors, progress=progress, announce=announce).as_dict()
-
-    def rag_files(self, name: str, *, skipped: bool = False) -> dict[str, Any]:
-        """The files of a database: format, state (and why skipped), bytes, chunk_count."""
-        from agenvoy_cli import rag
-
-        info = rag.list_files(self.store, name)
-        files = info.pop("files_list")
-        if skipped:
-            files = [f for f in files if f["state"] == "skipped"]
-        return {"database": info["name"], "summary": info, **listing("files", files)}
-
-    def rag_remove(self, name: str) -> dict[str, Any]:
-        """Delete a database: its rows and vectors (the files themselves are untouched)."""
-        from agenvoy_cli import rag
-
-        return rag.remove(self.store, name)
 
 
 FORGET_NOTE = "summary.json is not rewritten: it may still mention what was forgotten"

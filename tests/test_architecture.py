@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"search"},
     {"errormem", "rag"},
     {"doctor"},
-    {"api"},
+    {"api", "api_rag"},
     {"server"},
     {"commands"},
     {"cli", "__main__"},

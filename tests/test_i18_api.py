@@ -142,6 +142,8 @@ def test_summarize_through_the_api(home, llm):  # noqa: F811
     ("rag_databases", ("rag", "list")),
     ("doctor", ("doctor",)),
     ("remove_session", ("session", "remove", "s", "--yes")),
+    ("backfill", ("backfill", "s")),
+    ("backfill", ("backfill", "--all")),
 ])
 def test_the_commands_call_the_api(run, home, monkeypatch, method, args):
     from agenvoy_cli.api import Memory
@@ -177,3 +179,23 @@ def test_readme_python_example_runs_as_written(home, tmp_path, monkeypatch):
     assert scope["messages"][-1]["content"].endswith("we deploy on friday")
     assert scope["hits"]["results"] and "used sudo" in scope["hint"]
     assert scope["chunks"][0]["relpath"] == "policy.md"
+
+
+def test_backfill_through_the_api(home):
+    """An Agenvoy home (history.json, no archive rows): backfill writes them once, and the
+    Memory stays a normal one afterwards (backfill of every session may start a new
+    archive; a later call may not)."""
+    from agenvoy_cli import Memory
+    from tests.test_agent_traffic import write_history
+
+    (home / "sessions" / "agenvoy-made").mkdir(parents=True)
+    write_history(home, [{"role": "user", "content": f"deploy step {i}"} for i in range(5)],
+                  "agenvoy-made")
+    with Memory(home) as memory:
+        first = memory.backfill()
+        assert (first["count"], first["inserted"]) == (1, 5)
+        assert first["sessions"] == [{"session_id": "agenvoy-made", "inserted": 5}]
+        assert memory.store.rebuilding is False
+        assert memory.backfill("agenvoy-made")["inserted"] == 0  # exactly once
+        hits = memory.search("agenvoy-made", "step", mode="keyword")["results"]
+        assert len(hits) == 5

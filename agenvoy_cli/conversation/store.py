@@ -60,6 +60,7 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._ro: sqlite3.Connection | None = None
         self._stale: list[sqlite3.Connection] = []
+        self.rebuilding = False  # backfill --all, doctor: may start a new archive (salvage)
 
     # -- locks and connections -------------------------------------------------------------
     def write_lock(self) -> contextlib.AbstractContextManager[None]:
