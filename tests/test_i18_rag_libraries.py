@@ -195,11 +195,14 @@ def test_no_vectors_indexes_keywords_only_and_vectors_later(run, home, tmp_path,
     assert hybrid.json()["results"]  # keyword results still
     assert not (home / ".store" / "chroma").exists()
     listed = ok(run("rag", "list", "--json"))["databases"][0]
-    assert listed["vectors"] is False
+    # a boolean is an adjective or has_/is_ (docs/json-vocabulary.md rule 8): a plural noun
+    # such as "vectors" is always a list (rule 2)
+    assert listed["has_vectors"] is False and "vectors" not in listed
     # vectors later
     later = ok(run("rag", "sync", "t", "--vectors", "--json"))
     assert later["indexed"] == 5
     assert (home / ".store" / "chroma").is_dir()
-    assert ok(run("rag", "list", "--json"))["databases"][0]["vectors"] is True
+    assert ok(run("rag", "list", "--json"))["databases"][0]["has_vectors"] is True
+    assert ok(run("rag", "files", "t", "--json"))["summary"]["has_vectors"] is True
     sem = ok(run("rag", "search", "t", "word3", "--mode", "semantic", "--json"))
     assert sem["results"]

@@ -198,7 +198,7 @@ def list_cmd(ctx: click.Context, as_json: bool,
     """Every database: files, chunks, size, last sync (list_rag)."""
     emit(memory(ctx).rag_databases(), as_json, lambda d: table(
         [(x["name"], x["file_count"], x["chunk_count"], rag.human_size(x["bytes"]),
-          yes_no(x["vectors"]), human_time(x["synced_at"], "never"),
+          yes_no(x["has_vectors"]), human_time(x["synced_at"], "never"),
           ", ".join(x["paths"]) or "-")
          + ((f"{x['pending_count']} pending",) if x["pending_count"] else ())
          for x in d["databases"]],

@@ -315,7 +315,7 @@ def _summary(conn: sqlite3.Connection, db: Database) -> dict[str, Any]:
             "paths": [s.path for s in db.sources],
             "created_at": iso(db.created_at), "synced_at": iso(db.synced_at),
             "max_file_bytes": db.max_file_bytes, "hidden": db.hidden,
-            "vectors": db.vectors}
+            "has_vectors": db.vectors}
 
 
 def list_databases(store: Store) -> list[dict[str, Any]]:
