@@ -116,7 +116,7 @@ def human_time(value: str | int | None, missing: str = "-") -> str:
     if value is None or value == "":
         return missing
     if isinstance(value, int):
-        moment = datetime.fromtimestamp(value / 1e9)
+        moment = datetime.fromtimestamp(value // 10**9)  # whole seconds: no float rounding up
     else:
         try:
             moment = datetime.fromisoformat(value).astimezone()

@@ -208,3 +208,15 @@ def test_search_text_numbers_each_hit_of_a_segment_best_first():
     assert [line[-2:] for line in blocks[0].splitlines()[1:]] == ["m2", "m3"]  # context leads
     assert "> " in blocks[0].splitlines()[2] and "  [" in blocks[0].splitlines()[1][:3]
     assert blocks[1].splitlines()[1].endswith("m0") and blocks[2].splitlines()[1].endswith("m1")
+
+
+def test_table_times_truncate_like_the_json_times():
+    """A table's time (output.human_time of unix ns) is the second the JSON's sent_at names
+    (contract.rfc3339 truncates): 1 ns before a second boundary is still the earlier second,
+    not rounded up through a float."""
+    from agenvoy_cli.contract import rfc3339
+    from agenvoy_cli.output import human_time
+
+    for ns in (1_700_000_000 * 10**9 - 1, 1_764_759_599_999_999_999, 1_764_759_600 * 10**9):
+        assert human_time(ns) == human_time(rfc3339(ns)), ns
+        assert human_time(ns).replace(" ", "T") == rfc3339(ns)[:19], ns
