@@ -397,12 +397,7 @@ def test_background_indexing_catches_up_without_a_search(home: Path, tmp_path: P
             done = await anyio.to_thread.run_sync(
                 lambda: agenvoy("append", "bg", "--messages", str(batch)))
             assert done.returncode == 0
-            for _ in range(600):
-                count = vector_count(home, "bg")
-                if count >= 28:
-                    return count
-                await anyio.sleep(0.1)
-            return vector_count(home, "bg")
+            return await vectors_reach(home, "bg", 28)
 
     assert run_async(body) == 28
 
@@ -445,15 +440,22 @@ def test_agenvoy_append_is_indexed_in_the_background(home: Path) -> None:
             agent = GoAgent(home)
             agent.append("agv", messages(TOPICS + FILLER[2:6]))
             agent.close()
-            for _ in range(600):
-                count = vector_count(home, "agv")
-                if count >= 12:
-                    return count
-                await anyio.sleep(0.1)
-            return vector_count(home, "agv")
+            return await vectors_reach(home, "agv", 12)
 
     assert run_async(body) == 12
     assert _intact(home, "agv") == 12
+
+
+async def vectors_reach(home: Path, session_id: str, want: int) -> int:
+    """The session's vector count once it reaches `want`, or after INDEX_WAIT seconds (the
+    server imports chromadb and loads the embedder first: slow on a busy machine)."""
+    deadline = time.monotonic() + INDEX_WAIT
+    while (count := vector_count(home, session_id)) < want and time.monotonic() < deadline:
+        await anyio.sleep(0.1)
+    return count
+
+
+INDEX_WAIT = 120.0
 
 
 def vector_count(home: Path, session_id: str) -> int:
