@@ -142,7 +142,7 @@ def fts_ranking(conn: sqlite3.Connection, session_id: str, match: str | None, n:
 def _term_pairs(query: str) -> list[tuple[str, re.Pattern[str]]]:
     pairs = []
     for term in query.split():
-        pieces = [fold(p) for p in fts.word_pattern().findall(term)]
+        pieces = [fold(p) for p in fts.pieces(term)]
         if pieces:
             pairs.append((term, re.compile(r"[\W_]*".join(re.escape(p) for p in pieces))))
     return pairs
