@@ -173,26 +173,6 @@ def build_keyword(home: Path, sessions: int, per: int) -> None:
     mark(home, key)
 
 
-# messages_fts as the release before migration 009 left it (no session column)
-V8_FTS = """
-DROP TRIGGER messages_fts_ai; DROP TRIGGER messages_fts_ad; DROP TRIGGER messages_fts_au;
-DROP TABLE messages_fts; DROP VIEW messages_fts_source;
-CREATE VIRTUAL TABLE messages_fts USING fts5(tokens, content='messages', content_rowid='id',
-                                             tokenize='porter unicode61 remove_diacritics 2');
-CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens); END;
-CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, tokens) VALUES ('delete', old.id, old.tokens);
-END;
-CREATE TRIGGER messages_fts_au AFTER UPDATE OF tokens ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, tokens) VALUES ('delete', old.id, old.tokens);
-    INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens); END;
-INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
-PRAGMA user_version = 8;
-DELETE FROM agenvoy_migrations WHERE name > '009';
-"""
-
-
 def migration_cost(work: Path) -> dict[str, Any]:
     """The one-time upgrade of the keyword home (1M messages) from schema 8: a copy put back
     in the old shape, then the first command (a search) migrates it; CPU, wall, peak RSS."""
@@ -203,8 +183,11 @@ def migration_cost(work: Path) -> dict[str, Any]:
     conn = sqlite3.connect(src / ".store" / "history.db")
     conn.execute(f"VACUUM INTO '{home / '.store' / 'history.db'}'")
     conn.close()
+    sys.path.insert(0, str(ROOT))
+    from tests.old_schemas import V8_MESSAGES_FTS
+
     conn = sqlite3.connect(home / ".store" / "history.db")
-    conn.executescript(V8_FTS)
+    conn.executescript(V8_MESSAGES_FTS)
     conn.close()
     first = agenvoy(home, "search", "s000", "memory", "--mode", "keyword", "--json", rss=True)
     shutil.rmtree(home)

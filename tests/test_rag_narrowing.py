@@ -6,23 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from tests.old_schemas import V10_RAG_FTS
 from tests.test_rag import find, ok
-
-OLD_RAG_FTS = """
-DROP TRIGGER rag_chunks_fts_ai; DROP TRIGGER rag_chunks_fts_ad; DROP TABLE rag_chunks_fts;
-ALTER TABLE rag_chunks DROP COLUMN db_id;
-CREATE VIRTUAL TABLE rag_chunks_fts USING fts5(tokens, content='rag_chunks', content_rowid='id',
-                                               tokenize='porter unicode61 remove_diacritics 2');
-CREATE TRIGGER rag_chunks_fts_ai AFTER INSERT ON rag_chunks BEGIN
-    INSERT INTO rag_chunks_fts(rowid, tokens) VALUES (new.id, new.tokens);
-END;
-CREATE TRIGGER rag_chunks_fts_ad AFTER DELETE ON rag_chunks BEGIN
-    INSERT INTO rag_chunks_fts(rag_chunks_fts, rowid, tokens) VALUES ('delete', old.id, old.tokens);
-END;
-INSERT INTO rag_chunks_fts(rag_chunks_fts) VALUES ('rebuild');
-PRAGMA user_version = 10;
-DELETE FROM agenvoy_migrations WHERE name = '011_db_in_rag_fts';
-"""
 
 # The reference: the ranking before migration 011 (one tokens-only index, filtered after
 # MATCH), rebuilt beside the real index from the same rows (in a copy of the home's file).
@@ -199,7 +184,7 @@ def test_migration_011_puts_the_database_into_the_index(run, home, tmp_path):
     multi_db_home(run, tmp_path)
     before = {name: hits(run, name, "memory") for name in ("a", "b", "c")}
     conn = sqlite3.connect(db_path(home))
-    conn.executescript(OLD_RAG_FTS)
+    conn.executescript(V10_RAG_FTS)
     assert [r[1] for r in conn.execute("PRAGMA table_info(rag_chunks_fts)")] == ["tokens"]
     conn.close()
     # any command upgrades the home first
@@ -224,7 +209,7 @@ def test_migration_011_is_all_or_nothing(run, home, tmp_path, monkeypatch):
     conn = sqlite3.connect(db_path(home))
     alpha = conn.execute("SELECT count(*) FROM rag_chunks_fts WHERE rag_chunks_fts MATCH "
                          "'alpha'").fetchone()[0]
-    conn.executescript(OLD_RAG_FTS)
+    conn.executescript(V10_RAG_FTS)
     conn.close()
 
     def crash(*args, **kwargs):

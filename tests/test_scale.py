@@ -20,6 +20,7 @@ import orjson
 import pytest
 
 from tests.conftest import ROOT, agenvoy
+from tests.old_schemas import V8_MESSAGES_FTS
 
 AUDIT = r"""
 import os, sys
@@ -488,26 +489,6 @@ def test_keyword_cost_follows_the_session_not_the_home(tmp_path):
     assert ranked == [] and cost <= 1.5 * empty + 20, (cost, empty)
 
 
-OLD_MESSAGES_FTS = """
-DROP TRIGGER messages_fts_ai; DROP TRIGGER messages_fts_ad; DROP TRIGGER messages_fts_au;
-DROP TABLE messages_fts; DROP VIEW messages_fts_source;
-CREATE VIRTUAL TABLE messages_fts USING fts5(tokens, content='messages', content_rowid='id',
-                                             tokenize='porter unicode61 remove_diacritics 2');
-CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens);
-END;
-CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, tokens) VALUES ('delete', old.id, old.tokens);
-END;
-CREATE TRIGGER messages_fts_au AFTER UPDATE OF tokens ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, tokens) VALUES ('delete', old.id, old.tokens);
-    INSERT INTO messages_fts(rowid, tokens) VALUES (new.id, new.tokens);
-END;
-INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
-PRAGMA user_version = 8;
-DELETE FROM agenvoy_migrations WHERE name = '009_session_in_fts';
-"""
-
 
 def version_8_home(run, home) -> None:
     """A home as the release before migration 009 left it (messages_fts without the
@@ -515,7 +496,7 @@ def version_8_home(run, home) -> None:
     append(run, "alpha", "deploy the memory layer", "memory saved", "nothing here")
     append(run, "beta", "memory of beta", "deploy beta")
     conn = sqlite3.connect(home / ".store" / "history.db")
-    conn.executescript(OLD_MESSAGES_FTS)
+    conn.executescript(V8_MESSAGES_FTS)
     conn.close()
 
 
