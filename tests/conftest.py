@@ -58,3 +58,20 @@ def agenvoy(*args: str, input: bytes | str | None = None, env: dict | None = Non
     return subprocess.run([sys.executable, "-m", "agenvoy_cli", *args], input=input,
                           capture_output=True, timeout=timeout, env={**os.environ, **(env or {})},
                           cwd=ROOT)
+
+
+def vm_steps(conn, call):
+    """(SQLite VM steps in blocks of 50, call's result): the work a query does, counted the
+    same on a busy machine as on an idle one (the cost tests compare these, not times)."""
+    counter = [0]
+
+    def tick() -> int:
+        counter[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 50)
+    try:
+        result = call()
+    finally:
+        conn.set_progress_handler(None, 0)
+    return counter[0], result

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from tests.conftest import vm_steps
 from tests.old_schemas import V10_RAG_FTS
 from tests.test_rag import find, ok
 
@@ -69,19 +70,10 @@ def steps(home: Path, name: str, query: str) -> tuple[int, list]:
 
     conn = db.connect(db_path(home), 5.0)
     ident = db_id(home, name)
-    counter = [0]
-
-    def tick() -> int:
-        counter[0] += 1
-        return 0
-
-    conn.set_progress_handler(tick, 50)
     try:
-        ranked = fts_ranking(conn, [ident], match_every(query)[0], 10)
+        return vm_steps(conn, lambda: fts_ranking(conn, [ident], match_every(query)[0], 10))
     finally:
-        conn.set_progress_handler(None, 0)
         conn.close()
-    return counter[0], ranked
 
 
 def test_rag_keyword_cost_follows_the_database_not_the_home(run, tmp_path, monkeypatch):

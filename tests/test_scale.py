@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import ROOT, agenvoy
+from tests.conftest import ROOT, agenvoy, vm_steps
 from tests.old_schemas import V8_MESSAGES_FTS
 
 AUDIT = r"""
@@ -447,18 +447,8 @@ def _fill(conn: sqlite3.Connection, sid: str, first_seq: int, count: int, word: 
 def _steps(conn: sqlite3.Connection, sid: str, query: str) -> tuple[int, list]:
     from agenvoy_cli.search.keyword import keyword_ranking
 
-    counter = [0]
-
-    def tick() -> int:
-        counter[0] += 1
-        return 0
-
-    conn.set_progress_handler(tick, 50)
-    try:
-        ranked, _ = keyword_ranking(conn, sid, query, 20)
-    finally:
-        conn.set_progress_handler(None, 0)
-    return counter[0], ranked
+    steps, (ranked, _) = vm_steps(conn, lambda: keyword_ranking(conn, sid, query, 20))
+    return steps, ranked
 
 
 def test_keyword_cost_follows_the_session_not_the_home(tmp_path):
