@@ -97,6 +97,7 @@ class _Candidates:
     coverage: float | None  # share of the query's tokens in the best keyword hit
     unindexed: list[tuple[int, float]]  # keyword ranking of messages left without a vector
     typical: float | None = None  # the query's mean similarity to the session (the floor)
+    unsearchable: int = 0  # vectors an inconsistent index left out
 
 
 def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
@@ -114,8 +115,9 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
             tokens = fts.term_tokens(top[0].body) if top else []
             cover = fusion.coverage(
                 [t for term in fts.query_terms(content_query(query)) for t in term], tokens)
-    vec = semantic.vector_ranking(store, session_id, vector, n, lo_seq=scope.start,
-                                  hi_seq=scope.vector_hi, window=window)
+    vec, unsearchable = semantic.vector_hits(store, session_id, vector, n,
+                                             lo_seq=scope.start, hi_seq=scope.vector_hi,
+                                             window=window)
     # texts for the attribution check, before and after fusion (smoothing adds neighbours)
     top = [s for s, _ in vec[:2 * semantic.ATTRIBUTION_TOP] + kw[:2 * semantic.ATTRIBUTION_TOP]]
     want = {x for s in top for x in (s - 2, s - 1, s, s + 1) if x >= 0}
@@ -129,7 +131,7 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
             if seq in wanted]
     typical = semantic.background(store, session_id, vector, scope.start,
                                   scope.vector_hi) if floor and vec else None
-    return _Candidates(kw, vec, by_seq, cover, late, typical)
+    return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable)
 
 
 def vector_search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
@@ -160,9 +162,7 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         cand = _candidates(store, session_id, query, mode, n, scope, window, vector,
                            caught.unindexed, result.floor)
         note_unarchived(result, unarchived(store.db_readonly(), session_id, scope))
-    from agenvoy_cli.vectors.messages import last_unsearchable
-
-    result.unsearchable_count = last_unsearchable.pop(session_id, 0)
+    result.unsearchable_count = cand.unsearchable
     if caught.unindexed:
         result.notes.append(
             f"{len(caught.unindexed)} message(s) are not embedded yet and were searched by "

@@ -57,15 +57,24 @@ def vector_ranking(store: Store, session_id: str, vector: Sequence[float], n: in
                    lo_seq: int, hi_seq: int | None,
                    window: TimeWindow | None = None) -> list[tuple[int, float]]:
     """(seq, cosine similarity), best first. Hold the write lock (Chroma access)."""
+    return vector_hits(store, session_id, vector, n, lo_seq=lo_seq, hi_seq=hi_seq,
+                       window=window)[0]
+
+
+def vector_hits(store: Store, session_id: str, vector: Sequence[float], n: int, *,
+                lo_seq: int, hi_seq: int | None, window: TimeWindow | None = None
+                ) -> tuple[list[tuple[int, float]], int]:
+    """(vector_ranking, how many entries an inconsistent index had to leave out)."""
     from agenvoy_cli.vectors import index as vectors
 
     if n <= 0 or (hi_seq is not None and hi_seq <= lo_seq):
-        return []
+        return [], 0
     if not vectors.index_exists(store, vectors.MESSAGES):
-        return []
+        return [], 0
     index = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
     hits = index.query(vector, n, where=seq_where(session_id, lo_seq, hi_seq, window))
-    return [(int(h.metadata["seq"]), 1.0 - float(h.distance)) for h in hits]
+    return ([(int(h.metadata["seq"]), 1.0 - float(h.distance)) for h in hits],
+            int(getattr(index, "unsearchable", 0)))
 
 
 def attribution_pairs(ranked: Sequence[tuple[int, float]]) -> list[int]:

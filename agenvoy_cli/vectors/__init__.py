@@ -13,7 +13,6 @@ _EXPORTS: dict[str, str | None] = {
     "has_vectors": "location",
     "server_url": "location",
     "MessageIndex": "messages",
-    "last_unsearchable": "messages",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy(__name__, _EXPORTS)

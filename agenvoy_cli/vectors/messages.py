@@ -39,10 +39,6 @@ if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.models.embedders import Embedder
 
-# session id -> entries the last query in this process had to leave out (inconsistent index)
-last_unsearchable: dict[str, int] = {}
-
-
 def collection_for(session_id: str) -> str:
     """A session's collection (Chroma allows only [a-zA-Z0-9._-] in names: hashed)."""
     from hashlib import blake2b as _blake2b
@@ -159,7 +155,7 @@ class MessageIndex:
                 hits = index.query(vector, min(n, len(present)), where=rest, ids=ids)
         else:
             hits = index.query(vector, n, where=rest, ids=ids)
-        self.unsearchable = last_unsearchable[sid] = index.unsearchable
+        self.unsearchable = index.unsearchable
         return hits
 
     def get(self, where: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
