@@ -93,18 +93,20 @@ class Memory(RagMethods):
     def search(self, session_id: str, query: str, *, mode: str = "semantic",
                limit: int = 8, range: str = "all", since: str | None = None,
                until: str | None = None, progress: Callable[[int, int], None] | None = None,
-               budget: float | None = None, notice: Callable[..., Any] | None = None
-               ) -> dict[str, Any]:
+               budget: float | None = None, notice: Callable[..., Any] | None = None,
+               match: str | None = None) -> dict[str, Any]:
         """Search a session: semantic (default), keyword or hybrid; `range`, `since`,
         `until` take what the CLI's options take (7d, 1mo, '2025-01-31', 'yesterday').
         `budget`: at most this many seconds embedding new messages first (None: all of
-        them); what is left is searched by keyword. The human notes are under "notes"."""
+        them); what is left is searched by keyword. `match` ("all" | "any", keyword):
+        every term or any term (default: all for 1-3 terms, else any). "notes" holds
+        {"code", "message"} objects (docs/json-vocabulary.md)."""
         from agenvoy_cli.search.engine import search, time_window
 
         window = time_window(range, since, until)
         result = search(self.store, session_id, query, mode, limit=limit, window=window,
-                        progress=progress, budget=budget, notice=notice)
-        return {**result.as_dict(), "notes": list(result.notes)}
+                        progress=progress, budget=budget, notice=notice, match=match)
+        return result.as_dict()
 
     def sessions(self) -> dict[str, Any]:
         """Every session: message_count, bytes, last_message_at, has_summary."""

@@ -424,7 +424,7 @@ def test_agenvoy_write_to_history_json_only_is_found_by_the_next_search(home: Pa
 
     text, doc = run_async(body)["semantic"]
     assert "Mochi hides under the bed" in text, text
-    assert not doc["notes"] or "not in SQLite" not in " ".join(doc["notes"])
+    assert "unarchived" not in [n["code"] for n in doc["notes"]]
     assert _intact(home, "agv") == 4 + len(TOPICS) + len(FILLER)  # archived exactly once
 
 

@@ -25,19 +25,21 @@ def _line(row: dict[str, Any], marker: str = "") -> str:
     return f"{marker}[{human_time(row['sent_at'])} · {row['role']}] {row['content']}"
 
 
+# notes the text output shows on stdout (in place of results, or below them), not on stderr
+ON_STDOUT = ("nothing_searchable", "context_window", "not_related", "any_term")
+
+
 def _empty(doc: dict[str, Any]) -> str:
-    if doc.get("match") == "none":
-        return f"nothing searchable in: {doc['query']}"
+    for note in doc.get("notes", ()):
+        if note["code"] in ON_STDOUT:
+            return str(note["message"])
     if doc["mode"] == "keyword":
         return f"no matches with keyword: {doc['query']}"
-    if doc.get("searchable_count") == 0:
-        return (f"all {doc['message_count']} messages are in the context window: "
-                "nothing else to search")
     return f"no message is related closely enough to: {doc['query']}"
 
 
 def _any_note(doc: dict[str, Any], out: list[str]) -> None:
-    if doc.get("match") == "any" and doc["mode"] == "keyword":
+    if any(n["code"] == "any_term" for n in doc.get("notes", ())):
         out.append("")
         out.append("(no message has every term; showing messages with any of them)")
 
@@ -107,6 +109,9 @@ def _render_rank(doc: dict[str, Any]) -> str:
               help="Only messages at or before TIME (a date alone means through that day).")
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=DEFAULT_LIMIT,
               show_default=True, help="Hits per source (archive, recent).")
+@click.option("--match", type=click.Choice(["all", "any"]), default=None,
+              help="keyword: every term (default for 1-3 terms; any term when no message "
+                   "has every term) or any term (default for longer questions).")
 @click.option("--budget", type=float, default=DEFAULT_BUDGET, show_default=True,
               metavar="SECONDS", envvar="AGENVOY_SEARCH_BUDGET",
               help="At most this long embedding new messages first (semantic, hybrid); "
@@ -120,12 +125,15 @@ def _render_rank(doc: dict[str, Any]) -> str:
 @click.pass_context
 def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
             query_text: str | None, mode: str, range_: str, since: str | None,
-            until: str | None, limit: int, budget: float, order: str, as_json: bool,
+            until: str | None, limit: int, match: str | None, budget: float, order: str,
+            as_json: bool,
         fmt: str | None = None) -> None:
     """Search SESSION's memory for QUERY (several words are joined).
 
-    keyword finds messages holding every term (any order, case-insensitive; Chinese by any
-    substring of two or more characters), in two groups: [archive] (trimmed out of
+    keyword finds messages holding every term of a short query (1-3 terms after stop-words;
+    any term when no message has them all, or for a longer question; --match forces either;
+    any order, case-insensitive; Chinese by any substring of two or more characters), in two
+    groups: [archive] (trimmed out of
     history.json, from SQLite) and [recent] (history.json). semantic and hybrid leave out the
     context window (the last max_history_messages) and show each hit with 2 messages before
     and 1 after. A semantic or hybrid search first embeds messages not yet indexed, for at
@@ -139,10 +147,11 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
     try:
         doc = memory(ctx).search(session_id, text, mode=mode, limit=limit, range=range_,
                                  since=since, until=until, progress=bar, budget=budget,
-                                 notice=notice_line(session_id, budget))
+                                 notice=notice_line(session_id, budget), match=match)
     finally:
         bar.close()
     for note in doc["notes"]:
-        warn(f"agenvoy: note: {note}")
+        if note["code"] not in ON_STDOUT and note["code"] != "unsearchable":  # warned
+            warn(f"agenvoy: note: {note['message']}")
     emit(doc, as_json, _render_rank if order == "rank" else _render_time,
          fmt=fmt, rows="results")

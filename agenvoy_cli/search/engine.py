@@ -36,8 +36,11 @@ from agenvoy_cli.search.catchup import (  # noqa: F401 - re-exported for callers
 )
 from agenvoy_cli.search.fusion import fuse  # noqa: F401 - used by rag
 from agenvoy_cli.search.keyword import (  # noqa: F401 - content_query: used by rag
+    MATCHES,
     content_query,
+    default_match,
     keyword_ranking,
+    term_count,
     unarchived_ranking,
 )
 from agenvoy_cli.search.results import SearchResult, rows_of
@@ -65,9 +68,14 @@ def checked_query(query: str) -> str:
 
 
 def keyword_search(store: Store, session_id: str, query: str, *, limit: int = DEFAULT_LIMIT,
-                   window: TimeWindow | None = None) -> SearchResult:
-    """One BM25 ranking over the whole session, every term above some terms."""
+                   window: TimeWindow | None = None, match: str | None = None
+                   ) -> SearchResult:
+    """One BM25 ranking over the whole session: a short query's every-term matches only
+    (any term when none has every term: then a note says so), a long one's any-term
+    ranking; `match` ("all" | "any") forces either."""
     query = checked_query(query)
+    if match is not None and match not in MATCHES:
+        raise BadInput(f"unknown match {match!r} (expected {', '.join(MATCHES)})")
     window = window or TimeWindow()
     result = SearchResult(session_id, query, "keyword", window=window)
     with store.read_lock():
@@ -76,15 +84,27 @@ def keyword_search(store: Store, session_id: str, query: str, *, limit: int = DE
         conn = store.db_readonly()
         if fts.match_all(query) is None:
             result.match = "none"
+            result.note("nothing_searchable", f"nothing searchable in: {query}")
             return result
-        hits, result.match = ([], "any") if conn is None else keyword_ranking(
-            conn, session_id, query, limit, window=window)
+        want = match or default_match(query)
         missing = unarchived(conn, session_id, scope)
         note_unarchived(result, missing)
-        if missing:
-            late = unarchived_ranking(scope.recent[-missing:], query, limit, window)
-            hits = (hits + late)[:limit]
-            result.match = "all" if result.match == "all" else "any"
+
+        def ranked(how: str) -> tuple[list[tuple[int, float]], str]:
+            hits, got = ([], how) if conn is None else keyword_ranking(
+                conn, session_id, query, limit, window=window, match=how)
+            late = unarchived_ranking(scope.recent[-missing:], query, limit, window,
+                                      match=how) if missing else []
+            return (hits + late)[:limit], got
+
+        hits, result.match = ranked(want)
+        if not hits and want == "all" and match is None and term_count(query) > 1:
+            hits, result.match = ranked("any")
+            if hits:
+                result.note("any_term", "no message has every term of the query; showing "
+                            "messages with any of them")
+            else:
+                result.match = "all"
     fill(result, store, session_id, scope, hits, expand_lo=None)
     return result
 
@@ -109,7 +129,7 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
     cover = None
     if mode == "hybrid" and conn is not None:
         kw, _ = keyword_ranking(conn, session_id, query, n, hi_seq=scope.cutoff,
-                                window=window)
+                                window=window, match="any")
         if kw:
             top = rows_of(conn, session_id, [kw[0][0]])
             tokens = fts.term_tokens(top[0].body) if top else []
@@ -127,8 +147,8 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
     if mode == "semantic" and unindexed and conn is not None:
         wanted = set(unindexed)
         late = [(seq, sc) for seq, sc in keyword_ranking(
-            conn, session_id, query, POOL, hi_seq=scope.vector_hi, window=window)[0]
-            if seq in wanted]
+            conn, session_id, query, POOL, hi_seq=scope.vector_hi, window=window,
+            match="any")[0] if seq in wanted]
     typical = semantic.background(store, session_id, vector, scope.start,
                                   scope.vector_hi) if floor and vec else None
     return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable)
@@ -164,19 +184,27 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         note_unarchived(result, unarchived(store.db_readonly(), session_id, scope))
     result.unsearchable_count = cand.unsearchable
     if caught.unindexed:
-        result.notes.append(
-            f"{len(caught.unindexed)} message(s) are not embedded yet and were searched by "
-            f"keyword only; `agenvoy backfill --vectors {session_id}` embeds them now, a "
-            "running `agenvoy mcp` server keeps them embedded ahead of searches")
+        spent = f"the {budget:g} s budget for embedding was spent: " if budget else ""
+        result.note("budget_spent" if spent else "unindexed",
+                    f"{spent}{len(caught.unindexed)} message(s) are not embedded yet and were "
+                    f"searched by keyword only; `agenvoy backfill --vectors {session_id}` "
+                    "embeds them now, a running `agenvoy mcp` server keeps them embedded "
+                    "ahead of searches")
+    if result.unsearchable_count:
+        result.note("unsearchable", f"{result.unsearchable_count} vector(s) of an "
+                    "inconsistent index were left out; `agenvoy doctor --repair` rebuilds it")
     lo = scope.start if mode == "semantic" else 0
     result.message_count = len(scope.recent) if mode == "semantic" else scope.next_seq
     result.searchable_count = max(0, (scope.cutoff if scope.cutoff is not None
                                       else scope.next_seq) - lo)
     if not result.searchable_count:
+        result.note("context_window", f"all {result.message_count} messages are in the "
+                    "context window: nothing else to search")
         return result
     attribution = semantic.Attribution()
     vec = semantic.attribute(cand.vector, vector, emb, cand.bodies, attribution)
-    if not semantic.relevant(vec, result.floor, cand.typical, emb.model_id):
+    floored = not semantic.relevant(vec, result.floor, cand.typical, emb.model_id)
+    if floored:
         vec = []  # nothing clearly related: better nothing than the nearest noise
     if mode == "semantic":
         ranked = fuse(cand.unindexed, vec, neighbour=0.0) if cand.unindexed else vec
@@ -189,20 +217,23 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         if vec:  # hits that came by vectors: keep them attributed after fusion too
             ranked = semantic.attribute(ranked, vector, emb, cand.bodies, attribution)
     fill(result, store, session_id, scope, ranked[:limit], expand_lo=lo)
+    if floored and not result.results:
+        result.note("not_related", f"no message is related closely enough to: {query}")
     return result
 
 
 def search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
            limit: int = DEFAULT_LIMIT, window: TimeWindow | None = None,
            progress: Progress | None = None, budget: float | None = None,
-           notice: Notice | None = None) -> SearchResult:
+           notice: Notice | None = None, match: str | None = None) -> SearchResult:
     """`agenvoy search`: dispatch on the mode, the stable entry point (budget/notice: see
-    catchup.catch_up)."""
+    catchup.catch_up; match: keyword only, see keyword_search)."""
     if mode not in MODES:
         raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
     if limit < 1:
         raise BadInput("--limit must be at least 1")
     if mode == "keyword":
-        return keyword_search(store, session_id, query, limit=limit, window=window)
+        return keyword_search(store, session_id, query, limit=limit, window=window,
+                              match=match)
     return vector_search(store, session_id, query, mode, limit=limit, window=window,
                          progress=progress, budget=budget, notice=notice)

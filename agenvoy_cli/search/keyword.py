@@ -3,9 +3,11 @@
 ``messages_fts`` indexes every archived message (CJK runs as bigrams, the rest through
 unicode61 + porter: home/fts.py), so stemming and Chinese substrings work the same for the
 archive and for the messages still in history.json; each hit is labelled by where it is.
-Messages holding every term rank above messages holding some (``match`` says which the
-first hit is); long natural-language queries and Chinese without spaces are tokenised,
-stop-words dropped, and ranked any-term. The session is a column of the index (migration
+A short query (at most SHORT_QUERY_TERMS terms after stop-words; a Chinese run counts one
+term per two characters) returns only messages holding every term, unless no message does:
+then, as for longer natural-language queries, messages holding any term rank (BM25 over the
+content tokens, every-term matches first) and ``match`` says "any". Each hit carries the
+query terms it holds (matched_terms). The session is a column of the index (migration
 009): MATCH ``session : "<hex>" AND tokens : (...)`` seeks the doclists to the session's
 rows, so the cost follows the session's own matches, not the home's. Never imports
 chromadb, never creates a file.
@@ -30,7 +32,9 @@ if TYPE_CHECKING:
 # BM25 ranks the newest RANK_WINDOW matches of a query inside the session: exact for any
 # term in fewer messages, and a bounded cost for a term found in nearly all of a million.
 RANK_WINDOW = 5_000
-LONG_QUERY_TERMS = 8  # more terms than this: natural language, ranked any-term only
+LONG_QUERY_TERMS = 8  # more terms than this: no every-term pass even in an any ranking
+SHORT_QUERY_TERMS = 3  # at most this many (after stop-words): every term or nothing
+MATCHES = ("all", "any")
 
 # Words that carry no topic; dropped from any-term (BM25 OR) queries only. The every-term
 # ranking keeps them: a user who types "the" asks for "the".
@@ -159,32 +163,97 @@ def _exact_cjk(conn: sqlite3.Connection, session_id: str, query: str,
     return [(seq, sc) for seq, sc in ranked if all(p.search(bodies.get(seq, "")) for p in cjk)]
 
 
+def term_count(query: str) -> int:
+    """How many terms the query has after stop-words: a word is one, a run of Chinese (or
+    other CJK) characters one per two characters (a word of Chinese is about two)."""
+    return sum(math.ceil(len(p) / 2) if fts.has_cjk(p) else 1
+               for term in content_query(query).split() for p in fts.pieces(term))
+
+
+def default_match(query: str) -> str:
+    """"all" for a short query (every term or nothing), "any" for a longer question."""
+    return "all" if term_count(query) <= SHORT_QUERY_TERMS else "any"
+
+
 def keyword_ranking(conn: sqlite3.Connection, session_id: str, query: str, n: int, *,
-                    hi_seq: int | None = None, window: TimeWindow | None = None
-                    ) -> tuple[list[tuple[int, float]], str]:
-    """(ranking, match): messages with every term first (BM25), then messages with some of
-    them (BM25 over the content tokens); match is "all" when the best hit has every term,
-    "any" when only some, "none" when the query has nothing searchable."""
+                    hi_seq: int | None = None, window: TimeWindow | None = None,
+                    match: str | None = None) -> tuple[list[tuple[int, float]], str]:
+    """(ranking, match). match "all" (default for a short query): only messages with every
+    content term (BM25); "any" (default for a long one): those first, then messages with
+    some of them (BM25 over the content tokens). The match returned is true of every hit;
+    "none" when the query has nothing searchable. (The fallback of a short query with no
+    every-term hit is the caller's: search.engine.keyword_search.)"""
     terms = fts.query_terms(query)
     if not terms:
         return [], "none"
+    want = match or default_match(query)
+    words = content_query(query)
     every: list[tuple[int, float]] = []
-    if len(terms) <= LONG_QUERY_TERMS:
-        rest, singles = split_single_cjk(query)
+    if want == "all" or len(terms) <= LONG_QUERY_TERMS:
+        rest, singles = split_single_cjk(words)
         every = fts_ranking(conn, session_id, fts.match_all(rest), n + 10, hi_seq=hi_seq,
                             window=window, contains=singles)
-        every = _exact_cjk(conn, session_id, query, every)[:n]
-    if len(every) >= n:
-        return every, "all"
+        every = _exact_cjk(conn, session_id, words, every)[:n]
+    if want == "all" or len(every) >= n:
+        return every, want
     some = fts_ranking(conn, session_id, any_term_match(query), n, hi_seq=hi_seq,
                        window=window)
     seen = {seq for seq, _ in every}
     merged = every + [(seq, sc) for seq, sc in some if seq not in seen]
-    return merged[:n], "all" if every else "any"
+    return merged[:n], "any"
+
+
+def _held_runs(term: str, body: str) -> list[str]:
+    """The longest pieces (2+ characters) of a CJK term that the folded body holds, left
+    to right: what an any-term hit shares with a Chinese phrase it does not hold whole."""
+    out, i = [], 0
+    while i < len(term) - 1:
+        j = next((j for j in range(len(term), i + 1, -1) if term[i:j] in body), None)
+        if j is None:
+            i += 1
+        else:
+            out.append(term[i:j])
+            i = j
+    return out
+
+
+def matched_terms(conn: sqlite3.Connection | None, session_id: str, query: str,
+                  bodies: dict[int, str], archived: set[int]) -> dict[int, list[str]]:
+    """For each message (seq -> text), the content terms of the query it holds, in query
+    order: by the FTS index for archived messages (stemming as the ranking does), by its
+    text for CJK terms and for messages SQLite lacks."""
+    terms = [t for t in dict.fromkeys(content_query(query).split()) if fts.term_tokens(t)]
+    pairs = dict(_term_pairs(" ".join(terms)))
+    folded = {seq: fold(body) for seq, body in bodies.items()}
+    indexed = sorted(s for s in bodies if s in archived)
+    by_fts: dict[str, set[int]] = {}
+    if conn is not None and indexed:
+        marks = ",".join("?" * len(indexed))
+        for term in terms:
+            if fts.has_cjk(term):
+                continue
+            sql, args = _fts_scan(session_id, fts.match_all(term) or '""')
+            by_fts[term] = {r[0] for r in conn.execute(f"{sql} AND m.seq IN ({marks})",
+                                                      [*args, *indexed])}
+    shown = {t: t.strip("?!.,;:'\"()") or t for t in terms}
+    out: dict[int, list[str]] = {}
+    for seq, body in folded.items():
+        held: list[str] = []
+        for term in terms:
+            if term in by_fts and seq in indexed:
+                if seq in by_fts[term]:
+                    held.append(shown[term])
+            elif pairs[term].search(body):
+                held.append(shown[term])
+            elif fts.has_cjk(term):
+                held += _held_runs(fold(term), body)
+        out[seq] = held
+    return out
 
 
 def unarchived_ranking(messages: Sequence[Message], query: str, n: int,
-                       window: TimeWindow | None = None) -> list[tuple[int, float]]:
+                       window: TimeWindow | None = None, match: str = "any"
+                       ) -> list[tuple[int, float]]:
     """Messages of history.json that SQLite lacks (another writer's, before a backfill):
     BM25 over the query's content tokens, every-term matches first, as keyword_ranking
     does; they are few, so this runs in Python."""
@@ -198,7 +267,7 @@ def unarchived_ranking(messages: Sequence[Message], query: str, n: int,
     scored = []
     for msg, toks in docs:
         counts = {t: toks.count(t) for t in wanted if t in toks}
-        if not counts:
+        if not counts or (match == "all" and len(counts) < len(wanted)):
             continue
         norm = 1.2 * (0.25 + 0.75 * len(toks) / avg)
         score = sum(math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5)) * c * 2.2 / (c + norm)

@@ -35,12 +35,39 @@ class Row:
     content: str  # header stripped
     score: float | None
     rank: int | None = None  # 1 = best hit; None for a neighbour
+    matched_terms: list[str] | None = None  # the query's terms a hit holds (None: neighbour)
 
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "segment": self.segment, "hit": self.hit,
                 "rank": self.rank, "seq": self.seq, "sent_at": rfc3339(self.send_at),
                 "sent_at_ns": self.send_at, "role": self.role, "content": self.content,
-                "score": None if self.score is None else round(self.score, 6)}
+                "score": None if self.score is None else round(self.score, 6),
+                "matched_terms": self.matched_terms}
+
+
+# What a search's notes say (docs/json-vocabulary.md lists the codes; the text output
+# prints the same messages).
+NOTE_CODES = {
+    "any_term": "a short query no message matched with every term: any term ranks",
+    "context_window": "every searchable message is in the context window",
+    "not_related": "no message is related closely enough (the relevance floor)",
+    "nothing_searchable": "the query has no searchable word",
+    "unindexed": "messages without a vector yet, searched by keyword only",
+    "budget_spent": "the embedding budget ran out: the rest searched by keyword only",
+    "unarchived": "messages of history.json not in SQLite yet: not searchable",
+    "unsearchable": "vectors an inconsistent index left out (doctor --repair)",
+}
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note of a search: a stable code (NOTE_CODES) and the sentence for people."""
+
+    code: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
 
 
 @dataclass
@@ -54,7 +81,7 @@ class SearchResult:
     unindexed_count: int | None = None  # left without a vector (budget); None for keyword
     unsearchable_count: int = 0  # vectors an inconsistent index left out (doctor --repair)
     window: TimeWindow = field(default_factory=TimeWindow)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     # semantic/hybrid: messages outside the context window that could be found; with
     # message_count, says "all N messages are in the context window" when it is 0
     searchable_count: int | None = None
@@ -73,8 +100,12 @@ class SearchResult:
         doc["unindexed_count"] = self.unindexed_count
         doc["unsearchable_count"] = self.unsearchable_count if self.mode != "keyword" else None
         doc["results"] = [r.as_dict() for r in self.results]
-        doc["notes"] = list(self.notes)
+        doc["notes"] = [n.as_dict() for n in self.notes]
         return doc
+
+    def note(self, code: str, message: str) -> None:
+        assert code in NOTE_CODES, code
+        self.notes.append(Note(code, message))
 
 
 def expand(hits: Sequence[tuple[int, float]], lo: int, hi: int) -> list[list[int]]:

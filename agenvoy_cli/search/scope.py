@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.messages import Message
+from agenvoy_cli.search.keyword import matched_terms
 from agenvoy_cli.search.results import SearchResult, best_first, expand, make_row, rows_of
 
 if TYPE_CHECKING:
@@ -68,8 +69,8 @@ def unarchived(conn: sqlite3.Connection | None, session_id: str, scope: Scope) -
 
 def note_unarchived(result: SearchResult, missing: int) -> None:
     if missing:
-        result.notes.append(f"{missing} message(s) of history.json are not in SQLite yet, so "
-                            "not searchable; run `agenvoy backfill` for this session")
+        result.note("unarchived", f"{missing} message(s) of history.json are not in SQLite "
+                    "yet, so not searchable; run `agenvoy backfill` for this session")
 
 
 def fill(result: SearchResult, store: Store, session_id: str, scope: Scope,
@@ -93,3 +94,11 @@ def fill(result: SearchResult, store: Store, session_id: str, scope: Scope,
             if msg is not None:
                 result.results.append(make_row(scope.source(seq), number, msg,
                                                scores.get(seq), ranks.get(seq)))
+    if result.results:
+        hit = {r.seq: r.content for r in result.results if r.hit}
+        with store.read_lock():  # SQLite holds the places below next_seq
+            held = matched_terms(store.db_readonly(), session_id, result.query, hit,
+                                 {s for s in hit if s < scope.next_seq})
+        for row in result.results:
+            if row.hit:
+                row.matched_terms = held.get(row.seq, [])

@@ -98,7 +98,6 @@ def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     if mode != "keyword":
         ctx.touched(session_id)
     doc = result.as_dict()
-    doc["notes"] = list(result.notes)
     return render_history(doc), doc
 
 
@@ -233,7 +232,8 @@ def call(ctx: Context, name: str, raw: dict[str, Any] | None) -> Reply:
     text, doc = handler(ctx, dict(raw or {}))
     if ctx.warnings:
         doc.setdefault("notes", [])
-        doc["notes"] = [*doc["notes"], *ctx.warnings]
+        doc["notes"] = [*doc["notes"], *({"code": "warning", "message": w}
+                                          for w in ctx.warnings)]
     return text, document(doc)  # the CLI's --json document (schema_version first)
 
 

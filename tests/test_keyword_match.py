@@ -1,0 +1,76 @@
+"""Keyword mode means the words: a short query (1-3 terms after stop-words) returns only
+messages holding every term, unless none does (then any term, and the document says so);
+long questions rank any-term; every hit says which terms it matched; --match forces."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_search import add, compacted, contents, find
+
+
+def codes(doc: dict) -> list[str]:
+    return [n["code"] for n in doc["notes"]]
+
+
+def _session(run, home) -> None:
+    add(run, "s", "the Redis TTL expired again", "TTL of the cache is 60 s",
+        "redis is up", "unrelated chatter")
+
+
+def test_two_word_query_never_returns_a_one_word_hit(run, home):
+    _session(run, home)
+    doc = find(run, "s", "ttl redis")
+    assert doc["match"] == "all"
+    assert contents(doc) == ["the Redis TTL expired again"]
+    assert [sorted(r["matched_terms"]) for r in doc["results"]] == [["redis", "ttl"]]
+    assert "any_term" not in codes(doc)
+    # archived as well as recent: the same rule
+    compacted(run, home, pairs=12)
+    doc = find(run, "s", "ttl redis")
+    assert doc["match"] == "all" and contents(doc) == ["the Redis TTL expired again"]
+
+
+def test_short_query_no_message_holds_every_term_falls_back_to_any(run, home):
+    _session(run, home)
+    doc = find(run, "s", "ttl memcached")
+    assert doc["match"] == "any"
+    assert set(contents(doc)) == {"the Redis TTL expired again", "TTL of the cache is 60 s"}
+    assert all(r["matched_terms"] == ["ttl"] for r in doc["results"])
+    assert codes(doc) == ["any_term"]
+    text = run("search", "s", "ttl", "memcached", "--mode", "keyword")
+    assert "any of them" in text.stdout
+
+
+def test_match_option_forces_either(run, home):
+    _session(run, home)
+    doc = find(run, "s", "ttl redis", extra=("--match", "any"))
+    assert doc["match"] == "any"
+    assert contents(doc)[0] == "the Redis TTL expired again"
+    assert len(contents(doc)) == 3
+    assert all(r["matched_terms"] for r in doc["results"] if r["hit"])
+    doc = find(run, "s", "ttl memcached", extra=("--match", "all"))
+    assert doc["match"] == "all" and doc["results"] == []
+    res = run("search", "s", "ttl", "--mode", "keyword", "--match", "some")
+    assert res.exit_code == 2
+
+
+def test_long_question_ranks_any_term_with_matched_terms(run, home):
+    _session(run, home)
+    doc = find(run, "s", "why did the redis cache ttl expire so quickly yesterday")
+    assert doc["match"] == "any"
+    assert contents(doc)[0] == "the Redis TTL expired again"
+    assert "any_term" not in codes(doc)  # any-term is the rule here, not a fallback
+    first = doc["results"][0]["matched_terms"]
+    assert {"redis", "ttl", "expire"} <= set(first)  # "expire" by its stem
+    for row in doc["results"]:
+        assert row["matched_terms"], row
+
+
+@pytest.mark.parametrize("query,hit", [("過期 redis", "redis 的鍵過期了"),
+                                       ("鍵過期", "redis 的鍵過期了")])
+def test_cjk_terms_count_as_terms(run, home, query, hit):
+    add(run, "s", "redis 的鍵過期了", "redis 沒事", "過期的牛奶", "ok")
+    doc = find(run, "s", query)
+    assert doc["match"] == "all" and contents(doc) == [hit]
+    assert doc["results"][0]["matched_terms"] == query.split()
