@@ -107,6 +107,7 @@ def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words
     capsys.readouterr()
     res = search(store, "s", "deploy", "semantic", budget=0)
     assert res.unsearchable_count > 0
+    assert "unsearchable" in [n.code for n in res.notes]
     assert "inconsistent" in capsys.readouterr().err
     store.close()
 
