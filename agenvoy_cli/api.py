@@ -160,14 +160,23 @@ class Memory(RagMethods):
             for done, sid in enumerate(ids, 1):
                 with store.write_lock():
                     synced = store.sync(sid)
-                row: dict[str, Any] = {"session_id": sid, "inserted": synced.inserted}
-                if vectors:
-                    from agenvoy_cli.search.engine import index_session
-
-                    row["embedded"] = index_session(store, sid, full=True)  # also repairs
-                results.append(row)
-                if progress is not None:
+                results.append({"session_id": sid, "inserted": synced.inserted})
+                if progress is not None and not vectors:
                     progress(done, len(ids))
+            if vectors:  # the work that takes time: its progress is in messages
+                from agenvoy_cli.search.engine import index_session, pending_vectors
+
+                todo = {sid: pending_vectors(store, sid) if progress else 0 for sid in ids}
+                total, base = sum(todo.values()), 0
+                for row in results:
+                    sid = row["session_id"]
+
+                    def step(n: int, _: int, base: int = base) -> None:
+                        if progress is not None:
+                            progress(base + n, max(total, base + n))
+
+                    row["embedded"] = index_session(store, sid, step, full=True)  # repairs
+                    base += max(todo[sid], row["embedded"])
         finally:
             store.rebuilding = was
         doc = {**listing("sessions", results), "inserted": sum(r["inserted"] for r in results)}

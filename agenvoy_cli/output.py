@@ -179,10 +179,30 @@ def _progress_seconds() -> float:
         return PROGRESS_SECONDS
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def progress_line(done: int, total: int, elapsed: float, unit: str) -> str:
+    """`120/400 messages (12.3 messages/s, 10 s, about 23 s left)`: the rate with three
+    significant digits (never a rate rounded to 0 while things move) and the time left at
+    that rate."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    line = f"{done}/{total} {unit} ({rate:.3g} {unit}/s, {_duration(elapsed)}"
+    if rate > 0 and done < total:
+        line += f", about {_duration((total - done) / rate)} left"
+    return line + ")"
+
+
 class ProgressBar:
     """progress(done, total) for a long run, on stderr. On a terminal (and without --json):
     a bar, once `total` is worth one (at least `minimum`). Elsewhere (a pipe, a log file,
-    an agent's subprocess): a line `agenvoy: <label> 12/40 files (3.1 files/s, 4 s)` every
+    an agent's subprocess): a line `agenvoy: <label> 12/40 files (3.1 files/s, 4 s, about
+    9 s left)` (progress_line) every
     AGENVOY_PROGRESS_SECONDS (default 5), and a last one at the end if any was printed, so
     long work is never silent and short work stays quiet."""
 
@@ -207,10 +227,8 @@ class ProgressBar:
         if done == 0:
             return
         if now - self.last >= self.every or (done >= total and self.printed):
-            elapsed = now - self.started
-            rate = done / elapsed if elapsed > 0 else 0.0
-            warn(f"agenvoy: {self.label} {done}/{total} {self.unit} "
-                 f"({rate:.1f} {self.unit}/s, {elapsed:.0f} s)")
+            line = progress_line(done, total, now - self.started, self.unit)
+            warn(f"agenvoy: {self.label} {line}")
             self.last, self.printed = now, True
 
     def _bar(self, done: int, total: int) -> None:

@@ -26,7 +26,8 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
         raise BadInput("give a SESSION or --all (not both)")
     if rebuild and not vectors:
         raise BadInput("--rebuild goes with --vectors")
-    bar = ProgressBar("backfill", 2, not as_json and fmt in (None, "table"), unit="sessions")
+    bar = ProgressBar("backfill", 2, not as_json and fmt in (None, "table"),
+                      unit="messages" if vectors else "sessions")
     try:
         doc = memory(ctx).backfill(session_id, vectors=vectors, rebuild=rebuild, progress=bar)
     finally:
