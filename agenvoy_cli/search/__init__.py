@@ -13,6 +13,7 @@ _EXPORTS: dict[str, str | None] = {
     "content_query": "engine",
     "fuse": "engine",
     "index_session": "engine",
+    "pending_vectors": "engine",
     "search": "engine",
     "time_window": "engine",
     "grouped_lines": "results",

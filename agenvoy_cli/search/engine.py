@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home import fts
@@ -118,6 +118,7 @@ class _Candidates:
     unindexed: list[tuple[int, float]]  # keyword ranking of messages left without a vector
     typical: float | None = None  # the query's mean similarity to the session (the floor)
     unsearchable: int = 0  # vectors an inconsistent index left out
+    alone: dict[int, list[float]] | None = None  # kept attribution vectors (vectors/attribution)
 
 
 def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
@@ -151,7 +152,31 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
             match="any")[0] if seq in wanted]
     typical = semantic.background(store, session_id, vector, scope.start,
                                   scope.vector_hi) if floor and vec else None
-    return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable)
+    from agenvoy_cli.vectors import attribution
+
+    alone = attribution.load(store, session_id, sorted(by_seq)) if vec else {}
+    return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone)
+
+
+def _kept_embedder(emb: Any, cand: _Candidates) -> Any:
+    """The embedder for attribution: message texts whose vector is kept cost nothing."""
+    from agenvoy_cli.vectors.attribution import KeptEmbedder
+
+    cut = semantic.ATTRIBUTION_CHARS
+    return KeptEmbedder(emb, {cand.bodies[s][:cut]: v for s, v in (cand.alone or {}).items()
+                              if s in cand.bodies})
+
+
+def _keep_new(store: Store, session_id: str, kept: Any, cand: _Candidates) -> None:
+    """Store the attribution vectors this search embedded (vectors/attribution.py)."""
+    if not kept.new:
+        return
+    from agenvoy_cli.vectors import attribution
+
+    cut = semantic.ATTRIBUTION_CHARS
+    new = {s: kept.new[b[:cut]] for s, b in cand.bodies.items() if b[:cut] in kept.new}
+    with store.write_lock():
+        attribution.save(store, session_id, new)
 
 
 def vector_search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
@@ -202,7 +227,8 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
                     "context window: nothing else to search")
         return result
     attribution = semantic.Attribution()
-    vec = semantic.attribute(cand.vector, vector, emb, cand.bodies, attribution)
+    kept = _kept_embedder(emb, cand)
+    vec = semantic.attribute(cand.vector, vector, kept, cand.bodies, attribution)
     floored = not semantic.relevant(vec, result.floor, cand.typical, emb.model_id)
     if floored:
         vec = []  # nothing clearly related: better nothing than the nearest noise
@@ -215,7 +241,8 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         ranked = fuse(cand.keyword, vec, w_keyword=w.keyword, w_vector=w.vector,  # outside
                       hi=scope.vector_hi, neighbour=smooth)
         if vec:  # hits that came by vectors: keep them attributed after fusion too
-            ranked = semantic.attribute(ranked, vector, emb, cand.bodies, attribution)
+            ranked = semantic.attribute(ranked, vector, kept, cand.bodies, attribution)
+    _keep_new(store, session_id, kept, cand)
     fill(result, store, session_id, scope, ranked[:limit], expand_lo=lo)
     if floored and not result.results:
         result.note("not_related", f"no message is related closely enough to: {query}")

@@ -4,7 +4,9 @@ from agenvoy_cli.exports import lazy
 
 # What the layers above use, and the room that holds it (None: the room itself).
 _EXPORTS: dict[str, str | None] = {
+    "attribution": None,
     "index": None,
+    "KeptEmbedder": "attribution",
     "hnsw_missing": "check",
     "VECTOR_HOOKS": "hooks",
     "open_store": "hooks",

@@ -1,0 +1,104 @@
+"""Attribution vectors kept beside the index: the vector of a message's own text.
+
+Semantic search checks its top hits against their predecessors by the message text alone
+(search/semantic.py, attribution): up to 10 texts of up to 600 characters, ~0.5 CPU-s with
+the default model, every cold search. Those vectors do not depend on the query, so the
+first search that needs one stores it in the metadata of that message's own vector entry
+(key ALONE, float32, base64). Kept there they are derived data exactly as the message
+vectors are: rebuilt, forgotten, trimmed and cleared with them (an entry re-added for a
+changed message carries new metadata, so a stale vector cannot survive), and a second
+search of the same messages embeds nothing but the query (tests/test_attribution_kept.py).
+"""
+
+from __future__ import annotations
+
+import base64
+from array import array
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.vectors import guard
+from agenvoy_cli.vectors.collection import message_id
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
+
+ALONE = "alone"  # metadata key of a message entry: its own text's vector
+
+
+def _encode(vec: Sequence[float]) -> str:
+    return base64.b64encode(array("f", vec).tobytes()).decode("ascii")
+
+
+def _decode(text: str) -> list[float]:
+    return array("f", base64.b64decode(text)).tolist()
+
+
+def _collection(store: Store, session_id: str) -> Any:
+    from agenvoy_cli.vectors import index as vectors
+
+    if not vectors.index_exists(store, vectors.MESSAGES):
+        return None
+    index = vectors.VectorIndex(store, vectors.MESSAGES, create=False).session(session_id)
+    return None if index is None else index.collection
+
+
+def load(store: Store, session_id: str, seqs: Sequence[int]) -> dict[int, list[float]]:
+    """The kept vectors of these messages (those that have one). Hold the write lock."""
+    if not seqs:
+        return {}
+    with guard.exclusive(store):
+        col = _collection(store, session_id)
+        if col is None:
+            return {}
+        got = col.get(ids=[message_id(session_id, s) for s in seqs], include=["metadatas"])
+    out: dict[int, list[float]] = {}
+    for meta in got.get("metadatas") or []:
+        if meta and isinstance(meta.get(ALONE), str) and "seq" in meta:
+            out[int(meta["seq"])] = _decode(meta[ALONE])
+    return out
+
+
+def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]]) -> int:
+    """Keep these vectors in their messages' entries (entries gone meanwhile are skipped;
+    an entry's other metadata stays as it is). Hold the write lock. How many were kept."""
+    if not vecs:
+        return 0
+    with guard.exclusive(store):
+        col = _collection(store, session_id)
+        if col is None:
+            return 0
+        got = col.get(ids=[message_id(session_id, s) for s in vecs], include=["metadatas"])
+        ids, metas = [], []
+        for vid, meta in zip(got["ids"], got.get("metadatas") or []):
+            seq = int((meta or {}).get("seq", -1))
+            if seq in vecs:
+                ids.append(vid)
+                metas.append({**meta, ALONE: _encode(vecs[seq])})
+        if ids:
+            guard.bump(store)  # a write: other processes reload (vectors/guard.py)
+            col.update(ids=ids, metadatas=metas)
+    return len(ids)
+
+
+class KeptEmbedder:
+    """The embedder as attribution sees it: texts whose vector is kept are answered from
+    it; the others are embedded and remembered in `new` (text -> vector) for save()."""
+
+    def __init__(self, inner: Any, kept: dict[str, list[float]]) -> None:
+        self.inner = inner
+        self.kept = kept
+        self.new: dict[str, list[float]] = {}
+
+    @property
+    def model_id(self) -> str:
+        return str(self.inner.model_id)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)  # type: ignore[no-any-return]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.kept and t not in self.new]
+        if missing:
+            self.new.update(zip(missing, self.inner.embed_documents(missing)))
+        return [self.kept.get(t) or self.new[t] for t in texts]
