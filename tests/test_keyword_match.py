@@ -74,3 +74,29 @@ def test_cjk_terms_count_as_terms(run, home, query, hit):
     doc = find(run, "s", query)
     assert doc["match"] == "all" and contents(doc) == [hit]
     assert doc["results"][0]["matched_terms"] == query.split()
+
+
+def test_rag_keyword_same_rule(run, home, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "both.md").write_text("# Cache\n\nThe Redis TTL expired again.\n")
+    (docs / "ttl.md").write_text("# Other\n\nA TTL of 60 seconds.\n")
+    (docs / "redis.md").write_text("# Third\n\nRedis is up.\n")
+    res = run("rag", "create", "docs", "--path", str(docs), "--no-vectors", "--json")
+    assert res.exit_code == 0, res.stderr
+
+    def rag(*args: str) -> dict:
+        out = run("rag", "search", "docs", *args, "--mode", "keyword", "--json")
+        assert out.exit_code == 0, out.stderr
+        return out.json()
+
+    doc = rag("ttl redis")
+    assert doc["match"] == "all" and [r["relpath"] for r in doc["results"]] == ["both.md"]
+    assert doc["results"][0]["matched_terms"] == ["ttl", "redis"]
+    doc = rag("ttl memcached")
+    assert doc["match"] == "any" and doc["notes"]
+    assert sorted(r["relpath"] for r in doc["results"]) == ["both.md", "ttl.md"]
+    assert all(r["matched_terms"] == ["ttl"] for r in doc["results"])
+    doc = rag("why would the redis ttl expire every minute")
+    assert doc["match"] == "any" and doc["results"][0]["relpath"] == "both.md"
+    assert {"redis", "ttl", "expire"} <= set(doc["results"][0]["matched_terms"])

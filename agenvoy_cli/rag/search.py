@@ -1,4 +1,5 @@
-"""Searching RAG databases: keyword (every term, else any term; BM25; never imports
+"""Searching RAG databases: keyword (a short query every term, else any term; a long one
+any term; each hit with its matched_terms; BM25; never imports
 chromadb, creates no file), semantic (cosine similarity over the chunk vectors), hybrid
 (any-term BM25 fused with the vector ranking by the reciprocal-rank fusion of
 conversation search)."""
@@ -47,13 +48,15 @@ class Hit:
     text: str
     score: float
     chunk_id: int
+    matched_terms: list[str] = field(default_factory=list)  # the query terms it holds
 
     def as_dict(self, rank: int = 1, score_kind: str = "bm25") -> dict[str, Any]:
         return {"rank": rank, "database": self.database, "path": self.path,
                 "relpath": self.relpath, "format": self.format,
                 "line_start": self.line_start, "line_end": self.line_end,
                 "heading": self.heading, "score": round(self.score, 6),
-                "score_kind": score_kind, "text": self.text}
+                "score_kind": score_kind, "text": self.text,
+                "matched_terms": self.matched_terms}
 
 
 @dataclass
@@ -201,8 +204,9 @@ def _pending_chunks(conn: sqlite3.Connection, db_ids: Sequence[int]) -> set[int]
 
 
 def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DEFAULT_MODE,
-           *, limit: int = DEFAULT_LIMIT) -> SearchResult:
-    """search_rag over the named databases (None: all of them)."""
+           *, limit: int = DEFAULT_LIMIT, match: str | None = None) -> SearchResult:
+    """search_rag over the named databases (None: all of them); `match` ("all" | "any"):
+    keyword mode's every term or any term (default: by the query's length)."""
     if mode not in MODES:
         raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
     if limit < 1:
@@ -223,7 +227,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
             return result
         ids = [db.id for db in dbs]
         if mode == "keyword":
-            return _keyword(conn, ids, query, limit, result)
+            return _keyword(conn, ids, query, limit, result, match)
         kw: list[tuple[int, float]] = []
         if mode == "hybrid":
             kw = fts_ranking(conn, ids, _any_match(query), POOL)
@@ -237,6 +241,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         if not dbs or not (store.layout.chroma.is_dir()
                            or os.environ.get("AGENVOY_CHROMA_URL")):
             result.results = _hits(conn, kw[:limit])  # nothing was ever embedded
+            _matched_terms(conn, query, result.results)
             return result
         pending = _pending_chunks(conn, [db.id for db in dbs])
         result.unindexed_count = len(pending)
@@ -259,21 +264,76 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         conn = _readonly(store)
         assert conn is not None
         result.results = _hits(conn, ranked)
+        _matched_terms(conn, query, result.results)
     return result
+
+
+def query_terms(query: str) -> list[tuple[str, str | None]]:
+    """The query's terms as a hit lists them, each with its MATCH phrase (None: matched
+    by its text, CJK): "quoted phrases" whole, bare words without stop-words."""
+    from agenvoy_cli.search.keyword import content_query
+
+    out: list[tuple[str, str | None]] = []
+    bare = " ".join(b for _, b in re.findall(r'"([^"]*)"|(\S+)', query) if b)
+    for quoted in re.findall(r'"([^"]*)"', query):
+        toks = [t for word in quoted.split() for t in fts.term_tokens(word)]
+        if toks:
+            out.append((quoted, None if fts.has_cjk(quoted) else " + ".join(map(_quote, toks))))
+    for word in content_query(bare).split() if bare else []:
+        toks = fts.term_tokens(word)
+        if toks:
+            shown = word.strip("?!.,;:'\"()") or word
+            out.append((shown, None if fts.has_cjk(word) else " + ".join(map(_quote, toks))))
+    return out
+
+
+def _matched_terms(conn: sqlite3.Connection, query: str, hits: list[Hit]) -> None:
+    """Each hit's matched_terms: by the FTS index (stemming as the ranking), CJK terms by
+    the chunk's text."""
+    from agenvoy_cli.search.keyword import fold
+
+    if not hits:
+        return
+    ids = [h.chunk_id for h in hits]
+    marks = ",".join("?" * len(ids))
+    found: dict[str, set[int]] = {}
+    for term, phrase in query_terms(query):
+        if phrase is not None:
+            found[term] = {r[0] for r in conn.execute(
+                f"SELECT rowid FROM rag_chunks_fts WHERE rag_chunks_fts MATCH ? "
+                f"AND rowid IN ({marks})", [f"tokens : ({phrase})", *ids])}
+    for hit in hits:
+        text = fold(hit.text)
+        hit.matched_terms = [t for t, p in query_terms(query)
+                             if (hit.chunk_id in found[t] if p is not None
+                                 else "".join(fold(t).split()) in "".join(text.split()))]
 
 
 def _keyword(conn: sqlite3.Connection, ids: list[int], query: str, limit: int,
-             result: SearchResult) -> SearchResult:
-    match, singles, terms = match_every(query)
+             result: SearchResult, want: str | None = None) -> SearchResult:
+    """As conversation keyword search: a short query (1-3 terms after stop-words) only
+    chunks with every term, else any term (with a note); a longer one any-term, chunks with
+    every term first; `want` forces all or any."""
+    from agenvoy_cli.search.keyword import SHORT_QUERY_TERMS, term_count
+
+    match, singles, _ = match_every(query)
     if match is None and not singles:
         result.match = "none"
         return result
+    phrases = len(re.findall(r'"[^"]*"', query))
+    count = phrases + term_count(re.sub(r'"[^"]*"', " ", query))
+    how = want or ("all" if count <= SHORT_QUERY_TERMS else "any")
     ranked = fts_ranking(conn, ids, match, limit, singles)
     result.match = "all"
-    if not ranked and terms > 1:
-        any_match = _any_match(query)
-        ranked = fts_ranking(conn, ids, any_match, limit)
+    if how == "any" or (not ranked and want is None and count > 1):
+        seen = {cid for cid, _ in ranked}
+        more = [(c, sc) for c, sc in fts_ranking(conn, ids, _any_match(query), limit)
+                if c not in seen]
+        ranked = (ranked + more)[:limit]
         result.match = "any"
+        if how == "all" and ranked:
+            result.notes.append("no chunk has every term of the query; showing chunks with "
+                                "any of them")
     result.results = _hits(conn, ranked)
+    _matched_terms(conn, query, result.results)
     return result
-

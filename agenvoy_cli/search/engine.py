@@ -40,7 +40,6 @@ from agenvoy_cli.search.keyword import (  # noqa: F401 - content_query: used by 
     content_query,
     default_match,
     keyword_ranking,
-    term_count,
     unarchived_ranking,
 )
 from agenvoy_cli.search.results import SearchResult, rows_of
@@ -98,7 +97,8 @@ def keyword_search(store: Store, session_id: str, query: str, *, limit: int = DE
             return (hits + late)[:limit], got
 
         hits, result.match = ranked(want)
-        if not hits and want == "all" and match is None and term_count(query) > 1:
+        tokens = {t for term in fts.query_terms(content_query(query)) for t in term}
+        if not hits and want == "all" and match is None and len(tokens) > 1:
             hits, result.match = ranked("any")
             if hits:
                 result.note("any_term", "no message has every term of the query; showing "

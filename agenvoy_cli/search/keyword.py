@@ -4,7 +4,7 @@
 unicode61 + porter: home/fts.py), so stemming and Chinese substrings work the same for the
 archive and for the messages still in history.json; each hit is labelled by where it is.
 A short query (at most SHORT_QUERY_TERMS terms after stop-words; a Chinese run counts one
-term per two characters) returns only messages holding every term, unless no message does:
+term per three characters) returns only messages holding every term, unless no message does:
 then, as for longer natural-language queries, messages holding any term rank (BM25 over the
 content tokens, every-term matches first) and ``match`` says "any". Each hit carries the
 query terms it holds (matched_terms). The session is a column of the index (migration
@@ -165,8 +165,9 @@ def _exact_cjk(conn: sqlite3.Connection, session_id: str, query: str,
 
 def term_count(query: str) -> int:
     """How many terms the query has after stop-words: a word is one, a run of Chinese (or
-    other CJK) characters one per two characters (a word of Chinese is about two)."""
-    return sum(math.ceil(len(p) / 2) if fts.has_cjk(p) else 1
+    other CJK) characters one per three characters (a word of Chinese is one to three: a
+    short run is a keyword phrase, a sentence typed without spaces a question)."""
+    return sum(math.ceil(len(p) / 3) if fts.has_cjk(p) else 1
                for term in content_query(query).split() for p in fts.pieces(term))
 
 
