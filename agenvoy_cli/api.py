@@ -313,7 +313,7 @@ class Memory(RagMethods):
             options["warn"] = warn
         result = errormem.lookup(self.store, query, **options)
         return {**listing("records", [h.as_dict() for h in result.hits]),
-                "hint": result.hint, "mode": result.mode,
+                "hint": result.hint, "mode": result.mode, "match": result.match,
                 "unindexed_count": result.unindexed_count}
 
     def record_error(self, tool_name: str, keywords: Sequence[str], symptom: str,

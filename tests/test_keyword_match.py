@@ -100,3 +100,27 @@ def test_rag_keyword_same_rule(run, home, tmp_path):
     doc = rag("why would the redis ttl expire every minute")
     assert doc["match"] == "any" and doc["results"][0]["relpath"] == "both.md"
     assert {"redis", "ttl", "expire"} <= set(doc["results"][0]["matched_terms"])
+
+
+def test_error_lookup_by_keyword_same_rule(run, home):
+    def record(symptom: str) -> None:
+        res = run("errors", "record", "--tool", "cache", "-k", "cache", "--symptom", symptom,
+                  "--action",
+                  "restarted it", "--outcome", "resolved", "--no-semantic")
+        assert res.exit_code == 0, res.stderr
+
+    record("the redis ttl expired before the job ended")
+    record("a ttl of zero on the session store")
+    record("redis refused the connection")
+
+    def lookup(query: str) -> dict:
+        res = run("errors", "lookup", query, "--no-semantic", "--json", "-n", "16")
+        assert res.exit_code == 0, res.stderr
+        return res.json()
+
+    doc = lookup("ttl redis")
+    assert doc["match"] == "all" and doc["count"] == 1
+    assert sorted(doc["records"][0]["matched_terms"]) == ["redis", "ttl"]
+    doc = lookup("ttl memcached")
+    assert doc["match"] == "any" and doc["count"] == 2
+    assert all(r["matched_terms"] == ["ttl"] for r in doc["records"])

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 
+SHORT_QUERY_WORDS = 3  # keyword lookups of at most this many words: every word (search/)
 _STOPWORDS = frozenset((
     "a", "an", "the", "to", "of", "in", "on", "at", "for", "is", "are", "was", "were", "be",
     "been", "and", "or", "but", "with", "by", "from", "as", "it", "its", "this", "that",
@@ -105,10 +106,11 @@ class Hit:
     score: float
     signals: dict[str, float] = field(default_factory=dict)
     matched: list[str] = field(default_factory=list)
+    matched_terms: list[str] = field(default_factory=list)  # the query's words it holds
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.record.as_dict(), "score": round(self.score, 4),
-                "matched": self.matched}
+                "matched": self.matched, "matched_terms": self.matched_terms}
 
 
 @dataclass
@@ -116,6 +118,7 @@ class LookupResult:
     hits: list[Hit]
     mode: str  # "semantic" | "keyword" | "filter" (tool/type only)
     unindexed_count: int | None = None  # records left without a vector (None: not semantic)
+    match: str | None = None  # keyword mode: "all" | "any" (true of every hit), else None
 
     @property
     def hint(self) -> str:
@@ -269,7 +272,8 @@ def _score(found: dict[str, Record], q: Query, tool: str | None, sem: dict[str, 
             continue
         words = set(fts.term_tokens(" ".join(
             [r.tool_name, *plain(r.keywords), r.symptom, r.cause])))
-        shared = [t for t in q.tokens if t in words and rarity.get(t, 0.0) > 0]
+        held = [t for t in q.tokens if t in words]
+        shared = [t for t in held if rarity.get(t, 0.0) > 0]
         lex = sum(rarity[t] for t in shared) / (known + LEX_SMOOTHING) if shared else 0.0
         kws = [k for k in plain(r.keywords) if _contains(q.sequence, fts.term_tokens(k))]
         signals["lex"] = lex
@@ -288,7 +292,7 @@ def _score(found: dict[str, Record], q: Query, tool: str | None, sem: dict[str, 
         if content < (MIN_CONTENT_SAME_TOOL if same_tool else MIN_CONTENT):
             continue
         score = (content + TOOL_BONUS * same_tool) / (1 + TOOL_BONUS) if tool else content
-        hits.append(Hit(r, score, signals, matched))
+        hits.append(Hit(r, score, signals, matched, held))
     hits.sort(key=lambda h: (-round(h.score, 9), -h.record.last_used, -h.record.seq))
     return hits
 
@@ -353,7 +357,8 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
                      f"({one_line(exc)}); keyword matching only "
                      "(`agenvoy doctor --repair` rebuilds it)")
         rarity = _rarity(conn, q.tokens) if q.tokens else {}
-        hits = _score(found, q, tool, sem, rarity)[:limit]
+        hits, match = _keyword_rule(_score(found, q, tool, sem, rarity), q, sem is None)
+        hits = hits[:limit]
         if hits:
             with store.transaction() as tx:
                 tx.executemany(
@@ -364,4 +369,15 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
                 h.record.expires_at, h.record.last_hit_at = now + ttl, now
                 h.record.hits += 1
     mode = "filter" if not q.text else ("semantic" if sem is not None else "keyword")
-    return LookupResult(hits, mode, left)
+    return LookupResult(hits, mode, left, match)
+
+
+def _keyword_rule(hits: list[Hit], q: Query, keyword: bool) -> tuple[list[Hit], str | None]:
+    """Ranked by keyword, as conversation keyword search: a query of 1-3 words (after
+    stop-words) keeps only the records holding every word, unless none does (then any)."""
+    if not keyword or not q.text or not q.tokens:
+        return hits, None
+    if len(q.tokens) > SHORT_QUERY_WORDS:
+        return hits, "any"
+    every = [h for h in hits if len(h.matched_terms) == len(q.tokens)]
+    return (every, "all") if every or not hits else (hits, "any")

@@ -156,7 +156,8 @@ def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     result = memory.lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,
                            budget=budget)
     doc = {**listing("records", [h.as_dict() for h in result.hits]), "hint": result.hint,
-           "mode": result.mode, "unindexed_count": result.unindexed_count}
+           "mode": result.mode, "match": result.match,
+           "unindexed_count": result.unindexed_count}
     return result.hint or "NONE", doc
 
 
