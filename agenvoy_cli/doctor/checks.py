@@ -6,29 +6,16 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.history_view import HistoryView, open_history
 from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.doctor.report import Problem, Report
 from agenvoy_cli.errors import CorruptStore
 from agenvoy_cli.home import salvage, sqlite
 from agenvoy_cli.home.files import fsync_dir, read_json, stale_temp_files
-
-
-@dataclass
-class Problem:
-    session_id: str | None
-    check: str
-    detail: str
-    repaired: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "check": self.check, "detail": self.detail,
-                "repaired": self.repaired}
 
 
 def _aside(path: Path) -> Path:
@@ -38,20 +25,7 @@ def _aside(path: Path) -> Path:
     return target
 
 
-class Doctor:
-    def __init__(self, store: Store, repair: bool) -> None:
-        self.store = store
-        self.repair = repair
-        self.problems: list[Problem] = []
-        self.vectors_usable = False  # set by the home-level vector check
-
-    def report(self, sid: str | None, check: str, detail: str,
-               fix: Callable[[], str] | None = None) -> None:
-        problem = Problem(sid, check, detail)
-        if self.repair and fix is not None:
-            problem.repaired = fix()
-        self.problems.append(problem)
-
+class Doctor(Report):
     # -- the whole home ---------------------------------------------------------------------
     def check_database(self) -> bool:
         lost = salvage.lost_archive(self.store.layout)
