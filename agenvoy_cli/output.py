@@ -89,11 +89,13 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     """A table for people: booleans as yes/no, None as -, East-Asian wide characters
     aligned (tabulate measures them with wcwidth)."""
     rows = [[cell(v) for v in row] for row in rows]
-    if len(rows) > 50:  # tabulate takes ~35 us a row: a long listing is formatted here
-        cells = [tuple(str(c).strip() for c in row) for row in rows]
-        if all(len(row) == len(headers) for row in cells) and \
-                "\n".join("\t".join(row) for row in cells).isascii():
-            return _simple_table(cells, [str(h).strip() for h in headers])
+    # Plain ASCII rows are formatted here: tabulate's import alone (~60 ms with wcwidth) costs
+    # more than 10,000 rows, and bench/scale.py's `session list` target (<= 2x an append)
+    # holds only without it; tabulate takes ~35 us a row besides.
+    cells = [tuple(str(c).strip() for c in row) for row in rows]
+    if all(len(row) == len(headers) for row in cells) and \
+            "\n".join("\t".join(row) for row in cells).isascii():
+        return _simple_table(cells, [str(h).strip() for h in headers])
     from tabulate import tabulate
 
     return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
@@ -132,7 +134,7 @@ def _simple_table(rows: list[tuple[str, ...]], headers: list[str]) -> str:
         from tabulate import tabulate
 
         return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    widths = [max(len(h) + 2, *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    widths = [max([len(h) + 2, *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     fmt = "  ".join(f"%-{w}s" for w in widths)
     out = [(fmt % tuple(headers)).rstrip(), "  ".join("-" * w for w in widths)]
     out += [(fmt % row).rstrip() for row in rows]

@@ -34,7 +34,6 @@ SYNC_THRESHOLD = 100
 _clients: dict[str, Any] = {}
 _embedders: dict[str, Any] = {}
 _names: dict[str, tuple[str, list[str]]] = {}  # chroma dir -> (token, collection names)
-ROUTES: dict[str, Any] = {}  # collection name -> the index that stands for it
 _epoch = 0  # bumped whenever a client is closed: collection handles must be fetched again
 
 
@@ -228,12 +227,6 @@ class Hit:
 class VectorIndex:
     """One Chroma collection bound to one embedder. Every call holds the store's exclusive
     lock (taken if the caller has not) and sees the directory as other processes left it."""
-
-    def __new__(cls, store: Store, name: str, *, create: bool = True, **_: Any) -> Any:
-        route = ROUTES.get(name) if cls is VectorIndex else None
-        if route is not None:  # MESSAGES: vectors/messages.py registers the per-session index
-            return route(store, create=create)
-        return super().__new__(cls)
 
     def __init__(self, store: Store, name: str, *, create: bool = True,
                  metadata: dict[str, Any] | None = None) -> None:
