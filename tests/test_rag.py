@@ -370,7 +370,6 @@ def test_all_databases_and_remove(run, home, corpus, words):
 def test_interrupted_sync_is_consistent_and_resumes(run, home, corpus, words, monkeypatch,
                                                     where):
     from agenvoy_cli.rag import index as rag
-    from agenvoy_cli.vectors import index as vectors
 
     monkeypatch.setattr(rag, "EMBED_BATCH", 2)
     ok(run("rag", "create", "docs", "--path", str(corpus / "notes"), "--no-index"))
@@ -379,8 +378,10 @@ def test_interrupted_sync_is_consistent_and_resumes(run, home, corpus, words, mo
         for p in (corpus / "notes").iterdir():
             p.write_text(p.read_text() + "\nedited\n")
     calls = {"n": 0}
-    target = {"embed": (WordsEmbedder, "embed_documents"), "add": (vectors.VectorIndex, "add"),
-              "delete": (vectors.VectorIndex, "delete")}[where]
+    from agenvoy_cli.vectors.collection import VectorIndex
+
+    target = {"embed": (WordsEmbedder, "embed_documents"), "add": (VectorIndex, "add"),
+              "delete": (VectorIndex, "delete")}[where]
     original = getattr(*target)
 
     def interrupted(self, *args, **kwargs):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import time
-from pathlib import Path
 from typing import Any
 
 from agenvoy_cli.conversation import archive
@@ -15,14 +13,7 @@ from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.doctor.report import Problem, Report
 from agenvoy_cli.errors import CorruptStore
 from agenvoy_cli.home import salvage, sqlite
-from agenvoy_cli.home.files import fsync_dir, read_json, stale_temp_files
-
-
-def _aside(path: Path) -> Path:
-    """Keep a damaged file beside the original instead of deleting it."""
-    target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    path.rename(target)
-    return target
+from agenvoy_cli.home.files import fsync_dir, move_aside, read_json, stale_temp_files
 
 
 class Doctor(Report):
@@ -76,7 +67,7 @@ class Doctor(Report):
                 read_json(path, default=None)
             except CorruptStore as exc:
                 self.report(sid, path.name, str(exc),
-                            lambda path=path: f"moved aside to {_aside(path).name}")
+                            lambda path=path: f"moved aside to {move_aside(path).name}")
         try:
             history = open_history(store.layout.history(sid), sid)  # a view when big
         except CorruptStore as exc:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,13 +168,9 @@ def move_aside(store: Store) -> Path | None:
     guard.bump(store)
     if not chroma.exists():
         return None
-    target = chroma.with_name(f"{chroma.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    n = 1
-    while target.exists():
-        target = chroma.with_name(f"{chroma.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
-        n += 1
-    chroma.rename(target)
-    return target
+    from agenvoy_cli.home.files import move_aside as keep_aside
+
+    return keep_aside(chroma)
 
 
 def refresh_if_stale(store: Store) -> bool:
