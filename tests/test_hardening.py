@@ -462,16 +462,18 @@ def test_read_only_home(run, monkeypatch, small_mount):
     monkeypatch.setenv("AGENVOY_HOME", str(view / "home"))
     # what takes the write lock (its file is opened for writing) fails with one line naming
     # the cause; what only reads (the context, the listing) answers
-    for args, code in ((("append", "s", "--role", "user", "--content", "x"), 1),
-                       (("doctor",), 1), (("doctor", "--repair"), 1),
-                       (("errors", "lookup", "--tool", "t", "boom"), 1),
-                       (("compact", "s"), 1), (("context", "s"), 0), (("session", "list"), 0)):
-        res = run(*args)
-        assert res.exit_code == code, (args, res.stderr)
-        if res.exit_code:
-            one_line(res.stderr)
-            assert "read-only" in res.stderr, res.stderr
-    subprocess.run(["umount", "-l", str(view)], check=True)
+    try:
+        for args, code in ((("append", "s", "--role", "user", "--content", "x"), 1),
+                           (("doctor",), 1), (("doctor", "--repair"), 1),
+                           (("errors", "lookup", "--tool", "t", "boom"), 1),
+                           (("compact", "s"), 1), (("context", "s"), 0), (("session", "list"), 0)):
+            res = run(*args)
+            assert res.exit_code == code, (args, res.stderr)
+            if res.exit_code:
+                one_line(res.stderr)
+                assert "read-only" in res.stderr, res.stderr
+    finally:  # a failed assertion must not leave the mount behind
+        subprocess.run(["umount", "-l", str(view)], check=True)
 
 
 def test_home_that_cannot_be_created(run, monkeypatch, small_mount):
