@@ -131,16 +131,9 @@ def remember(store: Store, mark: int, gen: int, names: list[str]) -> None:
     row each, if the write lock is free at once, no row was dropped since (same gen) and each
     still has its row (the database may have been replaced meanwhile: doctor's salvage).
     Best effort: a busy, read-only or damaged home just keeps its listings scanning."""
-    import orjson
-
     from agenvoy_cli.home.locking import store_lock
 
     with contextlib.suppress(AgenvoyError, OSError, sqlite3.Error), \
             store_lock(store.layout.lock, 0), store.write_lock(), \
             store.transaction() as conn:
-        if conn.execute("SELECT 1 FROM json_each(?) WHERE value NOT IN "
-                        "(SELECT session_id FROM session_stats) LIMIT 1",
-                        (orjson.dumps(names).decode(),)).fetchone() is None:
-            conn.execute("INSERT INTO folder_marks (folder, mtime_ns, gen) VALUES (?, ?, ?) "
-                         "ON CONFLICT (folder) DO UPDATE SET mtime_ns = excluded.mtime_ns "
-                         "WHERE gen = excluded.gen", (session_marks.SESSIONS, mark, gen))
+        session_marks.record(conn, mark, gen, names)

@@ -90,6 +90,19 @@ def cleared(conn: sqlite3.Connection) -> None:
                  (SESSIONS,))
 
 
+def record(conn: sqlite3.Connection, mark: int, gen: int, names: list[str]) -> None:
+    """Record sessions/' mark if no row was dropped since it was set (same gen) and every
+    folder of `names` still has its row (session_list.remember, under the write lock)."""
+    import orjson
+
+    if conn.execute("SELECT 1 FROM json_each(?) WHERE value NOT IN "
+                    "(SELECT session_id FROM session_stats) LIMIT 1",
+                    (orjson.dumps(names).decode(),)).fetchone() is None:
+        conn.execute("INSERT INTO folder_marks (folder, mtime_ns, gen) VALUES (?, ?, ?) "
+                     "ON CONFLICT (folder) DO UPDATE SET mtime_ns = excluded.mtime_ns "
+                     "WHERE gen = excluded.gen", (SESSIONS, mark, gen))
+
+
 def make_folder(conn: sqlite3.Connection, folder: Path) -> NewFolder | None:
     """Create a session's folder (ensure_dir). When the sessions/ mark held just before and
     only this folder came, mark sessions/ again and return the mark, for the caller to record
