@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import words_embedder
 from tests.words_embedder import WordsEmbedder
 
 
@@ -32,10 +33,9 @@ class SlowWords(WordsEmbedder):
 
 @pytest.fixture
 def slow(monkeypatch: pytest.MonkeyPatch) -> SlowWords:
-    from agenvoy_cli.vectors import index as vectors
 
     emb = SlowWords()
-    monkeypatch.setitem(vectors._embedders, "", emb)
+    words_embedder.use(monkeypatch, emb)
     return emb
 
 

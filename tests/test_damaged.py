@@ -10,6 +10,7 @@ import sys
 import orjson
 import pytest
 
+from tests import words_embedder
 from tests.conftest import ROOT
 from tests.test_append import history, snapshot
 
@@ -139,7 +140,7 @@ def test_directory_deleted_under_a_live_client(home, monkeypatch):
     from agenvoy_cli.vectors.hooks import open_store
     from tests.words_embedder import WordsEmbedder
 
-    monkeypatch.setitem(vectors._embedders, "", WordsEmbedder())
+    words_embedder.use(monkeypatch, WordsEmbedder())
     store = open_store(Layout(home))
     index = vectors.VectorIndex(store, "probe")
     emb = index.embedder

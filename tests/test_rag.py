@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests import words_embedder
 from tests.conftest import ROOT, agenvoy
 from tests.words_embedder import WordsEmbedder
 
@@ -25,10 +26,9 @@ CORPUS = ROOT / "tests" / "data" / "rag"
 
 @pytest.fixture
 def words(monkeypatch):
-    from agenvoy_cli.vectors import index as vectors
 
     emb = WordsEmbedder()
-    monkeypatch.setitem(vectors._embedders, "", emb)
+    words_embedder.use(monkeypatch, emb)
     return emb
 
 
@@ -621,7 +621,6 @@ def test_semantic_paraphrases_with_the_default_embedder(run, home, corpus):
 
 
 def test_changed_embedder_is_refused_until_rebuild(run, home, corpus, words, monkeypatch):
-    from agenvoy_cli.vectors import index as vectors
 
     ok(run("rag", "create", "docs", "--path", str(corpus / "notes")))
 
@@ -629,7 +628,7 @@ def test_changed_embedder_is_refused_until_rebuild(run, home, corpus, words, mon
         model_id = "test/other"
         dim = 32
 
-    monkeypatch.setitem(vectors._embedders, "", Other())
+    words_embedder.use(monkeypatch, Other())
     res = run("rag", "search", "docs", "sourdough", "--mode", "semantic")
     assert res.exit_code == 4 and "agenvoy rag sync docs --rebuild" in res.stderr
     assert run("rag", "search", "docs", "sourdough", "--mode", "keyword").exit_code == 0

@@ -54,6 +54,11 @@ def embedder(store: Store) -> Embedder:
     from agenvoy_cli.models.embedders import EmbedderError, get_embedder
 
     spec = embedder_spec(store) or ""
+    if spec.startswith("python:"):  # your own: built by its factory every time
+        try:
+            return get_embedder(spec)
+        except EmbedderError as exc:
+            raise OperationFailed(f"embedder: {exc}") from None
     if spec not in _embedders:
         try:
             _embedders[spec] = get_embedder(spec or None)
