@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import orjson
@@ -25,49 +24,11 @@ CORPUS = ROOT / "tests" / "data" / "rag"
 
 
 @pytest.fixture
-def words(monkeypatch):
-
-    emb = WordsEmbedder()
-    words_embedder.use(monkeypatch, emb)
-    return emb
-
-
-@pytest.fixture
 def corpus(tmp_path) -> Path:
     """A private copy of tests/data/rag (tests edit and delete files)."""
     dest = tmp_path / "corpus"
     shutil.copytree(CORPUS, dest)
     return dest
-
-
-@pytest.fixture
-def embed_server(monkeypatch):
-    """An OpenAI-compatible /v1/embeddings on 127.0.0.1 (hashed words), for subprocesses."""
-    emb = WordsEmbedder()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            data = [{"index": i, "embedding": emb.vec(t)} for i, t in enumerate(body["input"])]
-            out = json.dumps({"data": data}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    env = {"AGENVOY_EMBEDDER": "openai:hashed", "AGENVOY_EMBED_DIM": "512",
-           "AGENVOY_EMBED_BASE_URL": f"http://127.0.0.1:{server.server_port}/v1"}
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    yield env
-    server.shutdown()
 
 
 def ok(res):
