@@ -12,7 +12,7 @@ import pytest
 
 from tests import words_embedder
 from tests.conftest import ROOT
-from tests.test_append import history, snapshot
+from tests.conversation.test_append import history, snapshot
 
 
 def seed(run, sid: str = "s", n: int = 6) -> None:
