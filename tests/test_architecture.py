@@ -282,6 +282,7 @@ KNOWN_STATE = {
     "models/embedders.py": {"_local"},
     "models/local.py": {"_models"},
     "secrets.py": {"_registered"},
+    # one per process like chromadb's own System per directory (see vectors/collection.py)
     "vectors/collection.py": {"global", "_clients", "_embedders", "_names"},
     "vectors/complement.py": {"_checked"},
     "vectors/guard.py": {"_seen"},

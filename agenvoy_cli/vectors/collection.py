@@ -30,6 +30,11 @@ BATCH = 1000
 # vectors with the default, 0.05 s with 100, for no measurable cost when adding.
 SYNC_THRESHOLD = 100
 
+# Process-wide on purpose (tests/test_architecture.py's KNOWN_STATE lists them): chromadb keeps
+# one System per directory per process (SharedSystemClient), whatever client objects are made,
+# so what this process's copy reflects (these clients, guard._seen's tokens, the epoch of the
+# handles) is a fact about the process, not about one Store. Held per Store, a second Store
+# on the same home would get the shared, possibly stale System and believe it fresh.
 _clients: dict[str, Any] = {}
 _embedders: dict[str, Any] = {}
 _names: dict[str, tuple[str, list[str]]] = {}  # chroma dir -> (token, collection names)
