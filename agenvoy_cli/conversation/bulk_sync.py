@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from agenvoy_cli.conversation import alignment, archive, sessions
 from agenvoy_cli.conversation.history import History
@@ -31,7 +31,7 @@ class BigSync(NamedTuple):
     renumbered_from: int | None
 
 
-def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence,
+def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence[Any],
                      lo: int) -> int:
     """How many messages from the start of history are archived at places lo, lo+1, ..."""
     done = 0

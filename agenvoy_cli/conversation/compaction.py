@@ -20,7 +20,8 @@ from agenvoy_cli.home.layout import Layout
 
 
 class _Synced(Protocol):
-    seqs: Sequence[int]
+    @property
+    def seqs(self) -> Sequence[int]: ...
 
 
 class Archive(Protocol):
@@ -28,7 +29,8 @@ class Archive(Protocol):
 
     layout: Layout
 
-    def sync(self, session_id: str, history: History | None = None) -> _Synced: ...
+    def sync(self, session_id: str, history: History | None = None, *,
+             thorough: bool = False) -> _Synced: ...
 
     def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
 

@@ -46,25 +46,26 @@ def _listing(store: Store, only: str | None
         conn = None  # sessions of a damaged archive are still listed from their files
     shown: list[tuple[Any, ...]] = []
     if conn is not None:
-        sql, args = f"SELECT {_SHOWN} FROM session_stats", ()
+        sql, args = f"SELECT {_SHOWN} FROM session_stats", ()  # type: tuple[str, tuple[str, ...]]
         if only is not None:
             sql, args = sql + " WHERE session_id = ?", (only,)
         with contextlib.suppress(sqlite3.OperationalError):  # not migrated yet (readonly)
             shown = conn.execute(sql + " ORDER BY session_id", args).fetchall()
     folder = store.layout.sessions
     to_record = None
+    rows: list[tuple[Any, ...] | None]
     if only is not None:
         ids, rows = [only], [shown[0] if shown else None]
     else:
         mark, gen = session_marks.read(conn)
         if session_marks.holds(folder, mark):  # no folder came, went or was renamed
-            ids, rows = [r[0] for r in shown], shown
+            ids, rows = [r[0] for r in shown], list(shown)
         else:
             new = mark_folder(folder) if gen >= 0 else None  # before the scan
             names = sessions.folder_names(folder)
             by_id = {r[0]: r for r in shown}
             ids = sorted(set(names).union(by_id))
-            rows = [by_id.get(sid) for sid in ids]  # type: ignore[misc]
+            rows = [by_id.get(sid) for sid in ids]
             if new is not None and all(name in by_id for name in names):
                 to_record = (new, gen, names)
     # nothing created, renamed or removed in a folder since its row: the row as it is
