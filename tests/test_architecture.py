@@ -286,7 +286,6 @@ KNOWN_STATE = {
     "vectors/collection.py": {"global", "_clients", "_embedders", "_names"},
     "vectors/complement.py": {"_checked"},
     "vectors/guard.py": {"_seen"},
-    "vectors/messages.py": {"last_unsearchable"},  # being removed by the search work
 }
 
 
