@@ -153,7 +153,7 @@ class Memory(RagMethods):
 
             with store.write_lock():
                 vector_index.drop_index(store, vector_index.MESSAGES)
-        results = []
+        results: list[dict[str, Any]] = []
         was, store.rebuilding = store.rebuilding, session_id is None
         try:
             for done, sid in enumerate(ids, 1):
@@ -163,7 +163,7 @@ class Memory(RagMethods):
                 if progress is not None and not vectors:
                     progress(done, len(ids))
             if vectors:  # the work that takes time: its progress is in messages
-                from agenvoy_cli.search.engine import index_session, pending_vectors
+                from agenvoy_cli.search.catchup import index_session, pending_vectors
 
                 todo = {sid: pending_vectors(store, sid) if progress else 0 for sid in ids}
                 total, base = sum(todo.values()), 0

@@ -35,11 +35,13 @@ def _decode(text: str) -> list[float]:
 
 
 def _collection(store: Store, session_id: str) -> Any:
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.collection import MESSAGES
+    from agenvoy_cli.vectors.index import index_exists
+    from agenvoy_cli.vectors.messages import message_index
 
-    if not vectors.index_exists(store, vectors.MESSAGES):
+    if not index_exists(store, MESSAGES):
         return None
-    index = vectors.VectorIndex(store, vectors.MESSAGES, create=False).session(session_id)
+    index = message_index(store, create=False).session(session_id)
     return None if index is None else index.collection
 
 
