@@ -99,7 +99,8 @@ class Memory(RagMethods):
         `until` take what the CLI's options take (7d, 1mo, '2025-01-31', 'yesterday').
         `budget`: at most this many seconds embedding new messages first (None: all of
         them); what is left is searched by keyword. The human notes are under "notes"."""
-        from agenvoy_cli.search.engine import search, time_window
+        from agenvoy_cli.search.engine import search
+        from agenvoy_cli.search.timewindow import time_window
 
         window = time_window(range, since, until)
         result = search(self.store, session_id, query, mode, limit=limit, window=window,
@@ -159,7 +160,7 @@ class Memory(RagMethods):
                     synced = store.sync(sid)
                 row: dict[str, Any] = {"session_id": sid, "inserted": synced.inserted}
                 if vectors:
-                    from agenvoy_cli.search.engine import index_session
+                    from agenvoy_cli.search.catchup import index_session
 
                     row["embedded"] = index_session(store, sid, full=True)  # also repairs
                 results.append(row)
