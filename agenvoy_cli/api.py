@@ -101,7 +101,8 @@ class Memory(RagMethods):
         them); what is left is searched by keyword. `match` ("all" | "any", keyword):
         every term or any term (default: all for 1-3 terms, else any). "notes" holds
         {"code", "message"} objects (docs/json-vocabulary.md)."""
-        from agenvoy_cli.search.engine import search, time_window
+        from agenvoy_cli.search.engine import search
+        from agenvoy_cli.search.timewindow import time_window
 
         window = time_window(range, since, until)
         result = search(self.store, session_id, query, mode, limit=limit, window=window,
