@@ -176,7 +176,8 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         return result
     attribution = semantic.Attribution()
     vec = semantic.attribute(cand.vector, vector, emb, cand.bodies, attribution)
-    if not semantic.relevant(vec, result.floor, cand.typical, emb.model_id):
+    if not semantic.relevant(vec, result.floor, cand.typical, emb.model_id, query,
+                             [cand.bodies.get(s, "") for s, _ in vec[:semantic.ATTRIBUTION_TOP]]):
         vec = []  # nothing clearly related: better nothing than the nearest noise
     if mode == "semantic":
         ranked = fuse(cand.unindexed, vec, neighbour=0.0) if cand.unindexed else vec
