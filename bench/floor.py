@@ -14,11 +14,12 @@ The split is by fact set: tune.json chose the floor's margins (search/floor.py),
 heldout.json is the reported one.
 
 Per split and language pair (query -> memories) it prints: answerable questions hidden by the
-floor (nothing returned; target <= 2 %), unanswerable ones answered with nothing (target
->= 75 %), and top-1 of the answerable ones. Each question is one in-process
-`agenvoy search SESSION QUERY --mode semantic --limit 8 --json` (click's CliRunner over the
-real command); a spy on engine._candidates records what the floor saw (best similarity, the
-query's typical one, the top texts) for --features.
+floor (nothing returned; target <= 2 %) and, of those, the ones whose fact the vector
+ranking had in its top 8 (the answer the floor hid, not one the ranker missed), unanswerable
+ones answered with nothing (target >= 75 %), and top-1 of the answerable ones. Each
+question is one in-process `agenvoy search SESSION QUERY --mode semantic --limit 8 --json`
+(click's CliRunner over the real command); a spy on engine._candidates records what the
+floor saw (best similarity, the query's typical one, the top texts) for --features.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from probes import cli, ranked_hits  # noqa: E402
 
 DATA = ROOT / "bench" / "floor_data"
 WINDOW = 16
+LIMIT = 8  # "hid a top-8": the floor emptied a search whose vector ranking had the fact in it
 EN_TALK = [
     "Good morning, coffee first and then work.", "The weather is grey again today.",
     "ok, next item", "sure", "Thanks, that helps.", "Let me think about it for a minute.",
@@ -150,8 +152,8 @@ def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
 
 
 def report(rows: list[dict]) -> dict:
-    by = defaultdict(lambda: {"answerable": 0, "hidden": 0, "top1": 0, "unanswerable": 0,
-                              "nothing": 0})
+    by = defaultdict(lambda: {"answerable": 0, "hidden": 0, "hid_shown": 0, "top1": 0,
+                              "unanswerable": 0, "nothing": 0})
     for r in rows:
         for key in (f"{r['qlang']}->{r['mlang']}", "all"):
             b = by[key]
@@ -161,15 +163,18 @@ def report(rows: list[dict]) -> dict:
             else:
                 b["answerable"] += 1
                 b["hidden"] += r["empty"]
+                b["hid_shown"] += r["empty"] and (r["gold_rank"] or 99) <= LIMIT
                 b["top1"] += bool(r["hits"]) and r["hits"][0] == r["gold"]
-    print(f"{'pair':8} {'hidden':>14} {'nothing (unans.)':>18} {'top-1':>14}")
+    print(f"{'pair':8} {'hidden':>14} {'hid a top-8':>12} {'nothing (unans.)':>18} "
+          f"{'top-1':>14}")
     for key in sorted(by, key=lambda k: (k == "all", k)):
         b = by[key]
         a, u = b["answerable"], b["unanswerable"]
         hid = f"{b['hidden']}/{a} {b['hidden'] / a:.1%}" if a else "-"
         not_ = f"{b['nothing']}/{u} {b['nothing'] / u:.0%}" if u else "-"
         top = f"{b['top1']}/{a} {b['top1'] / a:.0%}" if a else "-"
-        print(f"{key:8} {hid:>14} {not_:>18} {top:>14}")
+        shown = f"{b['hid_shown']}/{a}" if a else "-"
+        print(f"{key:8} {hid:>14} {shown:>12} {not_:>18} {top:>14}")
     return dict(by)
 
 

@@ -70,9 +70,11 @@ def session() -> list[dict]:
 
 
 @pytest.mark.parametrize(("text", "lang"), [
-    ("我哥哥住在哪裡？", "zh"), ("兄はどこに住んでいますか？", "ja"), ("¿Dónde vive mi hermano?", "es"),
+    ("我哥哥住在哪裡？", "zh"), ("兄はどこに住んでいますか？", "ja"),
+    ("¿Dónde vive mi hermano?", "es"),
     ("Wo wohnt mein Bruder?", "de"), ("Which city is my sibling in?", "en"),
-    ("pod CrashLoopBackOff", "en"), ("형은 어디에 살아요?", "ko"),
+    ("pod CrashLoopBackOff", "en"), ("¿Qué le pasó a nuestra gata?", "es"),
+    ("I went to a café in Zürich", "en"), ("형은 어디에 살아요?", "ko"),
 ])
 def test_language_of_a_query(text: str, lang: str) -> None:
     assert floor.language(text) == lang

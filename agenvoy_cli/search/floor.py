@@ -29,10 +29,10 @@ UNMEASURED = min(PAIR_SCALE.values())
 CJK_LANGS = {"zh", "ja", "ko"}
 _WORDS = re.compile(r"[^\W\d_]+", re.UNICODE)
 _STOP_WORDS = {
-    "en": "the a an is are was were of to in on and my i you what which where who how do does "
+    "en": "the an is are was were of to in on and my you what which where who how do does "
           "did for with at it this that be have has",
     "es": "el la los las de del que en y es un una mi por para con se qué dónde cómo cuál "
-          "cuándo está son lo al",
+          "cuándo está son lo al le su nuestra nuestro",
     "de": "der die das und ist ein eine mein meine mit zu von den dem im wie was wo wer wann "
           "nicht ich auf für welche welches welcher",
     "fr": "le la les de des et est un une mon ma mes que qui dans pour avec où quel quelle "
@@ -41,11 +41,13 @@ _STOP_WORDS = {
     "it": "il lo la gli le di che e è un una mio mia per con dove quale come non sono",
 }
 _STOP = {lang: frozenset(words.split()) for lang, words in _STOP_WORDS.items()}
+_MARKS = {"es": "¿¡ñ", "de": "äöüß", "fr": "çèêàœ", "pt": "ãõ"}  # letters that give it away
 
 
 def language(text: str) -> str:
     """A coarse language of a text: zh, ja, ko by script; en, es, de, fr, pt, it by their
-    function words among Latin-script letters (en when none is found)."""
+    function words and telling letters (¿, ñ, ß ...) among Latin-script ones (en when
+    none is found; a tie goes to en)."""
     han = kana = hangul = latin = 0
     for c in text:
         o = ord(c)
@@ -64,6 +66,8 @@ def language(text: str) -> str:
         return "ko" if hangul > han else "zh"
     words = [w.lower() for w in _WORDS.findall(text)]
     votes = Counter({lang: sum(w in stop for w in words) for lang, stop in _STOP.items()})
+    low = text.lower()
+    votes.update({lang: sum(c in marks for c in low) for lang, marks in _MARKS.items()})
     lang, n = max(votes.items(), key=lambda kv: (kv[1], kv[0] == "en"))
     return lang if n else "en"
 
