@@ -229,7 +229,9 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     attribution = semantic.Attribution()
     kept = _kept_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, kept, cand.bodies, attribution)
-    floored = not semantic.relevant(vec, result.floor, cand.typical, emb.model_id)
+    floored = not semantic.relevant(vec, result.floor, cand.typical, emb.model_id, query,
+                                    [cand.bodies.get(s, "") for s, _ in
+                                     vec[:semantic.ATTRIBUTION_TOP]])
     if floored:
         vec = []  # nothing clearly related: better nothing than the nearest noise
     if mode == "semantic":

