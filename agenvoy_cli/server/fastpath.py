@@ -29,10 +29,11 @@ from agenvoy_cli.errors import AgenvoyError, BadInput, CorruptStore, NotFound, S
 from agenvoy_cli.home.layout import Layout
 
 ROUTE = "/agenvoy/v1/call"
+PING = "/agenvoy/v1/ping"
 METHODS = ("search", "lookup_errors", "rag_search")  # Memory methods the route runs
 NO_SERVER_ENV = "AGENVOY_NO_SERVER"
 TOKEN_ENV = "AGENVOY_HTTP_TOKEN"
-CONNECT_TIMEOUT = 1.0  # seconds to connect and to get the first byte beyond the work
+CONNECT_TIMEOUT = 1.0  # seconds to connect and to answer PING (a hung server is skipped)
 ANSWER_SLACK = 30.0  # seconds a search may take on the server beyond its budget
 _ERRORS: dict[int, type[AgenvoyError]] = {2: BadInput, 3: NotFound, 4: CorruptStore,
                                           75: StoreBusy}
@@ -99,13 +100,16 @@ def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],
     conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 80,
                                       timeout=CONNECT_TIMEOUT)
     try:
-        conn.connect()
-        assert conn.sock is not None
-        conn.sock.settimeout(CONNECT_TIMEOUT + wait + ANSWER_SLACK)
-        conn.request("POST", ROUTE, body, {"Authorization": f"Bearer {token}",
-                                            "Content-Type": "application/json"})
+        auth = {"Authorization": f"Bearer {token}"}
+        conn.request("GET", PING, headers=auth)  # answered by the event loop: alive?
         reply = conn.getresponse()
-        data = reply.read()
+        reply.read()
+        if reply.status == 200:
+            assert conn.sock is not None
+            conn.sock.settimeout(CONNECT_TIMEOUT + wait + ANSWER_SLACK)  # the work itself
+            conn.request("POST", ROUTE, body, {**auth, "Content-Type": "application/json"})
+            reply = conn.getresponse()
+            data = reply.read()
     except OSError as exc:
         _note(f"the HTTP server at {info['url']} did not answer ({type(exc).__name__})")
         return None

@@ -186,7 +186,12 @@ def fast_route(app: Any, checks: Any) -> Any:
         app.wake.set()
         return reply(answer)
 
-    return Route(fastpath.ROUTE, endpoint, methods=["POST"])
+    async def ping(request: Request) -> Response:
+        refused = await checks.validate_request(request)
+        return refused if refused is not None else reply({"ok": True})
+
+    return [Route(fastpath.ROUTE, endpoint, methods=["POST"]),
+            Route(fastpath.PING, ping, methods=["GET"])]
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -236,7 +241,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     checks = security(host, port, allow_hosts)
     web = app.server.streamable_http_app(
         streamable_http_path="/mcp", transport_security=checks, max_request_body_size=MAX_BODY,
-        host=host, custom_starlette_routes=[fast_route(app, _middleware(checks))])
+        host=host, custom_starlette_routes=fast_route(app, _middleware(checks)))
     config = uvicorn.Config(BearerAuth(web, token), log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=int(GRACE),
                             server_header=False)
