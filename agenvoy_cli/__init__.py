@@ -7,7 +7,7 @@ from __future__ import annotations
 
 # Nothing is imported here: `python -m agenvoy_cli` runs this file before __main__ can catch
 # Ctrl-C, so any import here would be a window for a start-up traceback.
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 __all__ = ["Memory", "__version__"]
 
 

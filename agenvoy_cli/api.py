@@ -108,18 +108,19 @@ class Memory(RagMethods):
 
     def sessions(self) -> dict[str, Any]:
         """Every session: message_count, bytes, last_message_at, has_summary."""
-        from agenvoy_cli.conversation.sessions import as_dicts, list_all
+        from agenvoy_cli.conversation.session_list import list_all
+        from agenvoy_cli.conversation.sessions import as_dicts
 
         return listing("sessions", as_dicts(list_all(self.store)))
 
     def session(self, session_id: str) -> dict[str, Any]:
         """One session with its archive row_count, trim point and path (NotFound)."""
-        from agenvoy_cli.conversation import sessions
+        from agenvoy_cli.conversation import session_list, sessions
 
         store = self.store
         with store.read_lock():
             store.require(session_id)
-            info = sessions.listing(store, only=session_id)[0]
+            info = session_list.listing(store, only=session_id)[0]
             start_seq, start_at = store.trim_point(session_id)
             info["row_count"] = sessions.archive_rows(store.db_readonly(), session_id)
             info["trim_point"] = {"start_seq": start_seq, **moment("start", start_at or None)}
@@ -130,12 +131,10 @@ class Memory(RagMethods):
                 max_bytes: int | None = None) -> dict[str, Any]:
         """Trim a session's history.json (None: every session, under "sessions") to 80% of
         `max_bytes` (max_history_bytes); the archive keeps every message."""
-        from agenvoy_cli.conversation.compaction import compact_session
-
         if session_id is not None:
             self.store.require(session_id)
-            return compact_session(self.store, session_id, max_bytes).as_dict()
-        return listing("sessions", [compact_session(self.store, sid, max_bytes).as_dict()
+            return self.store.compact(session_id, max_bytes).as_dict()
+        return listing("sessions", [self.store.compact(sid, max_bytes).as_dict()
                                     for sid in self.store.session_ids()])
 
     def backfill(self, session_id: str | None = None, *, vectors: bool = False,

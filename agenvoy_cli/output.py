@@ -88,12 +88,15 @@ def _csv(items: Sequence[Any]) -> str:
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     """A table for people: booleans as yes/no, None as -, East-Asian wide characters
     aligned (tabulate measures them with wcwidth)."""
+    # Plain ASCII rows are formatted here: tabulate's import alone (~60 ms with wcwidth) costs
+    # more than 10,000 rows, and bench/scale.py's `session list` target (<= 2x an append)
+    # holds only without it; tabulate takes ~35 us a row besides.
+    cells = [tuple(_plain(v) for v in row) for row in rows]
+    if all(len(row) == len(headers) for row in cells):
+        text = plain_table(cells, headers)
+        if text is not None:
+            return text
     rows = [[cell(v) for v in row] for row in rows]
-    if len(rows) > 50:  # tabulate takes ~35 us a row: a long listing is formatted here
-        cells = [tuple(str(c).strip() for c in row) for row in rows]
-        if all(len(row) == len(headers) for row in cells) and \
-                "\n".join("\t".join(row) for row in cells).isascii():
-            return _simple_table(cells, [str(h).strip() for h in headers])
     from tabulate import tabulate
 
     return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
@@ -125,17 +128,28 @@ def human_time(value: str | int | None, missing: str = "-") -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _simple_table(rows: list[tuple[str, ...]], headers: list[str]) -> str:
-    """tabulate's "simple" format (left-aligned text, columns at least 2 wider than their
-    header), for one-line ASCII cells in as many columns as headers (a test compares)."""
-    if any("\n" in c or "\t" in c for row in rows for c in row):
-        from tabulate import tabulate
+def _plain(value: Any) -> str:
+    """A cell as output.cell shows it, as the text tabulate prints (stripped)."""
+    if value is None:
+        return "-"
+    if value is True or value is False:
+        return yes_no(value)
+    return str(value).strip()
 
-        return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    widths = [max(len(h) + 2, *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+def plain_table(rows: list[tuple[str, ...]], headers: Sequence[str]) -> str | None:
+    """tabulate's "simple" format (left-aligned text, columns at least 2 wider than their
+    header) of cells already text (stripped, as many as headers); None unless every cell is
+    one line of ASCII (then `table` asks tabulate). A test compares the two."""
+    joined = "\0".join(map("\0".join, rows))
+    if not joined.isascii() or "\n" in joined or "\t" in joined:
+        return None
+    headers = [str(h).strip() for h in headers]
+    columns = list(zip(*rows)) or [() for _ in headers]
+    widths = [max(len(h) + 2, max(map(len, col), default=0)) for h, col in zip(headers, columns)]
     fmt = "  ".join(f"%-{w}s" for w in widths)
     out = [(fmt % tuple(headers)).rstrip(), "  ".join("-" * w for w in widths)]
-    out += [(fmt % row).rstrip() for row in rows]
+    out += [line.rstrip() for line in map(fmt.__mod__, rows)]
     return "\n".join(out)
 
 

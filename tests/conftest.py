@@ -75,3 +75,57 @@ def vm_steps(conn, call):
     finally:
         conn.set_progress_handler(None, 0)
     return counter[0], result
+
+
+# -- shared fixtures (once imported between test files)
+
+@pytest.fixture
+def words(monkeypatch):
+    """The stand-in embedder (tests/words_embedder.py) for in-process runs, through
+    AGENVOY_EMBEDDER; the instance counts what it embedded."""
+    from tests import words_embedder
+
+    emb = words_embedder.WordsEmbedder()
+    words_embedder.use(monkeypatch, emb)
+    return emb
+
+
+@pytest.fixture
+def embed_server(monkeypatch):
+    """An OpenAI-compatible /v1/embeddings on 127.0.0.1 (hashed words), for subprocesses."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tests.words_embedder import WordsEmbedder
+
+    emb = WordsEmbedder()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            data = [{"index": i, "embedding": emb.vec(t)} for i, t in enumerate(body["input"])]
+            out = json.dumps({"data": data}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    env = {"AGENVOY_EMBEDDER": "openai:hashed", "AGENVOY_EMBED_DIM": "512",
+           "AGENVOY_EMBED_BASE_URL": f"http://127.0.0.1:{server.server_port}/v1"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    yield env
+    server.shutdown()
+
+
+# The summarizer's stand-in LLM server lives in test_summarize.py (being edited elsewhere);
+# made a fixture of every test file here instead of imported by each one.
+from tests.test_summarize import llm  # noqa: E402, F401

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import words_embedder
 from tests.words_embedder import WordsEmbedder
 
 
@@ -22,18 +23,19 @@ class SlowWords(WordsEmbedder):
     """The hashed-words stand-in at a fixed cost per text, like a real model."""
 
     delay = 0.02
+    embedded = 0  # texts embedded so far (the work a budget bounds)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.embedded += len(texts)
         time.sleep(self.delay * len(texts))
         return super().embed_documents(texts)
 
 
 @pytest.fixture
 def slow(monkeypatch: pytest.MonkeyPatch) -> SlowWords:
-    from agenvoy_cli.vectors import index as vectors
 
     emb = SlowWords()
-    monkeypatch.setitem(vectors._embedders, "", emb)
+    words_embedder.use(monkeypatch, emb)
     return emb
 
 
@@ -73,15 +75,17 @@ def test_budget_zero_still_finds_unindexed_messages_by_keyword(run, slow, tmp_pa
 
 
 def test_budget_bounds_the_catch_up_and_says_so_after_a_second(run, slow, tmp_path) -> None:
+    from agenvoy_cli.search.catchup import INDEX_BATCH
+
     append(run, "s", 200, tmp_path)  # 200 x 0.02 s = 4 s of embedding
-    started = time.monotonic()
     res = run("search", "s", "Mochi", "--budget", "1.5", "--json")
-    took = time.monotonic() - started
     assert res.exit_code == 0, res.stderr
     doc = res.json()
     assert 0 < doc["unindexed_count"] < 200
     assert doc["unindexed_count"] == 200 - doc["indexed"]
-    assert took < 1.5 + 1.5  # the budget, one small batch, the search
+    # the work, counted: what 1.5 s buys at 0.02 s a text, one batch past it at most (the
+    # query's own embedding besides)
+    assert slow.embedded <= 1.5 / SlowWords.delay + INDEX_BATCH + 1
     first = res.stderr.splitlines()[0]
     assert "indexing" in first and "agenvoy mcp" in first and "backfill --vectors" in first
     assert any(r["hit"] and r["seq"] == 3 for r in doc["results"])

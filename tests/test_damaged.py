@@ -10,8 +10,9 @@ import sys
 import orjson
 import pytest
 
+from tests import words_embedder
 from tests.conftest import ROOT
-from tests.test_append import history, snapshot
+from tests.conversation.test_append import history, snapshot
 
 
 def seed(run, sid: str = "s", n: int = 6) -> None:
@@ -139,7 +140,7 @@ def test_directory_deleted_under_a_live_client(home, monkeypatch):
     from agenvoy_cli.vectors.hooks import open_store
     from tests.words_embedder import WordsEmbedder
 
-    monkeypatch.setitem(vectors._embedders, "", WordsEmbedder())
+    words_embedder.use(monkeypatch, WordsEmbedder())
     store = open_store(Layout(home))
     index = vectors.VectorIndex(store, "probe")
     emb = index.embedder
@@ -150,3 +151,31 @@ def test_directory_deleted_under_a_live_client(home, monkeypatch):
     assert again.collection.count() == 0
     again.add(["c"], emb.embed_documents(["deploy again"]), [{"k": 3}])
     assert [h.id for h in again.query(emb.embed_query("deploy"), 5)] == ["c"]
+
+
+def test_a_damaged_file_moved_aside_twice_in_one_second_keeps_both(tmp_path, monkeypatch):
+    """One move-aside for every damaged file: a second repair within the same second (the
+    name already taken) keeps the first damaged copy, and a database's -wal/-shm follow it."""
+    import time
+
+    from agenvoy_cli.home import salvage
+    from agenvoy_cli.home.files import move_aside
+
+    monkeypatch.setattr(time, "strftime", lambda fmt, *a: "20250101-000000")
+    path = tmp_path / "history.json"
+    kept = []
+    for text in ("first", "second", "third"):
+        path.write_text(text, "utf-8")
+        kept.append(move_aside(path))
+    assert [p.read_text("utf-8") for p in kept] == ["first", "second", "third"]
+    assert [p.name for p in kept] == ["history.json.damaged-20250101-000000",
+                                      "history.json.damaged-20250101-000000-1",
+                                      "history.json.damaged-20250101-000000-2"]
+    db = tmp_path / "history.db"
+    for round_ in range(2):
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / f"history.db{suffix}").write_text(f"{round_}{suffix}", "utf-8")
+        target = salvage.move_aside(db)
+        assert target.read_text("utf-8") == f"{round_}"
+        assert (tmp_path / f"{target.name}-wal").read_text("utf-8") == f"{round_}-wal"
+    assert not db.exists() and len(list(tmp_path.glob("history.db.damaged-*"))) == 6

@@ -259,7 +259,7 @@ sys.stderr.write(f"HEAVY={{heavy}} SECONDS={{time.perf_counter() - t:.3f}}\\n")
     ("agenvoy backfill --", 2),
 ])
 def test_completion_is_light(home, sessions, words, cword):
-    """No chromadb, numpy or model import, no file created, well under a second of work."""
+    """No chromadb, numpy or model import, no file created (the work counted, not timed)."""
     env = {**os.environ, "COMP_WORDS": words, "COMP_CWORD": str(cword),
            "_AGENVOY_COMPLETE": "bash_complete"}
     before = sorted(p.relative_to(home) for p in home.rglob("*"))
@@ -270,5 +270,4 @@ def test_completion_is_light(home, sessions, words, cword):
     m = re.search(r"HEAVY=(\[.*?\]) SECONDS=([\d.]+)", res.stderr)
     assert m, res.stderr
     assert m.group(1) == "[]", f"completion imported {m.group(1)}"
-    assert float(m.group(2)) < 3.0, f"completion took {m.group(2)} s"
     assert sorted(p.relative_to(home) for p in home.rglob("*")) == before

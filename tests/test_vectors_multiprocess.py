@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests import words_embedder
 from tests.conftest import ROOT
 
 PY = [sys.executable, "-m", "tests.vector_workers"]
@@ -153,10 +154,9 @@ def seed_indexed(run, sid: str = "s", n: int = 30) -> None:
 @pytest.fixture
 def words(monkeypatch):
     """The stand-in embedder for in-process CLI runs."""
-    from agenvoy_cli.vectors import index as mod
     from tests.words_embedder import WordsEmbedder
 
-    monkeypatch.setitem(mod._embedders, "", WordsEmbedder())
+    words_embedder.use(monkeypatch, WordsEmbedder())
 
 
 def new_process() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import random
 import sys
 import time
@@ -21,16 +22,14 @@ import time
 import orjson
 
 from agenvoy_cli.cli import cli
-from tests.words_embedder import WordsEmbedder
 
 WORDS = ["deploy", "database", "password", "rotation", "nomad", "lunch", "river", "部署"]
 
 
 def install_words() -> None:
-    """The stand-in embedder in the process-wide embedder cache (no model, deterministic)."""
-    from agenvoy_cli.vectors import index as mod
-
-    mod._embedders[""] = WordsEmbedder()
+    """The stand-in embedder for this process, through the supported setting (no model,
+    deterministic)."""
+    os.environ["AGENVOY_EMBEDDER"] = "python:tests.words_embedder:WordsEmbedder"
 
 
 def invoke(args: list[str], stdin: bytes | None = None) -> tuple[int, str]:

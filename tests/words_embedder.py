@@ -32,3 +32,24 @@ class WordsEmbedder:
 
     def embed_query(self, text: str) -> list[float]:
         return self.vec(text)
+
+
+CURRENT: WordsEmbedder | None = None  # the instance a test installed (use_words)
+
+
+def current() -> WordsEmbedder:
+    """The embedder of AGENVOY_EMBEDDER=python:tests.words_embedder:current: the instance
+    the running test installed, so it can count what was embedded."""
+    return CURRENT if CURRENT is not None else WordsEmbedder()
+
+
+SPEC = "python:tests.words_embedder:current"
+
+
+def use(monkeypatch, emb: WordsEmbedder) -> WordsEmbedder:
+    """Swap the model through the supported setting (AGENVOY_EMBEDDER) for this test."""
+    import sys
+
+    monkeypatch.setattr(sys.modules[__name__], "CURRENT", emb)
+    monkeypatch.setenv("AGENVOY_EMBEDDER", SPEC)
+    return emb

@@ -21,13 +21,15 @@ from agenvoy_cli.output import FORMATS, emit, format_option, human_time, table, 
 from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
 
 
-def _complete_sql(ctx: click.Context, sql: str, incomplete: str) -> list[Any]:
-    """Values of one column of the home's records (SQLite read-only; nothing heavy,
-    nothing created)."""
+def _complete_column(ctx: click.Context, column: str, incomplete: str) -> list[Any]:
+    """Values of one column of the home's records (SQLite read-only through home.sqlite, as
+    every read; nothing heavy, nothing created)."""
     import sqlite3
 
     from click.shell_completion import CompletionItem
 
+    from agenvoy_cli.errormem.store import column_values
+    from agenvoy_cli.home import sqlite
     from agenvoy_cli.home.layout import Layout, resolve_home
 
     try:  # a bad home or a planted link: no completions, never a traceback
@@ -37,20 +39,24 @@ def _complete_sql(ctx: click.Context, sql: str, incomplete: str) -> list[Any]:
     if not db.exists():
         return []
     try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            names = [r[0] for r in conn.execute(sql)]
-    except sqlite3.Error:
+        conn = sqlite.connect(db, 1.0, readonly=True)
+    except (AgenvoyError, sqlite3.Error):
         return []
+    try:
+        names = column_values(conn, column)
+    except sqlite3.Error:  # no records table yet, or a damaged archive
+        return []
+    finally:
+        conn.close()
     return [CompletionItem(n) for n in names if str(n).startswith(incomplete)]
 
 
 def _complete_tool(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    return _complete_sql(ctx, "SELECT DISTINCT tool_name FROM error_records ORDER BY tool_name",
-                         incomplete)
+    return _complete_column(ctx, "tool_name", incomplete)
 
 
 def _complete_id(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    return _complete_sql(ctx, "SELECT id FROM error_records ORDER BY id", incomplete)
+    return _complete_column(ctx, "id", incomplete)
 
 
 def _complete_choice(values: tuple[str, ...]) -> Any:

@@ -8,59 +8,32 @@ import click
 
 from agenvoy_cli.commands.common import (
     confirm_destructive,
-    get_store,
     json_option,
+    memory,
     session_argument,
 )
-from agenvoy_cli.contract import listing, moment
-from agenvoy_cli.conversation.sessions import Entry, local_rfc3339
-from agenvoy_cli.conversation.store import Store
-from agenvoy_cli.output import emit, format_option, human_time, table, warn
-
-
-def describe(store: Store, session_id: str, *, detail: bool) -> dict[str, Any]:
-    from agenvoy_cli.conversation import sessions
-
-    info = sessions.listing(store, only=session_id)[0]
-    if detail:
-        start_seq, start_at = store.trim_point(session_id)
-        info["row_count"] = sessions.archive_rows(store.db_readonly(), session_id)
-        info["trim_point"] = {"start_seq": start_seq, **moment("start", start_at or None)}
-        info["path"] = str(store.layout.session_dir(session_id))
-    return info
-
+from agenvoy_cli.output import emit, format_option, human_time, plain_table, table, warn
 
 HEADERS = ("session", "messages", "bytes", "last message", "summary")
 
 
-def list_table(entries: list[Entry]) -> str:
-    """The `session list` table: output.table's, built straight from the entries with one
-    format per row when the names are plain (no tabulate: its import alone costs more than
-    formatting 10,000 rows; a test compares the two)."""
-    clock = local_rfc3339(zone=False)  # as human_time shows them
-    names = [e[0] for e in entries]
-    joined = "".join(names)
-    counts, sizes = [e[1] for e in entries], [e[2] for e in entries]
-    if not entries or any(e[5] for e in entries) or not joined.isascii() \
-            or not joined.isprintable() or " " in joined or min(counts + sizes) < 0:
-        return table([(sid, str(count), str(size), None if last is None else clock(last),
-                       summary)
-                      + (("DAMAGED",) if problem else ())
-                      for sid, count, size, last, summary, problem in entries], list(HEADERS))
-    # tabulate's "simple": left-aligned, each column at least 2 wider than its header
-    times = any(e[3] is not None for e in entries)
-    widths = [max(len(HEADERS[0]) + 2, max(map(len, names))),
-              max(len(HEADERS[1]) + 2, len(str(max(counts)))),
-              max(len(HEADERS[2]) + 2, len(str(max(sizes)))),
-              max(len(HEADERS[3]) + 2, 19 if times else 1),
-              max(len(HEADERS[4]) + 2, 3 if any(e[4] for e in entries) else 2)]
-    fmt = "%-{}s  %-{}d  %-{}d  %-{}s  %s".format(*widths[:4])  # the last one not padded
+def list_table(sessions: list[dict[str, Any]]) -> str:
+    """The `session list` table (times as human_time shows them: the local date and time of
+    day, which the documents' RFC 3339 strings already carry). Cells made text here, in one
+    pass (10,000 sessions: bench/scale.py's `session list` target, <= 2x an append)."""
     yes_no = ("no", "yes")
-    return "\n".join(["%-{}s  %-{}s  %-{}s  %-{}s  %s".format(*widths[:4]) % HEADERS,
-                      "  ".join("-" * w for w in widths),
-                      *(fmt % (sid, count, size, "-" if last is None else clock(last),
-                               yes_no[summary])
-                        for sid, count, size, last, summary, _ in entries)])
+    if not any(d["problem"] for d in sessions):
+        text = plain_table([(d["session_id"], str(d["message_count"]), str(d["bytes"]),
+                             "-" if (at := d["last_message_at"]) is None
+                             else f"{at[:10]} {at[11:19]}", yes_no[d["has_summary"]])
+                            for d in sessions], HEADERS)
+        if text is not None:
+            return text
+    return table([(d["session_id"], d["message_count"], d["bytes"],
+                   None if d["last_message_at"] is None
+                   else f"{d['last_message_at'][:10]} {d['last_message_at'][11:19]}",
+                   d["has_summary"]) + (("DAMAGED",) if d["problem"] else ())
+                  for d in sessions], list(HEADERS))
 
 
 @click.group("session")
@@ -74,23 +47,12 @@ def command() -> None:
 @click.pass_context
 def list_cmd(ctx: click.Context, as_json: bool, fmt: str | None = None) -> None:
     """Every session of the home: messages, bytes, last message time, summary."""
-    import gc
-
-    from agenvoy_cli.conversation.sessions import as_dicts, list_all
-
-    # Rows of plain values, no cycles: 10,000 sessions would trigger ~40 collections that
-    # find nothing (~6 ms, a tenth of the listing's own cost)
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        entries = list_all(get_store(ctx))  # from the session table: no history.json read
-        if fmt == "table" or (fmt is None and not as_json):  # no documents needed
-            emit(None, False, lambda _: list_table(entries) if entries else "no sessions")
-            return
-        emit(listing("sessions", as_dicts(entries)), as_json, fmt=fmt, rows="sessions")
-    finally:
-        if collecting:
-            gc.enable()
+    doc = memory(ctx).sessions()  # from the session table: no history.json read
+    if fmt == "table" or (fmt is None and not as_json):
+        emit(None, False, lambda _: list_table(doc["sessions"]) if doc["sessions"]
+             else "no sessions")
+        return
+    emit(doc, as_json, fmt=fmt, rows="sessions")
 
 
 @command.command("show")
@@ -99,11 +61,7 @@ def list_cmd(ctx: click.Context, as_json: bool, fmt: str | None = None) -> None:
 @click.pass_context
 def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
     """One session, with its archive row count and trim point."""
-    store = get_store(ctx)
-    with store.read_lock():
-        store.require(session_id)
-        info = describe(store, session_id, detail=True)
-    emit(info, as_json, lambda d: table(
+    emit(memory(ctx).session(session_id), as_json, lambda d: table(
         [(k, human_time(v) if k.endswith("_at") else v) for k, v in d.items()
          if k != "trim_point" and not k.endswith("_ns")]
         + [("trim point", f"{human_time(d['trim_point']['start_at'], 'never trimmed')} "
@@ -113,8 +71,6 @@ def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
 
 def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove: bool,
            no_summary: bool = True, llm_command: str | None = None) -> None:
-    from agenvoy_cli.commands.common import memory
-
     api = memory(ctx)
     api.store.require(session_id)  # NotFound before any question
     action = "remove" if remove else "reset"

@@ -11,21 +11,27 @@ from there on (memory then follows what changed, not the file).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, NamedTuple
 
 from agenvoy_cli.conversation import alignment, archive, sessions
 from agenvoy_cli.conversation.history import History
 from agenvoy_cli.conversation.history_view import batches
 from agenvoy_cli.conversation.messages import message_identity
 
-if TYPE_CHECKING:
-    import sqlite3
 
-    from agenvoy_cli.conversation.store import Store
+class BigSync(NamedTuple):
+    start: int
+    inserted: int
+    seqs: Sequence[int]
+    edited: int
+    left: int
+    changed: list[int]  # places whose index entries must go (Store tells the hooks)
+    renumbered_from: int | None
 
 
-def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence,
+def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence[Any],
                      lo: int) -> int:
     """How many messages from the start of history are archived at places lo, lo+1, ..."""
     done = 0
@@ -40,37 +46,33 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
     return done
 
 
-def sync_big(store: Store, session_id: str, history: History
-             ) -> tuple[int, int, Sequence[int], int, int]:
-    """Store.sync's work; returns (start, inserted, seqs, edited, left) for its SyncResult."""
+def sync_big(conn: sqlite3.Connection, session_id: str, history: History,
+             fallback: int) -> BigSync:
+    """Store.sync's work, in its transaction (fallback: the time of a message with none)."""
     messages = history.messages
-    fallback = store._fallback_ns(history)
-    with store.transaction() as conn:
-        alignment.rederive(conn, session_id)
-        rows = archive.session_rows(conn, session_id)
-        lo = rows.start_seq or 0
-        k = archived_prefix(conn, session_id, messages, lo)
-        rest = messages[k:]
-        edited = left = 0
-        changed: list[int] = []
-        renumbered = None
-        if rows.next_seq <= lo + k and not archive.has_foreign_rows(conn, session_id):
-            inserted, seq = 0, lo + k  # only new messages after the archive's end
-            for part in batches(rest):
-                inserted += archive.insert(conn, session_id, seq, part, fallback)
-                seq += len(part)
-            seqs: Sequence[int] = range(lo, lo + len(messages))
-        else:
-            done = alignment.apply(conn, session_id, rest,
-                                   alignment.candidates(conn, session_id, lo + k),
-                                   rows.next_seq, fallback)
-            inserted, edited, left = done.inserted, len(done.edited), len(done.left)
-            changed, renumbered = done.left + done.edited, done.renumbered_from
-            seqs = list(range(lo, lo + k)) + done.seqs
-        start = seqs[0] if len(seqs) else archive.session_rows(conn, session_id).next_seq
-        if start != (rows.start_seq or 0) and (len(seqs) or rows.has_rows):
-            archive.set_start(conn, session_id, start)
-        sessions.record(conn, session_id, history.path, len(messages), start)
-    if changed or renumbered is not None:
-        store.hooks.after_change(store, session_id, changed, renumbered)
-    return start, inserted, seqs, edited, left
+    alignment.rederive(conn, session_id)
+    rows = archive.session_rows(conn, session_id)
+    lo = rows.start_seq or 0
+    k = archived_prefix(conn, session_id, messages, lo)
+    rest = messages[k:]
+    edited = left = 0
+    changed: list[int] = []
+    renumbered = None
+    if rows.next_seq <= lo + k and not archive.has_foreign_rows(conn, session_id):
+        inserted, seq = 0, lo + k  # only new messages after the archive's end
+        for part in batches(rest):
+            inserted += archive.insert(conn, session_id, seq, part, fallback)
+            seq += len(part)
+        seqs: Sequence[int] = range(lo, lo + len(messages))
+    else:
+        done = alignment.apply(conn, session_id, rest,
+                               alignment.candidates(conn, session_id, lo + k),
+                               rows.next_seq, fallback)
+        inserted, edited, left = done.inserted, len(done.edited), len(done.left)
+        changed, renumbered = done.left + done.edited, done.renumbered_from
+        seqs = list(range(lo, lo + k)) + done.seqs
+    start = seqs[0] if len(seqs) else archive.session_rows(conn, session_id).next_seq
+    if start != (rows.start_seq or 0) and (len(seqs) or rows.has_rows):
+        archive.set_start(conn, session_id, start)
+    sessions.record(conn, session_id, history.path, len(messages), start)
+    return BigSync(start, inserted, seqs, edited, left, changed, renumbered)

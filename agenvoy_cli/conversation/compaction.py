@@ -2,15 +2,37 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agenvoy_cli.contract import moment
 from agenvoy_cli.conversation import archive, sessions
-from agenvoy_cli.conversation.history import dump_history, message_sizes, write_history
+from agenvoy_cli.conversation.history import (
+    History,
+    dump_history,
+    message_sizes,
+    write_history,
+)
+from agenvoy_cli.home.layout import Layout
 
-if TYPE_CHECKING:
-    from agenvoy_cli.conversation.store import Store
+
+class _Synced(Protocol):
+    @property
+    def seqs(self) -> Sequence[int]: ...
+
+
+class Archive(Protocol):
+    """What compaction needs of the Store: the layout, a sync, a transaction."""
+
+    layout: Layout
+
+    def sync(self, session_id: str, history: History | None = None, *,
+             thorough: bool = False) -> _Synced: ...
+
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
 
 TARGET_RATIO = 0.8
 MIN_MESSAGES = 4  # as upstream: a shorter history is never trimmed
@@ -58,34 +80,30 @@ def choose_cut(messages: list[dict[str, Any]], max_bytes: int) -> tuple[int, str
     return 0, "no place to cut right after an assistant message; left alone"
 
 
-def compact_session(store: Store, session_id: str, max_bytes: int | None = None,
-                    *, force: bool = False) -> Compaction:
+def compact_session(store: Archive, session_id: str, limit: int, *,
+                    force: bool = False) -> Compaction:
     """Trim when over the limit. Order: archive everything, record the trim point in SQLite,
-    replace history.json, then drop vectors older than the trim point. Hold the write lock."""
-    limit = max_bytes or store.settings.max_history_bytes
-    if store.hooks.active(store) and not store.holds_lock():
-        store.hooks.preload()
-    with store.write_lock():
-        from agenvoy_cli.conversation.history_view import open_history
+    replace history.json (the caller, Store.compact, then drops the vectors older than the trim
+    point). Hold the write lock."""
+    from agenvoy_cli.conversation.history_view import open_history
 
-        history = open_history(store.layout.history(session_id), session_id)  # maybe a view
-        size = history.size
-        count = len(history.messages)
-        if size <= limit and not force:
-            return Compaction(session_id, 0, count, size, size, None, None, "under the limit")
-        if count < MIN_MESSAGES:
-            return Compaction(session_id, 0, count, size, size, None, None,
-                              f"fewer than {MIN_MESSAGES} messages; left alone")
-        cut, note = choose_cut(history.messages, limit)
-        if cut == 0:
-            return Compaction(session_id, 0, count, size, size, None, None, note)
-        synced = store.sync(session_id, history)  # never drop what is not archived
-        new_start = synced.seqs[cut]
-        with store.transaction() as conn:
-            start_at = archive.set_start(conn, session_id, new_start)
-        data = dump_history(list(history.messages[cut:]))  # what is kept fits the limit
-        write_history(history.path, data)
-        with store.transaction() as conn:
-            sessions.record(conn, session_id, history.path, count - cut, new_start)
-        store.hooks.after_trim(store, session_id, new_start)
-        return Compaction(session_id, cut, count - cut, size, len(data), start_at, new_start, note)
+    history = open_history(store.layout.history(session_id), session_id)  # maybe a view
+    size = history.size
+    count = len(history.messages)
+    if size <= limit and not force:
+        return Compaction(session_id, 0, count, size, size, None, None, "under the limit")
+    if count < MIN_MESSAGES:
+        return Compaction(session_id, 0, count, size, size, None, None,
+                          f"fewer than {MIN_MESSAGES} messages; left alone")
+    cut, note = choose_cut(history.messages, limit)
+    if cut == 0:
+        return Compaction(session_id, 0, count, size, size, None, None, note)
+    synced = store.sync(session_id, history)  # never drop what is not archived
+    new_start = synced.seqs[cut]
+    with store.transaction() as conn:
+        start_at = archive.set_start(conn, session_id, new_start)
+    data = dump_history(list(history.messages[cut:]))  # what is kept fits the limit
+    write_history(history.path, data)
+    with store.transaction() as conn:
+        sessions.record(conn, session_id, history.path, count - cut, new_start)
+    return Compaction(session_id, cut, count - cut, size, len(data), start_at, new_start, note)

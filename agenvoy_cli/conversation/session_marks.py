@@ -27,23 +27,23 @@ transaction; `gen` counts the drops). Two writers record it:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
-from agenvoy_cli.errors import AgenvoyError
 from agenvoy_cli.home.files import ensure_dir
 
-if TYPE_CHECKING:
-    from agenvoy_cli.conversation.store import Store
-
 SESSIONS = "sessions"  # the row of folder_marks for the sessions/ folder
-# A folder an append created and marked, recorded with the session's row:
-# (sessions folder, session id) -> (the record it replaces, the new mark)
-_pending: dict[tuple[str, str], tuple[int, int]] = {}
+
+
+class NewFolder(NamedTuple):
+    """A session folder an append created and the sessions/ mark it set: recorded with the
+    session's row (settle), in place of the record it replaces."""
+
+    replaces: int
+    mark: int
 
 
 def mark_folder(folder: Path | str, mark: int | None = None) -> int | None:
@@ -90,32 +90,25 @@ def cleared(conn: sqlite3.Connection) -> None:
                  (SESSIONS,))
 
 
-def remember(store: Store, mark: int, gen: int, names: list[str]) -> None:
-    """Record the mark a listing set before a scan that found `names` (every folder) with a
-    row each, if the write lock is free at once, no row was dropped since (same gen) and each
-    still has its row (the database may have been replaced meanwhile: doctor's salvage).
-    Best effort: a busy, read-only or damaged home just keeps its listings scanning."""
+def record(conn: sqlite3.Connection, mark: int, gen: int, names: list[str]) -> None:
+    """Record sessions/' mark if no row was dropped since it was set (same gen) and every
+    folder of `names` still has its row (session_list.remember, under the write lock)."""
     import orjson
 
-    from agenvoy_cli.home.locking import store_lock
-
-    with contextlib.suppress(AgenvoyError, OSError, sqlite3.Error), \
-            store_lock(store.layout.lock, 0), store.write_lock(), \
-            store.transaction() as conn:
-        if conn.execute("SELECT 1 FROM json_each(?) WHERE value NOT IN "
-                        "(SELECT session_id FROM session_stats) LIMIT 1",
-                        (orjson.dumps(names).decode(),)).fetchone() is None:
-            conn.execute("INSERT INTO folder_marks (folder, mtime_ns, gen) VALUES (?, ?, ?) "
-                         "ON CONFLICT (folder) DO UPDATE SET mtime_ns = excluded.mtime_ns "
-                         "WHERE gen = excluded.gen", (SESSIONS, mark, gen))
+    if conn.execute("SELECT 1 FROM json_each(?) WHERE value NOT IN "
+                    "(SELECT session_id FROM session_stats) LIMIT 1",
+                    (orjson.dumps(names).decode(),)).fetchone() is None:
+        conn.execute("INSERT INTO folder_marks (folder, mtime_ns, gen) VALUES (?, ?, ?) "
+                     "ON CONFLICT (folder) DO UPDATE SET mtime_ns = excluded.mtime_ns "
+                     "WHERE gen = excluded.gen", (SESSIONS, mark, gen))
 
 
-def make_folder(conn: sqlite3.Connection, folder: Path) -> None:
+def make_folder(conn: sqlite3.Connection, folder: Path) -> NewFolder | None:
     """Create a session's folder (ensure_dir). When the sessions/ mark held just before and
-    only this folder came, mark sessions/ again; the value is recorded with the session's
-    row (settle). Hold the write lock."""
+    only this folder came, mark sessions/ again and return the mark, for the caller to record
+    with the session's row (settle). Hold the write lock."""
     if folder.is_dir():
-        return
+        return None
     parent = folder.parent
     mark = read(conn)[0]
     try:
@@ -124,24 +117,21 @@ def make_folder(conn: sqlite3.Connection, folder: Path) -> None:
         before = None
     ensure_dir(folder)
     if mark is None or before is None or before.st_mtime_ns != mark or before.st_nlink < 2:
-        return
+        return None
     now = time.time_ns()
     try:
         os.utime(parent, ns=(now, now), follow_symlinks=False)
         after = os.stat(parent, follow_symlinks=False)
     except OSError:
-        return
+        return None
     if after.st_mtime_ns == now and after.st_nlink == before.st_nlink + 1:
-        _pending[(str(parent), folder.name)] = (mark, now)
+        return NewFolder(mark, now)
+    return None
 
 
-def settle(conn: sqlite3.Connection, folder: Path) -> None:
-    """In the transaction writing the row of the session in `folder`: record the mark
-    make_folder set when it created the folder (unless the record changed meanwhile). Safe
-    whenever it runs: at that mark every other folder had its row, and a row dropped since
-    cleared the record."""
-    if _pending:
-        known = _pending.pop((str(folder.parent), folder.name), None)
-        if known is not None:
-            conn.execute("UPDATE folder_marks SET mtime_ns = ? WHERE folder = ? AND "
-                         "mtime_ns = ?", (known[1], SESSIONS, known[0]))
+def settle(conn: sqlite3.Connection, new: NewFolder) -> None:
+    """In the transaction writing the row of the session whose folder make_folder created:
+    record the mark it set (unless the record changed meanwhile). Safe whenever it runs: at
+    that mark every other folder had its row, and a row dropped since cleared the record."""
+    conn.execute("UPDATE folder_marks SET mtime_ns = ? WHERE folder = ? AND mtime_ns = ?",
+                 (new.mark, SESSIONS, new.replaces))

@@ -21,14 +21,11 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from agenvoy_cli.conversation import archive, session_marks
 from agenvoy_cli.conversation.session_marks import mark_folder
 from agenvoy_cli.errors import BadInput, CorruptStore
-
-if TYPE_CHECKING:
-    from agenvoy_cli.conversation.store import Store
 
 
 class Stats(NamedTuple):
@@ -84,9 +81,10 @@ def expected(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
 
 
 def record(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
-           start_seq: int) -> None:
+           start_seq: int, new_folder: session_marks.NewFolder | None = None) -> None:
     """After a write of history.json (or a sync that read it whole): its row, current. The
-    folder is marked first: a change after it shows, whatever the stat below saw."""
+    folder is marked first: a change after it shows, whatever the stat below saw. new_folder:
+    the mark session_marks.make_folder set when this write created the folder."""
     known = conn.execute("SELECT summary, sum_size, sum_mtime_ns, dir_mtime_ns "
                          "FROM session_stats WHERE session_id = ?", (session_id,)).fetchone()
     folder_ns = mark_folder(path.parent, known[3] if known else None)
@@ -95,7 +93,8 @@ def record(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  (session_id, *expected(conn, session_id, path, count, start_seq), *summary,
                   folder_ns))
-    session_marks.settle(conn, path.parent)  # a folder our append created: sessions/ marked
+    if new_folder is not None:  # a folder our append created: sessions/ marked
+        session_marks.settle(conn, new_folder)
 
 
 def drop(conn: sqlite3.Connection, session_id: str) -> None:
@@ -105,10 +104,10 @@ def drop(conn: sqlite3.Connection, session_id: str) -> None:
 
 def rows(conn: sqlite3.Connection | None, only: str | None = None) -> dict[str, Stats]:
     """Every session's row (or only `only`'s: one index lookup)."""
-    return {sid: Stats._make(row) for sid, row in _raw_rows(conn, only).items()}
+    return {sid: Stats._make(row) for sid, row in raw_rows(conn, only).items()}
 
 
-def _raw_rows(conn: sqlite3.Connection | None, only: str | None = None
+def raw_rows(conn: sqlite3.Connection | None, only: str | None = None
               ) -> dict[str, tuple[Any, ...]]:
     """rows() as plain tuples (a listing of 10,000 sessions builds no named tuple)."""
     if conn is None:
@@ -146,7 +145,7 @@ def folder_names(sessions: Path) -> list[str]:
 Entry = tuple[str, int, int, int | None, bool, str | None]
 
 
-def _from_row(session_id: str, row: tuple[Any, ...] | None, folder: str) -> Entry | None:
+def from_row(session_id: str, row: tuple[Any, ...] | None, folder: str) -> Entry | None:
     """The entry from the row when the files are those it describes (a stat of history.json
     and summary.json; summary.json read when it changed), else None."""
     if row is None:
@@ -175,33 +174,14 @@ def _from_row(session_id: str, row: tuple[Any, ...] | None, folder: str) -> Entr
     return session_id, messages, size, last, has, None
 
 
-def from_files(store: Store, session_id: str) -> Entry:
-    """The entry read from the session's files (a session nobody recorded yet)."""
-    from agenvoy_cli.conversation.summary import read_summary
-
-    count = size = 0
-    last = problem = None
-    has_summary = False
-    try:
-        history = store.history(session_id)
-        recent = store.recent(session_id, history)
-        count, size = len(recent), history.size
-        if recent:
-            last = recent[-1].send_at
-    except CorruptStore as exc:
-        problem = str(exc)
-    try:
-        has_summary = read_summary(store.layout.summary(session_id)) is not None
-    except CorruptStore as exc:
-        problem = problem or str(exc)
-    return session_id, count, size, last, has_summary, problem
-
-
 def local_rfc3339(zone: bool = True) -> Callable[[int], str]:
     """contract.rfc3339 for many values, the same strings (zone=False: the local date and
     time of day as a table shows them, 'YYYY-MM-DD HH:MM:SS'). The zone's offset is looked
     up once per UTC day (kept when it is the same at both ends of the day), the date once
-    per local day, the time of day from two small tables (~4x faster than datetime)."""
+    per local day, the time of day from two small tables (~4x faster than datetime).
+    Kept for bench/scale.py's `session list --json` target over 10,000 sessions (<= 2x an
+    append; measured 1.55-1.83x with it, docs/benchmarks.md); tests/test_scale.py compares
+    every string with contract.rfc3339 across zones and DST changes."""
     from agenvoy_cli.contract import rfc3339
 
     days: dict[int, tuple[int, str] | None] = {}
@@ -243,95 +223,6 @@ def as_dicts(entries: list[Entry]) -> list[dict[str, Any]]:
              "last_message_at": None if last is None else local(last),
              "last_message_at_ns": last, "has_summary": summary, "problem": problem}
             for sid, messages, size, last, summary, problem in entries]
-
-
-_SHOWN = "session_id, messages, bytes, last_send_at, summary, dir_mtime_ns"
-
-
-def list_all(store: Store) -> list[Entry]:
-    """Every session, as `session list` shows them (takes the read lock). A listing that had
-    to read the sessions/ folder and found every folder's row records afterwards the mark it
-    set before (session_marks): the next listing reads no folder, unless one changed."""
-    with store.read_lock():
-        out, mark = _listing(store, None)
-    if mark is not None:
-        session_marks.remember(store, *mark)
-    return out
-
-
-def listing(store: Store, only: str | None = None) -> list[dict[str, Any]]:
-    """Every session (or `only`), as `session list` shows them. Hold the read lock."""
-    return as_dicts(_listing(store, only)[0])
-
-
-def _listing(store: Store, only: str | None
-             ) -> tuple[list[Entry], tuple[int, int, list[str]] | None]:
-    """The entries and the mark to record, if any. The sessions are the rows of
-    session_stats and, unless sessions/ still bears its mark, every folder in it too (a scan,
-    the folder marked first). A session whose folder still bears its row's mark costs one
-    stat; the others go through _from_row (their files compared, or read)."""
-    try:
-        conn = store.db_readonly()
-    except CorruptStore:
-        conn = None  # sessions of a damaged archive are still listed from their files
-    shown: list[tuple[Any, ...]] = []
-    if conn is not None:
-        sql, args = f"SELECT {_SHOWN} FROM session_stats", ()
-        if only is not None:
-            sql, args = sql + " WHERE session_id = ?", (only,)
-        with contextlib.suppress(sqlite3.OperationalError):  # not migrated yet (readonly)
-            shown = conn.execute(sql + " ORDER BY session_id", args).fetchall()
-    folder = store.layout.sessions
-    to_record = None
-    if only is not None:
-        ids, rows = [only], [shown[0] if shown else None]
-    else:
-        mark, gen = session_marks.read(conn)
-        if session_marks.holds(folder, mark):  # no folder came, went or was renamed
-            ids, rows = [r[0] for r in shown], shown
-        else:
-            new = mark_folder(folder) if gen >= 0 else None  # before the scan
-            names = folder_names(folder)
-            by_id = {r[0]: r for r in shown}
-            ids = sorted(set(names).union(by_id))
-            rows = [by_id.get(sid) for sid in ids]  # type: ignore[misc]
-            if new is not None and all(name in by_id for name in names):
-                to_record = (new, gen, names)
-    # nothing created, renamed or removed in a folder since its row: the row as it is
-    out: list[Entry | None] = [
-        (sid, row[1], row[2], row[3], row[4] == 1, None)
-        if row is not None and mtime is not None and row[5] == mtime and row[4] is not None
-        else None for sid, row, mtime in zip(ids, rows, _mtimes(folder, ids))]
-    later = [i for i, entry in enumerate(out) if entry is None]
-    full = _raw_rows(conn) if len(later) > 200 else {}
-    prefix = f"{folder}/"
-    for i in later:
-        sid = ids[i]
-        row = full.get(sid) if full else _raw_rows(conn, sid).get(sid)
-        out[i] = _from_row(sid, row, prefix + sid) or from_files(store, sid)
-    return out, to_record  # type: ignore[return-value]
-
-
-def _mtimes(folder: Path, names: list[str]) -> list[int | None]:
-    """The mtime of each folder in `folder` (None when missing): one stat each."""
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return [None] * len(names)
-    stat = os.stat
-    try:
-        try:
-            return [stat(name, dir_fd=fd).st_mtime_ns for name in names]
-        except OSError:  # some are gone: one at a time
-            out: list[int | None] = []
-            for name in names:
-                try:
-                    out.append(stat(name, dir_fd=fd).st_mtime_ns)
-                except OSError:
-                    out.append(None)
-            return out
-    finally:
-        os.close(fd)
 
 
 def archive_rows(conn: sqlite3.Connection | None, session_id: str) -> int:

@@ -8,9 +8,16 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-from agenvoy_cli.conversation import alignment, archive, session_marks, sessions
+from agenvoy_cli.conversation import (
+    alignment,
+    archive,
+    bulk_sync,
+    compaction,
+    session_marks,
+    sessions,
+)
 from agenvoy_cli.conversation.history import (
     History,
     load_history,
@@ -19,7 +26,7 @@ from agenvoy_cli.conversation.history import (
     splice_point,
     write_appended,
 )
-from agenvoy_cli.conversation.index_hooks import NO_INDEX, IndexHooks
+from agenvoy_cli.conversation.index_hooks import NO_INDEX
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
@@ -51,12 +58,38 @@ class AppendResult(NamedTuple):
     compaction: Any = None
 
 
+class IndexHooks(Protocol):
+    """What a derived index is told of the Store's changes (agenvoy_cli.vectors.hooks has the
+    vector index's; conversation/index_hooks.py the do-nothing default)."""
+
+    def active(self, store: Store) -> bool:
+        """Whether a derived index exists (or is configured) for this home."""
+
+    def preload(self) -> None:
+        """Pay slow imports before the store lock is taken (never while holding it)."""
+
+    def before_clear(self, store: Store) -> None:
+        """Fail before anything changes when the index is configured but unreachable."""
+
+    def after_trim(self, store: Store, session_id: str, start_seq: int) -> None:
+        """history.json was trimmed: entries older than start_seq must go."""
+
+    def after_clear(self, store: Store, session_id: str) -> None:
+        """Every entry of the session must go (reset / remove)."""
+
+    def after_change(self, store: Store, session_id: str, seqs: list[int],
+                     from_seq: int | None = None) -> None:
+        """The messages at these places left history.json, were edited or forgotten (and,
+        with from_seq, every place from there on moved): their entries must go (a catch-up
+        indexes what is in history.json again)."""
+
+
 class Store:
     def __init__(self, layout: Layout, settings: Settings | None = None,
                  hooks: IndexHooks | None = None) -> None:
         self.layout = layout
         self.settings = settings or load_settings(layout)
-        self.hooks = hooks or NO_INDEX
+        self.hooks: IndexHooks = hooks or NO_INDEX
         self._conn: sqlite3.Connection | None = None
         self._ro: sqlite3.Connection | None = None
         self._stale: list[sqlite3.Connection] = []
@@ -163,10 +196,7 @@ class Store:
 
     # -- the dual write ----------------------------------------------------------------------
     def _fallback_ns(self, history: History) -> int:
-        try:
-            return history.path.stat().st_mtime_ns
-        except OSError:
-            return time.time_ns()
+        return fallback_ns(history)
 
     def sync(self, session_id: str, history: History | None = None, *,
              thorough: bool = False) -> SyncResult:
@@ -179,9 +209,12 @@ class Store:
         if isinstance(history.messages, HistoryView) or not thorough:
             # the archived prefix skipped, plain new messages inserted in bulk: the identity
             # rule runs on the rest only (bounded memory for a big file, and ~4x the speed)
-            from agenvoy_cli.conversation.bulk_sync import sync_big
-
-            return SyncResult(session_id, *sync_big(self, session_id, history))  # type: ignore[arg-type]
+            with self.transaction() as conn:
+                big = bulk_sync.sync_big(conn, session_id, history, fallback_ns(history))
+            if big.changed or big.renumbered_from is not None:
+                self.hooks.after_change(self, session_id, big.changed, big.renumbered_from)
+            return SyncResult(session_id, big.start, big.inserted, big.seqs,  # type: ignore[arg-type]
+                              big.edited, big.left)
         with self.transaction() as conn:
             alignment.rederive(conn, session_id)
             rows = archive.session_rows(conn, session_id)
@@ -235,7 +268,7 @@ class Store:
 
     def _archive_append(self, session_id: str, rows: archive.SessionRows, start: int,
                         messages: list[dict[str, Any]], history: History, count: int,
-                        previous: Any) -> None:
+                        previous: Any, new_folder: session_marks.NewFolder | None) -> None:
         """The SQLite half of an append; on failure history.json is put back as it was (had
         we died instead, the next write or doctor would archive the extra messages)."""
         try:
@@ -245,7 +278,7 @@ class Store:
                 if start != (rows.start_seq or 0):
                     archive.set_start(conn, session_id, start)
                 archive.set_fingerprint(conn, session_id, history.path.stat(), count)
-                sessions.record(conn, session_id, history.path, count, start)
+                sessions.record(conn, session_id, history.path, count, start, new_folder)
         except BaseException:
             if previous is None:
                 history.path.unlink(missing_ok=True)
@@ -285,7 +318,7 @@ class Store:
                 tail, offset = (history.raw, 0) if history.raw is not None else \
                     read_tail(history.path, size)
                 splice = splice_point(tail, offset, history.path)
-            session_marks.make_folder(conn, history.path.parent)  # sessions/ kept marked
+            new_folder = session_marks.make_folder(conn, history.path.parent)  # sessions/ marked
             # A hard link to the old file lets a failed append put it back without needing
             # disk space (a full disk is a common reason for the SQLite write to fail).
             previous = None
@@ -296,21 +329,32 @@ class Store:
             try:
                 new_size = write_appended(history.path, stamped, splice)
                 self._archive_append(session_id, rows, start, stamped, history,
-                                     count + len(stamped), previous)
+                                     count + len(stamped), previous, new_folder)
             finally:
                 if previous is not None:
                     previous.unlink(missing_ok=True)
             total = count + len(stamped)
-            compaction = None
+            trimmed = None
             if compact and new_size > limit:
-                from agenvoy_cli.conversation.compaction import compact_session
-
-                compaction = compact_session(self, session_id, limit)
-                data_size = compaction.bytes_after
+                trimmed = self.compact(session_id, limit)
+                data_size = trimmed.bytes_after
             else:
                 data_size = new_size
-        return AppendResult(session_id, len(stamped), compaction.kept if compaction else total,
-                            data_size, backfilled, compaction)
+        return AppendResult(session_id, len(stamped), trimmed.kept if trimmed else total,
+                            data_size, backfilled, trimmed)
+
+    def compact(self, session_id: str, max_bytes: int | None = None, *,
+                force: bool = False) -> compaction.Compaction:
+        """Trim history.json when over the limit (compaction.compact_session), then drop the
+        vectors older than the trim point."""
+        if self.hooks.active(self) and not self.holds_lock():
+            self.hooks.preload()
+        with self.write_lock():
+            done = compaction.compact_session(
+                self, session_id, max_bytes or self.settings.max_history_bytes, force=force)
+            if done.start_seq is not None:
+                self.hooks.after_trim(self, session_id, done.start_seq)
+        return done
 
     # -- reads -------------------------------------------------------------------------------
     def recent(self, session_id: str, history: History | None = None) -> list[Message]:
@@ -377,6 +421,14 @@ class Store:
             return 0, 0
         rows = archive.session_rows(conn, session_id)
         return rows.start_seq or 0, rows.start_at
+
+
+def fallback_ns(history: History) -> int:
+    """The time of a message with no time of its own and none before it: the file's mtime."""
+    try:
+        return history.path.stat().st_mtime_ns
+    except OSError:
+        return time.time_ns()
 
 
 def corrupt_as_none(func: Any) -> Any:

@@ -5,53 +5,18 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.history_view import HistoryView, open_history
 from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.doctor.report import Problem, Report
 from agenvoy_cli.errors import CorruptStore
 from agenvoy_cli.home import salvage, sqlite
-from agenvoy_cli.home.files import fsync_dir, read_json, stale_temp_files
+from agenvoy_cli.home.files import fsync_dir, move_aside, read_json, stale_temp_files
 
 
-@dataclass
-class Problem:
-    session_id: str | None
-    check: str
-    detail: str
-    repaired: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "check": self.check, "detail": self.detail,
-                "repaired": self.repaired}
-
-
-def _aside(path: Path) -> Path:
-    """Keep a damaged file beside the original instead of deleting it."""
-    target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    path.rename(target)
-    return target
-
-
-class Doctor:
-    def __init__(self, store: Store, repair: bool) -> None:
-        self.store = store
-        self.repair = repair
-        self.problems: list[Problem] = []
-        self.vectors_usable = False  # set by the home-level vector check
-
-    def report(self, sid: str | None, check: str, detail: str,
-               fix: Callable[[], str] | None = None) -> None:
-        problem = Problem(sid, check, detail)
-        if self.repair and fix is not None:
-            problem.repaired = fix()
-        self.problems.append(problem)
-
+class Doctor(Report):
     # -- the whole home ---------------------------------------------------------------------
     def check_database(self) -> bool:
         lost = salvage.lost_archive(self.store.layout)
@@ -102,7 +67,7 @@ class Doctor:
                 read_json(path, default=None)
             except CorruptStore as exc:
                 self.report(sid, path.name, str(exc),
-                            lambda path=path: f"moved aside to {_aside(path).name}")
+                            lambda path=path: f"moved aside to {move_aside(path).name}")
         try:
             history = open_history(store.layout.history(sid), sid)  # a view when big
         except CorruptStore as exc:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +12,7 @@ import orjson
 from agenvoy_cli.conversation import alignment, archive
 from agenvoy_cli.conversation.history import History, dump_history, write_history
 from agenvoy_cli.conversation.messages import content_text, identity_key, is_blank, message_identity
+from agenvoy_cli.home.files import move_aside
 
 Doctor = Any  # doctor.checks.Doctor (which imports this module): report(), store
 
@@ -107,8 +107,7 @@ def rebuild_history(doctor: Doctor, sid: str, *, aside: bool = True) -> str:
         path = store.layout.history(sid)
         kept = None
         if aside and path.exists():  # the damaged file is kept beside the original
-            kept = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-            path.rename(kept)
+            kept = move_aside(path)
         conn = store.db()
         rows = archive.session_rows(conn, sid)
         messages = [m.raw for m in archive.rows_from(conn, sid, rows.start_seq or 0, live=True)]

@@ -23,10 +23,10 @@ from agenvoy_cli.vectors.location import has_vectors, server_url
 from agenvoy_cli.vectors.messages import MessageIndex
 
 if TYPE_CHECKING:
-    from agenvoy_cli.doctor.checks import Doctor
+    from agenvoy_cli.doctor.report import Report
 
 
-def _index_session(doctor: Doctor, sid: str) -> int:
+def _index_session(doctor: Report, sid: str) -> int:
     try:
         from agenvoy_cli.search.catchup import index_session  # after #15's split
     except ImportError:
@@ -34,7 +34,7 @@ def _index_session(doctor: Doctor, sid: str) -> int:
     return index_session(doctor.store, sid, full=True)
 
 
-def _pending(doctor: Doctor) -> tuple[int, int]:
+def _pending(doctor: Report) -> tuple[int, int]:
     """(messages, sessions) a full re-index embeds: SQLite rows at or after each trim point."""
     conn = doctor.store.db_readonly()
     if conn is None:
@@ -46,7 +46,7 @@ def _pending(doctor: Doctor) -> tuple[int, int]:
     return int(n), int(s)
 
 
-def _rebuild_all(doctor: Doctor, session_ids: list[str]) -> str:
+def _rebuild_all(doctor: Report, session_ids: list[str]) -> str:
     store = doctor.store
     with store.write_lock():
         kept = vectors.move_aside(store)
@@ -64,7 +64,7 @@ def _rebuild_all(doctor: Doctor, session_ids: list[str]) -> str:
             f"re-indexed {done} message(s) in {time.monotonic() - started:.1f} s{note}")
 
 
-def _rag_names(doctor: Doctor) -> list[str]:
+def _rag_names(doctor: Report) -> list[str]:
     conn = doctor.store.db_readonly()
     if conn is None:
         return []
@@ -74,7 +74,7 @@ def _rag_names(doctor: Doctor) -> list[str]:
         return []
 
 
-def check_home(doctor: Doctor, session_ids: list[str]) -> bool:
+def check_home(doctor: Report, session_ids: list[str]) -> bool:
     """The directory as a whole, and every collection that is not a session's. Returns
     whether the per-session checks can run."""
     store = doctor.store
@@ -127,7 +127,7 @@ def _rebuild(index: Any, keep: set[str], create: Any) -> int:
     return len(saved["ids"])
 
 
-def _check_other(doctor: Doctor, name: str) -> None:
+def _check_other(doctor: Report, name: str) -> None:
     index = vectors.VectorIndex(doctor.store, name, create=False)
     meta, hnsw, err = _layers(index.collection)
     missing = set(meta) - hnsw if hnsw is not None else set(meta)
@@ -146,14 +146,14 @@ def _check_other(doctor: Doctor, name: str) -> None:
     doctor.report(None, "vectors", f"collection {name}: {what}", fix)
 
 
-def _create(doctor: Doctor, name: str, metadata: dict[str, Any]) -> Any:
+def _create(doctor: Report, name: str, metadata: dict[str, Any]) -> Any:
     with doctor.store.write_lock():
         vectors.client(doctor.store).get_or_create_collection(
             vectors.scoped(doctor.store, name), embedding_function=None, metadata=metadata)
     return vectors.VectorIndex(doctor.store, name, create=False)
 
 
-def check_session(doctor: Doctor, sid: str, start_seq: int, next_seq: int) -> None:
+def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> None:
     messages = MessageIndex(doctor.store, create=False)
     index = messages.session(sid)
     if index is None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from agenvoy_cli.errormem.records import HINT_FIELD
 
 if TYPE_CHECKING:
-    from agenvoy_cli.errormem.ranking import Hit
+    from agenvoy_cli.errormem.records import Hit
     pass
 
 

@@ -15,7 +15,7 @@ Nothing here imports click; the vector side is imported only when the semantic p
 from agenvoy_cli.errormem.classify import ERROR_TYPES, TYPE_PREFIX, check_type, classify
 from agenvoy_cli.errormem.hints import hint
 from agenvoy_cli.errormem.index import check_error_index, repair_error_index
-from agenvoy_cli.errormem.ranking import Hit, LookupResult, Query, lookup, parse_query
+from agenvoy_cli.errormem.ranking import LookupResult, Query, lookup, parse_query
 from agenvoy_cli.errormem.records import (
     DAY_NS,
     DEFAULT_LIMIT,
@@ -29,6 +29,7 @@ from agenvoy_cli.errormem.records import (
     TTL_ENV,
     VECTOR_POOL,
     Draft,
+    Hit,
     Record,
     drafts_from_json,
     make_draft,

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agenvoy_cli.errormem import records
 from agenvoy_cli.errormem.classify import ERROR_TYPES, TYPE_TERM, check_type, classify
@@ -43,6 +43,7 @@ from agenvoy_cli.errormem.records import (
     VECTOR_POOL,
     W_KEYWORD,
     W_SEMANTIC,
+    Hit,
     Record,
     Warn,
     plain,
@@ -97,18 +98,6 @@ def parse_query(raw: str, error_type: str | None = None) -> Query:
               if t not in _STOPWORDS and (len(t) > 1 or not t.isascii())][:MAX_QUERY_TOKENS]
     etype = explicit if explicit is not None else classify(text)
     return Query(text, etype, explicit is not None, tokens, sequence)
-
-
-@dataclass
-class Hit:
-    record: Record
-    score: float
-    signals: dict[str, float] = field(default_factory=dict)
-    matched: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**self.record.as_dict(), "score": round(self.score, 4),
-                "matched": self.matched}
 
 
 @dataclass

@@ -8,7 +8,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -260,6 +260,20 @@ class Record:
             "hit_count": self.hits, **moment("last_hit", self.last_hit_at or None),
             "has_vector": self.vector_model is not None,
         }
+
+
+@dataclass
+class Hit:
+    """A record found by a lookup, with its score and what matched."""
+
+    record: Record
+    score: float
+    signals: dict[str, float] = field(default_factory=dict)
+    matched: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.record.as_dict(), "score": round(self.score, 4),
+                "matched": self.matched}
 
 
 def record_id(tool_name: str, created_ns: int) -> str:

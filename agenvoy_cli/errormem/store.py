@@ -283,3 +283,11 @@ def catch_up(store: Store, now: int, budget: float | None, warn: Warn) -> int:
 
 
 
+
+
+def column_values(conn: sqlite3.Connection, column: str) -> list[str]:
+    """Every distinct tool_name or id of the records, sorted (shell completion)."""
+    if column not in ("tool_name", "id"):
+        raise ValueError(column)
+    return [r[0] for r in conn.execute(
+        f"SELECT DISTINCT {column} FROM error_records ORDER BY {column}")]

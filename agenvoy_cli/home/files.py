@@ -7,7 +7,7 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -161,3 +161,46 @@ def stale_temp_files(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []
     return sorted(p for p in directory.glob(".*.tmp") if p.is_file())
+
+
+def move_aside(path: Path, companions: tuple[str, ...] = ()) -> Path:
+    """Keep a damaged file (or directory) beside the original instead of deleting it:
+    `<name>.damaged-<time>`, `-1`, `-2` ... when that name is taken (two repairs in one second).
+    Each companion suffix (a database's "-wal", "-shm") follows under the same new name. The
+    one helper for every damaged file of a home (history.db, history.json, config, chroma/)."""
+    import time
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while any(os.path.lexists(f"{target}{suffix}") for suffix in ("", *companions)):
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+        n += 1
+    for suffix in companions:
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(f"{path}{suffix}", f"{target}{suffix}")
+    if companions:  # a database may be gone with its -wal left: that goes aside alone
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(path, target)
+    else:
+        os.rename(path, target)
+    fsync_dir(path.parent)
+    return target
+
+
+class FileIdentity(NamedTuple):
+    """What says a file is still the one seen before: the session_stats row's order."""
+
+    size: int
+    ino: int
+    mtime_ns: int
+
+
+def file_identity(path: os.PathLike[str] | str) -> FileIdentity | None:
+    """The file's (size, inode, mtime) by one stat, None when it is missing or unreadable:
+    the one stat helper (history.json, history.db, summary.json watched for changes)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return FileIdentity(st.st_size, st.st_ino, st.st_mtime_ns)

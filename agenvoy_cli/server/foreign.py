@@ -15,20 +15,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import AgenvoyError
+from agenvoy_cli.home.files import file_identity
 
 HISTORY_POLL = 1.0  # seconds between looks at the session folders
-
-
-def _stat(path: Any) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_ino, st.st_mtime_ns
 
 
 def _recorded(store: Store, session_id: str) -> tuple[int, int, int] | None:
@@ -45,14 +37,14 @@ def _recorded(store: Store, session_id: str) -> tuple[int, int, int] | None:
 def sync_if_foreign(store: Store, session_id: str) -> int:
     """Sync the session when its history.json is not the file our last write left; the
     number of messages that became archived (0: nothing to do). Call on the store thread."""
-    stamp = _stat(store.layout.history(session_id))
+    stamp = file_identity(store.layout.history(session_id))
     if stamp is None:
         return 0
     with store.read_lock():
         if _recorded(store, session_id) == stamp:
             return 0
     with store.write_lock():
-        if _recorded(store, session_id) == _stat(store.layout.history(session_id)):
+        if _recorded(store, session_id) == file_identity(store.layout.history(session_id)):
             return 0  # another process synced meanwhile
         return store.sync(session_id).inserted or 0
 
@@ -75,7 +67,7 @@ class Watcher:
             root = self.store.layout.sessions
         except AgenvoyError:  # e.g. sessions/ made a symlink: refused, nothing to watch
             return []
-        now = {n: _stat(os.path.join(root, n, "history.json")) for n in folder_names(root)}
+        now = {n: file_identity(os.path.join(root, n, "history.json")) for n in folder_names(root)}
         before, self.stamps = self.stamps, now
         out = []
         for name, stamp in now.items():

@@ -11,19 +11,11 @@ commit the WAL).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from agenvoy_cli.conversation.messages import Message
 from agenvoy_cli.conversation.store import Store
-
-
-def _stat(path: os.PathLike[str] | str) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
+from agenvoy_cli.home.files import file_identity
 
 
 class WarmStore(Store):
@@ -35,8 +27,8 @@ class WarmStore(Store):
 
     def _key(self, session_id: str) -> tuple[Any, ...]:
         db = self.layout.db
-        return (_stat(self.layout.history(session_id)), _stat(db),
-                _stat(db.with_name(db.name + "-wal")))
+        return (file_identity(self.layout.history(session_id)), file_identity(db),
+                file_identity(db.with_name(db.name + "-wal")))
 
     def recent(self, session_id: str, history: Any = None) -> list[Message]:
         if history is not None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +30,14 @@ BATCH = 1000
 # vectors with the default, 0.05 s with 100, for no measurable cost when adding.
 SYNC_THRESHOLD = 100
 
+# Process-wide on purpose (tests/test_architecture.py's KNOWN_STATE lists them): chromadb keeps
+# one System per directory per process (SharedSystemClient), whatever client objects are made,
+# so what this process's copy reflects (these clients, guard._seen's tokens, the epoch of the
+# handles) is a fact about the process, not about one Store. Held per Store, a second Store
+# on the same home would get the shared, possibly stale System and believe it fresh.
 _clients: dict[str, Any] = {}
 _embedders: dict[str, Any] = {}
 _names: dict[str, tuple[str, list[str]]] = {}  # chroma dir -> (token, collection names)
-ROUTES: dict[str, Any] = {}  # collection name -> the index that stands for it
 _epoch = 0  # bumped whenever a client is closed: collection handles must be fetched again
 
 
@@ -56,6 +59,11 @@ def embedder(store: Store) -> Embedder:
     from agenvoy_cli.models.embedders import EmbedderError, get_embedder
 
     spec = embedder_spec(store) or ""
+    if spec.startswith("python:"):  # your own: built by its factory every time
+        try:
+            return get_embedder(spec)
+        except EmbedderError as exc:
+            raise OperationFailed(f"embedder: {exc}") from None
     if spec not in _embedders:
         try:
             _embedders[spec] = get_embedder(spec or None)
@@ -170,13 +178,9 @@ def move_aside(store: Store) -> Path | None:
     guard.bump(store)
     if not chroma.exists():
         return None
-    target = chroma.with_name(f"{chroma.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    n = 1
-    while target.exists():
-        target = chroma.with_name(f"{chroma.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
-        n += 1
-    chroma.rename(target)
-    return target
+    from agenvoy_cli.home.files import move_aside as keep_aside
+
+    return keep_aside(chroma)
 
 
 def refresh_if_stale(store: Store) -> bool:
@@ -228,12 +232,6 @@ class Hit:
 class VectorIndex:
     """One Chroma collection bound to one embedder. Every call holds the store's exclusive
     lock (taken if the caller has not) and sees the directory as other processes left it."""
-
-    def __new__(cls, store: Store, name: str, *, create: bool = True, **_: Any) -> Any:
-        route = ROUTES.get(name) if cls is VectorIndex else None
-        if route is not None:  # MESSAGES: vectors/messages.py registers the per-session index
-            return route(store, create=create)
-        return super().__new__(cls)
 
     def __init__(self, store: Store, name: str, *, create: bool = True,
                  metadata: dict[str, Any] | None = None) -> None:

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 _seen: dict[str, str] = {}  # chroma dir -> the generation its open client reflects
-reloads = 0  # clients reopened because another process wrote (for tests and benches)
 
 
 def generation_file(store: Store) -> Path:
@@ -81,13 +80,11 @@ def forget(store: Store) -> None:
 def refresh_if_stale(store: Store, close: Callable[[], Any]) -> bool:
     """Close this process's client when another process wrote since it was opened (the
     next access reopens it). Returns whether it was closed."""
-    global reloads
     key = str(store.layout.chroma)
     if key not in _seen or is_current(store):
         return False
     close()
     _seen.pop(key, None)
-    reloads += 1
     return True
 
 

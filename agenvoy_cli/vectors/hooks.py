@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sys
 
-from agenvoy_cli.conversation.index_hooks import IndexHooks
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.config import Settings
 from agenvoy_cli.home.layout import Layout
@@ -19,7 +18,9 @@ def preload() -> None:
     import chromadb  # noqa: F401
 
 
-class VectorHooks(IndexHooks):
+class VectorHooks:
+    """The vector index's side of conversation.store.IndexHooks."""
+
     def active(self, store: Store) -> bool:
         return has_vectors(store)
 

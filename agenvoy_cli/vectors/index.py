@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.vectors import guard
+from agenvoy_cli.vectors import collection, guard
 from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-exported
     BATCH,
     ERRORS,
@@ -25,7 +25,6 @@ from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-e
     ChromaUnavailable,
     Hit,
     IndexModelMismatch,
-    VectorIndex,
     _clients,
     _embedders,
     client,
@@ -39,10 +38,22 @@ from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-e
 )
 from agenvoy_cli.vectors.guard import read_generation  # noqa: F401 - the interface
 from agenvoy_cli.vectors.location import server_url
-from agenvoy_cli.vectors.messages import MessageIndex  # registers VectorIndex(MESSAGES)
+from agenvoy_cli.vectors.messages import MessageIndex, message_index
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
+
+
+def open_index(store: Store, name: str, *, create: bool = True,
+               metadata: dict[str, Any] | None = None) -> Any:
+    """A collection by name: MESSAGES is the per-session message index (vectors/messages.py,
+    a MessageIndex), any other name one collection (vectors/collection.py's VectorIndex)."""
+    if name == MESSAGES:
+        return message_index(store, create=create)
+    return collection.VectorIndex(store, name, create=create, metadata=metadata)
+
+
+VectorIndex = open_index  # the name the layers above call (RENAMES.md: open_index)
 
 
 def index_exists(store: Store, name: str) -> bool:

@@ -22,7 +22,6 @@ from agenvoy_cli.vectors import guard
 from agenvoy_cli.vectors.collection import (
     BATCH,
     MESSAGES,
-    ROUTES,
     ChromaUnavailable,
     Hit,
     VectorIndex,
@@ -306,5 +305,3 @@ def message_index(store: Store, *, create: bool = True) -> MessageIndex:
         _open[store] = ((collection._epoch, guard.read_generation(store)), index)
         return index
 
-
-ROUTES[MESSAGES] = message_index  # VectorIndex(store, MESSAGES) is the per-session index

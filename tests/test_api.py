@@ -8,7 +8,6 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from tests.test_summarize import llm  # noqa: F401 - fixture
 
 
 def test_import_is_light_and_memory_is_lazy():
@@ -119,7 +118,7 @@ def test_memory_covers_sessions_forget_compact_errors_and_rag(home, tmp_path):
                 raise AssertionError("no error")
 
 
-def test_summarize_through_the_api(home, llm):  # noqa: F811
+def test_summarize_through_the_api(home, llm):
     from agenvoy_cli import Memory
 
     with Memory(home) as memory:

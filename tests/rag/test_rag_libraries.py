@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.test_rag import embed_server, ok, words  # noqa: F401 - fixtures
+from tests.rag.test_rag import ok
 
 # A pattern corpus: each line is a gitignore pattern (<sp> is a space); the hand-written matcher got
 # `[]a]`, `x[/]y`, the trailing backslash and `[[:digit:]]` wrong.
@@ -61,7 +61,7 @@ def git_kept(repo: Path) -> set[str]:
     return set(FILES) - ignored
 
 
-def test_gitignore_matches_git_check_ignore(run, tmp_path, words):  # noqa: F811
+def test_gitignore_matches_git_check_ignore(run, tmp_path, words):
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
@@ -96,7 +96,7 @@ SAMPLES = {
 }
 
 
-def test_files_in_legacy_encodings_are_decoded(run, tmp_path, words):  # noqa: F811
+def test_files_in_legacy_encodings_are_decoded(run, tmp_path, words):
     folder = tmp_path / "enc"
     folder.mkdir()
     for name, (encoding, text, _) in SAMPLES.items():
@@ -142,7 +142,7 @@ Closing words: lychee
 """
 
 
-def test_markdown_structure_follows_commonmark(run, tmp_path, words):  # noqa: F811
+def test_markdown_structure_follows_commonmark(run, tmp_path, words):
     folder = tmp_path / "md"
     folder.mkdir()
     (folder / "guide.md").write_text(MARKDOWN)
@@ -167,7 +167,7 @@ def make_tree(root: Path, n: int) -> None:
         (root / f"note{i:03}.md").write_text(f"# Note {i}\n\nword{i} " + "filler text " * 40)
 
 
-def test_progress_lines_outside_a_terminal(tmp_path, embed_server):  # noqa: F811
+def test_progress_lines_outside_a_terminal(tmp_path, embed_server):
     from tests.conftest import agenvoy
 
     make_tree(tmp_path / "t", 40)
@@ -184,7 +184,7 @@ def test_progress_lines_outside_a_terminal(tmp_path, embed_server):  # noqa: F81
 
 
 def test_no_vectors_indexes_keywords_only_and_vectors_later(run, home, tmp_path,
-                                                            words):  # noqa: F811
+                                                            words):
     make_tree(tmp_path / "t", 5)
     doc = ok(run("rag", "create", "t", "--path", str(tmp_path / "t"), "--no-vectors", "--json"))
     assert doc["sync"]["indexed"] == 5

@@ -140,6 +140,65 @@ def test_installing_the_wheel_puts_them_where_man_and_the_shells_look(wheel, tmp
     for installed, source in DATA_FILES.items():
         assert (env / installed).read_bytes() == (ROOT / source).read_bytes(), installed
     assert (env / "bin" / "agenvoy").exists()
+    smoke_test(env, clean, tmp_path / "home")
+
+
+HELP_EVERY_COMMAND = r"""
+import sys, click, agenvoy_cli
+from agenvoy_cli.cli import cli
+assert agenvoy_cli.__file__.startswith(sys.prefix), agenvoy_cli.__file__  # the wheel's copy
+def paths(group, prefix):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        sub = group.get_command(ctx, name)
+        yield [*prefix, name]
+        if isinstance(sub, click.Group):
+            yield from paths(sub, [*prefix, name])
+count = 0
+for path in [[], *paths(cli, [])]:
+    try:
+        cli.main([*path, "--help"], prog_name="agenvoy")
+    except SystemExit as exc:
+        assert not exc.code, (path, exc.code)
+    count += 1
+sys.stderr.write(f"HELPS={count}\n")
+"""
+
+
+def smoke_test(env: Path, clean: dict[str, str], home: Path) -> None:
+    """The installed wheel, run as a user runs it: every command's --help, the quick start
+    (README), the man page where man(1) looks. Its dependencies come from this environment's
+    site-packages (a .pth line: installed with --no-deps, so this costs seconds, not a download)
+    while agenvoy_cli itself is the wheel's (the editable install's finder is not loaded)."""
+    import site
+    import sysconfig
+
+    purelib = Path(subprocess.run([str(env / "bin" / "python"), "-c",
+                                   "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    ours = [p for p in (*site.getsitepackages(), sysconfig.get_path("purelib")) if p]
+    (purelib / "deps-from-the-test-venv.pth").write_text("\n".join(ours) + "\n", "utf-8")
+    agenvoy = str(env / "bin" / "agenvoy")
+    run_env = {**clean, "AGENVOY_HOME": str(home)}
+    res = subprocess.run([str(env / "bin" / "python"), "-c", HELP_EVERY_COMMAND],
+                         capture_output=True, text=True, timeout=300, env=run_env, cwd=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert int(res.stderr.rsplit("HELPS=", 1)[1]) > 20, res.stderr
+    assert subprocess.run([agenvoy, "--help"], capture_output=True, text=True, timeout=120,
+                          env=run_env).returncode == 0
+    steps = [["append", "s1", "--role", "user", "--content", "the deploy failed again"],
+             ["context", "s1", "--json"], ["search", "s1", "deploy", "--mode", "keyword",
+                                            "--json"], ["session", "list"]]
+    out = []
+    for step in steps:
+        res = subprocess.run([agenvoy, *step], capture_output=True, text=True, timeout=120,
+                             env=run_env, cwd=env)
+        assert res.returncode == 0, (step, res.stderr)
+        out.append(res.stdout)
+    assert "the deploy failed again" in out[1] and '"seq": 0' in out[2] and "s1" in out[3]
+    man = env / "share" / "man" / "man1" / "agenvoy.1"
+    assert man.read_text("utf-8").startswith(".\\\" Generated")
+    assert f'"agenvoy-cli {__version__}"' in man.read_text("utf-8")
 
 
 def test_version_has_one_source(run):

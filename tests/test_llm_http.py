@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import time
 
-from tests.test_summarize import build, llm, one, session, summary  # noqa: F401 - fixture
+from tests.test_summarize import build, one, session, summary
 
 
-def test_summarizer_retries_a_rate_limit_after_retry_after(run, home, llm):  # noqa: F811
+def test_summarizer_retries_a_rate_limit_after_retry_after(run, home, llm):
     build(run, "s", 4)
     llm.plan[1] = "429"
     llm.retry_after = "1"
@@ -21,7 +21,7 @@ def test_summarizer_retries_a_rate_limit_after_retry_after(run, home, llm):  # n
     assert summary(home)["key_decisions"] == ["call 2"]
 
 
-def test_summarizer_gives_up_after_the_retries(run, home, llm):  # noqa: F811
+def test_summarizer_gives_up_after_the_retries(run, home, llm):
     build(run, "s", 4)
     for n in (1, 2, 3):
         llm.plan[n] = "503"
@@ -32,7 +32,7 @@ def test_summarizer_gives_up_after_the_retries(run, home, llm):  # noqa: F811
     assert not (session(home, "s") / "summary.json").exists()
 
 
-def test_a_500_is_retried_like_502_503_504(run, home, llm):  # noqa: F811
+def test_a_500_is_retried_like_502_503_504(run, home, llm):
     build(run, "s", 4)
     llm.plan[1] = "500"  # OpenAI documents 500 as retryable: one retry succeeds
     res = run("summarize", "s", "--json")
@@ -44,7 +44,7 @@ PASSWORD = "pa55-w0rd-xyz"
 
 
 def test_user_and_password_in_the_base_url_are_basic_auth_and_masked(
-        run, home, llm, monkeypatch):  # noqa: F811
+        run, home, llm, monkeypatch):
     import base64
 
     monkeypatch.delenv("AGENVOY_LLM_API_KEY")

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.test_summarize import build, llm  # noqa: F401 - fixture
+from tests.test_summarize import build
 
 READABLE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 
@@ -50,7 +50,7 @@ def test_lists_in_every_format(run, two, args, key):
     assert table.exit_code == 0 and not table.stdout.lstrip().startswith("{")
 
 
-def test_summarize_formats(run, two, llm):  # noqa: F811
+def test_summarize_formats(run, two, llm):
     planned = lines(run("summarize", "--pending", "--dry-run", "--format", "jsonl"))
     assert [s["session_id"] for s in planned] == ["a", "b"]
     assert all(s["status"] == "dry_run" and s["requests"] for s in planned)

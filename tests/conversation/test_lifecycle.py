@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.test_append import history, rows, snapshot
+from tests.conversation.test_append import history, rows, snapshot
 
 
 def fill(run, sid: str, pairs: int, size: int = 200, start_hour: int = 0) -> None:

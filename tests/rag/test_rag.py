@@ -11,25 +11,16 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import orjson
 import pytest
 
+from tests import words_embedder
 from tests.conftest import ROOT, agenvoy
 from tests.words_embedder import WordsEmbedder
 
 CORPUS = ROOT / "tests" / "data" / "rag"
-
-
-@pytest.fixture
-def words(monkeypatch):
-    from agenvoy_cli.vectors import index as vectors
-
-    emb = WordsEmbedder()
-    monkeypatch.setitem(vectors._embedders, "", emb)
-    return emb
 
 
 @pytest.fixture
@@ -38,36 +29,6 @@ def corpus(tmp_path) -> Path:
     dest = tmp_path / "corpus"
     shutil.copytree(CORPUS, dest)
     return dest
-
-
-@pytest.fixture
-def embed_server(monkeypatch):
-    """An OpenAI-compatible /v1/embeddings on 127.0.0.1 (hashed words), for subprocesses."""
-    emb = WordsEmbedder()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            data = [{"index": i, "embedding": emb.vec(t)} for i, t in enumerate(body["input"])]
-            out = json.dumps({"data": data}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    env = {"AGENVOY_EMBEDDER": "openai:hashed", "AGENVOY_EMBED_DIM": "512",
-           "AGENVOY_EMBED_BASE_URL": f"http://127.0.0.1:{server.server_port}/v1"}
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    yield env
-    server.shutdown()
 
 
 def ok(res):
@@ -370,7 +331,6 @@ def test_all_databases_and_remove(run, home, corpus, words):
 def test_interrupted_sync_is_consistent_and_resumes(run, home, corpus, words, monkeypatch,
                                                     where):
     from agenvoy_cli.rag import index as rag
-    from agenvoy_cli.vectors import index as vectors
 
     monkeypatch.setattr(rag, "EMBED_BATCH", 2)
     ok(run("rag", "create", "docs", "--path", str(corpus / "notes"), "--no-index"))
@@ -379,8 +339,10 @@ def test_interrupted_sync_is_consistent_and_resumes(run, home, corpus, words, mo
         for p in (corpus / "notes").iterdir():
             p.write_text(p.read_text() + "\nedited\n")
     calls = {"n": 0}
-    target = {"embed": (WordsEmbedder, "embed_documents"), "add": (vectors.VectorIndex, "add"),
-              "delete": (vectors.VectorIndex, "delete")}[where]
+    from agenvoy_cli.vectors.collection import VectorIndex
+
+    target = {"embed": (WordsEmbedder, "embed_documents"), "add": (VectorIndex, "add"),
+              "delete": (VectorIndex, "delete")}[where]
     original = getattr(*target)
 
     def interrupted(self, *args, **kwargs):
@@ -620,7 +582,6 @@ def test_semantic_paraphrases_with_the_default_embedder(run, home, corpus):
 
 
 def test_changed_embedder_is_refused_until_rebuild(run, home, corpus, words, monkeypatch):
-    from agenvoy_cli.vectors import index as vectors
 
     ok(run("rag", "create", "docs", "--path", str(corpus / "notes")))
 
@@ -628,7 +589,7 @@ def test_changed_embedder_is_refused_until_rebuild(run, home, corpus, words, mon
         model_id = "test/other"
         dim = 32
 
-    monkeypatch.setitem(vectors._embedders, "", Other())
+    words_embedder.use(monkeypatch, Other())
     res = run("rag", "search", "docs", "sourdough", "--mode", "semantic")
     assert res.exit_code == 4 and "agenvoy rag sync docs --rebuild" in res.stderr
     assert run("rag", "search", "docs", "sourdough", "--mode", "keyword").exit_code == 0

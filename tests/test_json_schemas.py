@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.test_summarize import build, llm  # noqa: F401 - fixture
+from tests.test_summarize import build
 
 SCHEMAS = ROOT / "docs" / "schema"
 RFC3339 = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)\Z")
@@ -73,7 +73,7 @@ def test_every_schema_is_valid_and_used():
     assert names == used, (names - used, used - names)
 
 
-def test_conversation_commands(run, home, llm):  # noqa: F811
+def test_conversation_commands(run, home, llm):
     validate(ok(run, "append", "s", "--role", "user", "--content", "hello world"), "append")
     build(run, "s", 6, first=1, first_role="assistant")
     validate(ok(run, "context", "s"), "context")

@@ -1,0 +1,39 @@
+"""What doctor found and what it repaired: the findings of one run, which every check adds to
+(doctor/checks.py runs the checks, doctor/vectors.py and doctor/conversation.py hold some)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agenvoy_cli.conversation.store import Store
+
+
+@dataclass
+class Problem:
+    session_id: str | None
+    check: str
+    detail: str
+    repaired: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "check": self.check, "detail": self.detail,
+                "repaired": self.repaired}
+
+
+class Report:
+    """One doctor run over a home: its findings, repaired when `repair`."""
+
+    def __init__(self, store: Store, repair: bool) -> None:
+        self.store = store
+        self.repair = repair
+        self.problems: list[Problem] = []
+        self.vectors_usable = False  # set by the home-level vector check
+
+    def report(self, sid: str | None, check: str, detail: str,
+               fix: Callable[[], str] | None = None) -> None:
+        problem = Problem(sid, check, detail)
+        if self.repair and fix is not None:
+            problem.repaired = fix()
+        self.problems.append(problem)

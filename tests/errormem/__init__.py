@@ -1,0 +1,1 @@
+"""Tests of agenvoy_cli's errormem."""

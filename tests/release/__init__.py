@@ -1,0 +1,1 @@
+"""Tests of what a user installs: the wheel, its dependencies, the types."""

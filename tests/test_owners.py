@@ -1,0 +1,72 @@
+"""One owner per table: every INSERT, UPDATE or DELETE on a table of history.db appears only in
+the modules docs/architecture.md names for it (its owner, and the writers listed as debt)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "agenvoy_cli"
+WRITE = re.compile(r"\b(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|REPLACE\s+INTO|UPDATE|DELETE\s+FROM)\s+"
+                   r"([a-z_][a-z0-9_]*)")
+SALVAGE = "home/salvage.py"  # copies every table into a fresh file: allowed on any table
+SCHEMA = {"home/schema.py", "home/sqlite.py"}  # DDL, migrations and their backfills
+
+
+def owners_from_doc() -> dict[str, set[str]]:
+    """table -> the modules the ownership table allows to write it."""
+    doc = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    section = doc.split("## Who owns each table and file of the home", 1)[1].split("\n## ", 1)[0]
+    out: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        tables = re.findall(r"`([a-z_][a-z0-9_]*)`", cells[0])
+        modules = set(re.findall(r"`([a-z_]+/[a-z_]+\.py)`", cells[1] + " " + cells[2]))
+        for table in tables:
+            out.setdefault(table, set()).update(modules)
+    return out
+
+
+def tables() -> set[str]:
+    """Every table the migrations create."""
+    text = "\n".join(p.read_text("utf-8") for p in (PACKAGE / "home").glob("*.py"))
+    return set(re.findall(r"CREATE\s+(?:VIRTUAL\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+                          r"([a-z_][a-z0-9_]*)", text))
+
+
+def writers() -> dict[str, set[str]]:
+    """table -> the modules whose code writes it."""
+    out: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        for table in WRITE.findall(path.read_text("utf-8")):
+            out.setdefault(table, set()).add(rel)
+    return out
+
+
+def test_every_table_is_written_only_by_its_owners() -> None:
+    owners = owners_from_doc()
+    assert {"messages", "session_stats", "folder_marks", "error_records", "rag_files"} <= set(
+        owners), "the ownership table of docs/architecture.md lost a row"
+    stray = []
+    known = tables()
+    assert {"messages", "session_stats", "error_records", "rag_chunks"} <= known
+    for table, modules in writers().items():
+        if table not in known:  # prose ("DELETE trigger")
+            continue
+        for module in sorted(modules - {SALVAGE} - SCHEMA):
+            if module not in owners.get(table, set()):
+                stray.append(f"{module} writes {table} (owner: {sorted(owners.get(table, []))})")
+    assert not stray, "writes outside the owner (call the owner, or say so in " \
+        "docs/architecture.md):\n" + "\n".join(stray)
+
+
+def test_the_check_sees_a_stray_writer(tmp_path: Path) -> None:
+    assert WRITE.findall('conn.execute("DELETE FROM messages WHERE id = ?")') == ["messages"]
+    assert WRITE.findall("INSERT OR REPLACE INTO session_stats (a) VALUES (1)") == [
+        "session_stats"]
+    assert "conversation/archive.py" in owners_from_doc()["messages"]
