@@ -90,3 +90,70 @@ class RawServer:
         rid = self.send("tools/call", {"name": name, "arguments": arguments})
         assert rid is not None
         return self.receive(rid)
+
+
+class HttpServer:
+    """`agenvoy mcp --http 127.0.0.1:0` as a subprocess: its URL and token are read from the
+    announcement it writes in the home. Use as a context manager (killed on exit)."""
+
+    def __init__(self, home: Path, *args: str, env: dict[str, str] | None = None,
+                 bound: float = 60) -> None:
+        self.home = home
+        self.log = home.parent / f"http-server-{os.getpid()}-{id(self)}.log"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agenvoy_cli", "mcp", "--http", "127.0.0.1:0",
+             "--log-file", str(self.log), *args], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=server_env({"AGENVOY_HOME": str(home), **(env or {})}), cwd=ROOT)
+        announce = home / ".store" / "http.json"
+        import time
+
+        deadline = time.monotonic() + bound
+        while True:
+            if announce.exists():
+                try:
+                    info = json.loads(announce.read_text())
+                    if info.get("pid") == self.proc.pid:
+                        break
+                except ValueError:
+                    pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"the HTTP server did not start: {self.logged()}")
+            time.sleep(0.05)
+        self.url = info["url"] + "/mcp"
+        self.base = info["url"]
+        self.token = (home / ".store" / "http-token").read_text().strip() if \
+            not (env or {}).get("AGENVOY_HTTP_TOKEN") else env["AGENVOY_HTTP_TOKEN"]  # type: ignore[index]
+
+    def logged(self) -> str:
+        try:
+            return self.log.read_text()
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+
+    def __enter__(self) -> HttpServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+@asynccontextmanager
+async def connect_http(url: str, token: str | None) -> AsyncIterator[Any]:
+    """An initialized ClientSession over the SDK's streamable HTTP client."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with create_mcp_http_client(headers=headers) as client, \
+            streamable_http_client(url, http_client=client) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session

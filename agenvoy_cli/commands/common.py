@@ -137,3 +137,27 @@ def read_limited(handle: Any, where: str) -> bytes:
         if len(data) > limit:
             raise BadInput(f"{where} is larger than {limit} bytes (set {MAX_INPUT_ENV} to "
                            "allow more)")
+
+
+def no_server_option(func: F) -> F:
+    return click.option("--no-server", is_flag=True,
+                        help="Answer here, not through the home's running `agenvoy mcp "
+                             "--http` server (also AGENVOY_NO_SERVER=1).")(func)
+
+
+def served(ctx: click.Context, no_server: bool, method: str, args: list[Any],
+           kwargs: dict[str, Any], wait: float = 0.0) -> dict[str, Any] | None:
+    """The document Memory.METHOD would return, from the home's running HTTP server (no
+    chromadb, no model loaded here), or None: answer locally (server/fastpath.py)."""
+    if no_server:
+        return None
+    from agenvoy_cli.output import warn
+    from agenvoy_cli.server.fastpath import ask
+
+    layout = Layout(resolve_home((ctx.find_root().obj or {}).get("home")))
+    answer = ask(layout, method, args, kwargs, wait)
+    if answer is None:
+        return None
+    for line in answer.get("warnings") or []:
+        warn(line)
+    return answer["doc"]  # type: ignore[no-any-return]

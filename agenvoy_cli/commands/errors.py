@@ -11,7 +11,9 @@ from agenvoy_cli.commands.common import (
     confirm_destructive,
     json_option,
     memory,
+    no_server_option,
     read_limited,
+    served,
 )
 from agenvoy_cli.errormem import memory as errormem
 from agenvoy_cli.errors import AgenvoyError, BadInput
@@ -165,10 +167,12 @@ def _read_query(words: tuple[str, ...], text: str | None) -> str:
               help="At most this long embedding records that have no vector yet; the rest "
                    "are matched by keywords (JSON: unindexed_count).")
 @json_option
+@no_server_option
 @click.pass_context
 def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | None,
                tool: str | None, error_type: str | None, limit: int, fmt: str | None,
-               semantic: bool | None, budget: float, as_json: bool) -> None:
+               semantic: bool | None, budget: float, as_json: bool,
+               no_server: bool = False) -> None:
     """Records related to an error text or keywords, best first.
 
     QUERY is the error text or keywords (`-` reads it from stdin; text that starts with
@@ -176,8 +180,11 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
     Nothing found: nothing on stdout, exit 0."""
     text = _read_query(query, query_text)
     check_budget(budget)
-    doc = memory(ctx).lookup_errors(text, tool=tool, error_type=error_type, limit=limit,
-                                    semantic=semantic, warn=warn, budget=budget)
+    doc = served(ctx, no_server, "lookup_errors", [text], {
+        "tool": tool, "error_type": error_type, "limit": limit, "semantic": semantic,
+        "budget": budget}, wait=budget) or memory(ctx).lookup_errors(
+        text, tool=tool, error_type=error_type, limit=limit, semantic=semantic, warn=warn,
+        budget=budget)
     if fmt == "hint" and not as_json:
         if doc["hint"]:
             click.echo(doc["hint"])

@@ -1,4 +1,4 @@
-"""agenvoy mcp: the memory as a stdio MCP server for agent hosts."""
+"""agenvoy mcp: the memory as an MCP server for agent hosts (stdio, or streamable HTTP)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,41 @@ from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
 @click.command("mcp")
 @click.option("--session", "session_id", metavar="ID",
               help="Bind to this session: tools default to it, and it is kept indexed.")
+@click.option("--http", "bind", metavar="[HOST:]PORT",
+              help="Serve over streamable HTTP at http://HOST:PORT/mcp (default host "
+                   "127.0.0.1) for many hosts at once, with a bearer token; see docs/http.md.")
+@click.option("--token-file", type=click.Path(dir_okay=False), metavar="PATH",
+              help="--http: the bearer token is in PATH (else AGENVOY_HTTP_TOKEN, else the "
+                   "home's .store/http-token, made at the first start). Needed beyond "
+                   "loopback.")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="--http: also accept this Host/Origin name (e.g. a TLS reverse proxy's).")
+@click.option("--log-file", type=click.Path(dir_okay=False), metavar="PATH",
+              help="--http: append stderr (start, stop, warnings) to PATH.")
 @click.pass_context
-def command(ctx: click.Context, session_id: str | None) -> None:
-    """Serve the memory over MCP on stdin/stdout (for Claude Desktop, Cursor, agents...).
+def command(ctx: click.Context, session_id: str | None, bind: str | None,
+            token_file: str | None, allow_hosts: tuple[str, ...], log_file: str | None) -> None:
+    """Serve the memory over MCP on stdin/stdout (for Claude Desktop, Cursor, agents...),
+    or with --http over streamable HTTP for any number of hosts and machines.
 
     Tools: search_chat_history, remember_error, search_error_history, read_error, list_rag,
     search_rag (upstream Agenvoy's names and parameters), append_messages, get_context;
     each session's rolling summary is a resource. The embedder and the vector index stay
     loaded, and new messages (also those other processes append) are embedded in the
-    background, so searches rarely wait. Stops on EOF or SIGTERM (exit 0)."""
+    background, so searches rarely wait. While an HTTP server runs, `agenvoy search`,
+    `errors lookup` and `rag search` go through it. Stops on EOF (stdio) or SIGTERM
+    (exit 0). Exit 2: bad usage (a bind beyond loopback without a token); 1: the port
+    cannot be listened on; 75: an HTTP server already serves this home."""
     if session_id is not None:
         validate_name(session_id)
-    from agenvoy_cli.server.app import run  # the MCP SDK is imported only here
-
     home = (ctx.find_root().obj or {}).get("home")
-    ctx.exit(run(Layout(resolve_home(home)), session_id))
+    layout = Layout(resolve_home(home))
+    if bind is None:
+        if token_file or log_file or allow_hosts:
+            raise click.UsageError("--token-file, --allow-host and --log-file need --http")
+        from agenvoy_cli.server.app import run  # the MCP SDK is imported only here
+
+        ctx.exit(run(layout, session_id))
+    from agenvoy_cli.server.http_server import run_http
+
+    ctx.exit(run_http(layout, session_id, bind, token_file, log_file, list(allow_hosts)))

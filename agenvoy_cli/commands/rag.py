@@ -12,7 +12,9 @@ from agenvoy_cli.commands.common import (
     get_store,
     json_option,
     memory,
+    no_server_option,
     one_query,
+    served,
 )
 from agenvoy_cli.contract import listing
 from agenvoy_cli.errors import BadInput
@@ -261,10 +263,11 @@ def _render_search(doc: dict[str, Any]) -> str:
               show_default=True, help="At most this many chunks.")
 @format_option
 @json_option
+@no_server_option
 @click.pass_context
 def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | None, all_: bool,
                mode: str, limit: int, as_json: bool,
-        fmt: str | None = None) -> None:
+        fmt: str | None = None, no_server: bool = False) -> None:
     """Search the database NAME (or --all) for QUERY (several words are joined) (search_rag).
 
     Each result: path, line range, heading, score and the chunk's text. keyword never
@@ -276,7 +279,8 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
         if not words or (len(words) < 2 and query_text is None):
             raise BadInput("give NAME and QUERY (or --all QUERY; -q/--query TEXT for either)")
         names, query = [words[0]], one_query(words[1:], query_text)
-    doc = memory(ctx).rag_search(query, names, mode=mode, limit=limit)
+    doc = served(ctx, no_server, "rag_search", [query, names], {"mode": mode, "limit": limit}
+                 ) or memory(ctx).rag_search(query, names, mode=mode, limit=limit)
     for note in doc["notes"]:
         warn(f"agenvoy: note: {note}")
     emit(doc, as_json, _render_search, fmt=fmt, rows="results")

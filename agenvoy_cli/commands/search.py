@@ -10,7 +10,9 @@ from agenvoy_cli.commands.common import (
     checked_session,
     json_option,
     memory,
+    no_server_option,
     one_query,
+    served,
     session_argument,
 )
 from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, warn
@@ -122,12 +124,12 @@ def _render_rank(doc: dict[str, Any]) -> str:
                    "marked '>') or time (by source, oldest first).")
 @format_option
 @json_option
+@no_server_option
 @click.pass_context
 def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
             query_text: str | None, mode: str, range_: str, since: str | None,
             until: str | None, limit: int, match: str | None, budget: float, order: str,
-            as_json: bool,
-        fmt: str | None = None) -> None:
+            as_json: bool, fmt: str | None = None, no_server: bool = False) -> None:
     """Search SESSION's memory for QUERY (several words are joined).
 
     keyword finds messages holding every term of a short query (1-3 terms after stop-words;
@@ -143,13 +145,17 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
     checked_session(session_id)
     text = one_query(query, query_text)
     check_budget(budget)
-    bar = ProgressBar("indexing", PROGRESS_MIN, unit="messages")
-    try:
-        doc = memory(ctx).search(session_id, text, mode=mode, limit=limit, range=range_,
-                                 since=since, until=until, progress=bar, budget=budget,
-                                 notice=notice_line(session_id, budget), match=match)
-    finally:
-        bar.close()
+    doc = served(ctx, no_server, "search", [session_id, text], {
+        "mode": mode, "limit": limit, "range": range_, "since": since, "until": until,
+        "budget": budget, "match": match}, wait=budget)
+    if doc is None:
+        bar = ProgressBar("indexing", PROGRESS_MIN, unit="messages")
+        try:
+            doc = memory(ctx).search(session_id, text, mode=mode, limit=limit, range=range_,
+                                     since=since, until=until, progress=bar, budget=budget,
+                                     notice=notice_line(session_id, budget), match=match)
+        finally:
+            bar.close()
     for note in doc["notes"]:
         if note["code"] not in ON_STDOUT and note["code"] != "unsearchable":  # warned
             warn(f"agenvoy: note: {note['message']}")

@@ -46,6 +46,13 @@ def session_rows(conn: sqlite3.Connection, session_id: str) -> SessionRows:
     return SessionRows(has_rows, 0 if top is None else top + 1, start_seq, start_at or 0)
 
 
+def next_seqs(conn: sqlite3.Connection) -> dict[str, int]:
+    """Every session with a session_meta row -> its next seq (index lookups per session):
+    what the server's indexer compares between looks to see which sessions grew."""
+    ids = [r[0] for r in conn.execute("SELECT session_id FROM session_meta")]
+    return {sid: session_rows(conn, sid).next_seq for sid in ids}
+
+
 def has_foreign_rows(conn: sqlite3.Connection, session_id: str) -> bool:
     """Rows another program (Agenvoy) inserted that have no place yet."""
     return conn.execute("SELECT EXISTS(SELECT 1 FROM messages WHERE session_id = ? AND "

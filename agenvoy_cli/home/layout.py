@@ -163,6 +163,16 @@ class Layout(NamedTuple):
         # Never deleted: deleting a flock file lets two holders in at once.
         return _checked(self.store / "agenvoy.lock")
 
+    @property
+    def http_token(self) -> Path:
+        """`agenvoy mcp --http`'s bearer token (mode 0600, made at its first start); beside
+        it `http.json`, where a running HTTP server announces its URL (server/fastpath.py)."""
+        return _checked(self.store / "http-token")
+
+    @property
+    def http_announce(self) -> Path:
+        return _checked(self.store / "http.json")
+
     def task_lock(self, task: str, name: str) -> Path:
         """Lock file of one long task (e.g. summarizing one session) that must not hold the
         store lock for its whole length (an LLM call). Never deleted, like the store lock."""

@@ -58,6 +58,8 @@ class App:
         self.idle = asyncio.Event()  # set while no tool call runs
         self.idle.set()
         self.calls = 0
+        self.timeout: float | None = None  # seconds per tool call (the HTTP server's limit)
+        self.index = True  # False: another server (HTTP) indexes this home
         self.ctx = handlers.Context(store, bound, self._touched)
         self.server: Server[Any] = Server(
             "agenvoy", version=__version__, instructions=INSTRUCTIONS,
@@ -77,10 +79,14 @@ class App:
         self.calls += 1
         self.idle.clear()
         try:
-            text, doc = await self.thread.run(handlers.call, self.ctx, params.name,
-                                              params.arguments)
+            with anyio.fail_after(self.timeout):
+                text, doc = await self.thread.run(handlers.call, self.ctx, params.name,
+                                                  params.arguments)
         except AgenvoyError as exc:
             return _error(str(exc), exc.exit_code, _KINDS.get(exc.exit_code, "failed"))
+        except TimeoutError:
+            return _error(f"{params.name}: no answer within {self.timeout:g} s (the work "
+                          "goes on in the server)", 1, "timeout")
         except Exception as exc:  # noqa: BLE001 - one line for the model, the trace on stderr
             traceback.print_exc(file=sys.stderr)
             return _error(f"internal error: {type(exc).__name__}: {exc}", 1, "internal")
@@ -119,7 +125,8 @@ class App:
     async def serve(self) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._signals)
-            tg.start_soon(index_forever, self.thread, self.indexer, self.wake, self.idle)
+            if self.index:
+                tg.start_soon(index_forever, self.thread, self.indexer, self.wake, self.idle)
             async with stdio_server() as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
             tg.cancel_scope.cancel()  # EOF: the host is gone
@@ -140,8 +147,8 @@ class App:
         sys.stderr.flush()
 
 
-def run(layout: Layout, bound: str | None) -> int:
-    """Serve until EOF or SIGTERM; 0 after a clean stop."""
+def warm_app(layout: Layout, bound: str | None) -> App:
+    """The server over a warm store, attribution's vectors cached (server.alone)."""
     from agenvoy_cli.server.alone import CachingEmbedder
     from agenvoy_cli.vectors import index as vectors
 
@@ -150,6 +157,20 @@ def run(layout: Layout, bound: str | None) -> int:
         app.indexer.cache = vectors.wrap_embedder(app.store, CachingEmbedder)
     except AgenvoyError:
         pass  # a bad embedder setting: said by the first call that needs it
+    return app
+
+
+def run(layout: Layout, bound: str | None) -> int:
+    """Serve until EOF or SIGTERM; 0 after a clean stop. While an HTTP server runs for the
+    home, its indexer is the home's only one: this server leaves indexing to it."""
+    from agenvoy_cli.server.fastpath import announced
+
+    app = warm_app(layout, bound)
+    other = announced(layout, say=lambda message: None)
+    if other is not None:
+        app.index = False
+        sys.stderr.write(f"agenvoy: note: background indexing left to the HTTP server "
+                         f"(pid {other['pid']}, {other['url']})\n")
     try:
         anyio.run(app.serve)
     finally:

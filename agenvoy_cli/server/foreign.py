@@ -24,15 +24,14 @@ HISTORY_POLL = 1.0  # seconds between looks at the session folders
 
 
 def _recorded(store: Store, session_id: str) -> tuple[int, int, int] | None:
-    conn = store.db_readonly()
-    if conn is None:
+    """What our last write recorded of history.json (conversation.sessions owns the row;
+    an older schema without the table has none: sync to know)."""
+    from agenvoy_cli.conversation import sessions
+
+    row = sessions.rows(store.db_readonly(), only=session_id).get(session_id)
+    if row is None or row.hist_ino is None or row.hist_mtime_ns is None:
         return None
-    try:
-        row = conn.execute("SELECT bytes, hist_ino, hist_mtime_ns FROM session_stats "
-                           "WHERE session_id = ?", (session_id,)).fetchone()
-    except Exception:  # noqa: BLE001 - an older schema without the table: sync to know
-        return None
-    return tuple(row) if row else None  # type: ignore[return-value]
+    return row.bytes, row.hist_ino, row.hist_mtime_ns
 
 
 def sync_if_foreign(store: Store, session_id: str) -> int:

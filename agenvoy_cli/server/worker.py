@@ -92,8 +92,7 @@ class Indexer:
             conn = self.store.db_readonly()
             if conn is None:
                 return
-            ids = [r[0] for r in conn.execute("SELECT session_id FROM session_meta")]
-            now = {sid: archive.session_rows(conn, sid).next_seq for sid in ids}
+            now = archive.next_seqs(conn)
         if self.seen is not None:
             self.dirty.update(sid for sid, nxt in now.items() if self.seen.get(sid) != nxt)
         self.seen = now

@@ -1,0 +1,126 @@
+"""The CLI's fast path: send a search to the home's running HTTP server instead of loading
+chromadb and the model. Standard library only (http.client, json): importing this module and
+asking a server costs a few milliseconds, so `agenvoy search` through a warm server is about
+as fast as `agenvoy --version` (bench/mcp_http.py).
+
+The server announces itself in the home (Layout.http_announce: {"url", "pid", "home"}, mode
+0600, removed on a clean exit); the bearer token is the home's token file, or the
+AGENVOY_HTTP_TOKEN the server was given (then the announcement carries it, still 0600). The
+route (ROUTE, beside /mcp, the same token) runs the same Memory method the CLI would run
+locally, on the server's store thread, and returns its document; errors come back as the
+CLI's own (same message, same exit code).
+
+`ask` returns None when the local path must answer: no server announced, AGENVOY_NO_SERVER
+set, the announced process gone (a server killed -9 leaves its file), or no answer within
+CONNECT_TIMEOUT; the last two say so in one stderr line.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import sys
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+from agenvoy_cli.errors import AgenvoyError, BadInput, CorruptStore, NotFound, StoreBusy
+from agenvoy_cli.home.layout import Layout
+
+ROUTE = "/agenvoy/v1/call"
+PING = "/agenvoy/v1/ping"
+METHODS = ("search", "lookup_errors", "rag_search")  # Memory methods the route runs
+NO_SERVER_ENV = "AGENVOY_NO_SERVER"
+TOKEN_ENV = "AGENVOY_HTTP_TOKEN"
+CONNECT_TIMEOUT = 1.0  # seconds to connect and to answer PING (a hung server is skipped)
+ANSWER_SLACK = 30.0  # seconds a search may take on the server beyond its budget
+_ERRORS: dict[int, type[AgenvoyError]] = {2: BadInput, 3: NotFound, 4: CorruptStore,
+                                          75: StoreBusy}
+
+
+def _note(message: str) -> None:
+    sys.stderr.write(f"agenvoy: note: {message}; searching locally\n")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def announced(layout: Layout, say: Callable[[str], None] = _note) -> dict[str, Any] | None:
+    """The running server's announcement, or None (no file, unreadable, or its process is
+    gone: told to `say`)."""
+    try:
+        raw = layout.http_announce.read_bytes()
+    except (OSError, AgenvoyError):
+        return None
+    try:
+        info = json.loads(raw)
+        pid, url = int(info["pid"]), str(info["url"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not _alive(pid):
+        say(f"the HTTP server announced in {layout.http_announce} (pid {pid}) is gone")
+        return None
+    return {**info, "pid": pid, "url": url}
+
+
+def token_of(layout: Layout, info: dict[str, Any]) -> str | None:
+    token = info.get("token") or os.environ.get(TOKEN_ENV)
+    if token:
+        return str(token)
+    try:
+        return layout.http_token.read_text().strip() or None
+    except (OSError, AgenvoyError):
+        return None
+
+
+def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],
+        wait: float) -> dict[str, Any] | None:
+    """The server's answer to Memory.METHOD(*args, **kwargs): (doc, warnings) as
+    {"doc": ..., "warnings": [...]}, or None to go local. `wait`: seconds the work itself
+    may take (the search's budget); raises the CLI's error when the server refused."""
+    if os.environ.get(NO_SERVER_ENV, "").strip() not in ("", "0"):
+        return None
+    info = announced(layout)
+    if info is None:
+        return None
+    token = token_of(layout, info)
+    if token is None:
+        _note("no token for the running HTTP server")
+        return None
+    url = urllib.parse.urlsplit(info["url"])
+    body = json.dumps({"method": method, "args": args, "kwargs": kwargs}).encode()
+    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 80,
+                                      timeout=CONNECT_TIMEOUT)
+    try:
+        auth = {"Authorization": f"Bearer {token}"}
+        conn.request("GET", PING, headers=auth)  # answered by the event loop: alive?
+        reply = conn.getresponse()
+        reply.read()
+        if reply.status == 200:
+            assert conn.sock is not None
+            conn.sock.settimeout(CONNECT_TIMEOUT + wait + ANSWER_SLACK)  # the work itself
+            conn.request("POST", ROUTE, body, {**auth, "Content-Type": "application/json"})
+            reply = conn.getresponse()
+            data = reply.read()
+    except OSError as exc:
+        _note(f"the HTTP server at {info['url']} did not answer ({type(exc).__name__})")
+        return None
+    finally:
+        conn.close()
+    if reply.status != 200:
+        _note(f"the HTTP server at {info['url']} answered HTTP {reply.status}")
+        return None
+    answer = json.loads(data)
+    if not answer.get("ok"):
+        code = int(answer.get("exit_code", 1))
+        exc_type = _ERRORS.get(code, AgenvoyError)
+        raise exc_type(str(answer.get("message", "the server failed")))
+    return answer  # type: ignore[no-any-return]

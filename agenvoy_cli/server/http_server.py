@@ -1,0 +1,292 @@
+"""`agenvoy mcp --http [HOST:]PORT`: the same tools over the official SDK's streamable HTTP
+transport (endpoint /mcp), for any number of hosts at once, plus the CLI's fast path
+(server.fastpath.ROUTE). One server per home: its background indexer is the only one.
+
+Safe by default: 127.0.0.1 unless told; every request carries the bearer token (the home's
+token file, made at the first start with mode 0600, or --token-file / AGENVOY_HTTP_TOKEN;
+never on the command line); a bind beyond loopback needs an explicit token; the SDK's
+Host/Origin checks; request bodies of at most MAX_BODY; each tool call at most
+REQUEST_TIMEOUT seconds. SIGTERM/SIGINT: no new request is accepted, the ones in progress
+finish (for at most GRACE seconds), the store is closed, the announcement removed, exit 0.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+import secrets
+import signal
+import socket
+import sys
+from typing import Any
+
+import anyio
+import orjson
+
+from agenvoy_cli.errors import AgenvoyError, BadInput, OperationFailed, StoreBusy
+from agenvoy_cli.home.files import atomic_write_bytes, atomic_write_json
+from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.server import fastpath
+
+MAX_BODY = 8 * 1024 * 1024  # bytes per request (append_messages of 1000 long messages)
+FAST_MAX_BODY = 256 * 1024  # bytes per fast-path request (a query and its options)
+REQUEST_TIMEOUT = 300.0  # seconds a tool call may take before its caller gets an error
+GRACE = 10.0  # seconds requests in progress get to finish on SIGTERM
+MIN_TOKEN = 16  # characters a given token must have
+_FAST_OPTIONS = {"search": {"mode", "limit", "range", "since", "until", "budget", "match"},
+                 "lookup_errors": {"tool", "error_type", "limit", "semantic", "budget"},
+                 "rag_search": {"mode", "limit"}}
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """'PORT', 'HOST:PORT' or '[IPv6]:PORT' -> (host, port); BadInput otherwise."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise BadInput(f"--http: expected [HOST:]PORT, got {text!r}")
+    return host, int(port)
+
+
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_token(layout: Layout, token_file: str | None) -> tuple[str, bool]:
+    """(token, explicit): AGENVOY_HTTP_TOKEN, else --token-file, else the home's token file
+    (made now when missing: 32 random bytes, mode 0600)."""
+    env = os.environ.get(fastpath.TOKEN_ENV, "").strip()
+    if env or token_file:
+        if env:
+            token, where = env, fastpath.TOKEN_ENV
+        else:
+            where = f"--token-file {token_file}"
+            try:
+                with open(token_file, encoding="utf-8") as handle:  # type: ignore[arg-type]
+                    token = handle.read().strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise BadInput(f"cannot read {where}: {type(exc).__name__}") from None
+        if len(token) < MIN_TOKEN or any(c.isspace() for c in token):
+            raise BadInput(f"the token from {where} must be at least {MIN_TOKEN} characters, "
+                           "without spaces")
+        return token, True
+    path = layout.http_token
+    try:
+        token = path.read_text(encoding="ascii").strip()
+        if (path.stat().st_mode & 0o077) and token:
+            os.chmod(path, 0o600)  # an owner-only secret, whatever made it readable
+    except FileNotFoundError:
+        token = ""
+    if not token:
+        token = secrets.token_urlsafe(32)
+        atomic_write_bytes(path, token.encode() + b"\n")  # mode 0600 (home.files)
+    return token, False
+
+
+class BearerAuth:
+    """ASGI: every HTTP request needs `Authorization: Bearer <token>`; else 401, before
+    anything else runs (nothing is read or changed)."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app, self.token = app, token.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            scheme, _, value = given.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(value.strip(),
+                                                                      self.token):
+                body = b'{"error":"unauthorized: a valid bearer token is required"}'
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="agenvoy"'),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def security(host: str, port: int, allowed: list[str]) -> Any:
+    """The SDK's DNS-rebinding protection: Host and Origin must name this server (or one of
+    --allow-host, e.g. the name a TLS reverse proxy forwards)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = {"127.0.0.1", "localhost", "[::1]"} if loopback(host) else {
+        f"[{host}]" if ":" in host else host}
+    names.update(allowed)
+    hosts = sorted({f"{n}:*" for n in names} | names)
+    origins = sorted({f"{s}://{n}{p}" for n in names for s in ("http", "https")
+                      for p in ("", ":*")})
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=hosts, allowed_origins=origins)
+
+
+def fast_call(app: Any, method: str, args: list[Any], kwargs: dict[str, Any]
+              ) -> dict[str, Any]:
+    """On the store thread: the Memory method the CLI would run locally, and its warnings."""
+    from agenvoy_cli.api import Memory
+
+    warnings: list[str] = []
+    if method == "lookup_errors":
+        kwargs = {**kwargs, "warn": warnings.append}
+    doc = getattr(Memory(store=app.store), method)(*args, **kwargs)
+    if method == "search" and kwargs.get("mode", "semantic") != "keyword":
+        app.indexer.touched(args[0])  # keep the session indexed, as a tool call does
+    return {"ok": True, "doc": doc, "warnings": warnings}
+
+
+def fast_route(app: Any, checks: Any) -> Any:
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    def reply(obj: Any, status: int = 200) -> Response:
+        return Response(orjson.dumps(obj), status, media_type="application/json")
+
+    async def endpoint(request: Request) -> Response:
+        refused = await checks.validate_request(request, is_post=True)
+        if refused is not None:
+            return refused
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > FAST_MAX_BODY:
+                return reply({"ok": False, "exit_code": 2, "message": "request too large"},
+                             413)
+        try:
+            payload = orjson.loads(body)
+            method, args, kwargs = payload["method"], payload["args"], payload["kwargs"]
+            if method not in _FAST_OPTIONS or not isinstance(args, list) or \
+                    not isinstance(kwargs, dict) or set(kwargs) - _FAST_OPTIONS[method]:
+                raise ValueError(method)
+        except (ValueError, KeyError, TypeError):
+            return reply({"ok": False, "exit_code": 2, "message": "bad fast-path request"},
+                         400)
+        app.calls += 1
+        app.idle.clear()
+        try:
+            with anyio.fail_after(REQUEST_TIMEOUT):
+                answer = await app.thread.run(fast_call, app, method, args, kwargs)
+        except AgenvoyError as exc:
+            answer = {"ok": False, "exit_code": exc.exit_code, "message": str(exc)}
+        except TimeoutError:
+            answer = {"ok": False, "exit_code": 1,
+                      "message": f"the server took more than {REQUEST_TIMEOUT:g} s"}
+        finally:
+            app.calls -= 1
+            if not app.calls:
+                app.idle.set()
+        app.wake.set()
+        return reply(answer)
+
+    async def ping(request: Request) -> Response:
+        refused = await checks.validate_request(request)
+        return refused if refused is not None else reply({"ok": True})
+
+    return [Route(fastpath.ROUTE, endpoint, methods=["POST"]),
+            Route(fastpath.PING, ping, methods=["GET"])]
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise OperationFailed(f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+                              ) from None
+    return sock
+
+
+def _log_to(path: str) -> None:
+    """--log-file: stderr (our lines, uvicorn's, tracebacks) appended to PATH."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", closefd=False)  # noqa: SIM115
+
+
+def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | None,
+             log_file: str | None, allow_hosts: list[str]) -> int:
+    """Serve until SIGTERM/SIGINT; 0 after a clean stop."""
+    import uvicorn
+
+    from agenvoy_cli.server.app import App, warm_app
+
+    host, port = parse_bind(bind)
+    token, explicit = load_token(layout, token_file)
+    if not loopback(host) and not explicit:
+        raise BadInput(f"refusing to listen on {host} (beyond loopback) without an explicit "
+                       f"token: give --token-file PATH or {fastpath.TOKEN_ENV}")
+    other = fastpath.announced(layout)
+    if other is not None and other["pid"] != os.getpid():
+        raise StoreBusy(f"an HTTP server already serves this home (pid {other['pid']}, "
+                        f"{other['url']})")
+    if log_file:
+        _log_to(log_file)
+    sock = _listen(host, port)
+    port = sock.getsockname()[1]
+    app: App = warm_app(layout, bound)
+    app.timeout = REQUEST_TIMEOUT
+    checks = security(host, port, allow_hosts)
+    web = app.server.streamable_http_app(
+        streamable_http_path="/mcp", transport_security=checks, max_request_body_size=MAX_BODY,
+        host=host, custom_starlette_routes=fast_route(app, _middleware(checks)))
+    config = uvicorn.Config(BearerAuth(web, token), log_level="warning", access_log=False,
+                            lifespan="on", timeout_graceful_shutdown=int(GRACE),
+                            server_header=False)
+    server = uvicorn.Server(config)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}"
+    announcement: dict[str, Any] = {"url": url, "pid": os.getpid(), "home": str(layout.home)}
+    if explicit and os.environ.get(fastpath.TOKEN_ENV):
+        announcement["token"] = token  # the CLI cannot read the environment of the server
+    # uvicorn re-raises the signal it caught once it has stopped; ours is a no-op, so the
+    # process leaves through the cleanup below with exit 0
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
+
+    async def serve() -> None:
+        from agenvoy_cli.server.worker import index_forever
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(index_forever, app.thread, app.indexer, app.wake, app.idle)
+            await server.serve(sockets=[sock])
+            tg.cancel_scope.cancel()
+
+    try:
+        atomic_write_json(layout.http_announce, announcement)
+        sys.stderr.write(f"agenvoy: serving {url}/mcp for {layout.home} (pid {os.getpid()})\n")
+        anyio.run(serve)
+    finally:
+        app.indexer.stopped = True
+        app.stop()
+        _unannounce(layout)
+        sys.stderr.write("agenvoy: stopped\n")
+        sys.stderr.flush()
+    return 0
+
+
+def _middleware(settings: Any) -> Any:
+    from mcp.server.transport_security import TransportSecurityMiddleware
+
+    return TransportSecurityMiddleware(settings)
+
+
+def _unannounce(layout: Layout) -> None:
+    try:
+        info = orjson.loads(layout.http_announce.read_bytes())
+        if info.get("pid") == os.getpid():
+            layout.http_announce.unlink()
+    except (OSError, ValueError, AgenvoyError):
+        pass

