@@ -88,6 +88,7 @@ def tool_exchange(n: int) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------------ exactly once, both writers
 
+@pytest.mark.xfail(strict=True, reason="issue #25: fails on today's code")
 def test_agenvoy_first_then_alternating_writers_lose_and_duplicate_nothing(run, home, go):
     go.say(SID, "user", "hello tok0", sender="alice")
     expected, seqs = ["tok0"], {}
@@ -111,6 +112,7 @@ def test_agenvoy_first_then_alternating_writers_lose_and_duplicate_nothing(run, 
     assert isinstance(last.get("sendAt"), int) and "當前時間" not in last["content"]
 
 
+@pytest.mark.xfail(strict=True, reason="issue #25: fails on today's code")
 def test_ours_first_then_normalise_rewrite_is_not_an_edit(run, home, go):
     own_append(run, {"role": "user", "content": "question tok1"},
                {"role": "assistant", "content": "answer tok2", "reasoning_content": "why"})
@@ -132,6 +134,7 @@ def test_ours_first_then_normalise_rewrite_is_not_an_edit(run, home, go):
     doctor_clean(run)
 
 
+@pytest.mark.xfail(strict=True, reason="issue #25: fails on today's code")
 def test_context_after_rewrite_is_provider_valid_with_times(run, home, go):
     own_append(run, *tool_exchange(1))
     go.say(SID, "user", "next tok9", sender="bob")
@@ -144,6 +147,7 @@ def test_context_after_rewrite_is_provider_valid_with_times(run, home, go):
     doctor_clean(run)
 
 
+@pytest.mark.xfail(strict=True, reason="issue #25: fails on today's code")
 def test_a_tool_pair_the_archive_lacks_is_left_out(run, home, go):
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     path = home / "sessions" / SID / "history.json"
@@ -163,6 +167,7 @@ def test_a_tool_pair_the_archive_lacks_is_left_out(run, home, go):
 
 # ------------------------------------------------------------------ summary cursors
 
+@pytest.mark.xfail(strict=True, reason="issue #25: fails on today's code")
 def test_summarize_honours_agenvoys_sendat_cursor(run, home, go):
     for n in range(4):
         go.append(SID, [{"role": "user" if n % 2 == 0 else "assistant",
