@@ -204,12 +204,17 @@ class Memory(RagMethods):
         from agenvoy_cli.conversation.summarizer import dry_run as plan
         from agenvoy_cli.errors import AgenvoyError
         from agenvoy_cli.home.layout import validate_name
-        from agenvoy_cli.models.llm import load_config, make_client
+        from agenvoy_cli.models.llm import LLMConfig, NotConfigured, load_config, make_client
 
         store, pending = self.store, session_id is None
         if session_id is not None:
             validate_name(session_id)
-        config = load_config(store.settings, llm_command)  # before anything is touched
+        try:
+            config = load_config(store.settings, llm_command)  # before anything is touched
+        except NotConfigured:
+            if not dry_run:
+                raise
+            config = LLMConfig()  # a dry run only plans: no endpoint needed
         if session_id is not None:
             with store.read_lock():
                 store.require(session_id)

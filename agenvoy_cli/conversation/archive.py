@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from agenvoy_cli.conversation.dress import sender
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
@@ -83,9 +84,9 @@ def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
         text = content_text(msg.get("content"))
         params.append((session_id, send_at, role, text, first_seq + i,
                        identity_key(role, text, msg), orjson.dumps(msg).decode(),
-                       fts.index_text(search_body(text, msg))))
+                       fts.index_text(search_body(text, msg)), sender(msg)))
     sql = ("INSERT OR IGNORE INTO messages (session_id, send_at, role, content, seq, hash, "
-           "message, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+           "message, tokens, sender) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
     if len(params) < BULK_ROWS:
         # rowcount: rows of this statement only (total_changes counts trigger writes too)
         return conn.executemany(sql, params).rowcount

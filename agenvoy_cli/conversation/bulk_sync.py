@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agenvoy_cli.conversation import alignment, archive, sessions
+from agenvoy_cli.conversation.dress import redressed_keys
 from agenvoy_cli.conversation.history import History
 from agenvoy_cli.conversation.history_view import batches
 from agenvoy_cli.conversation.messages import message_identity
@@ -34,7 +35,8 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
             "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
             (session_id, lo + done, lo + done + len(part))).fetchall())
         for i, message in enumerate(part):
-            if rows.get(lo + done + i) != message_identity(message):
+            have = rows.get(lo + done + i)
+            if have != message_identity(message) and have not in redressed_keys(message):
                 return done + i
         done += len(part)
     return done

@@ -35,6 +35,7 @@ import orjson
 
 from agenvoy_cli.contract import local_ns, moment
 from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation.dress import local, send_at
 from agenvoy_cli.conversation.messages import (
     NS,
     TIME_FORMAT,
@@ -99,9 +100,10 @@ class Cursor:
 
 
 def _newer_than(message: Message, stamp: str) -> bool:
-    """Upstream's filter: a later header time, or no header at all."""
-    own = header_time(message.text)
-    return own is None or own.strftime(TIME_FORMAT) > stamp
+    """Upstream's filter: a later time (sendAt, else the header), or no time at all."""
+    ns, own = send_at(message.raw), header_time(message.text)
+    return (local(ns) if ns is not None else own.strftime(TIME_FORMAT)) > stamp \
+        if ns is not None or own is not None else True
 
 
 def _at(conn: Any, session_id: str, recent: list[Message], seq: int) -> Message | None:
@@ -132,7 +134,7 @@ def messages_after(conn: Any, session_id: str, recent: list[Message],
         # by hand (rewinding last_message_time is how one re-summarizes from a moment).
         if found is not None and found.hash == cursor.hash and (
                 cursor.time is None or cursor.time >= found.time
-                or header_time(found.text) is None):
+                or (header_time(found.text) is None and send_at(found.raw) is None)):
             lo = cursor.seq + 1
             return trimmed(lo) + [m for m in recent if m.seq >= lo]
     if cursor.time is None:

@@ -66,12 +66,14 @@ def report_unarchived(doctor: Doctor, sid: str, messages: Sequence[dict[str, Any
                       cands: list[Any], next_seq: int) -> None:
     """Report the messages of history.json that SQLite lacks or holds in an older version
     (both repaired by a thorough sync)."""
-    _, ids = alignment.mapping(messages, cands, next_seq)
+    conn = doctor.store.db()
+    _, ids = alignment.mapping(messages, cands, next_seq, conn)
+    keys = alignment.match_keys(conn, messages, cands)
     missing = sum(1 for m, rid in zip(messages, ids)
                   if rid is None and not is_blank(content_text(m.get("content"))))
     by_id = {c.id: c for c in cands}
-    edited = sum(1 for m, rid in zip(messages, ids)
-                 if rid is not None and by_id[rid].hash != message_identity(m))
+    edited = sum(1 for key, rid in zip(keys, ids)
+                 if rid is not None and by_id[rid].hash != key)
     if missing:
         doctor.report(sid, "archive", f"{missing} message(s) of history.json are not in SQLite",
                       lambda: sync(doctor, sid))
