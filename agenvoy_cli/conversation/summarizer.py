@@ -1,4 +1,5 @@
-"""Rolling summaries: the messages after the cursor, in chunks of 16, one LLM call per chunk.
+"""Rolling summaries: the messages after the cursor, in chunks (of at most 16 messages and
+32,000 characters: conversation/summary_chunks.py), one LLM call per chunk.
 
 The system prompt of each call carries the summary so far, so the merge happens in that
 call (no second pass). After each successful chunk summary.json and the cursor are saved;
@@ -53,12 +54,12 @@ from agenvoy_cli.conversation.summary import (
     read_cursor,
     read_summary,
 )
+from agenvoy_cli.conversation.summary_chunks import chunk_messages
 from agenvoy_cli.errors import StoreBusy
 from agenvoy_cli.home.files import atomic_write_json
 from agenvoy_cli.home.locking import store_lock
 from agenvoy_cli.models.llm import Client, LLMConfig, LLMError
 
-CHUNK_SIZE = 16
 MAX_DECISIONS = 8
 MAX_PAST = 8
 PLACEHOLDER = "{{.Summary}}"
@@ -149,20 +150,6 @@ def messages_after(conn: Any, session_id: str, recent: list[Message],
 
 
 # -- chunks and requests ------------------------------------------------------------------------
-def chunk_messages(messages: Sequence[Message], size: int = CHUNK_SIZE) -> list[list[Message]]:
-    """Chunks of `size`; a chunk that would end on a user message takes the next message(s),
-    so a question is never summarized without its answer."""
-    chunks: list[list[Message]] = []
-    i = 0
-    while i < len(messages):
-        end = min(i + size, len(messages))
-        while end < len(messages) and messages[end - 1].role == "user":
-            end += 1
-        chunks.append(list(messages[i:end]))
-        i = end
-    return chunks
-
-
 def render_chunk(chunk: Sequence[Message]) -> str:
     body = "".join(f"[{m.role}]\n{m.text}\n\n" for m in chunk)
     # A fence longer than any backtick run inside, so a message cannot close it.
