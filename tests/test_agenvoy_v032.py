@@ -205,3 +205,79 @@ def test_our_code_accepts_a_database_agenvoy_created(run, home):
         assert conn.execute("SELECT count(*) FROM file_history").fetchone()[0] == 1
         cols = [r[1] for r in conn.execute("PRAGMA table_info(messages)")]
     assert cols.count("sender") == 1
+
+
+# ------------------------------------------------------------------ reset, sender, bad input
+
+def test_session_reset_all_removes_the_summary_as_reset_all_does(run, home, go):
+    go.say(SID, "user", "hello tok1")
+    folder = home / "sessions" / SID
+    (folder / "summary.json").write_text('{"topic": "x"}')
+    (folder / "summary.meta.json").write_text('{"last_message_time": "2026-01-01 00:00:00"}')
+    res = run("session", "reset", SID, "--all", "--yes", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert not (folder / "summary.json").exists() and not (folder / "summary.meta.json").exists()
+    assert not res.json()["has_summary"]
+
+
+def test_sender_goes_into_the_dress_of_the_session(run, home, go):
+    res = run("append", SID, "--role", "user", "--content", "hi tok1", "--sender", "alice",
+              "--time", "2026-01-05 12:00:00")
+    assert res.exit_code == 0, res.stderr
+    entry = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[0]
+    assert entry["content"] == "---\n當前時間: 2026-01-05 12:00:00\n傳送者: alice\n---\nhi tok1"
+    go.say(SID, "assistant", "ok tok2")  # normalise: sender from 傳送者, block stripped
+    own_append(run, {"role": "user", "content": "more tok3", "sender": "bob"})
+    entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
+    assert entries[0]["sender"] == "alice" and entries[-1]["sender"] == "bob"
+    assert "sendAt" in entries[-1] and "當前時間" not in entries[-1]["content"]
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        senders = [r[0] for r in conn.execute(
+            "SELECT sender FROM messages WHERE session_id = ? ORDER BY seq", (SID,))]
+    assert senders == ["alice", "", "bob"]
+    doctor_clean(run)
+    assert context(run)[-1]["content"].startswith("sendAt: ")
+
+
+@pytest.mark.parametrize("extra", [{"sendAt": -1}, {"sendAt": "soon"}, {"sendAt": 1.5},
+                                   {"sendAt": True}, {"sender": "a\nb"}, {"sender": "x" * 257},
+                                   {"sender": 7}])
+def test_bad_send_at_or_sender_changes_nothing(run, home, extra):
+    own_append(run, {"role": "user", "content": "first tok1"})
+    before = (home / "sessions" / SID / "history.json").read_bytes()
+    res = run("append", SID, "--messages", "-",
+              input=orjson.dumps([{"role": "user", "content": "x", **extra}]))
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert (home / "sessions" / SID / "history.json").read_bytes() == before
+
+
+def test_bad_sender_option_is_refused(run, home):
+    res = run("append", SID, "--role", "user", "--content", "x", "--sender", "a\x07b")
+    assert res.exit_code == 2 and not (home / "sessions").exists()
+
+
+def test_new_sessions_follow_the_history_format_setting(run, home, monkeypatch):
+    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", "sendat")
+    own_append(run, {"role": "user", "content": "hi tok1"})
+    entry = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[0]
+    assert entry["content"] == "hi tok1" and isinstance(entry["sendAt"], int)
+    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", "header")  # the file's dress wins
+    own_append(run, {"role": "assistant", "content": "ok tok2"})
+    entry = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[-1]
+    assert "sendAt" in entry
+    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", "v9")
+    res = run("append", SID, "--role", "user", "--content", "x")
+    assert res.exit_code == 2
+
+
+def test_a_file_mixing_both_generations_is_normal(run, home, go):
+    own_append(run, {"role": "user", "content": "old tok1"},
+               {"role": "assistant", "content": "old tok2"})
+    path = home / "sessions" / SID / "history.json"
+    entries = orjson.loads(path.read_bytes())
+    entries.append({"role": "user", "content": "new tok3", "sendAt": 1767585700_000000000})
+    path.write_bytes(orjson.dumps(entries))  # Agenvoy upgraded mid-session, one entry later
+    own_append(run, {"role": "assistant", "content": "reply tok4"})
+    assert tokens(home) == ["tok1", "tok2", "tok3", "tok4"]
+    doctor_clean(run)
+    validate_openai(context(run))
