@@ -172,3 +172,11 @@ def delete_session(conn: sqlite3.Connection, session_id: str) -> int:
     deleted = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
     conn.execute("DELETE FROM session_meta WHERE session_id = ?", (session_id,))
     return deleted
+
+
+def drop_duplicates(conn: sqlite3.Connection, drop: Sequence[int], keep: Sequence[int]) -> None:
+    """doctor's repair of a message archived twice: the extra rows deleted, the copies kept
+    back in history.json (the oldest may have been marked gone while a newer one stood for
+    it)."""
+    conn.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in drop])
+    conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(i,) for i in keep])

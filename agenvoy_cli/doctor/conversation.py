@@ -95,9 +95,7 @@ def remove_duplicates(doctor: Doctor, sid: str) -> str:
         history = store.history(sid)
         with store.transaction() as conn:
             dups, keep = duplicates(conn, sid, history.messages)
-            conn.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in dups])
-            # the oldest copy may have been marked gone while a newer one stood for it
-            conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(i,) for i in keep])
+            archive.drop_duplicates(conn, dups, keep)
         result = store.sync(sid, history, thorough=True)
     return f"deleted {len(dups)} duplicate row(s); {result.inserted} message(s) archived"
 
