@@ -72,13 +72,16 @@ class Memory(RagMethods):
     # -- conversation ---------------------------------------------------------------------
 
     def append(self, session_id: str, messages: Sequence[dict[str, Any]], *,
-               time: datetime | None = None, compact: bool = True) -> dict[str, Any]:
+               time: datetime | None = None, compact: bool = True,
+               sender: str = "") -> dict[str, Any]:
         """Append OpenAI-style messages to a session (history.json, then SQLite), all or
-        nothing. `time` is the local time for messages without a time header (now)."""
+        nothing. `time` is the local time for messages without a time header (now);
+        `sender` names who sent them (written in the session's dress)."""
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
-        result = self.store.append(session_id, list(messages), time, compact=compact)
+        result = self.store.append(session_id, list(messages), time, compact=compact,
+                                   sender=sender)
         return {"session_id": result.session_id, "appended": result.appended,
                 "message_count": result.messages, "bytes": result.bytes,
                 "compaction": result.compaction.as_dict() if result.compaction else None}
@@ -215,12 +218,17 @@ class Memory(RagMethods):
         from agenvoy_cli.conversation.summarizer import dry_run as plan
         from agenvoy_cli.errors import AgenvoyError
         from agenvoy_cli.home.layout import validate_name
-        from agenvoy_cli.models.llm import load_config, make_client
+        from agenvoy_cli.models.llm import LLMConfig, NotConfigured, load_config, make_client
 
         store, pending = self.store, session_id is None
         if session_id is not None:
             validate_name(session_id)
-        config = load_config(store.settings, llm_command)  # before anything is touched
+        try:
+            config = load_config(store.settings, llm_command)  # before anything is touched
+        except NotConfigured:
+            if not dry_run:
+                raise
+            config = LLMConfig()  # a dry run only plans: no endpoint needed
         if session_id is not None:
             with store.read_lock():
                 store.require(session_id)
@@ -250,19 +258,25 @@ class Memory(RagMethods):
         return self._clear(session_id, remove=False, summarize=summarize,
                            llm_command=llm_command, warn=warn)
 
+    def reset_all(self, session_id: str) -> dict[str, Any]:
+        """reset_session, and summary.json and summary.meta.json too (Agenvoy's ResetAll)."""
+        return self._clear(session_id, remove=False, summarize=False, summary=True)
+
     def remove_session(self, session_id: str) -> dict[str, Any]:
         """Delete the whole session: its folder (summary too), archive rows, vectors."""
         return self._clear(session_id, remove=True, summarize=False)
 
     def _clear(self, session_id: str, *, remove: bool, summarize: bool,
-               llm_command: str | None = None, warn: Warn | None = None) -> dict[str, Any]:
+               llm_command: str | None = None, warn: Warn | None = None,
+               summary: bool = False) -> dict[str, Any]:
         from agenvoy_cli.conversation.reset import clear_session, reset_with_summary
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
         self.store.require(session_id)
         if not summarize:
-            raw = {**clear_session(self.store, session_id, remove=remove), "summary": None}
+            raw = {**clear_session(self.store, session_id, remove=remove, summary=summary),
+                   "summary": None}
         else:
             from agenvoy_cli.models.llm import NotConfigured, load_config, make_client
 

@@ -527,3 +527,14 @@ def test_max_chunks_bounds_a_run_and_leaves_the_rest_pending(run, home, llm):
     assert len(llm.calls) == 2 and pending(home, "s")
     res = run("summarize", "--pending", "--json")
     assert one(res)["status"] == "summarized" and sent(llm.calls[2]) == list(range(32, 48))
+
+
+def test_chunks_hold_at_most_32000_characters_and_an_oversized_message_alone():
+    def big(i: int, role: str, size: int) -> Message:
+        return Message(i, i, role, "x" * size, {"role": role, "content": "x" * size})
+
+    roles = ["assistant", "assistant", "user", "assistant", "assistant"]
+    sizes = [20_000, 20_000, 5_000, 6_000, 40_000]
+    chunks = chunk_messages([big(i, r, s) for i, (r, s) in enumerate(zip(roles, sizes))])
+    assert [[m.seq for m in c] for c in chunks] == [[0], [1, 2, 3], [4]]
+    assert all(c[-1].role != "user" for c in chunks)

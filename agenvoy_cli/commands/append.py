@@ -70,10 +70,13 @@ def parse_batch(text: str) -> list[Any]:
 @click.option("--time", "when", metavar="'YYYY-MM-DD HH:MM:SS'",
               help="Local time for the header of messages that have none (default: now).")
 @click.option("--no-compact", is_flag=True, help="Do not compact even when over the limit.")
+@click.option("--sender", metavar="NAME", default="",
+              help="Who sent the messages: `sender` (Agenvoy v0.32's dress) or the header's "
+                   "傳送者 line.")
 @json_option
 @click.pass_context
 def command(ctx: click.Context, session_id: str, role: str | None, content: str | None,
-            messages_file: str | None, when: str | None, no_compact: bool,
+            messages_file: str | None, when: str | None, no_compact: bool, sender: str,
             as_json: bool) -> None:
     """Append messages to SESSION: history.json first, then SQLite, under the store lock.
 
@@ -91,7 +94,8 @@ def command(ctx: click.Context, session_id: str, role: str | None, content: str 
             content = read_input("-")
         batch = [{"role": role, "content": content}]
     moment = parse_local_time(when) if when else None
-    doc = memory(ctx).append(session_id, batch, time=moment, compact=not no_compact)
+    doc = memory(ctx).append(session_id, batch, time=moment, compact=not no_compact,
+                             sender=sender)
     emit(doc, as_json, lambda d: (
         f"appended {d['appended']} message(s) to {d['session_id']}: "
         f"{d['message_count']} in history.json, {d['bytes']} bytes"

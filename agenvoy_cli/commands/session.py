@@ -70,11 +70,12 @@ def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
 
 
 def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove: bool,
-           no_summary: bool = True, llm_command: str | None = None) -> None:
+           no_summary: bool = True, llm_command: str | None = None,
+           everything: bool = False) -> None:
     api = memory(ctx)
     api.store.require(session_id)  # NotFound before any question
     action = "remove" if remove else "reset"
-    if not no_summary:  # the LLM's configuration is checked before anything is asked
+    if not no_summary and not everything:  # the LLM's configuration is checked first
         from agenvoy_cli.models.llm import NotConfigured, load_config
 
         try:
@@ -84,6 +85,8 @@ def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove
     confirm_destructive(f"{action} session {session_id!r}?", f"{action} {session_id!r}", yes)
     if remove:
         doc = api.remove_session(session_id)
+    elif everything:
+        doc = api.reset_all(session_id)
     else:
         doc = api.reset_session(session_id, summarize=not no_summary, llm_command=llm_command,
                                 warn=warn)
@@ -100,17 +103,20 @@ def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove
                    "(they are then lost from the context).")
 @click.option("--llm-command", metavar="CMD",
               help="Summarize through CMD instead of an endpoint (as `summarize`).")
+@click.option("--all", "everything", is_flag=True,
+              help="Also delete summary.json and summary.meta.json (Agenvoy's ResetAll); "
+                   "nothing is summarized first.")
 @json_option
 @click.pass_context
 def reset_cmd(ctx: click.Context, session_id: str, yes: bool, no_summary: bool,
-              llm_command: str | None, as_json: bool) -> None:
+              llm_command: str | None, everything: bool, as_json: bool) -> None:
     """Delete history.json, Agenvoy's history/, pending/ and action.log, the session's archive
     rows and vectors; keep summary.json. First, as upstream does, the summary is refreshed
     with what it has not seen (the configured LLM, as `summarize`); if that fails the reset
     is aborted and nothing changes. Without an LLM configured it needs --no-summary, unless
     the summary has already seen every message."""
     _clear(ctx, session_id, yes, as_json, remove=False, no_summary=no_summary,
-           llm_command=llm_command)
+           llm_command=llm_command, everything=everything)
 
 
 @command.command("remove")

@@ -65,9 +65,9 @@ def render_dry_run(doc: dict[str, Any]) -> str:
 def command(ctx: click.Context, session_id: str | None, pending: bool, dry_run: bool,
             llm_command: str | None, max_chunks: int | None, as_json: bool,
             fmt: str | None = None) -> None:
-    """Fold the messages after SESSION's cursor into its summary.json: chunks of 16, one
-    LLM call per chunk, saved after each. A failed call stops the session (exit 1); the
-    next run resumes after the last saved chunk.
+    """Fold the messages after SESSION's cursor into its summary.json: chunks of at most
+    16 messages and 32,000 characters, one LLM call per chunk, saved after each. A failed
+    call stops the session (exit 1); the next run resumes after the last saved chunk.
 
     The LLM is an OpenAI-compatible chat-completions endpoint: set AGENVOY_LLM_BASE_URL
     (e.g. http://localhost:11434/v1), AGENVOY_LLM_MODEL and, if needed,

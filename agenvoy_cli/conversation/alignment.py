@@ -10,11 +10,10 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import archive, identity
+from agenvoy_cli.conversation.dress import is_record, record_key, redressed_keys, sender, time_ns
 from agenvoy_cli.conversation.identity import Candidate, Plan
 from agenvoy_cli.conversation.messages import (
     content_text,
-    header_time,
-    local_to_ns,
     message_identity,
     search_body,
 )
@@ -53,6 +52,42 @@ def candidates(conn: sqlite3.Connection, session_id: str, lo_seq: int) -> list[C
     return out
 
 
+def match_keys(conn: sqlite3.Connection | None, history: Sequence[dict[str, Any]],
+               cands: list[Candidate]) -> list[str]:
+    """The identity each history.json message is matched by. A message Agenvoy v0.32's
+    rewrite re-dressed (header -> sendAt, tool-call fields dropped) is the row it was: first
+    by the header we would have written (no read), else by what the rewrite leaves of the
+    archived rows not matched yet (their JSON read only then)."""
+    keys = [message_identity(m) for m in history]
+    known = {c.hash for c in cands}
+    missing = [i for i, k in enumerate(keys) if k not in known and is_record(history[i])]
+    if not missing:
+        return keys
+    for i in missing:
+        for alt in redressed_keys(history[i]):
+            if alt in known:
+                keys[i] = alt
+                break
+    still = [i for i in missing if keys[i] not in known]
+    if still and conn is not None:
+        used = set(keys)
+        rest = [c for c in cands if c.hash not in used and not c.gone and c.seq is not None]
+        pool: dict[str, list[str]] = {}
+        for k in range(0, len(rest), 500):
+            part = {c.id: c.hash for c in rest[k:k + 500]}
+            for rid, message in conn.execute(
+                    f"SELECT id, message FROM messages WHERE id IN ({','.join('?' * len(part))})"
+                    " AND message IS NOT NULL ORDER BY seq", list(part)):
+                msg = orjson.loads(message)
+                if isinstance(msg, dict):
+                    pool.setdefault(record_key(msg), []).append(part[rid])
+        for i in still:
+            found = pool.get(record_key(history[i]))
+            if found:
+                keys[i] = found.pop(0)
+    return keys
+
+
 def _row_values(message: dict[str, Any]) -> tuple[str, str, str, str, str]:
     role = str(message.get("role"))
     text = content_text(message.get("content"))
@@ -70,9 +105,9 @@ def _renumber(conn: sqlite3.Connection, moves: list[tuple[int, int]]) -> None:
 
 
 def _time(message: dict[str, Any], previous: int | None, fallback: int) -> int:
-    moment = header_time(content_text(message.get("content")))
-    if moment is not None:
-        return local_to_ns(moment)
+    ns = time_ns(message)
+    if ns is not None:
+        return ns
     return fallback if previous is None else previous + 1
 
 
@@ -82,7 +117,7 @@ def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
     if not cands:  # a first backfill: all new, one bulk insert (FTS indexed set-wise)
         done = archive.insert(conn, session_id, next_seq, history, fallback_ns)
         return Aligned(list(range(next_seq, next_seq + len(history))), done, [], [], None)
-    hashes = [message_identity(m) for m in history]
+    hashes = match_keys(conn, history, cands)
     plan: Plan = identity.plan(hashes, [str(m.get("role")) for m in history], cands)
     by_id = {c.id: c for c in cands}
     edits = set(plan.edits)
@@ -116,18 +151,20 @@ def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
         if rid is None:
             send_at = _time(msg, previous, fallback_ns)
             conn.execute("INSERT INTO messages (session_id, send_at, role, content, seq, hash, "
-                         "message, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         (session_id, send_at, role, text, places[item], ident, raw, tokens))
+                         "message, tokens, sender) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (session_id, send_at, role, text, places[item], ident, raw, tokens,
+                          sender(msg)))
             inserted += 1
         else:  # an edit: delete + insert under the same id keeps both FTS indexes right
             old = by_id[rid].send_at
-            moment = header_time(text)
-            send_at = local_to_ns(moment) if moment is not None else old
+            ns = time_ns(msg)
+            send_at = ns if ns is not None else old
             conn.execute("DELETE FROM messages WHERE id = ?", (rid,))
             conn.execute("INSERT INTO messages (id, session_id, send_at, role, content, seq, "
-                         "hash, message, tokens, gone) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                         "hash, message, tokens, gone, sender) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
                          (rid, session_id, send_at, role, text, places[item], ident, raw,
-                          tokens))
+                          tokens, sender(msg)))
             edited.append(places[item])
         previous = send_at
     seqs = [places[(plan.rows[i], i)] for i in range(len(history))]
@@ -136,10 +173,11 @@ def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
 
 
 def mapping(history: Sequence[dict[str, Any]], cands: list[Candidate],
-            next_seq: int) -> tuple[list[int], list[int | None]]:
+            next_seq: int, conn: sqlite3.Connection | None = None
+            ) -> tuple[list[int], list[int | None]]:
     """The places history.json's messages have (or would get) and their rows' ids (None:
     not archived yet), without writing anything."""
-    hashes = [message_identity(m) for m in history]
+    hashes = match_keys(conn, history, cands)
     plan = identity.plan(hashes, [str(m.get("role")) for m in history], cands)
     places = identity.places(plan.order, {c.id: c.seq for c in cands}, next_seq)
     return [places[(plan.rows[i], i)] for i in range(len(history))], plan.rows

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from agenvoy_cli.conversation.dress import sender
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
@@ -90,9 +91,9 @@ def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
         text = content_text(msg.get("content"))
         params.append((session_id, send_at, role, text, first_seq + i,
                        identity_key(role, text, msg), orjson.dumps(msg).decode(),
-                       fts.index_text(search_body(text, msg))))
+                       fts.index_text(search_body(text, msg)), sender(msg)))
     sql = ("INSERT OR IGNORE INTO messages (session_id, send_at, role, content, seq, hash, "
-           "message, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+           "message, tokens, sender) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
     if len(params) < BULK_ROWS:
         # rowcount: rows of this statement only (total_changes counts trigger writes too)
         return conn.executemany(sql, params).rowcount
@@ -178,3 +179,11 @@ def delete_session(conn: sqlite3.Connection, session_id: str) -> int:
     deleted = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
     conn.execute("DELETE FROM session_meta WHERE session_id = ?", (session_id,))
     return deleted
+
+
+def drop_duplicates(conn: sqlite3.Connection, drop: Sequence[int], keep: Sequence[int]) -> None:
+    """doctor's repair of a message archived twice: the extra rows deleted, the copies kept
+    back in history.json (the oldest may have been marked gone while a newer one stood for
+    it)."""
+    conn.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in drop])
+    conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(i,) for i in keep])

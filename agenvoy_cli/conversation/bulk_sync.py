@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from agenvoy_cli.conversation import alignment, archive, sessions
+from agenvoy_cli.conversation.dress import redressed_keys
 from agenvoy_cli.conversation.history import History
 from agenvoy_cli.conversation.history_view import batches
 from agenvoy_cli.conversation.messages import message_identity
@@ -40,7 +41,8 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
             "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
             (session_id, lo + done, lo + done + len(part))).fetchall())
         for i, message in enumerate(part):
-            if rows.get(lo + done + i) != message_identity(message):
+            have = rows.get(lo + done + i)
+            if have != message_identity(message) and have not in redressed_keys(message):
                 return done + i
         done += len(part)
     return done

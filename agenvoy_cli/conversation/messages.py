@@ -255,6 +255,14 @@ class Message(NamedTuple):
         return ns_to_local(self.send_at)
 
 
+def _own_time(message: dict[str, Any]) -> datetime | int | None:
+    """sendAt (unix ns) when the message wears it, else its header time."""
+    ns = message.get("sendAt")
+    if isinstance(ns, int) and not isinstance(ns, bool) and ns > 0:
+        return ns
+    return header_time(content_text(message.get("content")))
+
+
 def assign_times(messages: Sequence[dict[str, Any]], prev_ns: int | None,
                  fallback_ns: int) -> list[int]:
     """send_at of each message: its header time, else the previous one's + 1 ns.
@@ -262,16 +270,22 @@ def assign_times(messages: Sequence[dict[str, Any]], prev_ns: int | None,
     With no previous time, a message before the first header takes that header's
     time minus its distance; with no header at all, `fallback_ns` (+ distance).
     """
-    headers = [header_time(content_text(m.get("content"))) for m in messages]
+    headers = [_own_time(m) for m in messages]
     out: list[int] = []
     for i, moment in enumerate(headers):
-        if moment is not None:
+        if isinstance(moment, int):  # sendAt (Agenvoy v0.32's dress)
+            prev_ns = moment
+        elif moment is not None:
             prev_ns = local_to_ns(moment)
         elif prev_ns is not None:
             prev_ns += 1
         else:
             nxt = next(((j, h) for j, h in enumerate(headers[i:], i) if h is not None), None)
-            prev_ns = local_to_ns(nxt[1]) - (nxt[0] - i) if nxt else fallback_ns
+            if nxt is None:
+                prev_ns = fallback_ns
+            else:
+                first = nxt[1] if isinstance(nxt[1], int) else local_to_ns(nxt[1])
+                prev_ns = first - (nxt[0] - i)
         out.append(prev_ns)
     return out
 

@@ -21,10 +21,12 @@ ATTEMPTS = 3  # summary refreshes tried while messages keep arriving
 
 
 def clear_session(store: Store, session_id: str, *, remove: bool,
-                  guard: Callable[[], None] | None = None) -> dict[str, Any]:
+                  guard: Callable[[], None] | None = None,
+                  summary: bool = False) -> dict[str, Any]:
     """history.json first (SQLite stays a superset), then Agenvoy's own session files, vectors
     before rows (never ahead), the folder last. `guard` runs first under the lock and may
-    refuse (history.json changed since the summary was refreshed)."""
+    refuse (history.json changed since the summary was refreshed). `summary`: also
+    summary.json and summary.meta.json (Agenvoy's ResetAll)."""
     if store.hooks.active(store):
         store.hooks.preload()
     with store.write_lock():
@@ -39,6 +41,9 @@ def clear_session(store: Store, session_id: str, *, remove: bool,
         if had_history:
             history.unlink()
         removed = [p.name for p in layout.agent_files(session_id) if _remove(p)]
+        if summary:
+            removed += [p.name for p in (layout.summary(session_id),
+                                         layout.summary_meta(session_id)) if _remove(p)]
         store.hooks.after_clear(store, session_id)
         rows = 0
         if layout.db.exists():

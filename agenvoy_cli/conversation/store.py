@@ -15,6 +15,7 @@ from agenvoy_cli.conversation import (
     archive,
     bulk_sync,
     compaction,
+    dress,
     session_marks,
     sessions,
 )
@@ -31,8 +32,8 @@ from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
     validate_message,
-    with_header,
 )
+from agenvoy_cli.conversation.provider_messages import for_provider, window_cutoff
 from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
 from agenvoy_cli.home import salvage, sqlite
 from agenvoy_cli.home.config import Settings, load_settings
@@ -287,17 +288,23 @@ class Store:
             raise
 
     def append(self, session_id: str, messages: list[Any], moment: datetime | None = None,
-               *, compact: bool = True) -> AppendResult:
-        """All of the batch or none of it: validate everything before writing anything."""
+               *, compact: bool = True, sender: str = "") -> AppendResult:
+        """All of the batch or none of it: validate everything before writing anything.
+        Each message is written in the dress the session's history.json wears (a header, or
+        Agenvoy v0.32's sendAt/sender); a new session follows agenvoy.history_format."""
         validate_name(session_id)
         limit = self.settings.max_history_bytes
         checked = [validate_message(m, i, limit) for i, m in enumerate(messages)]
         if not checked:
             raise BadInput("no messages to append (empty batch)")
+        for i, m in enumerate(checked):
+            dress.validate(m, f"message {i}")
+        if sender:
+            dress.check_sender(sender, "--sender")
+        new_format = dress.new_session_format(self.settings)
         moment = moment or datetime.now().replace(microsecond=0)
-        stamped = [with_header(m, moment) for m in checked]
         if compact:
-            self._preload_if_compacting(session_id, stamped)
+            self._preload_if_compacting(session_id, checked)
         with self.write_lock():
             conn = self.db()
             rows = archive.session_rows(conn, session_id)
@@ -313,11 +320,15 @@ class Store:
                 start = rows.next_seq if count == 0 else (rows.start_seq or 0)
             exists = history.raw is not None or count > 0
             splice = None
+            fmt = new_format
             if count:
                 size = history.size if history.raw is not None else history.path.stat().st_size
                 tail, offset = (history.raw, 0) if history.raw is not None else \
                     read_tail(history.path, size)
                 splice = splice_point(tail, offset, history.path)
+                # whole file when read; else the tail our last append wrote (sendAt last)
+                fmt = "sendat" if dress.wears_send_at(tail) else "header"
+            stamped = [dress.dress(m, moment, fmt, sender) for m in checked]
             new_folder = session_marks.make_folder(conn, history.path.parent)  # sessions/ marked
             # A hard link to the old file lets a failed append put it back without needing
             # disk space (a full disk is a common reason for the SQLite write to fail).
@@ -373,7 +384,7 @@ class Store:
         elif conn is not None and msgs:
             rows = archive.session_rows(conn, session_id)
             cands = alignment.candidates(conn, session_id, rows.start_seq or 0)
-            seqs, ids = alignment.mapping(msgs, cands, rows.next_seq)
+            seqs, ids = alignment.mapping(msgs, cands, rows.next_seq, conn)
             send_at = {c.id: c.send_at for c in cands}
             known = [send_at.get(i) if i is not None else None for i in ids]
             prev = archive.last_send_at(conn, session_id, min(seqs))
@@ -403,7 +414,9 @@ class Store:
                     raise
                 warn(f"agenvoy: warning: {exc}; context sent without the summary")
                 summary = None
-        kept = [m for m in window if not is_refusal(m)]
+            # no sendAt/sender keys, broken tool pairs restored from the archive or left out
+            kept = for_provider(lambda: corrupt_as_none(self.db_readonly), session_id,
+                                [m for m in window if not is_refusal(m)])
         if not summary:
             return kept
         return [context_message(summary, window_cutoff(window)), *kept]
@@ -436,17 +449,3 @@ def corrupt_as_none(func: Any) -> Any:
         return func()
     except CorruptStore:
         return None
-
-
-def window_cutoff(window: list[dict[str, Any]]) -> datetime | None:
-    """Upstream's OldestMessageTime: the header time of the first window message whose
-    content is a string with a header (not only window[0])."""
-    from agenvoy_cli.conversation.messages import header_time
-
-    for message in window:
-        content = message.get("content")
-        if isinstance(content, str):
-            moment = header_time(content)
-            if moment is not None:
-                return moment
-    return None

@@ -1,4 +1,5 @@
-"""Rolling summaries: the messages after the cursor, in chunks of 16, one LLM call per chunk.
+"""Rolling summaries: the messages after the cursor, in chunks (of at most 16 messages and
+32,000 characters: conversation/summary_chunks.py), one LLM call per chunk.
 
 The system prompt of each call carries the summary so far, so the merge happens in that
 call (no second pass). After each successful chunk summary.json and the cursor are saved;
@@ -35,6 +36,7 @@ import orjson
 
 from agenvoy_cli.contract import local_ns, moment
 from agenvoy_cli.conversation import archive
+from agenvoy_cli.conversation.dress import local, send_at
 from agenvoy_cli.conversation.messages import (
     NS,
     TIME_FORMAT,
@@ -52,12 +54,12 @@ from agenvoy_cli.conversation.summary import (
     read_cursor,
     read_summary,
 )
+from agenvoy_cli.conversation.summary_chunks import chunk_messages
 from agenvoy_cli.errors import StoreBusy
 from agenvoy_cli.home.files import atomic_write_json
 from agenvoy_cli.home.locking import store_lock
 from agenvoy_cli.models.llm import Client, LLMConfig, LLMError
 
-CHUNK_SIZE = 16
 MAX_DECISIONS = 8
 MAX_PAST = 8
 PLACEHOLDER = "{{.Summary}}"
@@ -99,9 +101,10 @@ class Cursor:
 
 
 def _newer_than(message: Message, stamp: str) -> bool:
-    """Upstream's filter: a later header time, or no header at all."""
-    own = header_time(message.text)
-    return own is None or own.strftime(TIME_FORMAT) > stamp
+    """Upstream's filter: a later time (sendAt, else the header), or no time at all."""
+    ns, own = send_at(message.raw), header_time(message.text)
+    return (local(ns) if ns is not None else own.strftime(TIME_FORMAT)) > stamp \
+        if ns is not None or own is not None else True
 
 
 def _at(conn: Any, session_id: str, recent: list[Message], seq: int) -> Message | None:
@@ -132,7 +135,7 @@ def messages_after(conn: Any, session_id: str, recent: list[Message],
         # by hand (rewinding last_message_time is how one re-summarizes from a moment).
         if found is not None and found.hash == cursor.hash and (
                 cursor.time is None or cursor.time >= found.time
-                or header_time(found.text) is None):
+                or (header_time(found.text) is None and send_at(found.raw) is None)):
             lo = cursor.seq + 1
             return trimmed(lo) + [m for m in recent if m.seq >= lo]
     if cursor.time is None:
@@ -147,20 +150,6 @@ def messages_after(conn: Any, session_id: str, recent: list[Message],
 
 
 # -- chunks and requests ------------------------------------------------------------------------
-def chunk_messages(messages: Sequence[Message], size: int = CHUNK_SIZE) -> list[list[Message]]:
-    """Chunks of `size`; a chunk that would end on a user message takes the next message(s),
-    so a question is never summarized without its answer."""
-    chunks: list[list[Message]] = []
-    i = 0
-    while i < len(messages):
-        end = min(i + size, len(messages))
-        while end < len(messages) and messages[end - 1].role == "user":
-            end += 1
-        chunks.append(list(messages[i:end]))
-        i = end
-    return chunks
-
-
 def render_chunk(chunk: Sequence[Message]) -> str:
     body = "".join(f"[{m.role}]\n{m.text}\n\n" for m in chunk)
     # A fence longer than any backtick run inside, so a message cannot close it.

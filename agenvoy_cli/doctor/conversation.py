@@ -66,12 +66,14 @@ def report_unarchived(doctor: Doctor, sid: str, messages: Sequence[dict[str, Any
                       cands: list[Any], next_seq: int) -> None:
     """Report the messages of history.json that SQLite lacks or holds in an older version
     (both repaired by a thorough sync)."""
-    _, ids = alignment.mapping(messages, cands, next_seq)
+    conn = doctor.store.db()
+    _, ids = alignment.mapping(messages, cands, next_seq, conn)
+    keys = alignment.match_keys(conn, messages, cands)
     missing = sum(1 for m, rid in zip(messages, ids)
                   if rid is None and not is_blank(content_text(m.get("content"))))
     by_id = {c.id: c for c in cands}
-    edited = sum(1 for m, rid in zip(messages, ids)
-                 if rid is not None and by_id[rid].hash != message_identity(m))
+    edited = sum(1 for key, rid in zip(keys, ids)
+                 if rid is not None and by_id[rid].hash != key)
     if missing:
         doctor.report(sid, "archive", f"{missing} message(s) of history.json are not in SQLite",
                       lambda: sync(doctor, sid))
@@ -93,9 +95,7 @@ def remove_duplicates(doctor: Doctor, sid: str) -> str:
         history = store.history(sid)
         with store.transaction() as conn:
             dups, keep = duplicates(conn, sid, history.messages)
-            conn.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in dups])
-            # the oldest copy may have been marked gone while a newer one stood for it
-            conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(i,) for i in keep])
+            archive.drop_duplicates(conn, dups, keep)
         result = store.sync(sid, history, thorough=True)
     return f"deleted {len(dups)} duplicate row(s); {result.inserted} message(s) archived"
 

@@ -350,6 +350,13 @@ def _m012_folder_marks(conn: sqlite3.Connection) -> None:
                  "mtime_ns INTEGER, gen INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID")
 
 
+def _m013_sender(conn: sqlite3.Connection) -> None:
+    """messages.sender, in the shape Agenvoy v0.32 adds it at start-up (syncColumns), which
+    may already have happened on this database."""
+    if "sender" not in _columns(conn, "messages"):
+        conn.execute("ALTER TABLE messages ADD COLUMN sender TEXT NOT NULL DEFAULT ''")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -363,5 +370,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("010_folder_mtime", _m010_folder_mtime),
     ("011_db_in_rag_fts", _m011_db_in_rag_fts),
     ("012_folder_marks", _m012_folder_marks),
+    ("013_sender", _m013_sender),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

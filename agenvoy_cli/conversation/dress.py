@@ -1,0 +1,242 @@
+"""The two generations of history.json entries ("dresses") and what they have in common.
+
+- header (the spec; Agenvoy through v0.31): the time is a `---\\n當前時間: T\\n---\\n` block at
+  the start of the content (a `傳送者: NAME` line in it for a sender);
+- sendAt (Agenvoy v0.32+): `{"role", "content", "sendAt": unix ns, "sender"}`, no header; on
+  every append Agenvoy rewrites the whole file through that record (normalise: the header
+  moved into sendAt/sender and stripped, every other key dropped).
+The same message in either dress is the same message: `redressed_keys` and `record_key`
+give the identities a message had in the other dress (conversation/alignment.py matches
+by them); `model_message` is what a provider is sent (no sendAt/sender keys, the time
+shown the way the generation shows it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from datetime import datetime
+from typing import Any
+
+from agenvoy_cli.conversation.messages import (
+    HEADER_LABEL,
+    TIME_FORMAT,
+    content_text,
+    header_time,
+    identity_key,
+    is_blank,
+    local_to_ns,
+    message_identity,
+)
+from agenvoy_cli.errors import BadInput
+
+SEND_AT, SENDER = "sendAt", "sender"
+SENDER_LABEL = "傳送者"
+RECORD_KEYS = frozenset(("role", "content", SEND_AT, SENDER))
+FORMATS = ("header", "sendat")
+FORMAT_ENV = "AGENVOY_HISTORY_FORMAT"
+MAX_SENDER = 256
+MARK = b'"sendAt":'  # a key: inside a JSON string the quote before ':' would be escaped
+# Agenvoy v0.32.7 internal/session/history/record.go (RE2's \s is [\t\n\f\r ])
+_S = r"[\t\n\f\r ]"
+_LEGACY = r"(?:當前時間|工作目錄|傳送者|當前 chat ID|當前 channel)"
+_PREFIX = re.compile(r"\A" + _S + r"*(?:sendAt|sender|channelId)" + _S + r"*:[^\n]*\n")
+_LEGACY_BLOCK = re.compile(r"\A" + _S + r"*-{3,}\n?(?:" + _LEGACY + r"[^\n]*\n?)+-{3,}\n?")
+_LEGACY_LINE = re.compile(r"\A" + _S + r"*" + _LEGACY + _S + r"*[:：][^\n]*\n?")
+_LEGACY_SENDER = re.compile(SENDER_LABEL + r":" + _S + r"*([^\n]*)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def strip_prefix(content: str) -> str:
+    """Agenvoy's StripPrefix: the legacy block or lines, then a `sendAt:` line."""
+    content = _LEGACY_BLOCK.sub("", content, count=1)
+    while True:
+        trimmed = _LEGACY_LINE.sub("", content, count=1)
+        if trimmed == content:
+            break
+        content = trimmed
+    return _PREFIX.sub("", content, count=1)
+
+
+def send_at(message: dict[str, Any]) -> int | None:
+    value = message.get(SEND_AT)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
+
+
+def sender(message: dict[str, Any]) -> str:
+    """The sender: the sendAt dress's key, else the header's 傳送者 line."""
+    value = message.get(SENDER)
+    if isinstance(value, str) and value:
+        return value
+    content = message.get("content")
+    if isinstance(content, str) and SENDER_LABEL in content[:2000]:
+        head = _LEGACY_BLOCK.match(content[:2000])
+        found = _LEGACY_SENDER.search(head.group(0)) if head else None
+        if found:
+            return found.group(1).strip()
+    return ""
+
+
+def time_ns(message: dict[str, Any]) -> int | None:
+    """A message's time: sendAt when present, else its header's (local) time."""
+    ns = send_at(message)
+    if ns is not None:
+        return ns
+    moment = header_time(content_text(message.get("content")))
+    return local_to_ns(moment) if moment is not None else None
+
+
+def local(ns: int) -> str:
+    return time.strftime(TIME_FORMAT, time.localtime(ns // 1_000_000_000))
+
+
+def validate(message: dict[str, Any], where: str) -> None:
+    """sendAt a non-negative integer, sender a name (no control characters, <= 256)."""
+    if SEND_AT in message:
+        value = message[SEND_AT]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value >= 2**63:
+            raise BadInput(f"{where}: 'sendAt' must be a non-negative integer (unix ns), "
+                           f"got {value!r}")
+    if SENDER in message:
+        check_sender(message[SENDER], where)
+
+
+def check_sender(value: Any, where: str = "sender") -> str:
+    if not isinstance(value, str):
+        raise BadInput(f"{where}: 'sender' must be a string")
+    if _CONTROL.search(value):
+        raise BadInput(f"{where}: 'sender' contains a control character")
+    if len(value) > MAX_SENDER:
+        raise BadInput(f"{where}: 'sender' is {len(value)} characters, over {MAX_SENDER}")
+    return value
+
+
+# -- which dress a session wears --------------------------------------------------------------
+def wears_send_at(data: bytes) -> bool:
+    """Whether (part of) a history.json has an entry with sendAt."""
+    return MARK in data
+
+
+def new_session_format(settings: Any) -> str:
+    """agenvoy.history_format in config.json, or AGENVOY_HISTORY_FORMAT: header (default)
+    or sendat."""
+    raw = os.environ.get(FORMAT_ENV) or settings.section("agenvoy").get("history_format") \
+        or "header"
+    value = str(raw).strip().lower()
+    if value not in FORMATS:
+        raise BadInput(f"history format {raw!r} is not one of {', '.join(FORMATS)} "
+                       f"({FORMAT_ENV} / config.json agenvoy.history_format)")
+    return value
+
+
+def header_block(moment: datetime, who: str = "") -> str:
+    line = f"{SENDER_LABEL}: {who}\n" if who else ""
+    return f"---\n{HEADER_LABEL}: {moment.strftime(TIME_FORMAT)}\n{line}---\n"
+
+
+def dress(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") -> dict[str, Any]:
+    """The message as this session writes it: a header, or sendAt/sender (kept last, so the
+    file's tail tells the dress)."""
+    who = who or (message.get(SENDER) if isinstance(message.get(SENDER), str) else "") or ""
+    at = send_at(message)
+    out = {k: v for k, v in message.items() if k not in (SEND_AT, SENDER)}
+    if fmt == "sendat":
+        out[SEND_AT] = at if at is not None else local_to_ns(moment)
+        if who:
+            out[SENDER] = who
+        return out
+    if at is not None:
+        moment = datetime.fromtimestamp(at // 1_000_000_000)
+    content = out.get("content")
+    text = content_text(content)
+    if is_blank(text) or header_time(text) is not None:
+        return out
+    block = header_block(moment, who)
+    if isinstance(content, str):
+        out["content"] = block + content
+    else:
+        k = next(j for j, p in enumerate(content) if isinstance(p, dict)
+                 and p.get("type") == "text" and p.get("text"))
+        first = dict(content[k])
+        first["text"] = block + first["text"]
+        out["content"] = [*content[:k], first, *content[k + 1:]]
+    return out
+
+
+# -- one message, either dress -----------------------------------------------------------------
+def is_record(message: dict[str, Any]) -> bool:
+    """An entry as Agenvoy v0.32 rewrites it (no key beyond role/content/sendAt/sender)."""
+    return message.keys() <= RECORD_KEYS
+
+
+def redressed_keys(message: dict[str, Any]) -> list[str]:
+    """Identities the message had in the header dress we write (cheap, no archive read)."""
+    ns = send_at(message)
+    content = message.get("content")
+    if ns is None or not isinstance(content, str) or is_blank(content):
+        return []
+    moment = datetime.fromtimestamp(ns // 1_000_000_000)
+    role = str(message.get("role"))
+    keys = [identity_key(role, header_block(moment) + content, None)]
+    who = message.get(SENDER)
+    if isinstance(who, str) and who:
+        keys.append(identity_key(role, header_block(moment, who) + content, None))
+    return keys
+
+
+def record_key(message: dict[str, Any]) -> str:
+    """The identity of what Agenvoy v0.32's rewrite leaves of a message: role and the text
+    without its header; a blank one by its content alone (tool-call fields dropped)."""
+    role = str(message.get("role"))
+    content = message.get("content")
+    if isinstance(content, str):
+        content = strip_prefix(content)
+    text = content_text(content)
+    if not is_blank(text):
+        return identity_key(role, text, None)
+    return identity_key(role, text, {"role": role, "content": content})
+
+
+def plain_key(message: dict[str, Any]) -> str:
+    return message_identity(message)
+
+
+# -- what a provider is sent ------------------------------------------------------------------
+def prefix(message: dict[str, Any]) -> str:
+    """Record.Prefix: `sendAt: YYYY-MM-DD HH:MM:SS, sender: NAME` (either part absent)."""
+    parts = []
+    ns = send_at(message)
+    if ns is not None:
+        parts.append(f"sendAt: {local(ns)}")
+    who = message.get(SENDER)
+    if isinstance(who, str) and who:
+        parts.append(f"sender: {who}")
+    return ", ".join(parts)
+
+
+def model_message(message: dict[str, Any]) -> dict[str, Any]:
+    """The message a provider accepts: no sendAt/sender keys; a sendAt-dress message shows its
+    time the way Agenvoy v0.32 does (Record.WithPrefix), a header message keeps its header."""
+    if SEND_AT not in message and SENDER not in message:
+        return message
+    out = {k: v for k, v in message.items() if k not in (SEND_AT, SENDER)}
+    head = prefix(message)
+    content = out.get("content")
+    if not head:
+        return out
+    if isinstance(content, str):
+        out["content"] = f"{head}\n{content}"
+    elif isinstance(content, list):
+        k = next((j for j, p in enumerate(content)
+                  if isinstance(p, dict) and p.get("type") == "text"), None)
+        if k is None:
+            out["content"] = [{"type": "text", "text": head}, *content]
+        else:
+            first = dict(content[k])
+            first["text"] = f"{head}\n{first.get('text') or ''}"
+            out["content"] = [*content[:k], first, *content[k + 1:]]
+    elif content is None and not out.get("tool_calls"):
+        out["content"] = head
+    return out

@@ -1,0 +1,283 @@
+"""A home shared with Agenvoy v0.32 (tests/agenvoy_sim_v032.py, written from its Go source):
+history.json entries in the sendAt/sender dress, rewritten whole on every Agenvoy append."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.agenvoy_sim_v032 import GoAgentV032
+
+SID = "s"
+TOKEN = re.compile(r"\btok\d+\b")
+PROVIDER_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content",
+                 "refusal", "audio", "function_call"}
+
+
+def validate_openai(messages: list[dict[str, Any]]) -> None:
+    """The OpenAI chat-completions message rules a provider enforces (400 otherwise)."""
+    open_calls: set[str] = set()
+    for i, m in enumerate(messages):
+        assert set(m) <= PROVIDER_KEYS, f"message {i}: unknown keys {set(m) - PROVIDER_KEYS}"
+        role = m["role"]
+        assert role in ("system", "user", "assistant", "tool"), i
+        content = m.get("content")
+        assert content is None or isinstance(content, (str, list)), i
+        if role == "tool":
+            assert m.get("tool_call_id") in open_calls, f"message {i}: tool without its call"
+            open_calls.discard(m["tool_call_id"])
+            continue
+        assert not open_calls, f"message {i}: tool calls {open_calls} never answered"
+        if role == "assistant":
+            calls = m.get("tool_calls") or []
+            has_text = bool(content) if not isinstance(content, list) else bool(content)
+            assert has_text or calls, f"message {i}: assistant with neither content nor calls"
+            open_calls = {c["id"] for c in calls}
+        else:
+            assert content not in (None, "", []), f"message {i}: empty {role} message"
+    assert not open_calls, f"tool calls {open_calls} never answered"
+
+
+def own_append(run, *messages: dict[str, Any], when: str = "2026-01-05 12:00:00") -> None:
+    res = run("append", SID, "--messages", "-", "--time", when,
+              input=orjson.dumps(list(messages)))
+    assert res.exit_code == 0, res.stderr
+
+
+def archive_rows(home: Path, sid: str = SID) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        return conn.execute("SELECT id, seq, role, content, message, send_at FROM messages "
+                            "WHERE session_id = ? ORDER BY seq IS NULL, seq, id", (sid,)).fetchall()
+
+
+def tokens(home: Path) -> list[str]:
+    return [t for row in archive_rows(home) for t in TOKEN.findall(row[3])]
+
+
+def doctor_clean(run) -> None:
+    res = run("doctor", "--json")
+    assert res.exit_code == 0, res.stdout + res.stderr
+
+
+def context(run) -> list[dict[str, Any]]:
+    res = run("context", SID, "--json")
+    assert res.exit_code == 0, res.stderr
+    return res.json()["messages"]
+
+
+@pytest.fixture
+def go(home: Path):
+    agent = GoAgentV032(home)
+    yield agent
+    agent.close()
+
+
+def tool_exchange(n: int) -> list[dict[str, Any]]:
+    call = {"id": f"call_{n}", "type": "function",
+            "function": {"name": "read_file", "arguments": f'{{"path": "/etc/tok{n + 1}"}}'}}
+    return [{"role": "user", "content": f"question tok{n}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{n}", "content": f"file body tok{n + 2}"},
+            {"role": "assistant", "content": f"answer tok{n + 3}"}]
+
+
+# ------------------------------------------------------------------ exactly once, both writers
+
+def test_agenvoy_first_then_alternating_writers_lose_and_duplicate_nothing(run, home, go):
+    go.say(SID, "user", "hello tok0", sender="alice")
+    expected, seqs = ["tok0"], {}
+    for n in range(1, 201, 2):
+        own_append(run, {"role": "assistant", "content": f"ours tok{n}"})
+        go.say(SID, "user", f"theirs tok{n + 1}", sender="alice")
+        expected += [f"tok{n}", f"tok{n + 1}"]
+        if n % 40 == 1:
+            for _, seq, _, content, *_ in archive_rows(home):
+                for t in TOKEN.findall(content) if seq is not None else ():
+                    assert seqs.setdefault(t, seq) == seq  # places never move
+    own_append(run, {"role": "assistant", "content": "last tok201"})
+    expected.append("tok201")
+    assert tokens(home) == expected  # 0 lost, 0 duplicated, in order
+    for _, seq, _, content, *_ in archive_rows(home):
+        for t in TOKEN.findall(content) if seq is not None else ():
+            assert seqs.setdefault(t, seq) == seq
+    doctor_clean(run)
+    # new messages wear the session's dress: sendAt, no header
+    last = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[-1]
+    assert isinstance(last.get("sendAt"), int) and "當前時間" not in last["content"]
+
+
+def test_ours_first_then_normalise_rewrite_is_not_an_edit(run, home, go):
+    own_append(run, {"role": "user", "content": "question tok1"},
+               {"role": "assistant", "content": "answer tok2", "reasoning_content": "why"})
+    before = archive_rows(home)
+    go.say(SID, "user", "then tok3")
+    entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
+    assert all("當前時間" not in e["content"] and "sendAt" in e for e in entries)
+    doctor_clean(run)  # today: "2 message(s) of history.json were edited"
+    after = archive_rows(home)
+    assert after[:2] == before  # no row rewritten, none renumbered, full JSON kept
+    assert orjson.loads(after[1][4])["reasoning_content"] == "why"
+    res = run("search", SID, "tok2", "--mode", "keyword", "--json")
+    assert res.exit_code == 0 and len(res.json()["results"]) == 1
+    # a real edit of the words is still an edit
+    entries[0]["content"] = "question tok9"
+    (home / "sessions" / SID / "history.json").write_bytes(orjson.dumps(entries))
+    own_append(run, {"role": "assistant", "content": "more tok4"})
+    assert tokens(home) == ["tok9", "tok2", "tok3", "tok4"]
+    doctor_clean(run)
+
+
+def test_context_after_rewrite_is_provider_valid_with_times(run, home, go):
+    own_append(run, *tool_exchange(1))
+    go.say(SID, "user", "next tok9", sender="bob")
+    messages = context(run)
+    validate_openai(messages)  # today: sendAt keys, an assistant with no content nor calls
+    assert [m.get("tool_calls", [{}])[0].get("id") for m in messages
+            if m["role"] == "assistant" and m.get("tool_calls")] == ["call_1"]
+    assert messages[-1]["content"].startswith("sendAt: ")
+    assert messages[-1]["content"].split("\n")[0].endswith(", sender: bob")
+    doctor_clean(run)
+
+
+def test_a_tool_pair_the_archive_lacks_is_left_out(run, home, go):
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    path = home / "sessions" / SID / "history.json"
+    path.parent.mkdir(parents=True)
+    go.say(SID, "user", "first tok1")
+    entries = orjson.loads(path.read_bytes())
+    entries += [{"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "result tok2"}]
+    path.write_bytes(orjson.dumps(entries))
+    go.say(SID, "assistant", "done tok3")  # the rewrite drops tool_calls / tool_call_id
+    with sqlite3.connect(home / ".store" / "history.db") as conn:  # ...and nobody archived it
+        conn.execute("DELETE FROM messages WHERE content = 'result tok2'")
+    messages = context(run)
+    validate_openai(messages)
+    assert [TOKEN.findall(m["content"]) for m in messages] == [["tok1"], ["tok3"]]
+
+
+# ------------------------------------------------------------------ summary cursors
+
+def test_summarize_honours_agenvoys_sendat_cursor(run, home, go):
+    for n in range(4):
+        go.append(SID, [{"role": "user" if n % 2 == 0 else "assistant",
+                         "content": f"message tok{n}",
+                         "sendAt": 1767261600_000000000 + n * 60_000_000_000}])
+    folder = home / "sessions" / SID
+    (folder / "summary.json").write_text('{"topic": "x"}')
+    # Agenvoy's cursor: formatted from sendAt (local time) of the second message
+    import time
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(1767261600 + 60))
+    (folder / "summary.meta.json").write_text(orjson.dumps({"last_message_time": stamp}).decode())
+    res = run("summarize", SID, "--dry-run", "--json")
+    assert res.exit_code == 0, res.stderr
+    sent = orjson.dumps(res.json()).decode()
+    assert "tok2" in sent and "tok3" in sent
+    assert "tok0" not in sent and "tok1" not in sent
+
+
+# ------------------------------------------------------------------ history.db both ways
+
+def test_history_db_shared_both_ways(run, home):
+    own_append(run, {"role": "user", "content": "ours tok1"})
+    go = GoAgentV032(home)  # its schema script + ALTER TABLE on our database
+    go.say(SID, "assistant", "theirs tok2", sender="bot")
+    go.close()
+    own_append(run, {"role": "user", "content": "ours tok3"})
+    assert tokens(home) == ["tok1", "tok2", "tok3"]
+    doctor_clean(run)
+
+
+def test_our_code_accepts_a_database_agenvoy_created(run, home):
+    go = GoAgentV032(home)
+    go.conn.execute("INSERT INTO file_history (dir, name, action, changed_at) "
+                    "VALUES ('/d', 'f', 'write', 1)")
+    go.say("other", "user", "theirs tok1")
+    go.close()
+    own_append(run, {"role": "user", "content": "ours tok2"})
+    doctor_clean(run)
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        assert conn.execute("SELECT count(*) FROM file_history").fetchone()[0] == 1
+        cols = [r[1] for r in conn.execute("PRAGMA table_info(messages)")]
+    assert cols.count("sender") == 1
+
+
+# ------------------------------------------------------------------ reset, sender, bad input
+
+def test_session_reset_all_removes_the_summary_as_reset_all_does(run, home, go):
+    go.say(SID, "user", "hello tok1")
+    folder = home / "sessions" / SID
+    (folder / "summary.json").write_text('{"topic": "x"}')
+    (folder / "summary.meta.json").write_text('{"last_message_time": "2026-01-01 00:00:00"}')
+    res = run("session", "reset", SID, "--all", "--yes", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert not (folder / "summary.json").exists() and not (folder / "summary.meta.json").exists()
+    assert not res.json()["has_summary"]
+
+
+def test_sender_goes_into_the_dress_of_the_session(run, home, go):
+    res = run("append", SID, "--role", "user", "--content", "hi tok1", "--sender", "alice",
+              "--time", "2026-01-05 12:00:00")
+    assert res.exit_code == 0, res.stderr
+    entry = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[0]
+    assert entry["content"] == "---\n當前時間: 2026-01-05 12:00:00\n傳送者: alice\n---\nhi tok1"
+    go.say(SID, "assistant", "ok tok2")  # normalise: sender from 傳送者, block stripped
+    own_append(run, {"role": "user", "content": "more tok3", "sender": "bob"})
+    entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
+    assert entries[0]["sender"] == "alice" and entries[-1]["sender"] == "bob"
+    assert "sendAt" in entries[-1] and "當前時間" not in entries[-1]["content"]
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        senders = [r[0] for r in conn.execute(
+            "SELECT sender FROM messages WHERE session_id = ? ORDER BY seq", (SID,))]
+    assert senders == ["alice", "", "bob"]
+    doctor_clean(run)
+    assert context(run)[-1]["content"].startswith("sendAt: ")
+
+
+@pytest.mark.parametrize("extra", [{"sendAt": -1}, {"sendAt": "soon"}, {"sendAt": 1.5},
+                                   {"sendAt": True}, {"sender": "a\nb"}, {"sender": "x" * 257},
+                                   {"sender": 7}])
+def test_bad_send_at_or_sender_changes_nothing(run, home, extra):
+    own_append(run, {"role": "user", "content": "first tok1"})
+    before = (home / "sessions" / SID / "history.json").read_bytes()
+    res = run("append", SID, "--messages", "-",
+              input=orjson.dumps([{"role": "user", "content": "x", **extra}]))
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert (home / "sessions" / SID / "history.json").read_bytes() == before
+
+
+def test_bad_sender_option_is_refused(run, home):
+    res = run("append", SID, "--role", "user", "--content", "x", "--sender", "a\x07b")
+    assert res.exit_code == 2 and not (home / "sessions").exists()
+
+
+def test_new_sessions_follow_the_history_format_setting(run, home, monkeypatch):
+    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", "sendat")
+    own_append(run, {"role": "user", "content": "hi tok1"})
+    entry = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[0]
+    assert entry["content"] == "hi tok1" and isinstance(entry["sendAt"], int)
+    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", "header")  # the file's dress wins
+    own_append(run, {"role": "assistant", "content": "ok tok2"})
+    entry = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[-1]
+    assert "sendAt" in entry
+    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", "v9")
+    res = run("append", SID, "--role", "user", "--content", "x")
+    assert res.exit_code == 2
+
+
+def test_a_file_mixing_both_generations_is_normal(run, home, go):
+    own_append(run, {"role": "user", "content": "old tok1"},
+               {"role": "assistant", "content": "old tok2"})
+    path = home / "sessions" / SID / "history.json"
+    entries = orjson.loads(path.read_bytes())
+    entries.append({"role": "user", "content": "new tok3", "sendAt": 1767585700_000000000})
+    path.write_bytes(orjson.dumps(entries))  # Agenvoy upgraded mid-session, one entry later
+    own_append(run, {"role": "assistant", "content": "reply tok4"})
+    assert tokens(home) == ["tok1", "tok2", "tok3", "tok4"]
+    doctor_clean(run)
+    validate_openai(context(run))
