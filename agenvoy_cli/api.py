@@ -288,12 +288,12 @@ class Memory(RagMethods):
             client = None if config is None else make_client(config)
             raw = reset_with_summary(self.store, session_id, config, client, remove=remove,
                                      progress=warn)
-        summary = raw.get("summary")
+        kept = raw.get("summary")
         return {"session_id": session_id, "action": raw["action"],
                 "history_deleted": raw["history_deleted"], "deleted": raw["rows_deleted"],
                 "deleted_files": list(raw["agent_files_deleted"]),
                 "has_summary": bool(raw["summary_kept"]),
-                "summary": summary}
+                "summary": kept}
 
     def doctor(self, session_id: str | None = None, *, repair: bool = False
                ) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def dress(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") ->
     block = header_block(moment, who)
     if isinstance(content, str):
         out["content"] = block + content
-    else:
+    elif isinstance(content, list):  # a non-blank text: some text part holds it
         k = next(j for j, p in enumerate(content) if isinstance(p, dict)
                  and p.get("type") == "text" and p.get("text"))
         first = dict(content[k])

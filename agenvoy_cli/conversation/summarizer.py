@@ -103,8 +103,9 @@ class Cursor:
 def _newer_than(message: Message, stamp: str) -> bool:
     """Upstream's filter: a later time (sendAt, else the header), or no time at all."""
     ns, own = send_at(message.raw), header_time(message.text)
-    return (local(ns) if ns is not None else own.strftime(TIME_FORMAT)) > stamp \
-        if ns is not None or own is not None else True
+    if ns is not None:
+        return local(ns) > stamp
+    return own is None or own.strftime(TIME_FORMAT) > stamp
 
 
 def _at(conn: Any, session_id: str, recent: list[Message], seq: int) -> Message | None:
