@@ -116,8 +116,14 @@ class Memory(RagMethods):
         """Every session: message_count, bytes, last_message_at, has_summary."""
         from agenvoy_cli.conversation.session_list import list_all
         from agenvoy_cli.conversation.sessions import as_dicts
+        from agenvoy_cli.transfer.sources import origins
 
-        return listing("sessions", as_dicts(list_all(self.store)))
+        docs = as_dicts(list_all(self.store))
+        with self.store.read_lock():
+            came = origins(self.store.db_readonly())
+        for doc in docs:
+            doc["source"] = came.get(doc["session_id"])  # where `import` brought it from
+        return listing("sessions", docs)
 
     def session(self, session_id: str) -> dict[str, Any]:
         """One session with its archive row_count, trim point and path (NotFound)."""
@@ -307,6 +313,26 @@ class Memory(RagMethods):
         problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
         return {"session_count": len(ids), **listing("problems", problems),
                 "remaining": sum(1 for p in problems if not p["repaired"])}
+
+    def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
+                dry_run: bool = False, strict: bool = False, sidechains: str = "apart",
+                progress: Progress | None = None) -> dict[str, Any]:
+        """Import histories (claude-code, codex, chatgpt, openai, agenvoy) into sessions,
+        exactly once and incrementally; nothing is embedded (backfill --vectors catches
+        up). Per source: session_id, status, added, malformed and the first reasons."""
+        from agenvoy_cli.transfer.service import import_
+
+        return import_(self.store, format, list(paths), session=session, dry_run=dry_run,
+                       strict=strict, sidechains=sidechains, progress=progress)
+
+    def export(self, session_ids: Sequence[str] = (), *, all_sessions: bool = False,
+               format: str = "jsonl", output: str | None = None) -> dict[str, Any]:
+        """Export sessions as lossless JSON Lines (import format `agenvoy`) or Markdown
+        (one file a session in the folder `output`); never inside the home."""
+        from agenvoy_cli.transfer.service import export
+
+        return export(self.store, list(session_ids), all_sessions=all_sessions, fmt=format,
+                      output=output)
 
     # -- error memory ---------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"search"},
     {"errormem", "rag"},
     {"doctor"},
+    {"transfer"},
     {"api", "api_rag"},
     {"server"},
     {"commands"},

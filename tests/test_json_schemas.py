@@ -103,6 +103,19 @@ def test_conversation_commands(run, home, llm):
     assert doc["action"] == "reset" and doc["has_summary"] is True and doc["deleted"] == 6
 
 
+def test_import_and_export(run, home, tmp_path):
+    data = Path(__file__).parent / "data" / "transfer"
+    doc = ok(run, "import", "claude-code", str(data / "claude"))
+    validate(doc, "import")
+    assert doc["sources"][0]["record_count"] > doc["sources"][0]["added"] > 0
+    validate(ok(run, "import", "chatgpt", str(data / "chatgpt" / "conversations.json"),
+                "--dry-run"), "import")
+    sid = doc["sources"][0]["session_id"]
+    validate(ok(run, "export", sid, "--output", str(tmp_path / "out.jsonl")), "export")
+    validate(ok(run, "export", "--all", "--format", "markdown", "--output",
+                str(tmp_path / "md")), "export")
+
+
 def test_error_memory_commands(run, home):
     common = ("--tool", "bash", "--keyword", "perm", "--symptom", "permission denied",
               "--action", "use sudo", "--outcome", "resolved", "--no-semantic")
@@ -171,6 +184,7 @@ SCHEMA_OF_COMMAND = {
     "rag files": ["rag-files"], "rag search": ["rag-search"], "rag remove": ["rag-remove"],
     "session list": ["session-list"], "session show": ["session-show"],
     "session reset": ["session-clear"], "session remove": ["session-clear"],
+    "import": ["import"], "export": ["export"],
 }
 
 

@@ -357,6 +357,19 @@ def _m013_sender(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE messages ADD COLUMN sender TEXT NOT NULL DEFAULT ''")
 
 
+def _m014_import_sources(conn: sqlite3.Connection) -> None:
+    """import_sources: where `agenvoy import` read each source up to (records consumed, a
+    digest of them, the session they went to and the archive's next place after them), so
+    a re-import adds only what is new and never brings back what `forget` removed."""
+    conn.execute("CREATE TABLE IF NOT EXISTS import_sources (key TEXT PRIMARY KEY, "
+                 "format TEXT NOT NULL, session_id TEXT NOT NULL, records INTEGER NOT NULL, "
+                 "digest TEXT NOT NULL, seq_end INTEGER NOT NULL, size INTEGER, "
+                 "mtime_ns INTEGER, meta TEXT NOT NULL DEFAULT '{}', updated_at INTEGER "
+                 "NOT NULL) WITHOUT ROWID")
+    conn.execute("CREATE INDEX IF NOT EXISTS idx_import_sources_session "
+                 "ON import_sources(session_id)")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -371,5 +384,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("011_db_in_rag_fts", _m011_db_in_rag_fts),
     ("012_folder_marks", _m012_folder_marks),
     ("013_sender", _m013_sender),
+    ("014_import_sources", _m014_import_sources),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

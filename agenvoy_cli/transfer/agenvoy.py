@@ -1,0 +1,133 @@
+"""This tool's own export (JSON Lines, lossless) and reading it, or another home's session
+folder, back in.
+
+An export is, per session: a `session` line (id, the home it came from, trim point), one
+`message` line per archived row (every column the row has, whatever the schema version:
+time, sender, place, gone, and the full message JSON), then a `summary` line (summary.json
+and summary.meta.json with its cursor)."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.home.files import atomic_write_json, read_json
+from agenvoy_cli.transfer.records import Record, Unit
+
+FORMAT = "agenvoy-export"
+VERSION = 1
+_DERIVED = ("id", "session_id", "hash", "tokens")  # rebuilt by the archive itself
+
+
+def session_lines(conn: sqlite3.Connection | None, folder: Path, session_id: str,
+                  home: Path) -> Iterator[dict[str, Any]]:
+    start = 0
+    rows: list[dict[str, Any]] = []
+    if conn is not None:
+        meta = conn.execute("SELECT start_seq FROM session_meta WHERE session_id = ?",
+                            (session_id,)).fetchone()
+        start = (meta[0] or 0) if meta else 0
+        cur = conn.execute("SELECT * FROM messages WHERE session_id = ? AND seq IS NOT NULL "
+                           "ORDER BY seq", (session_id,))
+        names = [d[0] for d in cur.description]
+        for values in cur:
+            row = dict(zip(names, values))
+            for name in _DERIVED:
+                row.pop(name, None)
+            raw = row.pop("message", None)
+            row["message"] = orjson.loads(raw) if raw else {"role": row["role"],
+                                                            "content": row["content"]}
+            row.pop("content", None)
+            rows.append(row)
+    if not rows:  # no archive: history.json is the session
+        history = read_json(folder / "history.json", default=[])
+        rows = [{"seq": i, "message": m, "gone": 0} for i, m in enumerate(history)
+                if isinstance(m, dict)]
+    yield {"type": "session", "format": FORMAT, "version": VERSION, "session_id": session_id,
+           "home": str(home), "start_seq": start, "message_count": len(rows)}
+    for row in rows:
+        yield {"type": "message", **row}
+    yield {"type": "summary", "summary": read_json(folder / "summary.json", default=None),
+           "meta": read_json(folder / "summary.meta.json", default=None)}
+
+
+def export_lines(store: Store, session_id: str) -> Iterator[dict[str, Any]]:
+    with store.read_lock():
+        store.require(session_id)
+        lines = list(session_lines(store.db_readonly(), store.layout.session_dir(session_id),
+                                   session_id, store.layout.home.resolve()))
+    yield from lines
+
+
+def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any]]], where: str,
+                      session: str | None) -> Iterator[Unit]:
+    head: dict[str, Any] | None = None
+    records: list[Record] = []
+    for raw, line in lines:
+        kind = line.get("type")
+        if kind == "session":
+            head, records = line, []
+        elif kind == "message" and head is not None:
+            message = line.get("message")
+            if not isinstance(message, dict):
+                records.append(Record(raw, [], f"{where}: a message line without a message"))
+                continue
+            if line.get("sender") and "sender" not in message:
+                message = {**message, "sender": line["sender"]}
+            records.append(Record(raw, [(message, None)]))
+        elif kind == "summary" and head is not None:
+            sid = str(head.get("session_id"))
+            yield Unit(f"agenvoy:{head.get('home')}/{sid}", "agenvoy", session or sid,
+                       lambda records=records: records,
+                       {"path": where, "home": head.get("home")},
+                       summary=(line.get("summary"), line.get("meta")))
+            head = None
+
+
+def _file_lines(path: Path) -> Iterator[tuple[bytes, dict[str, Any]]]:
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.strip():
+                yield line, orjson.loads(line)
+
+
+def units(path: Path, session: str | None) -> Iterator[Unit]:
+    if path.is_file():
+        yield from _units_from_lines(_file_lines(path), str(path.resolve()), session)
+        return
+    folders = [path] if (path / "history.json").exists() else \
+        sorted(p for p in (path / "sessions").iterdir() if p.is_dir())
+    for folder in folders:
+        home = folder.resolve().parent.parent
+        conn = None
+        db = home / ".store" / "history.db"
+        if db.exists():
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x)
+                     for x in session_lines(conn, folder, folder.name, home)]
+        finally:
+            if conn is not None:
+                conn.close()
+        yield from _units_from_lines(iter(lines), str(folder.resolve()), session)
+
+
+def write_summary(store: Store, session_id: str, unit: Unit) -> None:
+    """Restore the exported summary and its cursor, unless the session has its own."""
+    summary, meta = unit.summary or (None, None)
+    if summary is None:
+        return
+    with store.write_lock():
+        path = store.layout.summary(session_id)
+        with contextlib.suppress(Exception):
+            if read_json(path, default=None) not in (None, summary):
+                return
+        atomic_write_json(path, summary, indent=False)
+        if meta is not None:
+            atomic_write_json(store.layout.summary_meta(session_id), meta, indent=False)

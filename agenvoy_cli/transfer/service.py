@@ -1,0 +1,131 @@
+"""import_ and export: what Memory.import_ / Memory.export run."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agenvoy_cli.conversation.store import Store
+from agenvoy_cli.errors import BadInput
+from agenvoy_cli.home.locking import store_lock
+from agenvoy_cli.transfer import agenvoy, engine
+from agenvoy_cli.transfer.records import Unit
+
+FORMATS = ("claude-code", "codex", "chatgpt", "openai", "agenvoy")
+EXPORT_FORMATS = ("jsonl", "markdown")
+
+
+def _units(fmt: str, path: Path, session: str | None, sidechains: str) -> Iterator[Unit]:
+    if fmt == "claude-code":
+        from agenvoy_cli.transfer import claude_code
+
+        return claude_code.units(path, session, sidechains)
+    if fmt == "codex":
+        from agenvoy_cli.transfer import codex
+
+        return codex.units(path, session)
+    if fmt == "chatgpt":
+        from agenvoy_cli.transfer import chatgpt
+
+        return chatgpt.units(path / "conversations.json" if path.is_dir() else path, session)
+    if fmt == "openai":
+        from agenvoy_cli.transfer import openai
+
+        return openai.units(path, session)
+    return agenvoy.units(path, session)
+
+
+def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = None,
+            dry_run: bool = False, strict: bool = False, sidechains: str = "apart",
+            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    if fmt not in FORMATS:
+        raise BadInput(f"unknown import format {fmt!r} (one of {', '.join(FORMATS)})")
+    if sidechains not in ("apart", "skip"):
+        raise BadInput("--sidechains is 'apart' or 'skip'")
+    resolved = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise BadInput(f"{raw}: no such file or folder")
+        resolved.append(path)
+    if not resolved:
+        raise BadInput("give at least one PATH")
+    results: list[dict[str, Any]] = []
+    lock = store_lock(store.layout.task_lock("import", "home"), store.settings.lock_timeout)
+    with lock:
+        for path in resolved:
+            try:
+                for unit in _units(fmt, path, session, sidechains):
+                    results.append(engine.import_unit(
+                        store, unit, session=session, dry_run=dry_run, strict=strict,
+                        write_summary=agenvoy.write_summary if fmt == "agenvoy" else None))
+                    if progress is not None:
+                        progress(len(results), len(results))
+            except (OSError, ValueError) as exc:
+                if isinstance(exc, BadInput):
+                    raise
+                raise BadInput(f"{path}: cannot be read as {fmt}: {exc}") from None
+    changed = [r for r in results if r["status"] == "changed"]
+    return {"format": fmt, "dry_run": dry_run, "sources": results,
+            "added": sum(r["added"] for r in results),
+            "malformed": sum(r["malformed"] for r in results),
+            "changed": len(changed)}
+
+
+def _outside_home(store: Store, output: Path) -> Path:
+    home = store.layout.home.resolve()
+    target = output.expanduser().resolve()
+    if target == home or home in target.parents:
+        raise BadInput(f"{output} is inside the home {home}; export writes elsewhere")
+    return target
+
+
+def export(store: Store, session_ids: list[str], *, all_sessions: bool = False,
+           fmt: str = "jsonl", output: str | None = None) -> dict[str, Any]:
+    if fmt not in EXPORT_FORMATS:
+        raise BadInput(f"unknown export format {fmt!r} (jsonl or markdown)")
+    if bool(session_ids) == all_sessions:
+        raise BadInput("give SESSION... or --all (not both)")
+    ids = store.session_ids() if all_sessions else list(session_ids)
+    for sid in ids:
+        store.require(sid)
+    target = _outside_home(store, Path(output)) if output and output != "-" else None
+    written: list[str] = []
+    count = 0
+    if fmt == "jsonl":
+        handle = open(target, "wb") if target else sys.stdout.buffer  # noqa: SIM115
+        try:
+            for sid in ids:
+                for line in agenvoy.export_lines(store, sid):
+                    count += line["type"] == "message"
+                    handle.write(orjson.dumps(line) + b"\n")
+        finally:
+            if target:
+                handle.close()
+            else:
+                handle.flush()
+        written = [str(target)] if target else ["-"]
+    else:
+        from agenvoy_cli.transfer.markdown import render
+
+        if target is None and len(ids) != 1:
+            raise BadInput("markdown of several sessions needs --output DIR")
+        if target is not None:
+            target.mkdir(parents=True, exist_ok=True)
+        for sid in ids:
+            lines = list(agenvoy.export_lines(store, sid))
+            count += sum(1 for line in lines if line["type"] == "message")
+            text = render(lines)
+            if target is None:
+                sys.stdout.write(text)
+                written.append("-")
+            else:
+                path = target / f"{sid}.md"
+                path.write_text(text, "utf-8")
+                written.append(str(path))
+    return {"format": fmt, "session_count": len(ids), "message_count": count,
+            "files": written}

@@ -1,0 +1,71 @@
+"""import_sources: where each imported source was read up to (the one owner of the table)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any, NamedTuple
+
+import orjson
+
+
+class Cursor(NamedTuple):
+    key: str
+    format: str
+    session_id: str
+    records: int  # source records consumed
+    digest: str  # blake2b of those records' bytes, in order
+    seq_end: int  # the archive's next place right after what this source added
+    size: int | None
+    mtime_ns: int | None
+    meta: dict[str, Any]
+
+
+_COLUMNS = "key, format, session_id, records, digest, seq_end, size, mtime_ns, meta"
+
+
+def get(conn: sqlite3.Connection | None, key: str) -> Cursor | None:
+    if conn is None:
+        return None
+    try:
+        row = conn.execute(f"SELECT {_COLUMNS} FROM import_sources WHERE key = ?",
+                           (key,)).fetchone()
+    except sqlite3.OperationalError:  # a database not migrated yet (read-only)
+        return None
+    return None if row is None else Cursor(*row[:8], orjson.loads(row[8]))
+
+
+def put(conn: sqlite3.Connection, cursor: Cursor) -> None:
+    conn.execute(f"INSERT OR REPLACE INTO import_sources ({_COLUMNS}, updated_at) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (*cursor[:8], orjson.dumps(cursor.meta).decode(), time.time_ns()))
+
+
+def session_owner(conn: sqlite3.Connection | None, session_id: str) -> str | None:
+    """The key of a source that imports into this session (None: none does)."""
+    if conn is None:
+        return None
+    try:
+        row = conn.execute("SELECT key FROM import_sources WHERE session_id = ? LIMIT 1",
+                           (session_id,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return row[0] if row else None
+
+
+def origins(conn: sqlite3.Connection | None) -> dict[str, str]:
+    """session id -> where it came from ('claude-code: /path/to/project (main)')."""
+    if conn is None:
+        return {}
+    try:
+        found = conn.execute("SELECT session_id, format, meta FROM import_sources "
+                             "ORDER BY updated_at").fetchall()
+    except sqlite3.OperationalError:
+        return {}
+    out = {}
+    for sid, fmt, meta in found:
+        info = orjson.loads(meta)
+        where = info.get("cwd") or info.get("title") or info.get("path") or ""
+        branch = f" ({info['git_branch']})" if info.get("git_branch") else ""
+        out[sid] = f"{fmt}: {where}{branch}".rstrip(": ")
+    return out

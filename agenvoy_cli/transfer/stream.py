@@ -1,0 +1,78 @@
+"""The elements of a top-level JSON array, one at a time (a 1 GiB conversations.json in the
+memory of its largest element): the C scanner of the json module decodes an element where
+it starts and says where it ends; a buffer that ends inside an element is read further."""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+CHUNK = 1 << 20
+_DECODER = json.JSONDecoder()
+_SPACE = " \t\r\n"
+
+
+class Malformed(ValueError):
+    pass
+
+
+def elements(handle: BinaryIO, chunk: int = CHUNK) -> Iterator[tuple[Any, int]]:
+    """(element, bytes read so far) for each element of the array in `handle`."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    buf, pos, eof, read = "", 0, False, 0
+
+    def more() -> bool:
+        nonlocal buf, pos, eof, read
+        if eof:
+            return False
+        data = handle.read(chunk)
+        read += len(data)
+        eof = not data
+        buf = buf[pos:] + decoder.decode(data, final=eof)
+        pos = 0
+        return True
+
+    def skip_space() -> bool:
+        nonlocal pos
+        while True:
+            while pos < len(buf) and buf[pos] in _SPACE:
+                pos += 1
+            if pos < len(buf):
+                return True
+            if not more():
+                return False
+
+    if not skip_space() or buf[pos] != "[":
+        raise Malformed("not a JSON array")
+    pos += 1
+    first = True
+    while True:
+        if not skip_space():
+            raise Malformed("the array does not end")
+        if buf[pos] == "]":
+            return
+        if not first:
+            if buf[pos] != ",":
+                raise Malformed(f"expected ',' near byte {read - len(buf) + pos}")
+            pos += 1
+            if not skip_space():
+                raise Malformed("the array does not end")
+        first = False
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(buf, pos)
+            except json.JSONDecodeError as exc:
+                if exc.pos < len(buf) - 1 or eof:
+                    if more():
+                        continue
+                    raise Malformed(f"bad JSON: {exc.msg}") from None
+                if not more():
+                    raise Malformed(f"bad JSON: {exc.msg}") from None
+                continue
+            if end >= len(buf) and not eof and more():  # a number may go on in the next chunk
+                continue
+            pos = end
+            yield value, read
+            break

@@ -1,0 +1,218 @@
+"""agenvoy import / export: per format, exactly once, incrementally, and back out."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+
+DATA = Path(__file__).resolve().parent / "data" / "transfer"
+CLAUDE = DATA / "claude" / "-home-ada-src-shop" / "7f3c2a10-5b1e-4c2d-9a8f-0e1d2c3b4a59.jsonl"
+
+
+def provider_errors(messages: list[dict]) -> list[str]:
+    """OpenAI chat-completions rules for a message list: roles known; an assistant message
+    has content or tool_calls; every tool message answers a call of the assistant message
+    before its run of tool messages, each call at most once."""
+    errors, open_calls = [], set()
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            errors.append(f"{i}: role {role!r}")
+        if role == "assistant":
+            if not m.get("content") and not m.get("tool_calls"):
+                errors.append(f"{i}: assistant with neither content nor tool_calls")
+            open_calls = {c["id"] for c in m.get("tool_calls") or []}
+        elif role == "tool":
+            if m.get("tool_call_id") not in open_calls:
+                errors.append(f"{i}: tool message without its call")
+            open_calls.discard(m.get("tool_call_id"))
+        else:
+            open_calls = set()
+    return errors
+
+
+def context(run, sid: str) -> list[dict]:
+    res = run("context", sid, "--max-messages", "1000", "--json")
+    assert res.exit_code == 0, res.stderr
+    return res.json()["messages"]
+
+
+def rows(home: Path, sid: str) -> list[tuple]:
+    with sqlite3.connect(home / ".store/history.db") as conn:
+        return conn.execute("SELECT seq, send_at, role, content, message, gone FROM messages "
+                            "WHERE session_id = ? ORDER BY seq", (sid,)).fetchall()
+
+
+def imported(run, *args: str) -> dict:
+    res = run("import", *args, "--json")
+    assert res.exit_code == 0, res.stderr
+    return res.json()
+
+
+def test_claude_code_transcript(run, home):
+    doc = imported(run, "claude-code", str(DATA / "claude"))
+    main, side = doc["sources"]
+    assert main["session_id"] == "cc-shop-7f3c2a10" and main["added"] == 7
+    assert main["malformed"] == 1 and "line 14" in main["reasons"][0]
+    assert side["session_id"] == "cc-shop-7f3c2a10-side" and side["added"] == 2
+    msgs = context(run, "cc-shop-7f3c2a10")
+    assert [m["role"] for m in msgs] == ["user", "assistant", "tool", "tool", "assistant",
+                                         "user", "assistant"]
+    assert provider_errors(msgs) == []
+    call = msgs[1]  # thinking, text and two tool_use blocks of one message.id: one message
+    assert call["reasoning_content"] == "Check the script's mode first."
+    assert [c["id"] for c in call["tool_calls"]] == ["toolu_01", "toolu_02"]
+    assert "2025-10-01" in msgs[0]["content"]
+    assert msgs[5]["content"][1]["type"] == "image_url"
+    assert not any("Sub-agent" in str(m) for m in msgs)  # the sidechain is kept apart
+    hits = run("search", "cc-shop-7f3c2a10", "zebrafinch", "--mode", "keyword", "--json")
+    assert [h["role"] for h in hits.json()["results"]] == ["tool"]
+    listing = run("session", "list", "--json").json()["sessions"]
+    assert any(s.get("source", "").startswith("claude-code: /home/ada/src/shop")
+               for s in listing)
+
+
+def test_skip_sidechains(run):
+    doc = imported(run, "claude-code", str(CLAUDE), "--sidechains", "skip")
+    assert [s["session_id"] for s in doc["sources"]] == ["cc-shop-7f3c2a10"]
+
+
+def test_codex_rollout(run):
+    doc = imported(run, "codex", str(DATA / "codex"))
+    (src,) = doc["sources"]
+    assert src["session_id"] == "codex-api-0199a1b2" and src["malformed"] == 1
+    msgs = context(run, src["session_id"])
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant",
+                                         "tool", "assistant"]
+    assert msgs[2]["reasoning_content"] == "**Running the tests**"
+    assert provider_errors(msgs) == []
+    hits = run("search", src["session_id"], "quokka", "--mode", "keyword", "--json").json()
+    assert hits["results"] and hits["results"][0]["role"] == "tool"
+
+
+def test_chatgpt_follows_the_current_branch(run):
+    doc = imported(run, "chatgpt", str(DATA / "chatgpt"))
+    first = doc["sources"][0]
+    assert first["session_id"] == "chatgpt-cat-names-6700aa11"
+    msgs = context(run, first["session_id"])
+    text = orjson.dumps(msgs).decode()
+    assert "Mochi" in text and "Whiskers" not in text
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "tool",
+                                         "assistant"]
+    assert msgs[2]["content"][0]["type"] == "image_asset_pointer"  # kept as a part
+    assert provider_errors(msgs) == []
+    assert "2024-10-01" in msgs[0]["content"]
+
+
+def test_openai_messages_and_unknown_format(run):
+    doc = imported(run, "openai", str(DATA / "openai.jsonl"), "--session", "mine")
+    assert doc["sources"][0]["session_id"] == "mine" and doc["added"] == 4
+    assert provider_errors(context(run, "mine")) == []
+    bad = run("import", "whatsapp", str(DATA / "openai.jsonl"))
+    assert bad.exit_code == 2 and "unknown import format" in bad.stderr
+
+
+def test_reimport_adds_nothing_and_growth_adds_only_the_new(run, tmp_path, home):
+    path = tmp_path / "p" / CLAUDE.name
+    path.parent.mkdir()
+    lines = CLAUDE.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:8]))  # up to the first tool result
+    first = imported(run, "claude-code", str(path), "--sidechains", "skip")
+    sid = first["sources"][0]["session_id"]
+    assert imported(run, "claude-code", str(path), "--sidechains", "skip")["added"] == 0
+    before = len(rows(home, sid))
+    path.write_bytes(b"".join(lines))
+    grown = imported(run, "claude-code", str(path), "--sidechains", "skip")
+    assert grown["added"] == 7 - before and len(rows(home, sid)) == 7
+    assert provider_errors(context(run, sid)) == []
+    again = imported(run, "claude-code", str(path), "--sidechains", "skip")
+    assert again["added"] == 0
+
+
+def test_changed_old_part_is_reported_not_duplicated(run, tmp_path, home):
+    path = tmp_path / CLAUDE.name
+    shutil.copy(CLAUDE, path)
+    sid = imported(run, "claude-code", str(path))["sources"][0]["session_id"]
+    path.write_bytes(path.read_bytes().replace(b"permission denied", b"permission DENIED")
+                     + b"\n")
+    res = run("import", "claude-code", str(path), "--json")
+    assert res.exit_code == 0 and "has changed" in res.stderr
+    assert res.json()["sources"][0]["status"] == "changed"
+    assert len(rows(home, sid)) == 7
+
+
+def test_forgotten_stays_forgotten(run, home):
+    sid = imported(run, "openai", str(DATA / "openai.jsonl"))["sources"][0]["session_id"]
+    assert run("forget", sid, "--match", "pong-result", "--yes").exit_code == 0
+    openai = DATA / "openai.jsonl"
+    assert imported(run, "openai", str(openai))["added"] == 0
+    assert "pong-result" not in orjson.dumps(context(run, sid)).decode()
+
+
+def test_strict_imports_nothing_from_a_malformed_file(run, home):
+    res = run("import", "codex", str(DATA / "codex"), "--strict")
+    assert res.exit_code == 2 and "malformed" in res.stderr
+    assert not (home / "sessions").exists() or not list((home / "sessions").iterdir())
+
+
+def test_dry_run_writes_nothing(run, home):
+    doc = imported(run, "chatgpt", str(DATA / "chatgpt" / "conversations.json"), "--dry-run")
+    assert doc["added"] == 6 and not (home / "sessions").exists()
+
+
+def test_export_import_rebuilds_the_session(run, home, tmp_path, monkeypatch):
+    imported(run, "claude-code", str(CLAUDE), "--sidechains", "skip")
+    sid = "cc-shop-7f3c2a10"
+    (home / "sessions" / sid / "summary.json").write_text(orjson.dumps(
+        {"key_decisions": ["chmod"], "past_discussions": [], "current_discussion": "部署"}
+    ).decode())
+    (home / "sessions" / sid / "summary.meta.json").write_text(
+        '{"last_message_time": "2025-10-01 09:00:10"}')
+    out = tmp_path / "out.jsonl"
+    res = run("export", sid, "--output", str(out), "--json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["message_count"] == 7
+    want_ctx, want_rows = context(run, sid), rows(home, sid)
+    inside = run("export", sid, "--output", str(home / "x.jsonl"))
+    assert inside.exit_code == 2 and not (home / "x.jsonl").exists()
+    other = tmp_path / "other"
+    monkeypatch.setenv("AGENVOY_HOME", str(other))
+    doc = imported(run, "agenvoy", str(out))
+    assert doc["sources"][0]["session_id"] == sid and doc["added"] == 7
+    assert context(run, sid) == want_ctx
+    assert rows(other, sid) == want_rows
+    for name in ("summary.json", "summary.meta.json"):
+        assert orjson.loads((other / "sessions" / sid / name).read_bytes()) == \
+            orjson.loads((home / "sessions" / sid / name).read_bytes())
+    assert imported(run, "agenvoy", str(out))["added"] == 0
+    third = tmp_path / "third"  # another home's session folder
+    monkeypatch.setenv("AGENVOY_HOME", str(third))
+    assert imported(run, "agenvoy", str(home / "sessions" / sid))["added"] == 7
+    assert rows(third, sid) == want_rows
+
+
+def test_markdown_export_renders(run, tmp_path):
+    imported(run, "claude-code", str(CLAUDE), "--sidechains", "skip")
+    out = tmp_path / "md"
+    assert run("export", "--all", "--format", "markdown", "--output", str(out)).exit_code == 0
+    text = (out / "cc-shop-7f3c2a10.md").read_text("utf-8")
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark", {"html": True}).render(text)
+    assert "<details>" in html and "部署失敗" in html and "<h2>" in html
+    assert "tool call Bash" in html
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_stream_reader_matches_a_full_parse(chunk):
+    import io
+
+    from agenvoy_cli.transfer.stream import elements
+
+    data = (DATA / "chatgpt" / "conversations.json").read_bytes()
+    got = [e for e, _ in elements(io.BytesIO(data), chunk)]
+    assert got == orjson.loads(data)
