@@ -285,7 +285,7 @@ KNOWN_STATE = {
     "secrets.py": {"_registered"},
     # one per process like chromadb's own System per directory (see vectors/collection.py)
     "vectors/collection.py": {"global", "_clients", "_embedders", "_names"},
-    "vectors/complement.py": {"_checked"},
+    "vectors/range_query.py": {"_checked"},
     "vectors/guard.py": {"_seen"},
 }
 

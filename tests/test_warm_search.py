@@ -1,5 +1,5 @@
 """The fixed costs of a warm search (the MCP server's): a range-filtered vector search run
-unfiltered when few vectors are excluded (vectors/complement.py), the message index kept per
+unfiltered when few vectors are excluded (vectors/range_query.py), the message index kept per
 client, and the catch-up plan skipped while nothing changed (search/catchup.py). Each must
 give the answers the slow path gives."""
 
@@ -38,7 +38,7 @@ def add(run, sid: str, n: int, first: int = 0, time: str = "2024-03-01 10:00:00"
 
 def warm_store(home):
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.server.warm import WarmStore
+    from agenvoy_cli.server.recent_cache import WarmStore
     from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
 
     return WarmStore(Layout(home), hooks=VECTOR_HOOKS)
@@ -48,20 +48,20 @@ def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home,
                                                                       monkeypatch):
     from agenvoy_cli.search import catchup, semantic
     from agenvoy_cli.search.timewindow import TimeWindow
-    from agenvoy_cli.vectors import complement
     from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import range_query
 
     add(run, "s", 120, time="2024-03-01 10:00:00")
     add(run, "s", 80, first=120, time="2024-03-05 10:00:00")
     store = warm_store(home)
     assert catchup.index_session(store, "s") == 200
     used = []
-    real = complement.query_complement
-    monkeypatch.setattr(complement, "query_complement",
+    real = range_query.query_complement
+    monkeypatch.setattr(range_query, "query_complement",
                         lambda *a, **k: used.append(r := real(*a, **k)) or r)
     from agenvoy_cli.vectors import messages
 
-    monkeypatch.setattr(messages, "query_complement", complement.query_complement)
+    monkeypatch.setattr(messages, "query_complement", range_query.query_complement)
     late = TimeWindow(lo=1709539200 * 10**9)  # 2024-03-04: the last 80 only
     cases = [(0, 190, None), (10, 180, None), (0, 200, None), (0, 190, late)]
     for query in TOPICS[:4]:
@@ -70,10 +70,10 @@ def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home,
             with store.write_lock():
                 fast = semantic.vector_ranking(store, "s", vec, 12, lo_seq=lo, hi_seq=hi,
                                                window=window)
-                monkeypatch.setattr(complement, "COMPLEMENT_MAX", -1)  # always the slow way
+                monkeypatch.setattr(range_query, "COMPLEMENT_MAX", -1)  # always the slow way
                 slow = semantic.vector_ranking(store, "s", vec, 12, lo_seq=lo, hi_seq=hi,
                                                window=window)
-                monkeypatch.setattr(complement, "COMPLEMENT_MAX", 256)
+                monkeypatch.setattr(range_query, "COMPLEMENT_MAX", 256)
             # the same similarities; the same messages except among ties at the cut
             assert [round(x, 6) for _, x in fast] == [round(x, 6) for _, x in slow], (
                 query, lo, hi)
@@ -95,14 +95,14 @@ def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words
     """An unfiltered query silently leaves out what HNSW lacks: the whole-collection check
     sends such an index down the slow path, which says so."""
     from agenvoy_cli.search.engine import search
-    from agenvoy_cli.vectors import complement
     from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import range_query
     from tests.test_vectors_multiprocess import make_inconsistent
 
     make_inconsistent(home, run)  # ends as a new process would start
     store = warm_store(home)
     with store.write_lock():
-        assert not complement._consistent(vectors.VectorIndex(store, vectors.MESSAGES)
+        assert not range_query._consistent(vectors.VectorIndex(store, vectors.MESSAGES)
                                           .session("s"))
     capsys.readouterr()
     res = search(store, "s", "deploy", "semantic", budget=0)
@@ -140,30 +140,30 @@ def test_message_texts_for_attribution_are_kept_and_made_ahead(run, home, words)
     embeds nothing, and gets the vectors the model gives."""
     from agenvoy_cli.search.engine import search
     from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
-    from agenvoy_cli.server import alone
+    from agenvoy_cli.server import attribution_vectors
     from agenvoy_cli.vectors import index as vectors
 
     add(run, "s", 60)
     store = warm_store(home)
-    cache = vectors.wrap_embedder(store, alone.CachingEmbedder)
+    cache = vectors.wrap_embedder(store, attribution_vectors.CachingEmbedder)
     assert vectors.embedder(store) is cache and cache.inner is words
     assert cache.embed_documents(["a b", "c d"]) == words.embed_documents(["a b", "c d"])
     words.texts.clear()
     assert cache.embed_documents(["c d", "a b", "c d"]) == words.embed_documents(
         ["c d", "a b", "c d"])[:3]
     assert words.texts == ["c d", "a b", "c d"]  # only the direct call: the cache answered
-    big = [f"t{i}" for i in range(alone.SMALL + 1)]
+    big = [f"t{i}" for i in range(attribution_vectors.SMALL + 1)]
     cache.embed_documents(big)
     assert cache.lacking(big) == big  # a catch-up batch is not kept
     # ahead: the newest messages outside the context window, newest first
     window = store.settings.max_history_messages
     with store.read_lock():
         recent = store.recent("s")
-    todo = alone.ahead(store, cache, {"s"})
+    todo = attribution_vectors.ahead(store, cache, {"s"})
     assert todo == [m.body[:ATTRIBUTION_CHARS] for m in reversed(recent[:-window])][:2]
     while todo:
         cache.warm(todo)
-        todo = alone.ahead(store, cache, {"s"})
+        todo = attribution_vectors.ahead(store, cache, {"s"})
     words.texts.clear()
     for query in TOPICS:
         search(store, "s", query, "semantic", budget=None)

@@ -29,7 +29,7 @@ from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.server import handlers, tools
-from agenvoy_cli.server.warm import WarmStore
+from agenvoy_cli.server.recent_cache import WarmStore
 from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
 from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
 
@@ -148,8 +148,8 @@ class App:
 
 
 def warm_app(layout: Layout, bound: str | None) -> App:
-    """The server over a warm store, attribution's vectors cached (server.alone)."""
-    from agenvoy_cli.server.alone import CachingEmbedder
+    """The server over a warm store, attribution's vectors cached (server.attribution_vectors)."""
+    from agenvoy_cli.server.attribution_vectors import CachingEmbedder
     from agenvoy_cli.vectors import index as vectors
 
     app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound)

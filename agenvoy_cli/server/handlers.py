@@ -20,7 +20,7 @@ from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.server import tools as T
 from agenvoy_cli.server.args import Args
-from agenvoy_cli.server.foreign import sync_if_foreign
+from agenvoy_cli.server.history_watch import sync_if_foreign
 
 Reply = tuple[str, dict[str, Any]]
 

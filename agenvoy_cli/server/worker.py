@@ -10,7 +10,7 @@ any session whose archive grows while the server runs (an agent appending throug
 Agenvoy itself). Growth is noticed cheaply: a stat of the database files every POLL seconds,
 then, only when they changed, one index lookup per session. Messages another program wrote
 only to history.json are noticed by a stat of each session's file every HISTORY_POLL seconds
-and synced into SQLite first (server/foreign.py).
+and synced into SQLite first (server/history_watch.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.sqlite import change_stamp
-from agenvoy_cli.server.foreign import HISTORY_POLL, Watcher
+from agenvoy_cli.server.history_watch import HISTORY_POLL, Watcher
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks at the database files
@@ -57,7 +57,7 @@ class Indexer:
         self.failed: set[str] = set()
         self.stopped = False  # set on shutdown: no new step starts
         self.watcher = Watcher(store)
-        self.cache: Any = None  # server.alone.CachingEmbedder, when the server installed it
+        self.cache: Any = None  # attribution_vectors.CachingEmbedder, once installed
         self.ahead_after = 0.0  # monotonic time before which ahead() does not look
         self.last_call = 0.0  # monotonic end of the last tool call (set by the app)
         self.watched_at = -HISTORY_POLL
@@ -125,10 +125,10 @@ class Indexer:
         return getattr(emb, "inner", emb).embed_documents([t.text for t in batch])  # uncached
 
     def ahead(self) -> list[str]:
-        """Texts of recent messages to embed ahead for attribution (server.alone)."""
+        """Texts of recent messages to embed ahead for attribution (server.attribution_vectors)."""
         import time
 
-        from agenvoy_cli.server.alone import ahead
+        from agenvoy_cli.server.attribution_vectors import ahead
 
         if self.cache is None or self.stopped or time.monotonic() < self.ahead_after:
             return []

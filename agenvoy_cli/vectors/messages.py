@@ -32,7 +32,7 @@ from agenvoy_cli.vectors.collection import (
     scoped,
     server_url,
 )
-from agenvoy_cli.vectors.complement import query_complement
+from agenvoy_cli.vectors.range_query import query_complement
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
