@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -157,3 +160,39 @@ async def connect_http(url: str, token: str | None) -> AsyncIterator[Any]:
             ClientSession(read, write) as session:
         await session.initialize()
         yield session
+
+
+# What both MCP test files (stdio and HTTP) send and check.
+TOOLS = {"search_chat_history", "remember_error", "search_error_history", "read_error",
+         "list_rag", "search_rag", "append_messages", "get_context"}
+
+TOPICS = [
+    ("user", "My cat Mochi hides under the bed whenever the vacuum cleaner starts."),
+    ("assistant", "Poor Mochi. Try running the vacuum while she is in another room."),
+    ("user", "We decided the database migration runs on Saturday at 02:00."),
+    ("assistant", "Saturday 02:00 it is; I will prepare the rollback script."),
+    ("user", "The staging server certificate expires on the 14th."),
+    ("assistant", "I will renew the staging certificate before the 14th."),
+]
+FILLER = [("user", f"Filler question number {n} about nothing in particular.") if n % 2 == 0
+          else ("assistant", f"Filler answer number {n}, equally uneventful.")
+          for n in range(20)]
+
+
+def run_async(body: Any, bound: float) -> Any:
+    async def bounded() -> Any:
+        with anyio.fail_after(bound):
+            return await body()
+    return anyio.run(bounded)
+
+
+def messages(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"role": r, "content": c} for r, c in pairs]
+
+
+def db_rows(home: Path, sql: str, args: tuple = ()) -> list[tuple]:
+    db = home / ".store" / "history.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql, args).fetchall()

@@ -21,44 +21,16 @@ import anyio
 import pytest
 
 from tests.conftest import agenvoy
-from tests.mcp_client import RawServer, connect, text_of
+from tests.mcp_client import FILLER, TOOLS, TOPICS, RawServer, connect, db_rows, messages, text_of
+from tests.mcp_client import run_async as _run_async
 
 pytest.importorskip("mcp")
 
-TOOLS = {"search_chat_history", "remember_error", "search_error_history", "read_error",
-         "list_rag", "search_rag", "append_messages", "get_context"}
 BOUND = 90  # seconds: a whole test, model load included, on a busy 2-core machine
-
-TOPICS = [
-    ("user", "My cat Mochi hides under the bed whenever the vacuum cleaner starts."),
-    ("assistant", "Poor Mochi. Try running the vacuum while she is in another room."),
-    ("user", "We decided the database migration runs on Saturday at 02:00."),
-    ("assistant", "Saturday 02:00 it is; I will prepare the rollback script."),
-    ("user", "The staging server certificate expires on the 14th."),
-    ("assistant", "I will renew the staging certificate before the 14th."),
-]
-FILLER = [("user", f"Filler question number {n} about nothing in particular.") if n % 2 == 0
-          else ("assistant", f"Filler answer number {n}, equally uneventful.")
-          for n in range(20)]
 
 
 def run_async(body: Any, bound: float = BOUND) -> Any:
-    async def bounded() -> Any:
-        with anyio.fail_after(bound):
-            return await body()
-    return anyio.run(bounded)
-
-
-def messages(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
-    return [{"role": r, "content": c} for r, c in pairs]
-
-
-def db_rows(home: Path, sql: str, args: tuple = ()) -> list[tuple]:
-    db = home / ".store" / "history.db"
-    if not db.exists():
-        return []
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql, args).fetchall()
+    return _run_async(body, bound)
 
 
 def tree_digest(home: Path) -> str:
