@@ -10,7 +10,10 @@ probe sets written for this bench: zh->en (a Chinese question about an English f
 paraphrase (English, no content word shared with the fact), plus 20 unrelated questions
 (the relevance floor: how many return nothing). Each probe is one in-process
 `agenvoy search SESSION QUERY --mode M --limit 5 --json` (click's CliRunner over the real
-command); top-1 = the hit ranked first (rank 1), top-5 = among the hits.
+command); top-1 = the hit ranked first (rank 1), top-5 = among the hits. With --path
+process the session is indexed once (`agenvoy backfill --vectors`) and every probe is one
+`agenvoy search ... --json` process answered by the home's `agenvoy mcp --http` server
+(bench/locomo_cli.py's Served: the CLI's fast path).
 """
 
 from __future__ import annotations
@@ -160,19 +163,36 @@ def main() -> None:
     ap.add_argument("--modes", default="semantic,hybrid")
     ap.add_argument("--json", type=Path)
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--path", choices=["inprocess", "process"], default="inprocess")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/agenvoy-bench-probes-cache"))
     args = ap.parse_args()
     msgs, where = conversation()
-    out: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENVOY_HOME"] = tmp
         cli("append", "probe", "--messages", "-", "--time", "2026-01-05 10:00:00",
             input=json.dumps(msgs).encode())
+        if args.path == "process":
+            sys.path.insert(0, str(ROOT / "bench"))
+            from locomo_cli import Served
+
+            with Served(Path(tmp), ["probe"], args.cache) as served:
+                out = measure(args, where, served.search)
+        else:
+            out = measure(args, where, lambda session, query, mode, limit: cli(
+                "search", session, query, "--mode", mode, "--limit", str(limit), "--json"))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+
+
+def measure(args, where: dict[int, int], search) -> dict:
+    """Every probe set in every mode through search(session, query, mode, limit)."""
+    out: dict = {}
+    if True:
         for mode in args.modes.split(","):
             for name, probes in (("zh->en", ZH_EN), ("paraphrase", PARAPHRASE)):
                 top1 = top5 = succ = 0
                 for query, fact in probes:
-                    doc = cli("search", "probe", query, "--mode", mode, "--limit", "5",
-                              "--json")
+                    doc = search("probe", query, mode, 5)
                     hits = ranked_hits(doc)
                     target = where[fact]
                     top1 += bool(hits) and hits[0] == target
@@ -185,12 +205,10 @@ def main() -> None:
                                          "n": n}
                 print(f"{mode:9} {name:11} top-1 {top1}/{n}  top-5 {top5}/{n}  "
                       f"top-1 was the reply after the fact: {succ}/{n}")
-            empty = sum(not cli("search", "probe", q, "--mode", mode, "--limit", "5",
-                                "--json")["results"] for q in UNRELATED)
+            empty = sum(not search("probe", q, mode, 5)["results"] for q in UNRELATED)
             out[f"{mode} unrelated"] = {"empty": empty, "n": len(UNRELATED)}
             print(f"{mode:9} unrelated   returned nothing: {empty}/{len(UNRELATED)}")
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=2))
+    return out
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ after it, and queries that are whole dialogue turns as an agent would pass them:
 colloquial, no spaces, asking about one fact in other words. Each query is one in-process
 `agenvoy search SESSION QUERY --mode M --limit 10 --json` (click's CliRunner over the real
 command). The baseline is Okapi BM25 (k1 1.2, b 0.75) over character bigrams of CJK runs
-and lower-cased words, over the same messages, implemented here. Reported: hit@1, hit@5 and
-MRR (top 10) of the fact's message.
+and lower-cased words, over the same messages, implemented here. Reported: hit@1, hit@5,
+hit@10 and MRR (top 10) of the fact's message. With --path process the session is indexed
+once (`agenvoy backfill --vectors`) and every query is one `agenvoy search ... --json`
+process answered by the home's `agenvoy mcp --http` server (bench/locomo_cli.py's Served).
 """
 
 from __future__ import annotations
@@ -136,8 +138,22 @@ def measure(ranked: list[list[int]], targets: list[int]) -> dict[str, float]:
     n = len(targets)
     return {"hit@1": sum(bool(r) and r[0] == t for r, t in zip(ranked, targets)) / n,
             "hit@5": sum(t in r[:5] for r, t in zip(ranked, targets)) / n,
+            "hit@10": sum(t in r[:10] for r, t in zip(ranked, targets)) / n,
             "MRR": sum(1 / (r.index(t) + 1) if t in r[:10] else 0.0
                        for r, t in zip(ranked, targets)) / n}
+
+
+def modes(args, out: dict, targets: list[int], where: dict[int, int], search) -> None:
+    """Every query in every mode through search(session, query, mode, limit)."""
+    for mode in args.modes.split(","):
+        ranked = [ranked_hits(search("zh", q, mode, 10)) for q, _ in QUERIES]
+        out[mode] = measure(ranked, targets)
+        if mode != "keyword":  # the relevance floor: unrelated questions get nothing
+            out[mode]["unrelated_empty"] = sum(
+                not search("zh", q, mode, 10)["results"] for q in UNRELATED)
+        if args.verbose:
+            for (q, f), r in zip(QUERIES, ranked):
+                print(f"  {mode} {q}: target {where[f]}, hits {r[:5]}")
 
 
 def main() -> None:
@@ -145,6 +161,8 @@ def main() -> None:
     ap.add_argument("--modes", default="keyword,semantic,hybrid")
     ap.add_argument("--json", type=Path)
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--path", choices=["inprocess", "process"], default="inprocess")
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/agenvoy-bench-probes-cache"))
     args = ap.parse_args()
     msgs, where = conversation()
     targets = [where[f] for _, f in QUERIES]
@@ -155,26 +173,21 @@ def main() -> None:
         os.environ["AGENVOY_HOME"] = tmp
         cli("append", "zh", "--messages", "-", "--time", "2026-01-05 10:00:00",
             input=json.dumps(msgs, ensure_ascii=False).encode())
-        for mode in args.modes.split(","):
-            ranked = []
-            for q, _ in QUERIES:
-                ranked.append(ranked_hits(cli("search", "zh", q, "--mode", mode, "--limit",
-                                              "10", "--json")))
-            out[mode] = measure(ranked, targets)
-            if mode != "keyword":  # the relevance floor: unrelated questions get nothing
-                out[mode]["unrelated_empty"] = sum(
-                    not cli("search", "zh", q, "--mode", mode, "--limit", "10",
-                            "--json")["results"] for q in UNRELATED)
-            if args.verbose:
-                for (q, f), r in zip(QUERIES, ranked):
-                    print(f"  {mode} {q}: target {where[f]}, hits {r[:5]}")
+        if args.path == "process":
+            from locomo_cli import Served
+
+            with Served(Path(tmp), ["zh"], args.cache) as served:
+                modes(args, out, targets, where, served.search)
+        else:
+            modes(args, out, targets, where, lambda session, query, mode, limit: cli(
+                "search", session, query, "--mode", mode, "--limit", str(limit), "--json"))
     print(f"{len(QUERIES)} long Chinese dialogue queries, {len(msgs)} messages "
           f"({FILLER} filler in the context window)")
     for name, m in out.items():
         empty = (f"  unrelated returned nothing {m['unrelated_empty']}/{len(UNRELATED)}"
                  if "unrelated_empty" in m else "")
-        print(f"  {name:24s} hit@1 {m['hit@1']:.2f}  hit@5 {m['hit@5']:.2f}  MRR {m['MRR']:.3f}"
-              f"{empty}")
+        print(f"  {name:24s} hit@1 {m['hit@1']:.2f}  hit@5 {m['hit@5']:.2f}  hit@10 "
+              f"{m['hit@10']:.2f}  MRR {m['MRR']:.3f}{empty}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
 

@@ -1,0 +1,280 @@
+"""LoCoMo evidence recall through the `agenvoy search --json` program, one process per search.
+
+    python bench/locomo_cli.py                       # all 1,536 questions of categories 1-4
+    python bench/locomo_cli.py --every 4             # a quick look
+    python bench/locomo_cli.py --reuse               # the home of an earlier run (index once)
+
+The protocol is bench/locomo.py's (one home, one session per conversation, every turn one
+message "<speaker>: <text>", 16 filler messages after each conversation, `--limit 50`, the
+hits of the JSON in rank order, R@5 / R@10 / MRR macro-averaged, headline categories 1-4);
+what differs is the path of each search:
+
+- the home is built once with `agenvoy append` and indexed once with `agenvoy backfill
+  --vectors` (both in process, over the real commands; the embedder is wrapped with
+  bench/locomo.py's cache, its vectors are the real model's), then reused (--reuse);
+- then `agenvoy mcp --http 127.0.0.1:0` runs in the home (one server, the model loaded
+  once), and every search is a fresh process `agenvoy --home H search SESSION --mode M
+  --limit 50 --json -- QUESTION`: the command a user runs, answered through its fast path by
+  the home's server (server/fastpath.py), which runs the same Memory.search the local path
+  runs. A search that fell back to the local path (a stderr note) stops the bench. The
+  server is the real `agenvoy mcp --http` command started by this file (--serve) with the
+  same embedding cache put in front of the model (query and attribution texts: a rerun
+  embeds nothing it embedded before; the vectors are the model's);
+- --check N: afterwards, with the server stopped, the first N questions of every
+  conversation are asked again as `AGENVOY_NO_SERVER=1 agenvoy search ...` processes (the
+  local path, the real model, no cache) and the rankings compared (the two paths agree).
+
+The dataset is read from --locomo and never copied into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import locomo  # bench/ is this script's path[0]
+from probes import ranked_hits
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENVOY = Path(sys.executable).with_name("agenvoy")
+
+
+def prepare(home: Path, cache: Path, convs: list[dict], reuse: bool) -> list[dict[int, str]]:
+    """The home with every conversation appended and embedded; per session seq -> dia_id."""
+    marker = home / "bench-maps.json"
+    if reuse and marker.exists():
+        return [{int(k): v for k, v in m.items()} for m in json.loads(marker.read_text())]
+    maps = locomo.build_home(home, convs)
+    from agenvoy_cli.models.embedders import get_embedder
+
+    wrap = locomo.CachingEmbedder(get_embedder(None), cache)
+    embedder_cache()[""] = wrap  # the command's own cache of its embedder: backfill uses it
+    for ci in range(len(convs)):
+        locomo.cli(home, "backfill", f"conv{ci}", "--vectors")
+    wrap.save()
+    print(f"  indexed: {wrap.embedded} texts embedded, the rest from the cache",
+          file=sys.stderr)
+    marker.write_text(json.dumps(maps))
+    return maps
+
+
+class Server:
+    """`agenvoy mcp --http 127.0.0.1:0` in the home, until stop()."""
+
+    def __init__(self, home: Path, cache: Path, log: Path) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(home),
+                                      "--cache", str(cache), "--log", str(log)],
+                                     env=env, stdin=subprocess.DEVNULL)
+        announce = home / ".store" / "http.json"
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                if json.loads(announce.read_text())["pid"] in self.pids():
+                    return
+            except (OSError, ValueError, KeyError):
+                pass
+            if self.proc.poll() is not None:
+                raise SystemExit(f"agenvoy mcp --http exited with {self.proc.returncode}")
+            time.sleep(0.2)
+        raise SystemExit("agenvoy mcp --http did not announce itself in 180 s")
+
+    def pids(self) -> set[int]:
+        return {self.proc.pid}
+
+    def cpu(self) -> float:
+        """CPU seconds the server has used so far (utime + stime of /proc/PID/stat)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.cpu_total = self.cpu()
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(60)
+
+
+def embedder_cache() -> dict:
+    """The dict the command's embedder() caches its embedder in (vectors/collection.py)."""
+    import importlib
+
+    for name in ("agenvoy_cli.vectors.collection", "agenvoy_cli.vectors.api",
+                 "agenvoy_cli.vectors.index"):
+        try:
+            return importlib.import_module(name)._embedders  # type: ignore[no-any-return]
+        except (ImportError, AttributeError):
+            continue
+    raise SystemExit("no embedder cache found in agenvoy_cli.vectors")
+
+
+def serve(home: Path, cache: Path, log: Path) -> None:
+    """`agenvoy --home HOME mcp --http 127.0.0.1:0` in this process, the model behind the
+    bench's embedding cache (saved when the server stops)."""
+    import atexit
+
+    bench = Path(__file__).resolve().parent  # bench/mcp.py would shadow the SDK's package
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != bench]
+    from agenvoy_cli.cli import cli as command
+    from agenvoy_cli.models.embedders import get_embedder
+
+    wrap = locomo.CachingEmbedder(get_embedder(None), cache)
+    embedder_cache()[""] = wrap
+    atexit.register(wrap.save)
+    try:
+        command.main(["--home", str(home), "mcp", "--http", "127.0.0.1:0", "--log-file",
+                      str(log)], prog_name="agenvoy", standalone_mode=False)
+    finally:
+        wrap.save()
+
+
+def search(home: Path, session: str, mode: str, question: str, limit: int = locomo.TOP
+           ) -> dict:
+    """One `agenvoy search ... --json` process; its document."""
+    res = subprocess.run([str(AGENVOY), "--home", str(home), "search", session, "--mode", mode,
+                          "--limit", str(limit), "--json", "--", question],
+                         capture_output=True,
+                         env={k: v for k, v in os.environ.items() if k != "AGENVOY_HOME"})
+    if res.returncode != 0:
+        raise SystemExit(f"agenvoy search {session} {question!r}: exit {res.returncode}: "
+                         f"{res.stderr.decode()}")
+    if b"searching locally" in res.stderr:
+        raise SystemExit(f"the fast path was not taken: {res.stderr.decode()}")
+    return json.loads(res.stdout)
+
+
+class Served:
+    """The process path for a bench's own home: its sessions indexed once (in process, the
+    cached embedder), then `agenvoy mcp --http` in it; search() is one `agenvoy search`
+    process answered by that server. Use as a context manager."""
+
+    def __init__(self, home: Path, sessions: list[str], cache: Path) -> None:
+        from agenvoy_cli.models.embedders import get_embedder
+
+        self.home = home
+        wrap = locomo.CachingEmbedder(get_embedder(None), cache)
+        embedder_cache()[""] = wrap
+        for session in sessions:
+            locomo.cli(home, "backfill", session, "--vectors")
+        wrap.save()
+        self.server = Server(home, cache, home.parent / f"{home.name}-server.log")
+
+    def search(self, session: str, query: str, mode: str, limit: int) -> dict:
+        return search(self.home, session, mode, query, limit)
+
+    def __enter__(self) -> Served:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+
+
+def check(home: Path, convs: list[dict], rankings: dict, modes: list[str], n: int
+          ) -> dict[str, str]:
+    """The first n questions of each conversation on the local path (fresh processes, the
+    real model), compared with the ranking the server gave."""
+    os.environ["AGENVOY_NO_SERVER"] = "1"
+    out = {}
+    for mode in modes:
+        same = top10 = total = 0
+        for ci, conv in enumerate(convs):
+            for qi, (question, _, _) in enumerate(conv["qa"][:n]):
+                key = f"{ci}:{qi}"
+                if key not in rankings[mode]:
+                    continue
+                local = ranked_hits(search(home, f"conv{ci}", mode, question))[:locomo.TOP]
+                served = rankings[mode][key]
+                total += 1
+                same += local == served
+                top10 += local[:10] == served[:10]
+        out[mode] = f"{same}/{total} identical rankings, {top10}/{total} identical top 10"
+    os.environ.pop("AGENVOY_NO_SERVER", None)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--locomo", type=Path, default=locomo.LOCOMO)
+    ap.add_argument("--home", type=Path, default=Path("/tmp/agenvoy-bench-locomo-cli-home"))
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/agenvoy-bench-locomo-cache"))
+    ap.add_argument("--modes", default="keyword,semantic,hybrid")
+    ap.add_argument("--every", type=int, default=1, help="only every Nth question")
+    ap.add_argument("--reuse", action="store_true", help="reuse the home of an earlier run")
+    ap.add_argument("--check", type=int, default=0, metavar="N",
+                    help="then compare the first N questions per conversation with the "
+                         "local path")
+    ap.add_argument("--json", type=Path, help="write results and rankings here")
+    ap.add_argument("--serve", type=Path, metavar="HOME", help=argparse.SUPPRESS)
+    ap.add_argument("--log", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve:
+        return serve(args.serve, args.cache, args.log)
+    os.environ.pop("AGENVOY_HOME", None)
+    os.environ.pop("AGENVOY_EMBEDDER", None)
+    modes = args.modes.split(",")
+    convs, dropped, empty = locomo.load(args.locomo)
+    t0 = time.perf_counter()
+    maps = prepare(args.home, args.cache, convs, args.reuse)
+    print(f"  home ready in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    load_before = os.getloadavg()
+    server = Server(args.home, args.cache, args.home.parent / f"{args.home.name}-server.log")
+    per_mode: dict[str, list] = {m: [] for m in modes}
+    rankings: dict[str, dict[str, list[int]]] = {m: {} for m in modes}
+    wall: dict[str, list[float]] = {m: [] for m in modes}
+    loads = []
+    cpu0 = server.cpu()
+    child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    try:
+        for ci, conv in enumerate(convs):
+            for qi, (question, gold, cat) in enumerate(conv["qa"]):
+                if qi % args.every:
+                    continue
+                for mode in modes:  # interleaved: every question in every mode in turn
+                    t1 = time.perf_counter()
+                    doc = search(args.home, f"conv{ci}", mode, question)
+                    wall[mode].append(time.perf_counter() - t1)
+                    seqs = ranked_hits(doc)[:locomo.TOP]
+                    rankings[mode][f"{ci}:{qi}"] = seqs
+                    per_mode[mode].append(
+                        (cat, locomo.score([maps[ci].get(s, "filler") for s in seqs], gold)))
+            loads.append(os.getloadavg()[0])
+            print(f"  conversation {ci}: {len(conv['qa'])} questions, "
+                  f"{time.perf_counter() - t0:.0f} s, load {loads[-1]:.1f}", file=sys.stderr)
+        server_cpu = server.cpu() - cpu0
+    finally:
+        server.stop()
+    child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client_cpu = ((child1.ru_utime + child1.ru_stime) - (child0.ru_utime + child0.ru_stime)
+                  - server.cpu_total)  # the server was waited for: counted among children
+    total = time.perf_counter() - t0
+    results = {m: locomo.summarise(per_mode[m]) for m in modes}
+    nsearch = sum(len(v) for v in wall.values())
+    print(f"\nLoCoMo ({dropped} evidence ids dropped, {empty} questions without evidence "
+          f"skipped), every {args.every} question(s); each search one `agenvoy search "
+          f"--limit {locomo.TOP} --json` process answered by the home's `agenvoy mcp --http`")
+    print(locomo.fmt_table(results))
+    print(f"\n{nsearch} searches in {total:.0f} s wall; CPU: clients {client_cpu:.0f} s, "
+          f"server {server_cpu:.0f} s; load average before {load_before[0]:.1f}, during "
+          f"{min(loads):.1f}-{max(loads):.1f}")
+    for m in modes:
+        print(f"  {m}: median {statistics.median(wall[m]) * 1000:.0f} ms per search "
+              f"(process start to JSON)")
+    checked = check(args.home, convs, rankings, modes, args.check) if args.check else {}
+    for m, line in checked.items():
+        print(f"  local path vs server, {m}: {line}")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "every": args.every, "results": results, "rankings": rankings, "check": checked,
+            "load": {"before": load_before, "during": loads},
+            "cpu_s": {"clients": client_cpu, "server": server_cpu}, "wall_s": total}))
+
+
+if __name__ == "__main__":
+    main()
