@@ -206,6 +206,8 @@ def main() -> None:
     ap.add_argument("--modes", default="keyword,semantic,hybrid")
     ap.add_argument("--every", type=int, default=1, help="only every Nth question")
     ap.add_argument("--reuse", action="store_true", help="reuse the home of an earlier run")
+    ap.add_argument("--head", action="store_true",
+                    help="categories 1-4 only (the headline; skips adversarial questions)")
     ap.add_argument("--check", type=int, default=0, metavar="N",
                     help="then compare the first N questions per conversation with the "
                          "local path")
@@ -234,7 +236,7 @@ def main() -> None:
     try:
         for ci, conv in enumerate(convs):
             for qi, (question, gold, cat) in enumerate(conv["qa"]):
-                if qi % args.every:
+                if qi % args.every or (args.head and cat not in locomo.HEAD):
                     continue
                 for mode in modes:  # interleaved: every question in every mode in turn
                     t1 = time.perf_counter()

@@ -44,8 +44,8 @@ def collect(args) -> None:
     seen: list = []
     real = engine._candidates
 
-    def spy(store, session_id, query, mode, n, scope, window, vector, unindexed):
-        cand = real(store, session_id, query, mode, n, scope, window, vector, unindexed)
+    def spy(store, session_id, query, mode, n, scope, window, vector, *rest):
+        cand = real(store, session_id, query, mode, n, scope, window, vector, *rest)
         seen.append({"kw": cand.keyword, "vec": cand.vector, "coverage": cand.coverage,
                      "hi": scope.vector_hi, "qv": list(vector)})
         return cand
@@ -110,9 +110,9 @@ def replay(d: dict, q: dict, p: dict, *, seqs: bool = False) -> list:
         ranked = vec
     else:
         w = fusion.weights(q["q"], [bodies[s] for s, _ in vec[:5] if s in bodies],
-                           q["coverage"])
+                           q["coverage"], [s for _, s in q["kw"][:2]])
         wk = w.keyword
-        if w.why == "low keyword coverage":
+        if w.why.startswith("low keyword coverage") and "lowcov" in p:
             wk = p["lowcov"]
         wk *= p["wk"]
         if p.get("scores"):
@@ -152,8 +152,8 @@ def evaluate(d, p, which) -> dict:
     return locomo.summarise(rows)
 
 
-BASE = {"mode": "hybrid", "dk": 50, "dv": 50, "k": 5.0, "wk": 1.0, "nb": 0.2, "lowcov": 0.5,
-        "attr": True, "attr2": True}
+BASE = {"mode": "hybrid", "dk": 50, "dv": 50, "k": 5.0, "wk": 1.0, "nb": 0.2,
+        "attr": True, "attr2": True}  # "lowcov": w overrides the low-coverage keyword weight
 
 
 def grid(args) -> None:
