@@ -110,9 +110,9 @@ def replay(d: dict, q: dict, p: dict, *, seqs: bool = False) -> list:
         ranked = vec
     else:
         w = fusion.weights(q["q"], [bodies[s] for s, _ in vec[:5] if s in bodies],
-                           q["coverage"], [s for _, s in q["kw"][:2]])
+                           q["coverage"])
         wk = w.keyword
-        if w.why.startswith("low keyword coverage") and "lowcov" in p:
+        if w.why == "low keyword coverage" and "lowcov" in p:
             wk = p["lowcov"]
         wk *= p["wk"]
         if p.get("scores"):

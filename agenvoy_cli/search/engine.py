@@ -238,8 +238,7 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
         ranked = fuse(cand.unindexed, vec, neighbour=0.0) if cand.unindexed else vec
     else:
         w = fusion.weights(query, [cand.bodies[s] for s, _ in vec[:semantic.ATTRIBUTION_TOP]
-                                   if s in cand.bodies], cand.coverage,
-                           [score for _, score in cand.keyword[:2]])
+                                   if s in cand.bodies], cand.coverage)
         smooth = fusion.FUSION_NEIGHBOUR if window.open else 0.0  # a neighbour may lie
         ranked = fuse(cand.keyword, vec, w_keyword=w.keyword, w_vector=w.vector,  # outside
                       hi=scope.vector_hi, neighbour=smooth)

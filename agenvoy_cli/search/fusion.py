@@ -7,12 +7,7 @@ match is often the answer). k, the base weights and NEIGHBOUR were measured on L
 - script mismatch: a Chinese query over English memories (or the reverse) shares no words
   with them, so keyword matches are incidental: keyword weight SCRIPT_MISMATCH;
 - coverage: when the best keyword hit holds only a small share of the query's content
-  words, its overlap is incidental too (paraphrases, a whole dialogue turn as the query):
-  the weight falls to LOW_COVERAGE_FLAT, unless the best keyword hit stands out (a BM25
-  score at least STANDS_OUT above the second's, relative: the query's rare words, a name,
-  a product, rather than words any message holds such as 今天, 開會): LOW_COVERAGE_SHARP.
-  Tuned on bench/zh_memory.py's tune split only (docs/benchmarks.md, "Fusion on data it
-  was not tuned on"); a lower flat weight (0.35) won more there but cost LoCoMo MRR 0.001.
+  words, its overlap is incidental too (paraphrases): the weight falls with the share.
 """
 
 from __future__ import annotations
@@ -28,9 +23,7 @@ FUSION_W_VECTOR = 1.0
 FUSION_NEIGHBOUR = 0.2
 SCRIPT_MISMATCH = 0.0  # keyword weight when query and memories are in different scripts
 LOW_COVERAGE = 0.34  # below this share of content words in the best keyword hit ...
-LOW_COVERAGE_SHARP = 0.6  # ... the keyword weight when the best keyword hit stands out
-LOW_COVERAGE_FLAT = 0.5  # ... and when it does not (the weight before #26)
-STANDS_OUT = 0.2  # (best - second) / best BM25 score of keyword hits that stand out
+LOW_COVERAGE_WEIGHT = 0.5  # ... the keyword weight is this
 
 
 @dataclass(frozen=True)
@@ -48,31 +41,17 @@ def cjk_share(text: str) -> float:
     return sum(1 for c in letters if fts.is_cjk(c)) / len(letters)
 
 
-def stands_out(scores: Sequence[float]) -> bool:
-    """Whether the best of keyword scores (BM25, higher is better, best first) is at least
-    STANDS_OUT above the second, relative to itself (a lone hit stands out)."""
-    if not scores or scores[0] <= 0:
-        return False
-    if len(scores) == 1:
-        return True
-    return (scores[0] - scores[1]) / scores[0] >= STANDS_OUT
-
-
-def weights(query: str, memories: Sequence[str], coverage: float | None,
-            keyword_scores: Sequence[float] = ()) -> Weights:
+def weights(query: str, memories: Sequence[str], coverage: float | None) -> Weights:
     """Weights for one query: memories are the texts of the top vector hits (what the
     session is written in), coverage the share of the query's content tokens that the best
-    keyword hit holds (None: no keyword hit), keyword_scores the keyword ranking's best
-    scores (two are enough)."""
+    keyword hit holds (None: no keyword hit)."""
     if memories:
         q = cjk_share(query)
         m = sum(cjk_share(t) for t in memories) / len(memories)
         if (q > 0.5) != (m > 0.5):
             return Weights(SCRIPT_MISMATCH, FUSION_W_VECTOR, "script mismatch")
     if coverage is not None and coverage < LOW_COVERAGE:
-        if stands_out(keyword_scores):
-            return Weights(LOW_COVERAGE_SHARP, FUSION_W_VECTOR, "low keyword coverage")
-        return Weights(LOW_COVERAGE_FLAT, FUSION_W_VECTOR, "low keyword coverage, flat")
+        return Weights(LOW_COVERAGE_WEIGHT, FUSION_W_VECTOR, "low keyword coverage")
     return Weights()
 
 
