@@ -15,11 +15,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import orjson
+
 from agenvoy_cli.conversation import alignment, archive, sessions
-from agenvoy_cli.conversation.dress import redressed_keys
+from agenvoy_cli.conversation.dress import is_record, record_key, redressed_key
 from agenvoy_cli.conversation.history import History
 from agenvoy_cli.conversation.history_view import batches
-from agenvoy_cli.conversation.messages import message_identity
+from agenvoy_cli.conversation.messages import content_text, is_blank, message_identity
 
 
 class BigSync(NamedTuple):
@@ -34,18 +36,63 @@ class BigSync(NamedTuple):
 
 def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence[Any],
                      lo: int) -> int:
-    """How many messages from the start of history are archived at places lo, lo+1, ..."""
+    """How many messages from the start of history are archived at places lo, lo+1, ...:
+    as they are, or as Agenvoy v0.32's normalise rewrite left them (header -> sendAt,
+    tool-call fields dropped). A rewritten file is rewritten throughout, so the dress the
+    previous message matched in is tried first: one identity per message either way."""
     done = 0
+    redressed = False
     for part in batches(history):
         rows = dict(conn.execute(
             "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
             (session_id, lo + done, lo + done + len(part))).fetchall())
+        end, blanks = len(part), []
         for i, message in enumerate(part):
             have = rows.get(lo + done + i)
-            if have != message_identity(message) and have not in redressed_keys(message):
-                return done + i
+            record = is_record(message)
+            if redressed and record and have is not None and redressed_key(message, (have,)):
+                continue
+            if have == message_identity(message):
+                redressed = False
+                continue
+            if record and not redressed and have is not None and \
+                    redressed_key(message, (have,)):
+                redressed = True
+                continue
+            if have is None or not record or not is_blank(content_text(message.get("content"))):
+                end = i
+                break
+            blanks.append(i)  # what the rewrite left of a tool call: only its row tells
+        end = min(end, _first_other(conn, session_id, lo + done, part, blanks))
+        if end < len(part):
+            return done + end
         done += len(part)
     return done
+
+
+def _first_other(conn: sqlite3.Connection, session_id: str, first: int,
+                 part: list[dict[str, Any]], blanks: list[int]) -> int:
+    """The first of these blank entries (indexes into part, at places first + i) whose row
+    is not the message it is once the rewrite's dropped fields are left out; len(part) if
+    none is."""
+    for k in range(0, len(blanks), 500):
+        some = blanks[k:k + 500]
+        rows = {seq: rest for seq, *rest in conn.execute(
+            f"SELECT seq, role, json_type(message, '$.content'), message FROM messages "
+            f"WHERE session_id = ? AND seq IN ({','.join('?' * len(some))})",
+            [session_id, *(first + i for i in some)])}
+        for i in some:
+            role, kind, raw = rows.get(first + i) or (None, None, None)
+            message = part[i]
+            if raw is None:
+                return i
+            if message.get("content") is None and kind in (None, "null") and \
+                    role == str(message.get("role")):
+                continue  # a tool call's null content (record_key says the same, slower)
+            msg = orjson.loads(raw)
+            if not isinstance(msg, dict) or record_key(msg) != record_key(message):
+                return i
+    return len(part)
 
 
 def sync_big(conn: sqlite3.Connection, session_id: str, history: History,
