@@ -50,19 +50,22 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
         for i, message in enumerate(part):
             have = rows.get(lo + done + i)
             record = is_record(message)
-            if redressed and record and have is not None and redressed_key(message, (have,)):
-                continue
+            if redressed and record:
+                if message.get("content") is None:
+                    blanks.append(i)  # a tool call the rewrite left: only its row tells
+                    continue
+                if redressed_key(message, (have,)):
+                    continue
             if have == message_identity(message):
                 redressed = False
                 continue
-            if record and not redressed and have is not None and \
-                    redressed_key(message, (have,)):
+            if record and not redressed and redressed_key(message, (have,)):
                 redressed = True
                 continue
             if have is None or not record or not is_blank(content_text(message.get("content"))):
                 end = i
                 break
-            blanks.append(i)  # what the rewrite left of a tool call: only its row tells
+            blanks.append(i)
         end = min(end, _first_other(conn, session_id, lo + done, part, blanks))
         if end < len(part):
             return done + end
@@ -77,18 +80,20 @@ def _first_other(conn: sqlite3.Connection, session_id: str, first: int,
     none is."""
     for k in range(0, len(blanks), 500):
         some = blanks[k:k + 500]
-        rows = {seq: rest for seq, *rest in conn.execute(
-            f"SELECT seq, role, json_type(message, '$.content'), message FROM messages "
-            f"WHERE session_id = ? AND seq IN ({','.join('?' * len(some))})",
-            [session_id, *(first + i for i in some)])}
+        rows = {seq: (role, kind) for seq, role, kind in conn.execute(
+            f"SELECT seq, role, json_type(message, '$.content') FROM messages "
+            f"WHERE session_id = ? AND seq IN ({','.join('?' * len(some))}) "
+            f"AND message IS NOT NULL", [session_id, *(first + i for i in some)])}
         for i in some:
-            role, kind, raw = rows.get(first + i) or (None, None, None)
             message = part[i]
-            if raw is None:
+            found = rows.get(first + i)
+            if found is None:
                 return i
-            if message.get("content") is None and kind in (None, "null") and \
-                    role == str(message.get("role")):
+            if message.get("content") is None and found[1] in (None, "null") and \
+                    found[0] == str(message.get("role")):
                 continue  # a tool call's null content (record_key says the same, slower)
+            raw = conn.execute("SELECT message FROM messages WHERE session_id = ? AND seq = ?",
+                               (session_id, first + i)).fetchone()[0]
             msg = orjson.loads(raw)
             if not isinstance(msg, dict) or record_key(msg) != record_key(message):
                 return i
