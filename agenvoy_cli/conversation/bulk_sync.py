@@ -43,12 +43,15 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
     done = 0
     redressed = False
     for part in batches(history):
-        rows = dict(conn.execute(
+        rows: dict[int, str] = dict(conn.execute(
             "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
             (session_id, lo + done, lo + done + len(part))).fetchall())
         end, blanks = len(part), []
         for i, message in enumerate(part):
             have = rows.get(lo + done + i)
+            if have is None:
+                end = i
+                break
             record = is_record(message)
             if redressed and record:
                 if message.get("content") is None:
@@ -62,7 +65,7 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
             if record and not redressed and redressed_key(message, (have,)):
                 redressed = True
                 continue
-            if have is None or not record or not is_blank(content_text(message.get("content"))):
+            if not record or not is_blank(content_text(message.get("content"))):
                 end = i
                 break
             blanks.append(i)
