@@ -52,8 +52,7 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
             if have is None:
                 end = i
                 break
-            record = is_record(message)
-            if redressed and record:
+            if redressed and is_record(message):
                 if message.get("content") is None:
                     blanks.append(i)  # a tool call the rewrite left: only its row tells
                     continue
@@ -62,6 +61,7 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
             if have == message_identity(message):
                 redressed = False
                 continue
+            record = is_record(message)
             if record and not redressed and redressed_key(message, (have,)):
                 redressed = True
                 continue
