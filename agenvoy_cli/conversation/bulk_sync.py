@@ -86,7 +86,7 @@ def _first_other(conn: sqlite3.Connection, session_id: str, first: int,
         rows = {seq: (role, kind) for seq, role, kind in conn.execute(
             f"SELECT seq, role, json_type(message, '$.content') FROM messages "
             f"WHERE session_id = ? AND seq IN ({','.join('?' * len(some))}) "
-            f"AND message IS NOT NULL", [session_id, *(first + i for i in some)])}
+            f"AND message IS NOT NULL", [session_id, *(first + i for i in some)]).fetchall()}
         for i in some:
             message = part[i]
             found = rows.get(first + i)

@@ -182,18 +182,21 @@ def redressed_key(message: dict[str, Any], known: Container[str]) -> str | None:
     no archive read; with its sender's line first when it has a sender): Agenvoy v0.32's
     rewrite moved our header into sendAt/sender. One identity when the first one matches,
     about what the plain identity of the message costs."""
-    ns = send_at(message)
+    ns = message.get(SEND_AT)
     content = message.get("content")
-    if ns is None or not isinstance(content, str) or not content or content.isspace():
-        return None  # (a blank one is told by what it carries: record_key)
+    # (what JSON gives: exact types; a blank one is told by what it carries: record_key)
+    if type(ns) is not int or ns <= 0 or type(content) is not str or not content or \
+            content.isspace():
+        return None
     stamp = time.strftime(TIME_FORMAT, time.localtime(ns // 1_000_000_000))  # as header_block
     role = str(message.get("role"))
     who = message.get(SENDER)
-    for line in (who, "") if isinstance(who, str) and who else ("",):
-        key = message_hash(role, _block(stamp, line) + content)  # identity_key: not blank
+    if who and type(who) is str:
+        key = message_hash(role, _block(stamp, who) + content)  # identity_key: not blank
         if key in known:
             return key
-    return None
+    key = message_hash(role, _block(stamp, "") + content)
+    return key if key in known else None
 
 
 def record_key(message: dict[str, Any]) -> str:
