@@ -273,6 +273,13 @@ def main() -> None:
     for src in [ROOT, *(s for s in sources.values() if s is not None)]:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(src / "agenvoy_cli")],
                        check=True)
+    for name, src in sources.items():  # each source really runs its own tree
+        where = subprocess.run([sys.executable, "-c", "import agenvoy_cli; print(agenvoy_cli."
+                                "__file__)"], env=env_for(Path(tempfile.gettempdir()), src),
+                               cwd=tempfile.gettempdir(), capture_output=True, text=True,
+                               check=True).stdout.strip()
+        if not where.startswith(str(src or ROOT)):
+            raise SystemExit(f"{name}: agenvoy_cli imported from {where}, not {src or ROOT}")
     print("load before:", uptime())
     tmp = Path(tempfile.mkdtemp(prefix="bench-v032-"))
     try:
