@@ -159,7 +159,7 @@ class Memory(RagMethods):
             store.require(session_id)
         ids = [session_id] if session_id is not None else store.session_ids()
         if rebuild:
-            from agenvoy_cli.vectors import index as vector_index
+            from agenvoy_cli.vectors import api as vector_index
 
             with store.write_lock():
                 vector_index.drop_index(store, vector_index.MESSAGES)

@@ -183,7 +183,7 @@ def phases(home: str, tool: str, message: str) -> None:
     from agenvoy_cli.cli import cli  # noqa: F401  (what every command imports)
     from agenvoy_cli.errormem import memory as errormem
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     marks.append(("imports (cli, storage)", time.perf_counter()))
@@ -258,7 +258,7 @@ PAIRS = [  # (tool, keywords, symptom, cause) recorded; the paraphrase looked up
 def quality(embedders: list[str]) -> None:
     from agenvoy_cli.errormem import memory as errormem
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     print(f"quality: {len(PAIRS)} paraphrased failures (top-1 = the recorded one first)")

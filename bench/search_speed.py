@@ -160,7 +160,7 @@ def lap(name):
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.vectors.hooks import open_store
 from agenvoy_cli.search import engine as search
-from agenvoy_cli.vectors import index as vectors
+from agenvoy_cli.vectors import api as vectors
 lap("import agenvoy_cli")
 import chromadb
 lap("import chromadb")

@@ -136,7 +136,7 @@ def test_directory_deleted_under_a_live_client(home, monkeypatch):
     # One process (an agent using the library) keeps chromadb's per-path system alive; a
     # deleted directory must give a fresh index, not "no such table" from the old one.
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
     from tests.words_embedder import WordsEmbedder
 

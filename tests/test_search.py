@@ -16,7 +16,7 @@ from tests.words_embedder import WordsEmbedder
 
 @pytest.fixture
 def words(monkeypatch):
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     emb = WordsEmbedder()
     monkeypatch.setitem(vectors._embedders, "", emb)
@@ -63,7 +63,7 @@ def compacted(run, home, sid="s", pairs=20, word="filler") -> int:
 
 def vector_ids(home: Path, sid: str = "s") -> dict[str, dict]:
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     store = open_store(Layout(home))
@@ -277,7 +277,7 @@ def test_catch_up_after_appends_and_compaction(run, home, words):
 def test_index_session_never_ahead_or_stale(run, home, words):
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.search import engine as search
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     add(run, "s", *[f"m{i}" for i in range(8)])

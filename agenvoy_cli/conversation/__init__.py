@@ -9,7 +9,7 @@ _EXPORTS: dict[str, str | None] = {
     "archive": None,
     "session_list": None,
     "sessions": None,
-    "archived_prefix": "bulk_sync",
+    "archived_prefix": "big_sync",
     "forget_messages": "forget",
     "History": "history",
     "dump_history": "history",

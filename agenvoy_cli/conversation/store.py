@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, Protocol
 from agenvoy_cli.conversation import (
     alignment,
     archive,
-    bulk_sync,
+    big_sync,
     compaction,
     dress,
     session_marks,
@@ -27,12 +27,12 @@ from agenvoy_cli.conversation.history import (
     splice_point,
     write_appended,
 )
-from agenvoy_cli.conversation.index_hooks import NO_INDEX
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
     validate_message,
 )
+from agenvoy_cli.conversation.no_index import NO_INDEX
 from agenvoy_cli.conversation.provider_messages import for_provider, window_cutoff
 from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
 from agenvoy_cli.home import salvage, sqlite
@@ -61,7 +61,7 @@ class AppendResult(NamedTuple):
 
 class IndexHooks(Protocol):
     """What a derived index is told of the Store's changes (agenvoy_cli.vectors.hooks has the
-    vector index's; conversation/index_hooks.py the do-nothing default)."""
+    vector index's; conversation/no_index.py the do-nothing default)."""
 
     def active(self, store: Store) -> bool:
         """Whether a derived index exists (or is configured) for this home."""
@@ -211,7 +211,7 @@ class Store:
             # the archived prefix skipped, plain new messages inserted in bulk: the identity
             # rule runs on the rest only (bounded memory for a big file, and ~4x the speed)
             with self.transaction() as conn:
-                big = bulk_sync.sync_big(conn, session_id, history, fallback_ns(history))
+                big = big_sync.sync_big(conn, session_id, history, fallback_ns(history))
             if big.changed or big.renumbered_from is not None:
                 self.hooks.after_change(self, session_id, big.changed, big.renumbered_from)
             return SyncResult(session_id, big.start, big.inserted, big.seqs,  # type: ignore[arg-type]

@@ -121,7 +121,7 @@ def check_archive_big(doctor: Doctor, sid: str, history: History) -> None:
     in memory that follows what is wrong rather than the file. Duplicates are found by SQL
     grouping; the archived prefix (identities at their places) is skipped a batch at a time;
     only the rest is matched by the identity rule."""
-    from agenvoy_cli.conversation.bulk_sync import archived_prefix
+    from agenvoy_cli.conversation.big_sync import archived_prefix
 
     conn = doctor.store.db()
     rows = archive.session_rows(conn, sid)

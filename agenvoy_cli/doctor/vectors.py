@@ -17,7 +17,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.vectors import index as vectors
+from agenvoy_cli.vectors import api as vectors
 from agenvoy_cli.vectors.check import hnsw_missing
 from agenvoy_cli.vectors.location import has_vectors, server_url
 from agenvoy_cli.vectors.messages import MessageIndex

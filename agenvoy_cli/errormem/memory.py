@@ -14,7 +14,6 @@ Nothing here imports click; the vector side is imported only when the semantic p
 
 from agenvoy_cli.errormem.classify import ERROR_TYPES, TYPE_PREFIX, check_type, classify
 from agenvoy_cli.errormem.hints import hint
-from agenvoy_cli.errormem.index import check_error_index, repair_error_index
 from agenvoy_cli.errormem.ranking import LookupResult, Query, lookup, parse_query
 from agenvoy_cli.errormem.records import (
     DAY_NS,
@@ -41,6 +40,7 @@ from agenvoy_cli.errormem.records import (
     ttl_ns,
 )
 from agenvoy_cli.errormem.store import forget, get, list_records, prune, record
+from agenvoy_cli.errormem.vector_sync import check_error_index, repair_error_index
 
 __all__ = [
     "DAY_NS", "DEFAULT_LIMIT", "DEFAULT_TTL_DAYS", "ERROR_TYPES", "MAX_LIMIT", "NS", "OUTCOMES",

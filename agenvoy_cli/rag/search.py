@@ -248,7 +248,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         if mode == "semantic" and pending:  # no vector yet: found by keyword meanwhile
             kw = [(c, s) for c, s in fts_ranking(conn, ids, _any_match(query), POOL)
                   if c in pending]
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     vector = vectors.embedder(store).embed_query(query)  # outside the lock
     with store.write_lock():

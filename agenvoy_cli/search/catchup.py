@@ -113,7 +113,7 @@ def _fast_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
     catch-up leaves it. The catch-up adds in seq order and compaction deletes from the
     front, so the indexed places are one run [start, x): check both ends (with their
     content hashes), find x by bisection, embed [x, nxt)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     if nxt <= start:
         return None
@@ -151,7 +151,7 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
                ) -> list[_Todo]:
     """Compare every vector of the session with SQLite: delete those it does not back
     (older than the trim point, beyond its last row, or of a changed message)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     hashes = _sqlite_hashes(conn, session_id, start)
     stale, present = [], set()
@@ -173,7 +173,7 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
 
 def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_Todo]]:
     """Under the write lock: (the index, the messages to embed)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     conn = store.db_readonly()
     if conn is None:
@@ -193,7 +193,7 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
                  vecs: Sequence[Sequence[float]]) -> int:
     """Under the write lock: add the vectors whose message is still in SQLite, unchanged,
     at or after the current trim point (compaction may have run while we embedded)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     conn = store.db_readonly()
     if conn is None or not batch:
@@ -218,7 +218,7 @@ def _state(store: Store) -> tuple[Any, ...]:
     """What every change the catch-up cares about changes: the database files and Chroma's
     generation token (every vector writer, this process included, writes a new one first)."""
     from agenvoy_cli.home.sqlite import change_stamp
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     return (vectors.read_generation(store), *change_stamp(store.layout.db))
 
@@ -306,7 +306,7 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
     and not older than the trim point. The quick check (default) trusts the shape the
     catch-up leaves: one run of indexed places from the trim point. full=True compares every
     vector with SQLite and deletes those it does not back (backfill --vectors, doctor)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import preload
 
     check_budget(budget)

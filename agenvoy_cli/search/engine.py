@@ -187,7 +187,7 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     attributed, floor applied, fused (hybrid), expanded 2 before / 1 after. The catch-up
     before it embeds for at most `budget` seconds (None: everything); what it left is
     ranked by keyword."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     query = checked_query(query)
     window = window or TimeWindow()

@@ -65,7 +65,7 @@ def vector_hits(store: Store, session_id: str, vector: Sequence[float], n: int, 
                 lo_seq: int, hi_seq: int | None, window: TimeWindow | None = None
                 ) -> tuple[list[tuple[int, float]], int]:
     """(vector_ranking, how many entries an inconsistent index had to leave out)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     if n <= 0 or (hi_seq is not None and hi_seq <= lo_seq):
         return [], 0
@@ -141,7 +141,7 @@ def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: i
     """The query's mean cosine similarity to up to BACKGROUND messages of [lo_seq, hi_seq),
     spread evenly (None: too few vectors). Only after vector_ranking found candidates (so
     the index exists). Hold the write lock (Chroma access)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     span = hi_seq - lo_seq
     if span < BACKGROUND_MIN:

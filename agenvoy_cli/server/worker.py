@@ -119,7 +119,7 @@ class Indexer:
 
     def embed(self, batch: list[Any]) -> list[list[float]]:
         """On a thread of its own: the model needs no store (and locks itself)."""
-        from agenvoy_cli.vectors import index as vectors
+        from agenvoy_cli.vectors import api as vectors
 
         emb = vectors.embedder(self.store)
         return getattr(emb, "inner", emb).embed_documents([t.text for t in batch])  # uncached

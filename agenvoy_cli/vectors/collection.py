@@ -1,7 +1,7 @@
-"""One Chroma collection (and the client): the layer under vectors/index.py.
+"""One Chroma collection (and the client): the layer under vectors/api.py.
 
 The rules every access follows (the lock, the guard, explicit vectors, one model per
-collection) are written once, in vectors/index.py's docstring.
+collection) are written once, in vectors/api.py's docstring.
 """
 
 from __future__ import annotations

@@ -441,7 +441,7 @@ def test_semantic_lookup_and_consistency(run, home):
     """Default mode: records get vectors; a paraphrase with no shared word is still found;
     forget and prune delete vectors too; the index checks clean."""
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     others = [("shell", "storage", "write failed: no space left on device"),
@@ -552,7 +552,7 @@ def test_concurrent_records_from_four_processes(home):
     assert len(ids) == 40 and len(set(ids)) == 40 and not [i for i in ids if "FAILED" in i]
     assert sorted(r[0] for r in db_rows(home)) == sorted(ids)
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     store = open_store(Layout(home))

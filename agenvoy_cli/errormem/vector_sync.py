@@ -57,7 +57,7 @@ def _inspect(store: Store) -> _IndexState:
     rows = conn.execute("SELECT id, vector_model, expires_at FROM error_records").fetchall()
     flagged = {i for i, m, _ in rows if m is not None}
     all_ids = {i for i, _, _ in rows}
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     have: set[str] = set()
     exists = vector_dir_exists(store) and vectors.index_exists(store, vectors.ERRORS)
@@ -103,7 +103,7 @@ def repair_error_index(store: Store, *, warn: Warn = quiet) -> list[str]:
     """Bring the indexes back in line with the records; returns what was done."""
     if not store.layout.db.exists():
         return []
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     done: list[str] = []
     with store.write_lock():
