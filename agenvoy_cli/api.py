@@ -30,17 +30,17 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.api_rag import Progress, RagMethods
 from agenvoy_cli.contract import listing, moment
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 Warn = Callable[[str], None]
+Progress = Callable[[int, int], None]
 
 
-class Memory(RagMethods):
-    """An Agenvoy home: conversation memory, error memory and document RAG (api_rag.py)."""
+class Memory:
+    """An Agenvoy home: conversation memory, error memory and document RAG."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *,
                  store: Store | None = None) -> None:
@@ -343,7 +343,7 @@ class Memory(RagMethods):
         """Error records related to an error text (best first), and the hint to inject into
         the agent's next turn ("" when nothing is known). Renews the records' expiry.
         `budget`: at most this many seconds embedding records that lack a vector first."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.ranking import lookup
 
         options: dict[str, Any] = {"tool": tool, "error_type": error_type,
                                    "semantic": semantic, "budget": budget}
@@ -351,7 +351,7 @@ class Memory(RagMethods):
             options["limit"] = limit
         if warn is not None:
             options["warn"] = warn
-        result = errormem.lookup(self.store, query, **options)
+        result = lookup(self.store, query, **options)
         return {**listing("records", [h.as_dict() for h in result.hits]),
                 "hint": result.hint, "mode": result.mode, "match": result.match,
                 "unindexed_count": result.unindexed_count}
@@ -361,51 +361,113 @@ class Memory(RagMethods):
                      semantic: bool | None = None, warn: Warn | None = None
                      ) -> dict[str, Any]:
         """Remember a tool failure and its outcome (resolved, failed or abandoned)."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.records import make_draft
 
-        draft = errormem.make_draft(tool_name, list(keywords), symptom, cause, action, outcome)
+        draft = make_draft(tool_name, list(keywords), symptom, cause, action, outcome)
         return self.record_errors([draft], semantic=semantic, warn=warn)
 
     def record_errors(self, drafts: Sequence[Any], *, semantic: bool | None = None,
                       warn: Warn | None = None) -> dict[str, Any]:
         """Record several drafts (errormem.make_draft / drafts_from_json) at once."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import record
 
         options: dict[str, Any] = {"semantic": semantic}
         if warn is not None:
             options["warn"] = warn
-        records = errormem.record(self.store, list(drafts), **options)
+        records = record(self.store, list(drafts), **options)
         return listing("records", [r.as_dict() for r in records])
 
     def errors(self, *, tool: str | None = None, outcome: str | None = None,
                error_type: str | None = None, limit: int | None = None) -> dict[str, Any]:
         """Live error records, newest first (listing does not renew them)."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import list_records
 
-        return listing("records", [r.as_dict() for r in errormem.list_records(
+        return listing("records", [r.as_dict() for r in list_records(
             self.store, tool=tool, outcome=outcome, error_type=error_type, limit=limit)])
 
     def error(self, record_id: str) -> dict[str, Any]:
         """One record by id or a unique prefix of at least 6 digits (NotFound)."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import get
 
-        return errormem.get(self.store, record_id).as_dict()
+        return get(self.store, record_id).as_dict()
 
     def forget_error(self, record_id: str, *, warn: Warn | None = None) -> dict[str, Any]:
         """Delete one error record and its vector."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import forget
 
-        gone = errormem.forget(self.store, record_id, **_warn(warn))
+        gone = forget(self.store, record_id, **_warn(warn))
         return {"record_id": gone.id, "forgotten": 1}
 
     def prune_errors(self, *, dry_run: bool = False, warn: Warn | None = None
                      ) -> dict[str, Any]:
         """Remove expired records and their vectors (they are never returned anyway)."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import prune
 
-        gone = errormem.prune(self.store, dry_run=dry_run, **_warn(warn))
+        gone = prune(self.store, dry_run=dry_run, **_warn(warn))
         return {**listing("records", [r.as_dict() for r in gone]), "dry_run": dry_run,
                 "pruned": 0 if dry_run else len(gone)}
+
+    # -- document RAG ---------------------------------------------------------------------
+
+    def rag_databases(self) -> dict[str, Any]:
+        """Every RAG database with its file and chunk counts, size and last sync."""
+        from agenvoy_cli import rag
+
+        return listing("databases", rag.list_databases(self.store))
+
+    def rag_search(self, query: str, databases: Sequence[str] | None = None, *,
+                   mode: str = "hybrid", limit: int = 8) -> dict[str, Any]:
+        """Search the named RAG databases (None: all of them): hybrid, keyword, semantic."""
+        from agenvoy_cli import rag
+
+        result = rag.search(self.store, None if databases is None else list(databases),
+                            query, mode, limit=limit)
+        return {**result.as_dict(), "notes": list(result.notes)}
+
+    def rag_create(self, name: str, paths: Sequence[str] = (), *, index: bool = True,
+                   max_file_bytes: int | None = None, hidden: bool | None = None,
+                   vectors: bool | None = None, progress: Progress | None = None,
+                   announce: Callable[[int, int, bool], None] | None = None
+                   ) -> dict[str, Any]:
+        """Create the database `name` bound to `paths`, and index them now (`index`).
+        vectors=False: keyword search only (fast); embed later with rag_sync(vectors=True)."""
+        from agenvoy_cli import rag
+
+        db = rag.create(self.store, name, list(paths), max_file_bytes=max_file_bytes,
+                        hidden=hidden, vectors=vectors)
+        doc: dict[str, Any] = {"database": db.name, "action": "created",
+                               "paths": [s.path for s in db.sources]}
+        if paths and index:
+            doc["sync"] = self.rag_sync(name, progress=progress, announce=announce)
+        return doc
+
+    def rag_sync(self, name: str, paths: Sequence[str] | None = None, *,
+                 max_file_bytes: int | None = None, hidden: bool | None = None,
+                 rebuild: bool = False, vectors: bool | None = None,
+                 progress: Progress | None = None,
+                 announce: Callable[[int, int, bool], None] | None = None) -> dict[str, Any]:
+        """Re-index what changed and drop what was deleted (`paths`: add them first)."""
+        from agenvoy_cli import rag
+
+        return rag.sync(self.store, name, None if paths is None else list(paths),
+                        max_file_bytes=max_file_bytes, hidden=hidden, rebuild=rebuild,
+                        vectors=vectors, progress=progress, announce=announce).as_dict()
+
+    def rag_files(self, name: str, *, skipped: bool = False) -> dict[str, Any]:
+        """The files of a database: format, state (and why skipped), bytes, chunk_count."""
+        from agenvoy_cli import rag
+
+        info = rag.list_files(self.store, name)
+        files = info.pop("files_list")
+        if skipped:
+            files = [f for f in files if f["state"] == "skipped"]
+        return {"database": info["name"], "summary": info, **listing("files", files)}
+
+    def rag_remove(self, name: str) -> dict[str, Any]:
+        """Delete a database: its rows and vectors (the files themselves are untouched)."""
+        from agenvoy_cli import rag
+
+        return rag.remove(self.store, name)
 
 
 FORGET_NOTE = "summary.json is not rewritten: it may still mention what was forgotten"

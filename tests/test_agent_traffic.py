@@ -437,7 +437,7 @@ def test_edits_and_forget_reach_the_vector_index(run, home, monkeypatch):
         store = open_store(Layout(home))
         try:
             with store.write_lock():
-                found = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+                found = vectors.open_index(store, vectors.MESSAGES, create=False)
                 return {int(m["seq"]) for m in found.get({"session_id": SID}).values()}
         finally:
             store.close()

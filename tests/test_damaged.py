@@ -142,12 +142,12 @@ def test_directory_deleted_under_a_live_client(home, monkeypatch):
 
     words_embedder.use(monkeypatch, WordsEmbedder())
     store = open_store(Layout(home))
-    index = vectors.VectorIndex(store, "probe")
+    index = vectors.open_index(store, "probe")
     emb = index.embedder
     index.add(["a", "b"], emb.embed_documents(["deploy m3", "lunch menu"]), [{"k": 1}, {"k": 2}])
     assert index.query(emb.embed_query("deploy"), 1)[0].id == "a"
     shutil.rmtree(home / ".store/chroma")
-    again = vectors.VectorIndex(store, "probe")
+    again = vectors.open_index(store, "probe")
     assert again.collection.count() == 0
     again.add(["c"], emb.embed_documents(["deploy again"]), [{"k": 3}])
     assert [h.id for h in again.query(emb.embed_query("deploy"), 5)] == ["c"]

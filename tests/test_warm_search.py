@@ -102,7 +102,7 @@ def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words
     make_inconsistent(home, run)  # ends as a new process would start
     store = warm_store(home)
     with store.write_lock():
-        assert not range_query._consistent(vectors.VectorIndex(store, vectors.MESSAGES)
+        assert not range_query._consistent(vectors.open_index(store, vectors.MESSAGES)
                                           .session("s"))
     capsys.readouterr()
     res = search(store, "s", "deploy", "semantic", budget=0)

@@ -119,19 +119,19 @@ class Doctor(Report):
             vectors.check_session(self, sid, start_seq, next_seq)
 
     def check_error_memory(self) -> None:
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.vector_sync import check_error_index, repair_error_index
         from agenvoy_cli.vectors.location import has_vectors
 
         if has_vectors(self.store) and not self.vectors_usable:
             return  # reported (and not repaired) by the vector check
 
-        problems = errormem.check_error_index(self.store)
+        problems = check_error_index(self.store)
         if not problems:
             return
         done: list[str] = []
 
         def repair() -> str:
-            done.extend(errormem.repair_error_index(self.store))
+            done.extend(repair_error_index(self.store))
             return "; ".join(done) or "nothing to do"
 
         for i, detail in enumerate(problems):

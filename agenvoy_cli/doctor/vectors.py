@@ -30,7 +30,7 @@ def _index_session(doctor: Report, sid: str) -> int:
     try:
         from agenvoy_cli.search.catchup import index_session  # after #15's split
     except ImportError:
-        from agenvoy_cli.search.engine import index_session
+        from agenvoy_cli.search.catchup import index_session
     return index_session(doctor.store, sid, full=True)
 
 
@@ -128,7 +128,7 @@ def _rebuild(index: Any, keep: set[str], create: Any) -> int:
 
 
 def _check_other(doctor: Report, name: str) -> None:
-    index = vectors.VectorIndex(doctor.store, name, create=False)
+    index = vectors.open_index(doctor.store, name, create=False)
     meta, hnsw, err = _layers(index.collection)
     missing = set(meta) - hnsw if hnsw is not None else set(meta)
     if not missing and err is None:
@@ -150,7 +150,7 @@ def _create(doctor: Report, name: str, metadata: dict[str, Any]) -> Any:
     with doctor.store.write_lock():
         vectors.client(doctor.store).get_or_create_collection(
             vectors.scoped(doctor.store, name), embedding_function=None, metadata=metadata)
-    return vectors.VectorIndex(doctor.store, name, create=False)
+    return vectors.open_index(doctor.store, name, create=False)
 
 
 def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> None:

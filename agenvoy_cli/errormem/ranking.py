@@ -213,7 +213,7 @@ def _semantic(store: Store, conn: sqlite3.Connection, qvec: list[float], model: 
 
     if not vector_dir_exists(store) or not vectors.index_exists(store, vectors.ERRORS):
         raise AgenvoyError("the error-memory vector index is missing")
-    index = vectors.VectorIndex(store, vectors.ERRORS, create=False)
+    index = vectors.open_index(store, vectors.ERRORS, create=False)
     if index.embedder.model_id != model:
         raise AgenvoyError("the embedder changed meanwhile")
     where = {"tool_name": tool} if tool else None  # --tool filters, as upstream

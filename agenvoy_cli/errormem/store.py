@@ -105,7 +105,7 @@ def add_vectors(store: Store, ids: list[str], vecs: list[list[float]],
     vector whose record says 'none': repair re-embeds it, an upsert)."""
     from agenvoy_cli.vectors import api as vectors
 
-    index = vectors.VectorIndex(store, vectors.ERRORS)
+    index = vectors.open_index(store, vectors.ERRORS)
     if index.embedder.model_id != model:
         raise AgenvoyError(f"the embedder changed to {index.embedder.model_id} meanwhile")
     index.add(ids, vecs, metas)
@@ -202,7 +202,7 @@ def delete_vectors(store: Store, ids: list[str], warn: Warn) -> None:
         from agenvoy_cli.vectors import api as vectors
 
         if vectors.index_exists(store, vectors.ERRORS):
-            vectors.VectorIndex(store, vectors.ERRORS, create=False).delete(ids)
+            vectors.open_index(store, vectors.ERRORS, create=False).delete(ids)
     except Exception as exc:  # noqa: BLE001
         warn(f"agenvoy: warning: vectors not deleted ({one_line(exc)}); "
              "`agenvoy doctor --repair` removes them")

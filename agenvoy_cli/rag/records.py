@@ -243,7 +243,7 @@ def _index(store: Store, db: Database, *, create: bool) -> Any:
     name = collection_name(db.id)
     if not create and not vectors.index_exists(store, name):
         return None
-    return vectors.VectorIndex(store, name, create=create)
+    return vectors.open_index(store, name, create=create)
 
 
 def _rebuild_hint(db: Database) -> Callable[[Exception], Exception]:

@@ -140,7 +140,7 @@ def fts_ranking(conn: sqlite3.Connection, db_ids: Sequence[int], match: str | No
 
 
 def _any_match(query: str) -> str | None:
-    from agenvoy_cli.search.engine import content_query
+    from agenvoy_cli.search.keyword import content_query
 
     return fts.match_any(content_query(query))
 
@@ -258,7 +258,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
             result.score_kind = "cosine"
         else:
             result.score_kind = "rrf"
-            from agenvoy_cli.search.engine import fuse
+            from agenvoy_cli.search.fusion import fuse
 
             ranked = fuse(kw, vec)[:limit]
         conn = _readonly(store)

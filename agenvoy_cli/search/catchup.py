@@ -182,7 +182,7 @@ def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_T
     if rows.next_seq == 0 and not vectors.index_exists(store, vectors.MESSAGES):
         return None, []
     start = rows.start_seq or 0
-    index = vectors.VectorIndex(store, vectors.MESSAGES)
+    index = vectors.open_index(store, vectors.MESSAGES)
     todo = None if full else _fast_plan(index, conn, session_id, start, rows.next_seq)
     if todo is None:
         todo = _full_plan(index, conn, session_id, start)

@@ -71,7 +71,7 @@ def vector_hits(store: Store, session_id: str, vector: Sequence[float], n: int, 
         return [], 0
     if not vectors.index_exists(store, vectors.MESSAGES):
         return [], 0
-    index = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+    index = vectors.open_index(store, vectors.MESSAGES, create=False)
     hits = index.query(vector, n, where=seq_where(session_id, lo_seq, hi_seq, window))
     return ([(int(h.metadata["seq"]), 1.0 - float(h.distance)) for h in hits],
             int(getattr(index, "unsearchable", 0)))
@@ -148,7 +148,7 @@ def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: i
         return None
     step = max(1, span // BACKGROUND)
     ids = [vectors.message_id(session_id, s) for s in range(lo_seq, hi_seq, step)][:BACKGROUND]
-    index = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+    index = vectors.open_index(store, vectors.MESSAGES, create=False)
     got = index.collection.get(ids=ids, include=["embeddings"])
     embs = got.get("embeddings")
     if embs is None or len(embs) < BACKGROUND_MIN:

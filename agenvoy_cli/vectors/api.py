@@ -53,8 +53,6 @@ def open_index(store: Store, name: str, *, create: bool = True,
     return collection.VectorIndex(store, name, create=create, metadata=metadata)
 
 
-VectorIndex = open_index  # the name the layers above call (RENAMES.md: open_index)
-
 
 def index_exists(store: Store, name: str) -> bool:
     """Whether the collection exists (for MESSAGES: any session's collection, or the one
@@ -64,8 +62,6 @@ def index_exists(store: Store, name: str) -> bool:
         ours = scoped(store, "")
         return any(n.startswith(MESSAGES) and n.endswith(ours) for n in names)
     return scoped(store, name) in names
-
-
 
 
 def forget_before(store: Store, session_id: str, start_seq: int) -> int:

@@ -20,7 +20,7 @@ from agenvoy_cli.vectors.location import server_url
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
-    from agenvoy_cli.models.embedders import Embedder
+    from agenvoy_cli.models.base import Embedder
 
 MESSAGES = "agenvoy_messages"
 ERRORS = "agenvoy_errors"
@@ -56,7 +56,8 @@ def embedder_spec(store: Store) -> str | None:
 
 def embedder(store: Store) -> Embedder:
     """The configured embedder (AGENVOY_EMBEDDER or config agenvoy.embedder), cached."""
-    from agenvoy_cli.models.embedders import EmbedderError, get_embedder
+    from agenvoy_cli.models.base import EmbedderError
+    from agenvoy_cli.models.embedders import get_embedder
 
     spec = embedder_spec(store) or ""
     if spec.startswith("python:"):  # your own: built by its factory every time

@@ -36,7 +36,7 @@ from agenvoy_cli.vectors.range_query import query_complement
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
-    from agenvoy_cli.models.embedders import Embedder
+    from agenvoy_cli.models.base import Embedder
 
 def collection_for(session_id: str) -> str:
     """A session's collection (Chroma allows only [a-zA-Z0-9._-] in names: hashed)."""
