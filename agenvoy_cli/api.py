@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.contract import listing, moment
+from agenvoy_cli.contract import list_document, moment
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -91,7 +91,7 @@ class Memory:
         """The messages to send to the model this turn: the rolling summary (as a system
         message) and the last `max_messages` (max_history_messages, 16)."""
         messages = self.store.context(session_id, max_messages, warn=warn)
-        return {"session_id": session_id, **listing("messages", messages)}
+        return {"session_id": session_id, **list_document("messages", messages)}
 
     def search(self, session_id: str, query: str, *, mode: str = "semantic",
                limit: int = 8, range: str = "all", since: str | None = None,
@@ -123,7 +123,7 @@ class Memory:
             came = origins(self.store.db_readonly())
         for doc in docs:
             doc["source"] = came.get(doc["session_id"])  # where `import` brought it from
-        return listing("sessions", docs)
+        return list_document("sessions", docs)
 
     def session(self, session_id: str) -> dict[str, Any]:
         """One session with its archive row_count, trim point and path (NotFound)."""
@@ -132,7 +132,7 @@ class Memory:
         store = self.store
         with store.read_lock():
             store.require(session_id)
-            info = session_list.listing(store, only=session_id)[0]
+            info = session_list.session_documents(store, only=session_id)[0]
             start_seq, start_at = store.trim_point(session_id)
             info["row_count"] = sessions.archive_rows(store.db_readonly(), session_id)
             info["trim_point"] = {"start_seq": start_seq, **moment("start", start_at or None)}
@@ -146,7 +146,7 @@ class Memory:
         if session_id is not None:
             self.store.require(session_id)
             return self.store.compact(session_id, max_bytes).as_dict()
-        return listing("sessions", [self.store.compact(sid, max_bytes).as_dict()
+        return list_document("sessions", [self.store.compact(sid, max_bytes).as_dict()
                                     for sid in self.store.session_ids()])
 
     def backfill(self, session_id: str | None = None, *, vectors: bool = False,
@@ -168,7 +168,7 @@ class Memory:
         try:
             for done, sid in enumerate(ids, 1):
                 with store.write_lock():
-                    synced = store.sync(sid)
+                    synced = store.align(sid)
                 results.append({"session_id": sid, "inserted": synced.inserted})
                 if progress is not None and not vectors:
                     progress(done, len(ids))
@@ -188,7 +188,8 @@ class Memory:
                     base += max(todo[sid], row["embedded"])
         finally:
             store.rebuilding = was
-        doc = {**listing("sessions", results), "inserted": sum(r["inserted"] for r in results)}
+        doc = {**list_document("sessions", results),
+               "inserted": sum(r["inserted"] for r in results)}
         if vectors:
             doc["embedded"] = sum(r["embedded"] for r in results)
         return doc
@@ -205,7 +206,7 @@ class Memory:
         messages = [{"seq": m.seq, "role": m.role, **moment("sent", m.send_at),
                      "content": m.body} for m in result.messages]
         return {"session_id": session_id, "dry_run": result.dry_run,
-                **listing("messages", messages),
+                **list_document("messages", messages),
                 "forgotten": 0 if result.dry_run else len(messages),
                 "removed_from_history": result.from_history, "notes": [FORGET_NOTE]}
 
@@ -253,7 +254,7 @@ class Memory:
                     raise
                 result = SessionResult(sid, "failed", error=str(exc), exit_code=exc.exit_code)
             out.append(result.as_dict())
-        return listing("sessions", out)
+        return list_document("sessions", out)
 
     def reset_session(self, session_id: str, *, summarize: bool = True,
                       llm_command: str | None = None, warn: Warn | None = None
@@ -311,7 +312,7 @@ class Memory:
             self.store.require(session_id)
         ids = [session_id] if session_id else self.store.session_ids()
         problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
-        return {"session_count": len(ids), **listing("problems", problems),
+        return {"session_count": len(ids), **list_document("problems", problems),
                 "remaining": sum(1 for p in problems if not p["repaired"])}
 
     def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
@@ -352,7 +353,7 @@ class Memory:
         if warn is not None:
             options["warn"] = warn
         result = lookup(self.store, query, **options)
-        return {**listing("records", [h.as_dict() for h in result.hits]),
+        return {**list_document("records", [h.as_dict() for h in result.hits]),
                 "hint": result.hint, "mode": result.mode, "match": result.match,
                 "unindexed_count": result.unindexed_count}
 
@@ -375,14 +376,14 @@ class Memory:
         if warn is not None:
             options["warn"] = warn
         records = record(self.store, list(drafts), **options)
-        return listing("records", [r.as_dict() for r in records])
+        return list_document("records", [r.as_dict() for r in records])
 
     def errors(self, *, tool: str | None = None, outcome: str | None = None,
                error_type: str | None = None, limit: int | None = None) -> dict[str, Any]:
         """Live error records, newest first (listing does not renew them)."""
         from agenvoy_cli.errormem.store import list_records
 
-        return listing("records", [r.as_dict() for r in list_records(
+        return list_document("records", [r.as_dict() for r in list_records(
             self.store, tool=tool, outcome=outcome, error_type=error_type, limit=limit)])
 
     def error(self, record_id: str) -> dict[str, Any]:
@@ -404,7 +405,7 @@ class Memory:
         from agenvoy_cli.errormem.store import prune
 
         gone = prune(self.store, dry_run=dry_run, **_warn(warn))
-        return {**listing("records", [r.as_dict() for r in gone]), "dry_run": dry_run,
+        return {**list_document("records", [r.as_dict() for r in gone]), "dry_run": dry_run,
                 "pruned": 0 if dry_run else len(gone)}
 
     # -- document RAG ---------------------------------------------------------------------
@@ -413,7 +414,7 @@ class Memory:
         """Every RAG database with its file and chunk counts, size and last sync."""
         from agenvoy_cli import rag
 
-        return listing("databases", rag.list_databases(self.store))
+        return list_document("databases", rag.list_databases(self.store))
 
     def rag_search(self, query: str, databases: Sequence[str] | None = None, *,
                    mode: str = "hybrid", limit: int = 8) -> dict[str, Any]:
@@ -461,7 +462,7 @@ class Memory:
         files = info.pop("files_list")
         if skipped:
             files = [f for f in files if f["state"] == "skipped"]
-        return {"database": info["name"], "summary": info, **listing("files", files)}
+        return {"database": info["name"], "summary": info, **list_document("files", files)}
 
     def rag_remove(self, name: str) -> dict[str, Any]:
         """Delete a database: its rows and vectors (the files themselves are untouched)."""

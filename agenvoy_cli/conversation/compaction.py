@@ -29,7 +29,7 @@ class Archive(Protocol):
 
     layout: Layout
 
-    def sync(self, session_id: str, history: History | None = None, *,
+    def align(self, session_id: str, history: History | None = None, *,
              thorough: bool = False) -> _Synced: ...
 
     def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
@@ -98,12 +98,12 @@ def compact_session(store: Archive, session_id: str, limit: int, *,
     cut, note = choose_cut(history.messages, limit)
     if cut == 0:
         return Compaction(session_id, 0, count, size, size, None, None, note)
-    synced = store.sync(session_id, history)  # never drop what is not archived
+    synced = store.align(session_id, history)  # never drop what is not archived
     new_start = synced.seqs[cut]
     with store.transaction() as conn:
         start_at = archive.set_start(conn, session_id, new_start)
     data = dump_history(list(history.messages[cut:]))  # what is kept fits the limit
     write_history(history.path, data)
     with store.transaction() as conn:
-        sessions.record(conn, session_id, history.path, count - cut, new_start)
+        sessions.write_stats(conn, session_id, history.path, count - cut, new_start)
     return Compaction(session_id, cut, count - cut, size, len(data), start_at, new_start, note)

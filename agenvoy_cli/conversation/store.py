@@ -199,7 +199,7 @@ class Store:
     def _fallback_ns(self, history: History) -> int:
         return fallback_ns(history)
 
-    def sync(self, session_id: str, history: History | None = None, *,
+    def align(self, session_id: str, history: History | None = None, *,
              thorough: bool = False) -> SyncResult:
         """Bring the archive in line with history.json by the identity rule (first backfill,
         Agenvoy's writes, edits by hand, a crash); never a duplicate. thorough: rows before
@@ -226,7 +226,7 @@ class Store:
             start = done.seqs[0] if done.seqs else archive.session_rows(conn, session_id).next_seq
             if start != (rows.start_seq or 0) and (done.seqs or rows.has_rows):
                 archive.set_start(conn, session_id, start)
-            sessions.record(conn, session_id, history.path, len(history.messages), start)
+            sessions.write_stats(conn, session_id, history.path, len(history.messages), start)
         if done.left or done.edited or done.renumbered_from is not None:
             self.hooks.after_change(self, session_id, done.left + done.edited,
                                     done.renumbered_from)
@@ -279,7 +279,7 @@ class Store:
                 if start != (rows.start_seq or 0):
                     archive.set_start(conn, session_id, start)
                 archive.set_fingerprint(conn, session_id, history.path.stat(), count)
-                sessions.record(conn, session_id, history.path, count, start, new_folder)
+                sessions.write_stats(conn, session_id, history.path, count, start, new_folder)
         except BaseException:
             if previous is None:
                 history.path.unlink(missing_ok=True)
@@ -314,7 +314,7 @@ class Store:
             if history.raw is not None or count == 0:
                 # read (someone else may have written it): align the archive with it first
                 if history.messages or rows.has_rows:
-                    synced = self.sync(session_id, history)
+                    synced = self.align(session_id, history)
                     backfilled = synced.inserted
                     rows = archive.session_rows(conn, session_id)
                 start = rows.next_seq if count == 0 else (rows.start_seq or 0)

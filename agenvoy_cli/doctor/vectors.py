@@ -90,7 +90,7 @@ def check_home(doctor: Report, session_ids: list[str]) -> bool:
         doctor.report(None, "vectors", f"{exc}; {total} message(s) of {sessions} session(s) "
                       "to re-index", lambda: _rebuild_all(doctor, session_ids))
         return bool(doctor.problems[-1].repaired)
-    ours = vectors.scoped(store, "")
+    ours = vectors.server_name(store, "")
     for cname in names:
         if cname.startswith(vectors.MESSAGES) or not cname.endswith(ours):
             continue
@@ -120,7 +120,7 @@ def _rebuild(index: Any, keep: set[str], create: Any) -> int:
                 saved = col.get(ids=sorted(keep), include=["embeddings", "metadatas"])
             except Exception:  # noqa: BLE001 - nothing can be kept: all re-embedded
                 saved = {"ids": [], "embeddings": [], "metadatas": []}
-        vectors.client(store).delete_collection(vectors.scoped(store, index.name))
+        vectors.client(store).delete_collection(vectors.server_name(store, index.name))
         fresh = create()
         if saved["ids"]:
             fresh.add(saved["ids"], [list(v) for v in saved["embeddings"]], saved["metadatas"])
@@ -149,7 +149,7 @@ def _check_other(doctor: Report, name: str) -> None:
 def _create(doctor: Report, name: str, metadata: dict[str, Any]) -> Any:
     with doctor.store.write_lock():
         vectors.client(doctor.store).get_or_create_collection(
-            vectors.scoped(doctor.store, name), embedding_function=None, metadata=metadata)
+            vectors.server_name(doctor.store, name), embedding_function=None, metadata=metadata)
     return vectors.open_index(doctor.store, name, create=False)
 
 

@@ -290,9 +290,9 @@ def remove(store: Store, name: str) -> dict[str, Any]:
 
 def _drop_orphans(store: Store, conn: sqlite3.Connection, vectors: Any) -> None:
     """Collections of databases that no longer exist (a remove that died half-way)."""
-    live = {vectors.scoped(store, collection_name(r[0]))
+    live = {vectors.server_name(store, collection_name(r[0]))
             for r in conn.execute("SELECT id FROM rag_dbs")}
-    ours = vectors.scoped(store, "")  # "" embedded; "-<home key>" on a shared server
+    ours = vectors.server_name(store, "")  # "" embedded; "-<home key>" on a shared server
     for col in vectors.client(store).list_collections():
         cname = col if isinstance(col, str) else col.name
         if (cname.startswith(COLLECTION_PREFIX) and cname.endswith(ours)

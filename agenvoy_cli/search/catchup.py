@@ -240,7 +240,7 @@ def _remember_done(store: Store, session_id: str, state: tuple[Any, ...]) -> Non
         memo[session_id] = state
 
 
-def plan(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:
+def todo(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:
     """For a caller that embeds elsewhere (the MCP server's indexer): (the index, the
     messages to embed, each with .text). Imports chromadb before taking the lock."""
     from agenvoy_cli.vectors.hooks import preload
@@ -250,10 +250,10 @@ def plan(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:
         state = _known_done(store, session_id)
         if state is None:
             return None, []
-        index, todo = _index_plan(store, session_id, False)
-        if not todo:
+        index, missing = _index_plan(store, session_id, False)
+        if not missing:
             _remember_done(store, session_id, state)
-        return index, todo
+        return index, missing
 
 
 def add(store: Store, index: Any, session_id: str, batch: Sequence[_Todo],

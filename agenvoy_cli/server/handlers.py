@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.contract import document, listing
+from agenvoy_cli.contract import document, list_document
 from agenvoy_cli.conversation.messages import content_text
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
@@ -126,13 +126,13 @@ def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
     messages = ctx.store.context(session_id, limit, warn=ctx.warn)
     blocks = [f"[{m.get('role')}]\n{content_text(m.get('content'))}" for m in messages]
     return "\n\n".join(blocks) or "(no messages)", {"session_id": session_id,
-                                                     **listing("messages", messages)}
+                                                     **list_document("messages", messages)}
 
 
 # ----------------------------------------------------------------------------- error memory
 
 
-def remember_error(ctx: Context, raw: dict[str, Any]) -> Reply:
+def record_error(ctx: Context, raw: dict[str, Any]) -> Reply:
     from agenvoy_cli.errormem.records import make_draft
     from agenvoy_cli.errormem.store import record
 
@@ -141,7 +141,7 @@ def remember_error(ctx: Context, raw: dict[str, Any]) -> Reply:
                               a.raw.get("symptom"), a.raw.get("cause"), a.raw.get("action"),
                               a.raw.get("outcome"))
     records = record(ctx.store, [draft], warn=ctx.warn)
-    doc = listing("records", [r.as_dict() for r in records])
+    doc = list_document("records", [r.as_dict() for r in records])
     return f"Remember the Error: {records[0].id}", doc
 
 
@@ -158,7 +158,7 @@ def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
         raise BadInput("search_error_history: keyword is empty")
     result = lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,
                            budget=budget)
-    doc = {**listing("records", [h.as_dict() for h in result.hits]), "hint": result.hint,
+    doc = {**list_document("records", [h.as_dict() for h in result.hits]), "hint": result.hint,
            "mode": result.mode, "match": result.match,
            "unindexed_count": result.unindexed_count}
     return result.hint or "NONE", doc
@@ -216,7 +216,7 @@ def search_rag(ctx: Context, raw: dict[str, Any]) -> Reply:
 
 TOOLS: dict[str, Callable[[Context, dict[str, Any]], Reply]] = {
     "search_chat_history": search_chat_history,
-    "remember_error": remember_error,
+    "remember_error": record_error,
     "search_error_history": search_error_history,
     "read_error": read_error,
     "list_rag": list_rag,

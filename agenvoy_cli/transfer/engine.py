@@ -52,7 +52,7 @@ def _tail(store: Store, sid: str, seq_end: int) -> list[str]:
     """Identities of the archive rows after seq_end (a batch whose cursor was not written)."""
     with store.write_lock():
         if store.exists(sid):
-            store.sync(sid)
+            store.align(sid)
         conn = store.db()
         rows = conn.execute("SELECT hash FROM messages WHERE session_id = ? AND seq >= ? "
                             "ORDER BY seq", (sid, seq_end)).fetchall()

@@ -192,7 +192,7 @@ def refresh_if_stale(store: Store) -> bool:
         return not server_url(store) and guard.refresh_if_stale(store, lambda: _close(key))
 
 
-def scoped(store: Store, name: str) -> str:
+def server_name(store: Store, name: str) -> str:
     """The collection's name on the Chroma side. An embedded directory belongs to one home;
     on a server shared by several homes each home gets its own collections (two homes'
     session "main" must never meet), keyed by the home's path."""
@@ -262,9 +262,9 @@ class VectorIndex:
                             "hnsw:batch_size": SYNC_THRESHOLD, "model_id": emb.model_id,
                             "dim": emb.dim, **self._extra}
                     col = api.get_or_create_collection(
-                        scoped(self.store, self.name), embedding_function=None, metadata=meta)
+                        server_name(self.store, self.name), embedding_function=None, metadata=meta)
                 else:
-                    col = api.get_collection(scoped(self.store, self.name),
+                    col = api.get_collection(server_name(self.store, self.name),
                                              embedding_function=None)
             except AgenvoyError:
                 raise
