@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from agenvoy_cli.commands.common import json_option, memory
@@ -10,7 +12,7 @@ from agenvoy_cli.output import ProgressBar, emit, table, warn
 FORMATS = ("claude-code", "codex", "chatgpt", "openai", "agenvoy")
 
 
-def _render(doc: dict) -> str:
+def _render(doc: dict[str, Any]) -> str:
     rows = [(r["session_id"], r["format"], r["status"], r["added"], r["malformed"])
             for r in doc["sources"]]
     head = table(rows, ["session", "format", "status", "added", "malformed"]) if rows else \

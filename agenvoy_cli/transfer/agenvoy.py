@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,7 @@ def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any]]], where: str,
         elif kind == "summary" and head is not None:
             sid = str(head.get("session_id"))
             yield Unit(f"agenvoy:{head.get('home')}/{sid}", "agenvoy", session or sid,
-                       lambda records=records: records,
+                       partial(list, records),
                        {"path": where, "home": head.get("home")},
                        summary=(line.get("summary"), line.get("meta")))
             head = None
