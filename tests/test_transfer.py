@@ -216,3 +216,14 @@ def test_stream_reader_matches_a_full_parse(chunk):
     data = (DATA / "chatgpt" / "conversations.json").read_bytes()
     got = [e for e, _ in elements(io.BytesIO(data), chunk)]
     assert got == orjson.loads(data)
+
+
+def test_session_list_table_shows_the_source(run):
+    assert run("append", "plain", "--role", "user", "--content", "hi").exit_code == 0
+    imported(run, "claude-code", str(CLAUDE), "--sidechains", "skip")
+    table = run("session", "list").stdout.splitlines()
+    assert table[0].split()[-1] == "source"
+    line = next(x for x in table if x.startswith("cc-shop-7f3c2a10"))
+    assert line.rstrip().endswith("claude-code: /home/ada/src/shop (main)")
+    plain = next(x for x in table if x.startswith("plain"))
+    assert plain.rstrip().endswith("-")
