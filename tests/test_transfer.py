@@ -227,3 +227,30 @@ def test_session_list_table_shows_the_source(run):
     assert line.rstrip().endswith("claude-code: /home/ada/src/shop (main)")
     plain = next(x for x in table if x.startswith("plain"))
     assert plain.rstrip().endswith("-")
+
+
+def test_a_malformed_line_counts_once_not_once_per_side(run):
+    doc = imported(run, "claude-code", str(CLAUDE))
+    assert doc["malformed"] == 1
+    assert [s["malformed"] for s in doc["sources"]] == [1, 0]
+
+
+def test_an_empty_source_then_the_grown_one_imports_every_record(run, tmp_path, home):
+    lines = CLAUDE.read_bytes().splitlines(keepends=True)
+    side = [x for x in lines if b'"isSidechain": true' in x]
+    path = tmp_path / "p" / CLAUDE.name
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    first = imported(run, "claude-code", str(path))
+    assert first["added"] == 0 and all(s["record_count"] == 0 for s in first["sources"])
+    path.write_bytes(b"".join(x for x in lines if x not in side))  # no sub-agent yet
+    grown = imported(run, "claude-code", str(path))
+    assert [(s["session_id"], s["added"]) for s in grown["sources"]] == [
+        ("cc-shop-7f3c2a10", 7), ("cc-shop-7f3c2a10-side", 0)]
+    with path.open("ab") as handle:  # the sub-agent starts: its side had a cursor, empty
+        handle.writelines(side)
+    again = imported(run, "claude-code", str(path))
+    assert [s["added"] for s in again["sources"]] == [0, 2]
+    assert len(rows(home, "cc-shop-7f3c2a10")) == 7
+    assert len(rows(home, "cc-shop-7f3c2a10-side")) == 2
+    assert imported(run, "claude-code", str(path))["added"] == 0

@@ -118,7 +118,8 @@ def read(path: Path, sidechain: bool, meta: dict[str, Any]) -> list[Record]:
                 if not isinstance(entry, dict):
                     raise ValueError("not a JSON object")
             except (orjson.JSONDecodeError, ValueError) as exc:
-                records.append(Record(line, [], f"line {number}: {exc}"))
+                # a line no side can claim: counted once, by the main conversation
+                records.append(Record(line, [], None if sidechain else f"line {number}: {exc}"))
                 last_id = None
                 continue
             if entry.get("type") not in ("user", "assistant") or \
