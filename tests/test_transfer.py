@@ -254,3 +254,61 @@ def test_an_empty_source_then_the_grown_one_imports_every_record(run, tmp_path, 
     assert len(rows(home, "cc-shop-7f3c2a10")) == 7
     assert len(rows(home, "cc-shop-7f3c2a10-side")) == 2
     assert imported(run, "claude-code", str(path))["added"] == 0
+
+
+def full_rows(home: Path, sid: str) -> list[tuple]:
+    with sqlite3.connect(home / ".store/history.db") as conn:
+        return conn.execute("SELECT seq, send_at, role, content, message, gone, sender "
+                            "FROM messages WHERE session_id = ? ORDER BY seq", (sid,)).fetchall()
+
+
+def trim_point(run, sid: str) -> dict:
+    res = run("session", "show", sid, "--json")
+    assert res.exit_code == 0, res.stderr
+    return res.json()["trim_point"]
+
+
+def moved(run, home: Path, other: Path, tmp_path: Path, monkeypatch, *sids: str) -> None:
+    """Export sids from home, import them into other, and check nothing differs."""
+    out = tmp_path / "moved.jsonl"
+    assert run("export", *sids, "--output", str(out)).exit_code == 0
+    want = {s: (context(run, s), full_rows(home, s), trim_point(run, s),
+                (home / "sessions" / s / "history.json").read_bytes()) for s in sids}
+    monkeypatch.setenv("AGENVOY_HOME", str(other))
+    doc = imported(run, "agenvoy", str(out))
+    assert doc["added"] == sum(len(w[1]) for w in want.values())
+    for s, (ctx, got_rows, point, history) in want.items():
+        assert context(run, s) == ctx
+        assert full_rows(other, s) == got_rows
+        assert trim_point(run, s) == point
+        assert (other / "sessions" / s / "history.json").read_bytes() == history
+    assert imported(run, "agenvoy", str(out))["added"] == 0
+    assert run("doctor").exit_code == 0
+
+
+def test_export_import_keeps_sender_and_the_sendat_dress(run, home, tmp_path, monkeypatch):
+    for fmt in ("sendat", "header"):
+        monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", fmt)
+        sid = f"v-{fmt}"
+        assert run("append", sid, "--role", "user", "--content", f"你好 {fmt}", "--sender",
+                   "alice", "--time", "2025-01-02 03:04:05").exit_code == 0
+        assert run("append", sid, "--role", "assistant", "--content", "hi alice",
+                   "--time", "2025-01-02 03:04:06").exit_code == 0
+    monkeypatch.delenv("AGENVOY_HISTORY_FORMAT")  # the other home writes headers
+    assert [r[6] for r in full_rows(home, "v-sendat")] == ["alice", ""]
+    moved(run, home, tmp_path / "other", tmp_path, monkeypatch, "v-sendat", "v-header")
+
+
+def test_export_import_restores_the_trim_point(run, home, tmp_path, monkeypatch):
+    sid = "trimmed"
+    for i in range(30):
+        assert run("append", sid, "--role", "user", "--content", f"question {i} " + "x" * 80,
+                   "--time", f"2025-02-01 10:{i:02d}:00", "--no-compact").exit_code == 0
+        assert run("append", sid, "--role", "assistant", "--content", f"answer {i}",
+                   "--time", f"2025-02-01 10:{i:02d}:30", "--no-compact").exit_code == 0
+    assert run("compact", sid, "--max-bytes", "2048").exit_code == 0
+    point = trim_point(run, sid)
+    assert point["start_seq"] > 0
+    kept = len(orjson.loads((home / "sessions" / sid / "history.json").read_bytes()))
+    assert kept < 60 and len(full_rows(home, sid)) == 60
+    moved(run, home, tmp_path / "other", tmp_path, monkeypatch, sid)

@@ -62,7 +62,7 @@ def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = N
                 for unit in _units(fmt, path, session, sidechains):
                     results.append(engine.import_unit(
                         store, unit, session=session, dry_run=dry_run, strict=strict,
-                        write_summary=agenvoy.write_summary if fmt == "agenvoy" else None))
+                        restore=agenvoy.restore if fmt == "agenvoy" else None))
                     if progress is not None:
                         progress(len(results), len(results))
             except (OSError, ValueError) as exc:
