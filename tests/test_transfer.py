@@ -312,3 +312,46 @@ def test_export_import_restores_the_trim_point(run, home, tmp_path, monkeypatch)
     kept = len(orjson.loads((home / "sessions" / sid / "history.json").read_bytes()))
     assert kept < 60 and len(full_rows(home, sid)) == 60
     moved(run, home, tmp_path / "other", tmp_path, monkeypatch, sid)
+
+
+def chatgpt_export(path: Path, conversations: int, turns: int) -> int:
+    """A generated conversations.json (a branch in every conversation's first answer, CJK
+    in every user turn): the number of messages its current branches import as."""
+    out = []
+    for c in range(conversations):
+        mapping = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+        tip, t = "root", 1_727_773_200.0 + c * 86_400
+        for turn in range(turns):
+            for role in ("user", "assistant"):
+                t += 7
+                nid = f"{role[0]}{turn}"
+                text = f"conv {c} turn {turn} {role} 第{turn}輪 " + "lorem ipsum " * 40
+                mapping[nid] = {"id": nid, "parent": tip, "children": [], "message": {
+                    "id": nid, "author": {"role": role}, "create_time": t, "recipient": "all",
+                    "content": {"content_type": "text", "parts": [text]}, "metadata": {}}}
+                mapping[tip]["children"].append(nid)
+                if turn == 0 and role == "assistant":  # the regenerated answer, not shown
+                    old = dict(mapping[nid], id="old", message={**mapping[nid]["message"],
+                               "content": {"content_type": "text", "parts": ["Whiskers"]}})
+                    mapping["old"] = old
+                    mapping[tip]["children"].insert(0, "old")
+                tip = nid
+        out.append({"title": f"Generated {c}", "create_time": t, "mapping": mapping,
+                    "current_node": tip, "conversation_id": f"{c:04d}-generated"})
+    path.write_bytes(orjson.dumps(out))
+    return conversations * turns * 2
+
+
+def test_progress_lines_within_one_large_file(run, tmp_path, monkeypatch):
+    path = tmp_path / "conversations.json"
+    chatgpt_export(path, 48, 60)
+    size = path.stat().st_size >> 20
+    assert size >= 3
+    monkeypatch.setenv("AGENVOY_PROGRESS_SECONDS", "0")
+    res = run("import", "chatgpt", str(path), "--json")
+    assert res.exit_code == 0, res.stderr
+    import re
+
+    done = [int(m) for m in re.findall(rf"agenvoy: import (\d+)/{size} MiB \(", res.stderr)]
+    assert len(set(done)) >= 3 and done == sorted(done) and done[-1] == size, res.stderr
+    assert "MiB/s" in res.stderr and "left)" in res.stderr

@@ -37,10 +37,11 @@ def command(ctx: click.Context, fmt: str, paths: tuple[str, ...], session: str |
     """Import FORMAT (claude-code, codex, chatgpt, openai, agenvoy) from PATH...: one
     session per transcript or conversation, only what is new since the last import (cron
     ready), nothing embedded (`backfill --vectors` catches up). Unknown FORMAT: exit 2."""
-    bar = ProgressBar("import", 2, not as_json, unit="sources")
+    bar = ProgressBar("import", 2, not as_json, unit="MiB")  # a bar from 2 MiB of input
     try:
         doc = memory(ctx).import_(fmt, list(paths), session=session, dry_run=dry_run,
-                                  strict=strict, sidechains=sidechains, progress=bar)
+                                  strict=strict, sidechains=sidechains,
+                                  progress=lambda done, total: bar(done >> 20, total >> 20))
     finally:
         bar.close()
     for r in doc["sources"]:

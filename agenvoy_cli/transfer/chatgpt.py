@@ -7,7 +7,7 @@ becomes a tool call, the tool's answer its tool message."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -93,7 +93,8 @@ def messages(conversation: dict[str, Any]) -> Iterator[tuple[bytes, list[Timed]]
         yield raw, [({"role": role, "content": content}, moment)]
 
 
-def units(path: Path, session: str | None, progress_bytes: Any = None) -> Iterator[Unit]:
+def units(path: Path, session: str | None,
+          progress_bytes: Callable[[int], None] | None = None) -> Iterator[Unit]:
     with open(path, "rb") as handle:
         for index, (conversation, read) in enumerate(elements(handle)):
             if progress_bytes is not None:
