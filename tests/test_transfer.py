@@ -355,3 +355,69 @@ def test_progress_lines_within_one_large_file(run, tmp_path, monkeypatch):
     done = [int(m) for m in re.findall(rf"agenvoy: import (\d+)/{size} MiB \(", res.stderr)]
     assert len(set(done)) >= 3 and done == sorted(done) and done[-1] == size, res.stderr
     assert "MiB/s" in res.stderr and "left)" in res.stderr
+
+
+def test_kill_9_in_the_middle_then_doctor_and_a_second_import_complete_it(home, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT, agenvoy
+
+    path = tmp_path / "conversations.json"
+    total = chatgpt_export(path, 12, 300)  # 600 messages a conversation: two batches each
+    db = home / ".store" / "history.db"
+
+    def archived() -> int:
+        if not db.exists():
+            return 0
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+                return conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        except sqlite3.OperationalError:  # not created yet
+            return 0
+
+    proc = subprocess.Popen([sys.executable, "-m", "agenvoy_cli", "import", "chatgpt",
+                             str(path)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=os.environ.copy())
+    deadline = time.monotonic() + 180
+    try:
+        while archived() < total // 4 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the import ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL
+    part = archived()
+    assert total // 4 <= part < total
+    doctor = agenvoy("doctor", "--json")
+    assert doctor.returncode == 0, doctor.stderr
+    assert orjson.loads(doctor.stdout)["problems"] == []
+    again = agenvoy("import", "chatgpt", str(path), "--json", timeout=300)
+    assert again.returncode == 0, again.stderr
+    doc = orjson.loads(again.stdout)
+    assert len(doc["sources"]) == 12 and doc["malformed"] == 0
+    assert archived() == total
+    with sqlite3.connect(db) as conn:
+        per = conn.execute("SELECT session_id, count(*), count(DISTINCT hash), min(seq), "
+                           "max(seq) FROM messages GROUP BY session_id").fetchall()
+    assert len(per) == 12 and all(r[1:] == (600, 600, 0, 599) for r in per), per
+    assert orjson.loads(agenvoy("import", "chatgpt", str(path), "--json").stdout)["added"] == 0
+    assert agenvoy("doctor").returncode == 0
+
+
+def test_stream_offsets_grow_to_the_size(tmp_path):
+    import io
+
+    from agenvoy_cli.transfer.stream import elements
+
+    path = tmp_path / "conversations.json"
+    chatgpt_export(path, 40, 20)
+    data = path.read_bytes()
+    offsets = [at for _, at in elements(io.BytesIO(data), 1 << 16)]
+    assert offsets == sorted(offsets) and offsets[-1] == len(data) - 1  # all but "]"
+    assert len(set(offsets)) == 40  # one place per element, not one per chunk read

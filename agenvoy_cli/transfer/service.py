@@ -24,7 +24,7 @@ class Meter:
     done, a ChatGPT export as its stream is read (so one 1 GiB file shows progress too)."""
 
     def __init__(self, progress: Callable[[int, int], None] | None, paths: list[Path]):
-        self.progress, self.base, self.current = progress, 0, 0
+        self.progress, self.base, self.current, self.last = progress, 0, 0, -1
         self.seen: set[str] = set()
         self.total = sum(_size(p) for p in paths)
 
@@ -46,8 +46,10 @@ class Meter:
         self._report()
 
     def _report(self) -> None:
-        if self.progress is not None:
-            self.progress(min(self.base + self.current, self.total), self.total)
+        done = min(self.base + self.current, self.total)
+        if self.progress is not None and done != self.last:
+            self.last = done
+            self.progress(done, self.total)
 
 
 def _size(path: Path) -> int:

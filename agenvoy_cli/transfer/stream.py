@@ -19,7 +19,9 @@ class Malformed(ValueError):
 
 
 def elements(handle: BinaryIO, chunk: int = CHUNK) -> Iterator[tuple[Any, int]]:
-    """(element, bytes read so far) for each element of the array in `handle`."""
+    """(element, bytes consumed so far) for each element of the array in `handle`: the
+    bytes read less the characters still buffered (exact for ASCII, at most a buffer off
+    for wider text; never decreasing, the file's size after the last element)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     buf, pos, eof, read = "", 0, False, 0
 
@@ -74,5 +76,5 @@ def elements(handle: BinaryIO, chunk: int = CHUNK) -> Iterator[tuple[Any, int]]:
             if end >= len(buf) and not eof and more():  # a number may go on in the next chunk
                 continue
             pos = end
-            yield value, read
+            yield value, read - (len(buf) - pos)
             break
