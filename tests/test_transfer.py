@@ -421,3 +421,36 @@ def test_stream_offsets_grow_to_the_size(tmp_path):
     offsets = [at for _, at in elements(io.BytesIO(data), 1 << 16)]
     assert offsets == sorted(offsets) and offsets[-1] == len(data) - 1  # all but "]"
     assert len(set(offsets)) == 40  # one place per element, not one per chunk read
+
+
+def test_stream_reads_a_large_element_in_few_tries():
+    import io
+
+    from agenvoy_cli.transfer.stream import elements
+
+    class Counting(io.BytesIO):
+        reads = 0
+
+        def read(self, size: int | None = -1) -> bytes:
+            self.reads += 1
+            return super().read(size)
+
+    big = [{"text": "長" * 100_000, "n": i} for i in range(3)]
+    handle = Counting(orjson.dumps(big))
+    assert [e for e, _ in elements(handle, 1024)] == big
+    assert handle.reads < 40  # not one per 1 KiB of the ~900 KiB (doubling reads)
+
+
+@pytest.mark.parametrize("chunk", [5, 64, 1 << 20])
+def test_stream_stops_at_a_bad_element_without_reading_on(chunk):
+    import io
+
+    from agenvoy_cli.transfer.stream import Malformed, elements
+
+    data = b'[{"a": "x\\u12"}, {"b": 1 2}, ' + b'{"c": "' + b"z" * 5_000_000 + b'"}]'
+    handle = io.BytesIO(data)
+    with pytest.raises(Malformed, match="bad JSON"):
+        list(elements(handle, chunk))
+    assert handle.tell() < 1 << 21  # not the whole file into memory to say so
+    good = b'[{"a": "\\u00e9\\u9577"}, 12345678, "' + "長".encode() * 50 + b'", true]'
+    assert [e for e, _ in elements(io.BytesIO(good), chunk)] == orjson.loads(good)
