@@ -454,3 +454,46 @@ def test_stream_stops_at_a_bad_element_without_reading_on(chunk):
     assert handle.tell() < 1 << 21  # not the whole file into memory to say so
     good = b'[{"a": "\\u00e9\\u9577"}, 12345678, "' + "長".encode() * 50 + b'", true]'
     assert [e for e, _ in elements(io.BytesIO(good), chunk)] == orjson.loads(good)
+
+
+KILLED_AFTER_APPEND = """
+import os, signal, sys
+from agenvoy_cli.conversation.store import Store
+real, calls, after = Store.append, [], int(sys.argv[1])
+def append(self, *args, **kwargs):
+    done = real(self, *args, **kwargs)
+    calls.append(1)
+    if len(calls) == after:  # the archive has the batch, its cursor is not written
+        os.kill(os.getpid(), signal.SIGKILL)
+    return done
+Store.append = append
+sys.argv = ["agenvoy", "import", "chatgpt", sys.argv[2]]
+from agenvoy_cli.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("appends", [1, 2, 3])
+def test_killed_between_a_batch_and_its_cursor(home, tmp_path, appends):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, agenvoy
+
+    path = tmp_path / "conversations.json"
+    total = chatgpt_export(path, 2, 300)  # two batches a conversation (BATCH = 500)
+    child = subprocess.run([sys.executable, "-c", KILLED_AFTER_APPEND, str(appends),
+                            str(path)], cwd=ROOT, capture_output=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert agenvoy("doctor").returncode == 0
+    doc = orjson.loads(agenvoy("import", "chatgpt", str(path), "--json").stdout)
+    assert sorted(s["session_id"] for s in doc["sources"]) == [
+        "chatgpt-generated-0-0000-gen", "chatgpt-generated-1-0001-gen"]
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        per = conn.execute("SELECT session_id, count(*), count(DISTINCT hash) FROM messages "
+                           "GROUP BY session_id ORDER BY 1").fetchall()
+    assert per == [("chatgpt-generated-0-0000-gen", 600, 600),
+                   ("chatgpt-generated-1-0001-gen", 600, 600)]
+    assert sum(len(orjson.loads((home / "sessions" / s / "history.json").read_bytes()))
+               for s, _, _ in per) <= total

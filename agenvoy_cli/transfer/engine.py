@@ -5,7 +5,9 @@ them. A re-import hashes that many records again: the same digest -> only the re
 them are new; another digest -> the old part changed: reported, nothing imported. Messages
 go in by Store.append in batches, the cursor written after each under the same lock; a
 crash between the two leaves archive rows past the cursor's seq_end that are exactly the
-next messages: the next run recognises them and does not append them again.
+next messages: the next run recognises them and does not append them again. Before a
+source's first batch, a cursor of 0 records claims the session (a crash right after that
+batch leaves it owned, its rows the tail, not a session to go around with a new id).
 """
 
 from __future__ import annotations
@@ -100,6 +102,18 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
     count, last, total = 0, None, 0
     last_time: datetime | None = None
 
+    claimed = cursor is not None
+
+    def claim() -> None:
+        nonlocal claimed
+        top = store.db().execute("SELECT max(seq) FROM messages WHERE session_id = ?",
+                                 (sid,)).fetchone()[0]
+        with store.transaction() as conn:
+            sources.put(conn, sources.Cursor(
+                unit.key, unit.format, sid, 0, hashlib.blake2b(digest_size=16).hexdigest(),
+                0 if top is None else top + 1, None, None, unit.meta))
+        claimed = True
+
     def flush(records: int) -> None:
         nonlocal pending, tail, last_time
         stamped, last_time = _stamp(pending, last_time)
@@ -118,6 +132,8 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
             doc["added"] += len(checked)
             return
         with store.write_lock():
+            if checked and not claimed:
+                claim()
             if checked:  # an export's session keeps its own dress and trim point
                 store.append(sid, checked, compact=unit.trim is None,
                              history_format=unit.history_format)
