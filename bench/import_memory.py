@@ -177,7 +177,7 @@ def main() -> None:
     parser.add_argument("--generate", type=int, metavar="MIB", help="only write an export")
     parser.add_argument("--output", default="conversations.json")
     args = parser.parse_args()
-    if args.generate:
+    if args.generate is not None:
         convs, msgs = chatgpt_export(Path(args.output), args.generate * MiB, args.seed)
         print(f"{args.output}: {convs} conversations, {msgs} messages")
         return

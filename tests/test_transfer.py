@@ -354,6 +354,7 @@ def test_progress_lines_within_one_large_file(run, tmp_path, monkeypatch):
 
     done = [int(m) for m in re.findall(rf"agenvoy: import (\d+)/{size} MiB \(", res.stderr)]
     assert len(set(done)) >= 3 and done == sorted(done) and done[-1] == size, res.stderr
+    assert len(done) == len(set(done))  # each whole MiB once, the last one too
     assert "MiB/s" in res.stderr and "left)" in res.stderr
 
 

@@ -38,10 +38,16 @@ def command(ctx: click.Context, fmt: str, paths: tuple[str, ...], session: str |
     session per transcript or conversation, only what is new since the last import (cron
     ready), nothing embedded (`backfill --vectors` catches up). Unknown FORMAT: exit 2."""
     bar = ProgressBar("import", 2, not as_json, unit="MiB")  # a bar from 2 MiB of input
+    shown = [(-1, -1)]
+
+    def progress(done: int, total: int) -> None:  # bytes, shown in whole MiB, each once
+        if (done >> 20, total >> 20) != shown[0]:
+            shown[0] = (done >> 20, total >> 20)
+            bar(*shown[0])
+
     try:
         doc = memory(ctx).import_(fmt, list(paths), session=session, dry_run=dry_run,
-                                  strict=strict, sidechains=sidechains,
-                                  progress=lambda done, total: bar(done >> 20, total >> 20))
+                                  strict=strict, sidechains=sidechains, progress=progress)
     finally:
         bar.close()
     for r in doc["sources"]:
