@@ -281,7 +281,8 @@ def moved(run, home: Path, other: Path, tmp_path: Path, monkeypatch, *sids: str)
         assert context(run, s) == ctx
         assert full_rows(other, s) == got_rows
         assert trim_point(run, s) == point
-        assert (other / "sessions" / s / "history.json").read_bytes() == history
+        assert orjson.loads((other / "sessions" / s / "history.json").read_bytes()) == \
+            orjson.loads(history)
     assert imported(run, "agenvoy", str(out))["added"] == 0
     assert run("doctor").exit_code == 0
 
@@ -498,3 +499,18 @@ def test_killed_between_a_batch_and_its_cursor(home, tmp_path, appends):
                    ("chatgpt-generated-1-0001-gen", 600, 600)]
     assert sum(len(orjson.loads((home / "sessions" / s / "history.json").read_bytes()))
                for s, _, _ in per) <= total
+
+
+def test_export_takes_what_agenvoy_itself_trimmed_and_appended(run, home, tmp_path,
+                                                                monkeypatch):
+    for i in range(10):
+        assert run("append", "s", "--role", ("user", "assistant")[i % 2], "--content",
+                   f"msg {i}", "--time", f"2025-01-01 10:00:0{i}").exit_code == 0
+    path = home / "sessions" / "s" / "history.json"
+    kept = orjson.loads(path.read_bytes())[4:]  # Agenvoy trimmed, then appended: not synced
+    kept += [{"role": "user", "content": "---\n當前時間: 2025-01-01 11:00:00\n---\nnew 1"},
+             {"role": "assistant", "content": "---\n當前時間: 2025-01-01 11:00:01\n---\nnew 2"}]
+    path.write_bytes(orjson.dumps(kept))
+    want = context(run, "s")
+    moved(run, home, tmp_path / "other", tmp_path, monkeypatch, "s")
+    assert context(run, "s") == want and trim_point(run, "s")["start_seq"] == 4

@@ -72,9 +72,14 @@ def _dress(path: Path) -> str:
 
 
 def export_lines(store: Store, session_id: str) -> Iterator[dict[str, Any]]:
-    with store.read_lock():
+    """The session's lines, after the archive is aligned with history.json (what Agenvoy
+    itself appended or trimmed since our last write is archived and its trim point
+    recorded: the export holds what `context` shows). Writes nothing else in the home."""
+    with store.write_lock():
         store.require(session_id)
-        lines = list(session_lines(store.db_readonly(), store.layout.session_dir(session_id),
+        if store.layout.history(session_id).exists():
+            store.sync(session_id)
+        lines = list(session_lines(store.db(), store.layout.session_dir(session_id),
                                    session_id, store.layout.home.resolve()))
     yield from lines
 
