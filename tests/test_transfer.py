@@ -514,3 +514,20 @@ def test_export_takes_what_agenvoy_itself_trimmed_and_appended(run, home, tmp_pa
     want = context(run, "s")
     moved(run, home, tmp_path / "other", tmp_path, monkeypatch, "s")
     assert context(run, "s") == want and trim_point(run, "s")["start_seq"] == 4
+
+
+def test_import_of_a_folder_takes_what_agenvoy_itself_wrote_there(run, home, tmp_path,
+                                                                  monkeypatch):
+    for i in range(6):
+        assert run("append", "s", "--role", ("user", "assistant")[i % 2], "--content",
+                   f"msg {i}", "--time", f"2025-01-01 10:00:0{i}").exit_code == 0
+    path = home / "sessions" / "s" / "history.json"
+    kept = orjson.loads(path.read_bytes())[2:]  # Agenvoy trimmed, then appended: not synced
+    kept.append({"role": "user", "content": "---\n當前時間: 2025-01-01 11:00:00\n---\nnew"})
+    path.write_bytes(orjson.dumps(kept))
+    want, before = context(run, "s"), path.read_bytes()
+    monkeypatch.setenv("AGENVOY_HOME", str(tmp_path / "other"))
+    doc = imported(run, "agenvoy", str(home / "sessions" / "s"))
+    assert doc["added"] == 7
+    assert context(run, "s") == want and trim_point(run, "s")["start_seq"] == 2
+    assert path.read_bytes() == before  # the other home's session is only read

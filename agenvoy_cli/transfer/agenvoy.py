@@ -22,6 +22,7 @@ from agenvoy_cli.conversation import compaction, dress
 from agenvoy_cli.conversation.history import read_tail
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.files import atomic_write_json, read_json
+from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.transfer.records import Record, Unit
 
 FORMAT = "agenvoy-export"
@@ -129,18 +130,32 @@ def units(path: Path, session: str | None) -> Iterator[Unit]:
     folders = [path] if (path / "history.json").exists() else \
         sorted(p for p in (path / "sessions").iterdir() if p.is_dir())
     for folder in folders:
-        home = folder.resolve().parent.parent
-        conn = None
-        db = home / ".store" / "history.db"
-        if db.exists():
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x)
-                     for x in session_lines(conn, folder, folder.name, home)]
-        finally:
-            if conn is not None:
-                conn.close()
+        lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x) for x in folder_lines(folder)]
         yield from _units_from_lines(iter(lines), str(folder.resolve()), session)
+
+
+def folder_lines(folder: Path) -> list[dict[str, Any]]:
+    """Another home's session as an export of it, that home only read: its archive before
+    what history.json holds, then history.json's messages at their places by the identity
+    rule (what Agenvoy itself appended or trimmed there since that home's last sync too)."""
+    home = folder.resolve().parent.parent
+    if not (home / ".store" / "history.db").exists():
+        return list(session_lines(None, folder, folder.name, home))
+    other = Store(Layout(home))
+    try:
+        with other.read_lock():
+            lines = list(session_lines(other.db_readonly(), folder, folder.name, home))
+            recent = other.recent(folder.name) if (folder / "history.json").exists() else []
+    finally:
+        other.close()
+    if not recent:
+        return lines
+    first = recent[0].seq
+    head, summary = lines[0], lines[-1]
+    body = [x for x in lines[1:-1] if isinstance(x.get("seq"), int) and x["seq"] < first]
+    body += [{"type": "message", "seq": m.seq, "send_at": m.send_at, "role": m.role,
+              "gone": 0, "sender": dress.sender(m.raw), "message": m.raw} for m in recent]
+    return [{**head, "start_seq": first, "message_count": len(body)}, *body, summary]
 
 
 def restore(store: Store, session_id: str, unit: Unit, messages: int) -> None:
