@@ -288,10 +288,12 @@ class Store:
             raise
 
     def append(self, session_id: str, messages: list[Any], moment: datetime | None = None,
-               *, compact: bool = True, sender: str = "") -> AppendResult:
+               *, compact: bool = True, sender: str = "",
+               history_format: str | None = None) -> AppendResult:
         """All of the batch or none of it: validate everything before writing anything.
         Each message is written in the dress the session's history.json wears (a header, or
-        Agenvoy v0.32's sendAt/sender); a new session follows agenvoy.history_format."""
+        Agenvoy v0.32's sendAt/sender); a new session follows agenvoy.history_format (or
+        history_format: an import restoring a session's own dress)."""
         validate_name(session_id)
         limit = self.settings.max_history_bytes
         checked = [validate_message(m, i, limit) for i, m in enumerate(messages)]
@@ -301,7 +303,7 @@ class Store:
             dress.validate(m, f"message {i}")
         if sender:
             dress.check_sender(sender, "--sender")
-        new_format = dress.new_session_format(self.settings)
+        new_format = history_format or dress.new_session_format(self.settings)
         moment = moment or datetime.now().replace(microsecond=0)
         if compact:
             self._preload_if_compacting(session_id, checked)
