@@ -247,6 +247,10 @@ def main() -> None:
                     per_mode[mode].append(
                         (cat, locomo.score([maps[ci].get(s, "filler") for s in seqs], gold)))
             loads.append(os.getloadavg()[0])
+            if args.json:  # what is done so far, in case the run is cut short
+                args.json.with_suffix(".partial.json").write_text(json.dumps(
+                    {"conversations": ci + 1,
+                     "results": {m: locomo.summarise(per_mode[m]) for m in modes}}))
             print(f"  conversation {ci}: {len(conv['qa'])} questions, "
                   f"{time.perf_counter() - t0:.0f} s, load {loads[-1]:.1f}", file=sys.stderr)
         server_cpu = server.cpu() - cpu0
