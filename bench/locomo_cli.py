@@ -56,7 +56,7 @@ def prepare(home: Path, cache: Path, convs: list[dict], reuse: bool) -> list[dic
     from agenvoy_cli.models.embedders import get_embedder
 
     wrap = locomo.CachingEmbedder(get_embedder(None), cache)
-    embedder_cache()[""] = wrap  # the command's own cache of its embedder: backfill uses it
+    install(wrap)  # backfill embeds through the cache
     for ci in range(len(convs)):
         locomo.cli(home, "backfill", f"conv{ci}", "--vectors")
     wrap.save()
@@ -114,6 +114,16 @@ def embedder_cache() -> dict:
     raise SystemExit("no embedder cache found in agenvoy_cli.vectors")
 
 
+def install(wrap: object) -> None:
+    """Make the in-process commands embed through `wrap`: locomo.use_embedder (the supported
+    setting, AGENVOY_EMBEDDER=python:...) where bench/locomo.py has it, else the module
+    cache of the embedder."""
+    if hasattr(locomo, "use_embedder"):
+        locomo.use_embedder(wrap)
+    else:
+        embedder_cache()[""] = wrap
+
+
 def serve(home: Path, cache: Path, log: Path) -> None:
     """`agenvoy --home HOME mcp --http 127.0.0.1:0` in this process, the model behind the
     bench's embedding cache (saved when the server stops)."""
@@ -125,7 +135,7 @@ def serve(home: Path, cache: Path, log: Path) -> None:
     from agenvoy_cli.models.embedders import get_embedder
 
     wrap = locomo.CachingEmbedder(get_embedder(None), cache)
-    embedder_cache()[""] = wrap
+    install(wrap)
     atexit.register(wrap.save)
     try:
         command.main(["--home", str(home), "mcp", "--http", "127.0.0.1:0", "--log-file",
@@ -140,7 +150,8 @@ def search(home: Path, session: str, mode: str, question: str, limit: int = loco
     res = subprocess.run([str(AGENVOY), "--home", str(home), "search", session, "--mode", mode,
                           "--limit", str(limit), "--json", "--", question],
                          capture_output=True,
-                         env={k: v for k, v in os.environ.items() if k != "AGENVOY_HOME"})
+                         env={k: v for k, v in os.environ.items()
+                              if k not in ("AGENVOY_HOME", "AGENVOY_EMBEDDER")})
     if res.returncode != 0:
         raise SystemExit(f"agenvoy search {session} {question!r}: exit {res.returncode}: "
                          f"{res.stderr.decode()}")
@@ -159,7 +170,7 @@ class Served:
 
         self.home = home
         wrap = locomo.CachingEmbedder(get_embedder(None), cache)
-        embedder_cache()[""] = wrap
+        install(wrap)
         for session in sessions:
             locomo.cli(home, "backfill", session, "--vectors")
         wrap.save()

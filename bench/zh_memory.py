@@ -132,7 +132,7 @@ def build_home(home: Path, users: list[dict], cache: Path) -> None:
     import shutil
 
     import locomo
-    from locomo_cli import embedder_cache
+    from locomo_cli import install
 
     from agenvoy_cli.models.embedders import get_embedder
 
@@ -148,7 +148,7 @@ def build_home(home: Path, users: list[dict], cache: Path) -> None:
                        batches[day][0]["day"],
                        input=json.dumps(batch, ensure_ascii=False).encode())
     wrap = locomo.CachingEmbedder(get_embedder(None), cache)
-    embedder_cache()[""] = wrap
+    install(wrap)
     for u in users:
         locomo.cli(home, "backfill", u["user"], "--vectors")
     wrap.save()
@@ -196,12 +196,12 @@ def run(args) -> dict:
     if args.path == "process":
         server = locomo_cli.Server(home, args.cache, home.parent / f"{args.split}-server.log")
     else:
-        from locomo_cli import embedder_cache
+        from locomo_cli import install
 
         from agenvoy_cli.models.embedders import get_embedder
 
         wrap = locomo.CachingEmbedder(get_embedder(None), args.cache)
-        embedder_cache()[""] = wrap
+        install(wrap)
         apply_fusion(json.loads(args.fusion) if args.fusion else {})
     rows: dict[str, list[tuple[str, dict]]] = {m: [] for m in modes}
     ranks: dict[str, list[list[int]]] = {m: [] for m in modes}
