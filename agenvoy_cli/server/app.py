@@ -80,6 +80,9 @@ class App:
         self.idle.clear()
         try:
             with anyio.fail_after(self.timeout):
+                if params.name == "search_chat_history":
+                    args = params.arguments or {}
+                    await self.embed_query(args.get("keyword"), args.get("mode", "semantic"))
                 text, doc = await self.thread.run(handlers.call, self.ctx, params.name,
                                                   params.arguments)
         except AgenvoyError as exc:
@@ -98,6 +101,18 @@ class App:
         self.wake.set()
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=doc)
+
+    async def embed_query(self, query: Any, mode: Any) -> None:
+        """A semantic or hybrid search's query embedded before the job reaches the store
+        thread, beside it (the query cache answers the search's own call: the store thread
+        does only index and database work). Failures are the search's to report."""
+        cache = self.indexer.queries
+        if cache is None or mode == "keyword" or not isinstance(query, str) \
+                or not query.strip() or "\x00" in query:
+            return
+        with contextlib.suppress(Exception):
+            await anyio.to_thread.run_sync(cache.embed_query, query.strip(),
+                                           abandon_on_cancel=True)
 
     async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         names = await self.thread.run(handlers.summaries, self.store)
@@ -148,13 +163,15 @@ class App:
 
 
 def warm_app(layout: Layout, bound: str | None) -> App:
-    """The server over a warm store, attribution's vectors cached (server.attribution_vectors)."""
-    from agenvoy_cli.server.attribution_vectors import CachingEmbedder
+    """The server over a warm store, query vectors kept (server.attribution_vectors)."""
+    from agenvoy_cli.server.attribution_vectors import QueryCache
     from agenvoy_cli.vectors import index as vectors
 
     app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound)
     try:
-        app.indexer.cache = vectors.wrap_embedder(app.store, CachingEmbedder)
+        cache = vectors.wrap_embedder(app.store, QueryCache)
+        if vectors.embedder(app.store) is cache:  # not a python: factory's (made per call)
+            app.indexer.queries = cache
     except AgenvoyError:
         pass  # a bad embedder setting: said by the first call that needs it
     return app
