@@ -6,8 +6,9 @@ Safe by default: 127.0.0.1 unless told; every request carries the bearer token (
 token file, made at the first start with mode 0600, or --token-file / AGENVOY_HTTP_TOKEN;
 never on the command line); a bind beyond loopback needs an explicit token; the SDK's
 Host/Origin checks; request bodies of at most MAX_BODY; each tool call at most
-REQUEST_TIMEOUT seconds (AGENVOY_HTTP_TIMEOUT). SIGTERM/SIGINT: no new request is accepted, the ones in progress
-finish (for at most GRACE seconds), the store is closed, the announcement removed, exit 0.
+REQUEST_TIMEOUT seconds (or AGENVOY_HTTP_TIMEOUT). SIGTERM/SIGINT: no new request is
+accepted, the ones in progress finish (for at most GRACE seconds), the store is closed,
+the announcement removed, exit 0.
 """
 
 from __future__ import annotations
