@@ -324,6 +324,13 @@ def cli(*args: str, env: dict[str, str] | None = None, importtime: bool = False
                           env={**os.environ, **(env or {})})
 
 
+def as_local(stdout: bytes) -> str:
+    """A served --json document as the local path prints it: only served_by differs."""
+    text = stdout.decode()
+    assert text.count('"served_by": "server"') == 1, text
+    return text.replace('"served_by": "server"', '"served_by": "local"')
+
+
 @pytest.mark.parametrize("mode", ["semantic", "hybrid", "keyword"])
 def test_cli_search_through_the_server_prints_the_local_document(home: Path, mode: str
                                                                   ) -> None:
@@ -338,7 +345,8 @@ def test_cli_search_through_the_server_prints_the_local_document(home: Path, mod
         forced = cli("search", "main", *query, env={"AGENVOY_NO_SERVER": "1"},
                      importtime=True)
     assert served.returncode == local.returncode == forced.returncode == 0, served.stderr
-    assert served.stdout.decode() == local.stdout.decode() == forced.stdout.decode()
+    assert as_local(served.stdout) == local.stdout.decode() == forced.stdout.decode()
+    assert json.loads(local.stdout)["served_by"] == "local"
     assert json.loads(served.stdout)["results"]
     imported = [ln for ln in served.stderr.decode().splitlines() if "import time:" in ln]
     assert imported and not any("chromadb" in ln or "onnxruntime" in ln for ln in imported)
@@ -361,11 +369,12 @@ def test_cli_errors_lookup_and_rag_search_through_the_server(home: Path) -> None
         moving = ("expires_at", "last_hit_at", "hit_count")
         return {**doc, "records": [{k: v for k, v in r.items() if not k.startswith(moving)}
                                    for r in doc["records"]]}
-    assert steady(json.loads(served.stdout)) == steady(json.loads(local.stdout))
+    assert steady(json.loads(as_local(served.stdout))) == steady(json.loads(local.stdout))
     assert json.loads(served.stdout)["records"][0]["hit_count"] == 1  # renewed once
     assert json.loads(local.stdout)["records"][0]["hit_count"] == 2  # ... and once more
     assert rag_served.returncode == rag_local.returncode
-    assert rag_served.stdout == rag_local.stdout and rag_served.stderr == rag_local.stderr
+    assert as_local(rag_served.stdout) == rag_local.stdout.decode()
+    assert rag_served.stderr == rag_local.stderr
 
 
 def test_cli_errors_come_back_as_the_local_ones(home: Path) -> None:

@@ -279,8 +279,9 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
         if not words or (len(words) < 2 and query_text is None):
             raise BadInput("give NAME and QUERY (or --all QUERY; -q/--query TEXT for either)")
         names, query = [words[0]], one_query(words[1:], query_text)
-    doc = served(ctx, no_server, "rag_search", [query, names], {"mode": mode, "limit": limit}
-                 ) or memory(ctx).rag_search(query, names, mode=mode, limit=limit)
+    doc = served(ctx, no_server, "rag_search", [query, names], {"mode": mode, "limit": limit})
+    doc = {**doc, "served_by": "server"} if doc is not None else {
+        **memory(ctx).rag_search(query, names, mode=mode, limit=limit), "served_by": "local"}
     for note in doc["notes"]:
         warn(f"agenvoy: note: {note}")
     emit(doc, as_json, _render_search, fmt=fmt, rows="results")

@@ -156,6 +156,9 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
                                      notice=notice_line(session_id, budget), match=match)
         finally:
             bar.close()
+        doc = {**doc, "served_by": "local"}
+    else:
+        doc = {**doc, "served_by": "server"}
     for note in doc["notes"]:
         if note["code"] not in ON_STDOUT and note["code"] != "unsearchable":  # warned
             warn(f"agenvoy: note: {note['message']}")
