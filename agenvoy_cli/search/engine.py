@@ -154,7 +154,11 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
                                   scope.vector_hi) if floor and vec else None
     from agenvoy_cli.vectors import attribution
 
-    alone = attribution.load(store, session_id, sorted(by_seq)) if vec else {}
+    # semantic: attribution checks the vector ranking's top hits only (hybrid: the fused
+    # ranking's too, which may hold any of by_seq)
+    kept = sorted(by_seq) if mode == "hybrid" else sorted(
+        {x for s, _ in vec[:semantic.ATTRIBUTION_TOP] for x in (s - 1, s)} & set(by_seq))
+    alone = attribution.load(store, session_id, kept) if vec else {}
     return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 QUERIES = 1024  # query vectors kept (exact doubles: ~3 KB each at 384-d)
 STEP = 8  # texts per background step (~0.3 s with the default model: a search's query
 # waits at most one step for the model)
-CHUNK = 256  # message places looked at per scan of the index
+CHUNK = 256  # message places looked at per step of a scan of the index (~10 ms)
 
 
 class QueryCache:
@@ -73,6 +73,7 @@ class Ahead:
 
     done: dict[str, int] = field(default_factory=dict)
     todo: dict[str, list[int]] = field(default_factory=dict)
+    scanning: bool = False  # the last look stopped after one CHUNK: look again soon
 
 
 def _texts(store: Any, session_id: str, seqs: list[int]) -> dict[int, str]:
@@ -84,24 +85,28 @@ def _texts(store: Any, session_id: str, seqs: list[int]) -> dict[int, str]:
 
 
 def _scan(store: Any, session_id: str, state: Ahead) -> list[int]:
-    """The next places of the session's searchable range lacking a kept vector."""
+    """The places of the next CHUNK of the session's searchable range that lack a kept
+    vector (state.scanning: more of the range is left to look at)."""
     from agenvoy_cli.search.scope import scope_of
     from agenvoy_cli.vectors import attribution
 
     scope = scope_of(store, session_id, exclude_window=True)
     lo, hi = max(state.done.get(session_id, 0), scope.start), scope.vector_hi
-    while lo < hi:
-        top = min(hi, lo + CHUNK)
-        lacking = attribution.lacking(store, session_id, range(lo, top))
-        state.done[session_id] = lo = top
-        if lacking:
-            return lacking
-    return []
+    if lo >= hi:
+        return []
+    top = min(hi, lo + CHUNK)
+    lacking = attribution.lacking(store, session_id, range(lo, top))
+    state.done[session_id] = top
+    state.scanning = state.scanning or top < hi
+    return lacking
 
 
 def ahead(store: Any, sessions: set[str], state: Ahead) -> tuple[str, dict[int, str]] | None:
     """(session, place -> text) of the next STEP messages to embed ahead, or None when
-    every searchable message of the sessions has its vector. On the store thread."""
+    none was found (state.scanning: in this look; else every searchable message of the
+    sessions has its vector). On the store thread; each call is short (one CHUNK looked at
+    per session at most)."""
+    state.scanning = False
     for session_id in sorted(sessions):
         try:
             with store.write_lock():
@@ -109,6 +114,7 @@ def ahead(store: Any, sessions: set[str], state: Ahead) -> tuple[str, dict[int, 
                 if not todo:
                     continue
                 step, state.todo[session_id] = todo[:STEP], todo[STEP:]
+                state.scanning = state.scanning or bool(todo[STEP:])
                 texts = _texts(store, session_id, step)
         except Exception:  # noqa: BLE001 - a session gone or damaged: nothing to make ahead
             state.todo.pop(session_id, None)
@@ -135,6 +141,7 @@ def fill(store: Any, session_id: str, embed: Callable[[list[str]], list[list[flo
     """Every searchable message of the session with its kept vector, now (in one thread:
     a tool, a bench). How many were made."""
     state, made = Ahead(), 0
-    while (job := ahead(store, {session_id}, state)) is not None:
-        made += keep(store, session_id, job[1], embed(list(job[1].values())))
+    while (job := ahead(store, {session_id}, state)) is not None or state.scanning:
+        if job is not None:
+            made += keep(store, session_id, job[1], embed(list(job[1].values())))
     return made

@@ -136,8 +136,8 @@ class Indexer:
         if self.made_ahead is None:
             self.made_ahead = Ahead()
         job = ahead(self.store, self.wanted - self.failed, self.made_ahead)
-        if job is None:  # all made: look again later (a scan of a big session's
-            self.ahead_after = time.monotonic() + AHEAD_IDLE  # recent part costs)
+        if job is None and not self.made_ahead.scanning:  # all made: look again later
+            self.ahead_after = time.monotonic() + AHEAD_IDLE  # (each look reads recent)
         return job
 
     def embed_ahead(self, texts: dict[int, str]) -> list[list[float]]:

@@ -242,6 +242,7 @@ class VectorIndex:
         self._epoch = -1
         self._collection: Any = None
         self._checked = False
+        self._counted: tuple[tuple[int, str], int] | None = None  # (key, count): _count
         self.unsearchable = 0  # ids the last query found in Chroma's metadata, not in HNSW
         _ = embedder(store) if create else None  # a bad name: refused before chroma/ exists
         with guard.exclusive(store):
@@ -308,20 +309,33 @@ class VectorIndex:
         with guard.exclusive(self.store):
             return int(self.collection.count())
 
+    def _count(self, col: Any) -> int:
+        """col.count() (~6 ms at 10k), kept while the local directory's generation token
+        and this process's client are the ones it was counted under: every writer, this
+        process included, writes a new token before it changes anything (vectors/guard.py).
+        Not kept with a Chroma server (no token)."""
+        if server_url(self.store):
+            return int(col.count())
+        key = (_epoch, guard.read_generation(self.store))
+        if self._counted is None or self._counted[0] != key:
+            self._counted = (key, int(col.count()))
+        return self._counted[1]
+
     def query(self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None,
-              ids: Sequence[str] | None = None) -> list[Hit]:
+              ids: Sequence[str] | None = None, *, metadata: bool = True) -> list[Hit]:
         """The n nearest, optionally only among `ids` and/or `where`. An index whose HNSW
         layer lacks some of them (left so by an older version or another program) answers
-        from the rest: self.unsearchable says how many were left out."""
+        from the rest: self.unsearchable says how many were left out. metadata=False:
+        hits without metadata (a message entry's is ~2 KB with its attribution vector)."""
         _ = self.embedder
         self.unsearchable = 0
         with guard.exclusive(self.store):
             col = self.collection
-            count = col.count()
+            count = self._count(col)
             if count == 0 or n <= 0 or (ids is not None and not ids):
                 return []
             try:
-                return self._query(col, vector, min(n, count), where, ids)
+                return self._query(col, vector, min(n, count), where, ids, metadata)
             except Exception as exc:  # noqa: BLE001 - chromadb's InternalError and kin
                 if isinstance(exc, AgenvoyError):
                     raise
@@ -329,14 +343,16 @@ class VectorIndex:
 
     @staticmethod
     def _query(col: Any, vector: Sequence[float], n: int, where: dict[str, Any] | None,
-               ids: Sequence[str] | None) -> list[Hit]:
+               ids: Sequence[str] | None, metadata: bool = True) -> list[Hit]:
         kwargs: dict[str, Any] = {"where": where} if where else {}
         if ids is not None:
             kwargs["ids"] = list(ids)
         res = col.query(query_embeddings=[list(vector)], n_results=n,
-                        include=["metadatas", "distances"], **kwargs)
+                        include=["metadatas", "distances"] if metadata else ["distances"],
+                        **kwargs)
+        metas = res["metadatas"][0] if metadata else [None] * len(res["ids"][0])
         return [Hit(i, d, m or {}) for i, d, m in
-                zip(res["ids"][0], res["distances"][0], res["metadatas"][0])]
+                zip(res["ids"][0], res["distances"][0], metas)]
 
     def _query_consistent(self, col: Any, vector: Sequence[float], n: int,
                           where: dict[str, Any] | None, ids: Sequence[str] | None,
