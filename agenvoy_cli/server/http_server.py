@@ -255,7 +255,8 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     app.timeout = timeout
     checks = security(host, port, allow_hosts)
     web = app.server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=checks, max_request_body_size=MAX_BODY,
+        streamable_http_path="/mcp", json_response=True, transport_security=checks,
+        max_request_body_size=MAX_BODY,
         host=host, custom_starlette_routes=fast_route(app, _middleware(checks)))
     config = uvicorn.Config(BearerAuth(web, token), log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=int(GRACE),
