@@ -166,11 +166,12 @@ def warm_app(layout: Layout, bound: str | None) -> App:
     """The server over a warm store, query vectors kept (server.attribution_vectors)."""
     from agenvoy_cli.server.attribution_vectors import QueryCache
     from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors.collection import embedder
 
     app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound)
     try:
         cache = vectors.wrap_embedder(app.store, QueryCache)
-        if vectors.embedder(app.store) is cache:  # not a python: factory's (made per call)
+        if embedder(app.store) is cache:  # not a python: factory's (made per call)
             app.indexer.queries = cache
     except AgenvoyError:
         pass  # a bad embedder setting: said by the first call that needs it

@@ -103,8 +103,8 @@ def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],
     host = url.hostname or "127.0.0.1"
     try:
         # bytes, not str: a str host is IDNA-encoded (one more import)
-        with socket.create_connection((host.encode("ascii"), url.port or 80),
-                                      timeout=CONNECT_TIMEOUT) as sock:
+        address = (host.encode("ascii"), url.port or 80)  # getaddrinfo takes bytes too
+        with socket.create_connection(address, timeout=CONNECT_TIMEOUT) as sock:  # type: ignore[arg-type]
             head = f"Host: {url.netloc}\r\n{auth}"
             status, _ = _exchange(sock, f"GET {PING} HTTP/1.1\r\n{head}\r\n".encode())
             if status == 200:  # answered by the event loop: alive; now the work itself

@@ -142,9 +142,9 @@ class Indexer:
 
     def embed_ahead(self, texts: dict[int, str]) -> list[list[float]]:
         """On a thread of its own, as embed()."""
-        from agenvoy_cli.vectors import index as vectors
+        from agenvoy_cli.vectors.collection import embedder
 
-        emb = vectors.embedder(self.store)
+        emb = embedder(self.store)
         return getattr(emb, "inner", emb).embed_documents(list(texts.values()))
 
     def keep_ahead(self, session_id: str, texts: dict[int, str], vecs: list[Any]) -> None:
