@@ -20,6 +20,8 @@ _EXPORTS: dict[str, str | None] = {
     "fold": "keyword",
     "term_count": "keyword",
     "grouped_lines": "results",
+    "rows_of": "results",
+    "scope_of": "scope",
     "ATTRIBUTION_CHARS": "semantic",
 }
 __all__ = sorted(_EXPORTS)

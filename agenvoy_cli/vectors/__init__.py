@@ -8,6 +8,7 @@ _EXPORTS: dict[str, str | None] = {
     "index": None,
     "KeptEmbedder": "attribution",
     "hnsw_missing": "check",
+    "embedder": "collection",
     "VECTOR_HOOKS": "hooks",
     "open_store": "hooks",
     "preload": "hooks",

@@ -86,9 +86,10 @@ def client(store: Store) -> Any:
     """Chroma client: a server when AGENVOY_CHROMA_URL is set, else the embedded directory,
     reopened when another process wrote since this one last looked (call under the lock)."""
     url = server_url(store)
-    key = url or str(store.layout.chroma)
-    if not url and key in _clients:
-        if not store.layout.chroma.is_dir():
+    chroma = None if url else store.layout.chroma  # checked once per call (layout.py)
+    key = url or str(chroma)
+    if chroma is not None and key in _clients:
+        if not chroma.is_dir():
             # The directory was deleted under a cached client. chromadb shares one
             # system per path inside a process, so only close() lets a new client
             # start afresh instead of reading tables that are gone.

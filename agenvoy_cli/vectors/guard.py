@@ -81,7 +81,7 @@ def refresh_if_stale(store: Store, close: Callable[[], Any]) -> bool:
     """Close this process's client when another process wrote since it was opened (the
     next access reopens it). Returns whether it was closed."""
     key = str(store.layout.chroma)
-    if key not in _seen or is_current(store):
+    if key not in _seen or _seen[key] == read_generation(store):
         return False
     close()
     _seen.pop(key, None)
