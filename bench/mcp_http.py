@@ -92,7 +92,7 @@ def build_home(n: int) -> Path:
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.search.catchup import index_session
     from agenvoy_cli.server.attribution_vectors import fill
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     if not (home / ".appended").exists():

@@ -165,7 +165,7 @@ class App:
 def warm_app(layout: Layout, bound: str | None) -> App:
     """The server over a warm store, query vectors kept (server.attribution_vectors)."""
     from agenvoy_cli.server.attribution_vectors import QueryCache
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.collection import embedder
 
     app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound)
