@@ -27,7 +27,7 @@ from agenvoy_cli.errormem.records import (
 from agenvoy_cli.errormem.store import get
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.output import FORMATS, emit, format_option, human_time, table, warn
-from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
+from agenvoy_cli.search.defaults import DEFAULT_BUDGET, check_budget
 
 
 def _complete_column(ctx: click.Context, column: str, incomplete: str) -> list[Any]:

@@ -16,9 +16,7 @@ from agenvoy_cli.commands.common import (
     session_argument,
 )
 from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, warn
-from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget, notice_line
-from agenvoy_cli.search.engine import DEFAULT_LIMIT, MODES
-from agenvoy_cli.search.results import grouped_lines
+from agenvoy_cli.search.defaults import DEFAULT_BUDGET, DEFAULT_LIMIT, MODES, check_budget
 
 PROGRESS_MIN = 100  # messages to embed before a progress bar is worth showing
 
@@ -51,6 +49,8 @@ def _render_time(doc: dict[str, Any]) -> str:
     rows = doc["results"]
     if not rows:
         return _empty(doc)
+    from agenvoy_cli.search.results import grouped_lines
+
     out = grouped_lines(doc, _line)
     _any_note(doc, out)
     return "\n".join(out)
@@ -148,7 +148,9 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
     doc = served(ctx, no_server, "search", [session_id, text], {
         "mode": mode, "limit": limit, "range": range_, "since": since, "until": until,
         "budget": budget, "match": match}, wait=budget)
-    if doc is None:
+    if doc is None:  # the local path: the search engine is imported only now
+        from agenvoy_cli.search.catchup import notice_line
+
         bar = ProgressBar("indexing", PROGRESS_MIN, unit="messages")
         try:
             doc = memory(ctx).search(session_id, text, mode=mode, limit=limit, range=range_,

@@ -5,13 +5,13 @@ from agenvoy_cli.exports import lazy
 # What the layers above use, and the room that holds it (None: the room itself).
 _EXPORTS: dict[str, str | None] = {
     "catchup": None,
-    "DEFAULT_BUDGET": "catchup",
-    "check_budget": "catchup",
     "index_session": "catchup",
     "notice_line": "catchup",
     "pending_vectors": "catchup",
-    "DEFAULT_LIMIT": "engine",
-    "MODES": "engine",
+    "DEFAULT_BUDGET": "defaults",
+    "DEFAULT_LIMIT": "defaults",
+    "MODES": "defaults",
+    "check_budget": "defaults",
     "search": "engine",
     "fuse": "fusion",
     "SHORT_QUERY_TERMS": "keyword",

@@ -30,6 +30,7 @@ from agenvoy_cli.search.catchup import (
     Progress,
     catch_up,
 )
+from agenvoy_cli.search.defaults import DEFAULT_LIMIT, MODES  # noqa: F401 - the interface
 from agenvoy_cli.search.fusion import fuse
 from agenvoy_cli.search.keyword import (
     MATCHES,
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
     from agenvoy_cli.conversation.store import Store
 
-MODES = ("semantic", "keyword", "hybrid")
-DEFAULT_LIMIT = 8
 POOL = 50  # candidates per ranker before fusion
 
 

@@ -73,7 +73,7 @@ def _budget(a: Args) -> float:
     import os
 
     from agenvoy_cli.home.config import number_setting
-    from agenvoy_cli.search.catchup import DEFAULT_BUDGET
+    from agenvoy_cli.search.defaults import DEFAULT_BUDGET
 
     env = os.environ.get("AGENVOY_SEARCH_BUDGET", "")
     default = DEFAULT_BUDGET if env.strip() == "" else number_setting(
