@@ -281,3 +281,51 @@ def test_a_file_mixing_both_generations_is_normal(run, home, go):
     assert tokens(home) == ["tok1", "tok2", "tok3", "tok4"]
     doctor_clean(run)
     validate_openai(context(run))
+
+
+# ------------------------------------------------------------------ sender in the output
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_search_hits_carry_their_sender(run, home, go, words, monkeypatch, mode):
+    monkeypatch.setenv("AGENVOY_MAX_HISTORY_MESSAGES", "1")
+    res = run("append", SID, "--role", "user", "--content", "zebra stripes tok1", "--sender",
+              "alice", "--time", "2026-01-05 12:00:00")  # a header session: 傳送者 line
+    assert res.exit_code == 0, res.stderr
+    own_append(run, {"role": "assistant", "content": "zebra answer tok2"})
+    go.say(SID, "user", "zebra again tok3", sender="bob")  # the sendAt dress from now on
+    own_append(run, *[{"role": "assistant", "content": f"filler {n} tok{n}"} for n in (4, 5)])
+    res = run("search", SID, "zebra", "--mode", mode, "--limit", "8", "--json")
+    assert res.exit_code == 0, res.stderr
+    rows = {TOKEN.findall(r["content"])[0]: r for r in res.json()["results"]}
+    assert rows["tok1"]["sender"] == "alice" and rows["tok3"]["sender"] == "bob"
+    assert rows["tok2"]["sender"] is None  # the key is there, null: nobody named
+    assert all("sender" in r for r in rows.values())
+
+
+def test_forget_lists_the_sender_and_context_keeps_no_sender_key(run, home, go):
+    go.say(SID, "user", "hello tok1", sender="alice")
+    own_append(run, {"role": "assistant", "content": "hi tok2"})
+    res = run("forget", SID, "--match", "tok1", "--dry-run", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert [m["sender"] for m in res.json()["messages"]] == ["alice"]
+    assert all(set(m) <= PROVIDER_KEYS for m in context(run))
+
+
+@pytest.mark.parametrize("key", ["SendAt", "SENDAT", "sendat", "Sender", "SENDER"])
+def test_case_variant_keys_are_refused(run, home, key):
+    own_append(run, {"role": "user", "content": "first tok1"})
+    path = home / "sessions" / SID / "history.json"
+    before = path.read_bytes()
+    value: Any = 1767585700_000000000 if key.lower() == "sendat" else "alice"
+    res = run("append", SID, "--messages", "-",
+              input=orjson.dumps([{"role": "user", "content": "x", key: value}]))
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert key in res.stderr
+    assert path.read_bytes() == before
+
+
+def test_search_text_names_the_sender_as_upstream(run, home, go):
+    go.say(SID, "user", "zebra tok1", sender="alice")
+    own_append(run, {"role": "assistant", "content": "zebra tok2"})
+    text = run("search", SID, "zebra", "--mode", "keyword").stdout
+    assert " · user · alice] zebra tok1" in text and " · assistant] zebra tok2" in text

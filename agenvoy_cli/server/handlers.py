@@ -58,9 +58,9 @@ def render_history(doc: dict[str, Any]) -> str:
         if doc.get("match") == "none":
             return f"nothing searchable in: {doc['query']}"
         return f"no matches with keyword: {doc['query']}"
-    from agenvoy_cli.search.results import grouped_lines
+    from agenvoy_cli.search.results import grouped_lines, who
 
-    out = grouped_lines(doc, lambda row: f"[{row['sent_at']} · {row['role']}] {row['content']}")
+    out = grouped_lines(doc, lambda row: f"[{row['sent_at']} · {who(row)}] {row['content']}")
     if doc.get("unindexed_count"):
         out.append("")
         out.append(f"({doc['unindexed_count']} newest message(s) not embedded yet: "
