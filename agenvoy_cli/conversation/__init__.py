@@ -10,6 +10,7 @@ _EXPORTS: dict[str, str | None] = {
     "session_list": None,
     "sessions": None,
     "archived_prefix": "bulk_sync",
+    "sender": "dress",
     "forget_messages": "forget",
     "History": "history",
     "dump_history": "history",

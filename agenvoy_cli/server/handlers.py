@@ -223,8 +223,9 @@ TOOLS: dict[str, Callable[[Context, dict[str, Any]], Reply]] = {
 }
 
 
-def call(ctx: Context, name: str, raw: dict[str, Any] | None) -> Reply:
-    handler = TOOLS.get(name)
+def call(ctx: Context, name: str, raw: dict[str, Any] | None,
+         handler: Callable[[Context, dict[str, Any]], Reply] | None = None) -> Reply:
+    handler = handler or TOOLS.get(name)
     if handler is None:
         raise BadInput(f"unknown tool {name!r} (expected {', '.join(TOOLS)})")
     if raw is not None and not isinstance(raw, dict):
