@@ -329,3 +329,94 @@ def test_search_text_names_the_sender_as_upstream(run, home, go):
     own_append(run, {"role": "assistant", "content": "zebra tok2"})
     text = run("search", SID, "zebra", "--mode", "keyword").stdout
     assert " · user · alice] zebra tok1" in text and " · assistant] zebra tok2" in text
+
+
+# ------------------------------------------------------------------ content parts, header dress
+
+def test_content_parts_in_a_header_session_keep_their_time(run, home, go):
+    """Agenvoy v0.32's normalise leaves part lists alone (record.go: string content only), so
+    a part list keeps its header; one without text gets a text part first holding it (where
+    Record.WithPrefix puts a prefix when a list has no text part)."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    own_append(run, {"role": "user", "content": [image]},
+               {"role": "user", "content": [image, {"type": "text", "text": "what tok1"}]},
+               when="2026-01-05 12:00:00")
+    own_append(run, {"role": "assistant", "content": "a cat tok2"}, when="2026-01-05 12:01:00")
+    go.say(SID, "user", "thanks tok3")  # the rewrite: sorted part keys, Go's escaping
+    import time
+    at = int(time.mktime((2026, 1, 5, 12, 0, 0, 0, 0, -1))) * 1_000_000_000
+    rows = archive_rows(home)
+    assert [r[5] for r in rows[:2]] == [at, at]  # today: the image-only one has no time
+    entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
+    assert entries[0]["content"][0] == {"text": "---\n當前時間: 2026-01-05 12:00:00\n---\n",
+                                        "type": "text"}
+    assert tokens(home) == ["tok1", "tok2", "tok3"]
+    doctor_clean(run)
+    messages = context(run)
+    validate_openai(messages)
+    assert messages[0]["content"][0]["text"].startswith("---\n當前時間: 2026-01-05 12:00:00")
+
+
+# ------------------------------------------------------------------ more of Agenvoy v0.32
+
+def test_turn_saves_skip_tool_messages_and_share_one_send_at(run, home, go):
+    """saveHistory.go: no tool / tool-call messages in history.json, one sendAt per save."""
+    for n in range(0, 40, 8):
+        go.save_turn(SID, tool_exchange(n), sender="alice")
+        own_append(run, *tool_exchange(n + 4))
+    entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
+    theirs = [e for e in entries if e.get("sender") == "alice"]
+    assert len(theirs) == 5 and all(e["role"] == "user" for e in theirs)
+    saved = [e for e in entries if e["content"] in ("question tok0", "answer tok3")]
+    assert len(saved) == 2 and saved[0]["sendAt"] == saved[1]["sendAt"]
+    expected = []
+    for n in range(0, 40, 8):
+        expected += [f"tok{n}", f"tok{n + 3}"]  # Agenvoy saved neither the call nor its result
+        expected += [f"tok{n + 4}", f"tok{n + 6}", f"tok{n + 7}"]  # tok{n+5}: in the call
+    assert tokens(home) == expected
+    doctor_clean(run)
+    messages = context(run)
+    validate_openai(messages)
+
+
+def test_agenvoys_size_trim_keeps_exactly_once(run, home, go, monkeypatch):
+    """compact.go: over limits.max_history_bytes Agenvoy drops the oldest entries (to 80 %,
+    cut after an assistant) and sets session_meta.start_at; the archive keeps them."""
+    (home / "config.json").write_text('{"limits": {"max_history_bytes": 16384}}')
+    monkeypatch.setenv("AGENVOY_MAX_HISTORY_BYTES", "10000000")  # only Agenvoy trims here
+    expected = []
+    for n in range(0, 120, 2):
+        go.say(SID, "user", f"question tok{n} " + "x" * 300)
+        own_append(run, {"role": "assistant", "content": f"answer tok{n + 1} " + "y" * 300})
+        expected += [f"tok{n}", f"tok{n + 1}"]
+    path = home / "sessions" / SID / "history.json"
+    entries = orjson.loads(path.read_bytes())
+    assert len(path.read_bytes()) <= 16384 + 400 and len(entries) < 240
+    assert go.trims > 0
+    assert tokens(home) == expected  # 0 lost, 0 duplicated
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        assert conn.execute("SELECT start_at FROM session_meta WHERE session_id = ?",
+                            (SID,)).fetchone()[0] > 0
+    doctor_clean(run)
+    res = run("search", SID, "tok3", "--mode", "keyword", "--json")
+    assert res.exit_code == 0 and len([r for r in res.json()["results"] if r["hit"]]) == 1
+    validate_openai(context(run))
+
+
+def test_agenvoys_reset_then_both_writers_again(run, home, go):
+    """reset.go: history.json, history/, pending/, action.log and the rows go."""
+    own_append(run, {"role": "user", "content": "before tok1"})
+    go.say(SID, "assistant", "before tok2")
+    folder = home / "sessions" / SID
+    (folder / "history").mkdir()
+    (folder / "history" / "2026-01-05-12-00-t1.json").write_text("{}")
+    (folder / "pending").mkdir()
+    (folder / "action.log").write_text("log\n")
+    go.reset(SID)
+    assert sorted(p.name for p in folder.iterdir()) == []
+    own_append(run, {"role": "user", "content": "after tok3"})
+    go.say(SID, "assistant", "after tok4")
+    own_append(run, {"role": "user", "content": "after tok5"})
+    assert tokens(home) == ["tok3", "tok4", "tok5"]
+    doctor_clean(run)
+    validate_openai(context(run))

@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import agenvoy
 from tests.mcp_client import TOOLS, HttpServer, connect, connect_http, text_of
 from tests.mcp_client import run_async as _run_async
+from tests.test_json_schemas import validate
 
 pytest.importorskip("mcp")
 
@@ -200,6 +201,9 @@ def test_chat_history_search_and_error_history(home: Path) -> None:
         text_of(out["spec"])
     assert out["read"].structured_content["symptom"] == "permission denied"
     assert error_count(home) == 1  # the refused write changed nothing
+    for key, schema in (("found", "search"), ("search", "errors-lookup"),
+                        ("read", "errors-show"), ("wrote", "errors-list")):
+        validate(out[key].structured_content, schema)
 
 
 def test_a_spec_name_is_unknown_in_the_agenvoy_vocabulary_and_http_serves_it(home: Path):

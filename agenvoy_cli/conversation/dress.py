@@ -159,6 +159,11 @@ def dress(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") ->
         moment = datetime.fromtimestamp(at // 1_000_000_000)
     content = out.get("content")
     text = content_text(content)
+    if isinstance(content, list) and content and is_blank(text):
+        # no text to carry the header (an image alone): a text part first holds it, where
+        # Agenvoy v0.32's Record.WithPrefix puts a prefix; its normalise leaves lists alone
+        out["content"] = [{"type": "text", "text": header_block(moment, who)}, *content]
+        return out
     if is_blank(text) or header_time(text) is not None:
         return out
     block = header_block(moment, who)

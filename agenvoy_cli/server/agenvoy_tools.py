@@ -269,7 +269,8 @@ def chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
         return _read(ctx, session_id, task_id)
     if not keyword:
         raise BadInput("keyword is required when mode=search")
-    from agenvoy_cli.search.engine import search, time_window
+    from agenvoy_cli.search.engine import search
+    from agenvoy_cli.search.timewindow import time_window
     from agenvoy_cli.server.history_watch import sync_if_foreign
 
     window = time_window("1mo" if span == "1m" else span)  # upstream's 1m is 30 days
