@@ -158,7 +158,8 @@ def test_chat_history_list_and_read_the_action_log(home: Path) -> None:
 def test_chat_history_search_and_error_history(home: Path) -> None:
     for n in range(40):
         res = agenvoy("append", "s", "--role", "user" if n % 2 else "assistant",
-                      "--content", f"redis TTL note {n}")
+                      "--content", f"redis TTL note {n}", *(["--sender", "bob"] if n == 39
+                                                            else []))
         assert res.returncode == 0, res.stderr
     record = {"tool_name": "bash", "keywords": ["permission"], "symptom": "permission denied",
               "action": "used sudo", "outcome": "resolved"}
@@ -189,6 +190,10 @@ def test_chat_history_search_and_error_history(home: Path) -> None:
     hits = [r for r in out["found"].structured_content["results"] if r["hit"]]
     assert len(hits) == 32  # upstream's cap: min(limit, 32)
     assert text_of(out["found"]).startswith("[")
+    newest = next(r for r in hits if r["content"] == "redis TTL note 39")
+    assert newest["sender"] == "bob" and " · user · bob] redis TTL note 39" in \
+        text_of(out["found"])
+    assert {r["sender"] for r in hits} == {"bob", None}
     assert len([r for r in out["default"].structured_content["results"] if r["hit"]]) == 8
     assert out["no_kw"].is_error and text_of(out["no_kw"]) == \
         "keyword is required when mode=search"
