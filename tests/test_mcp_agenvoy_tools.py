@@ -228,3 +228,26 @@ def test_a_spec_name_is_unknown_in_the_agenvoy_vocabulary_and_http_serves_it(hom
 
         listed = run_async(over_http, 120)
     assert not listed.is_error and listed.structured_content["count"] == 3
+
+
+@pytest.mark.parametrize("which", ["spec", "agenvoy", "both"])
+def test_the_instructions_name_the_tools_served(which: str) -> None:
+    import re
+    import threading
+
+    from tests.mcp_client import RawServer
+
+    server = RawServer("--session", "s", "--tools", which)
+    watchdog = threading.Timer(BOUND, server.proc.kill)
+    watchdog.start()
+    try:
+        text = server.initialize()["result"]["instructions"]
+        listed = server.receive(server.send("tools/list", {}) or 0)["result"]["tools"]
+    finally:
+        watchdog.cancel()
+        server.proc.kill()
+        server.proc.wait(timeout=30)
+    names = {t["name"] for t in listed}
+    named = set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text)) - {"time_range", "task_id"}
+    assert named <= names, named - names  # no tool the server does not serve
+    assert ("chat_history" in named) == (which != "spec")

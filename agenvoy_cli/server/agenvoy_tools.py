@@ -127,6 +127,25 @@ def vocabulary(bound: str | None, which: str) -> list[dict[str, Any]]:
     return [*definitions(bound), *kept]
 
 
+AGENVOY_INSTRUCTIONS = (
+    "Agenvoy memory, with Agenvoy v0.32's tools: this conversation (chat_history: "
+    "mode=search for past messages; mode=list/read for the runs Agenvoy's action log "
+    "recorded; get_context, append_messages), a cross-session memory of tool failures "
+    "(error_history: search before a 2nd retry, write once an error is resolved or given up, "
+    "read by hash) and document knowledge bases (list_rag, search_rag). Each session's "
+    "rolling summary is a resource: agenvoy://sessions/<id>/summary.")
+
+
+def instructions(spec: str, which: str) -> str:
+    """The server's instructions, naming only the tools of the vocabulary served."""
+    if which == "spec":
+        return spec
+    if which == "agenvoy":
+        return AGENVOY_INSTRUCTIONS
+    return spec + (" Agenvoy v0.32's names are served too: chat_history (search, or list/read "
+                   "Agenvoy's action log) and error_history (search, read, write).")
+
+
 def _args(name: str, raw: dict[str, Any], bound: str | None) -> Args:
     props = next(t for t in definitions(bound) if t["name"] == name)["inputSchema"]
     extra = ["session_id"] if name == "chat_history" else []  # bound: may still name one

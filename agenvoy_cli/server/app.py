@@ -63,7 +63,8 @@ class App:
         self.index = True  # False: another server (HTTP) indexes this home
         self.ctx = handlers.Context(store, bound, self._touched)
         self.server: Server[Any] = Server(
-            "agenvoy", version=__version__, instructions=INSTRUCTIONS,
+            "agenvoy", version=__version__,
+            instructions=agenvoy_tools.instructions(INSTRUCTIONS, vocabulary),
             on_list_tools=self.list_tools, on_call_tool=self.call_tool,
             on_list_resources=self.list_resources, on_read_resource=self.read_resource)
 
