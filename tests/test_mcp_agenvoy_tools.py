@@ -62,7 +62,7 @@ def action_log(home: Path, sid: str = "s") -> Path:
             "todos": [{"content": "raise the limit", "status": "pending"}],
             "reply": "the container ran out of memory"}
     (folder / f"2026-01-05-12-00-{TASK}.json").write_text(json.dumps(meta))
-    (folder / "2026-01-04-09-30-older.json").write_text(json.dumps({"objective": "older"}))
+    (folder / "2026-01-04-09-30-older.json").write_text(json.dumps({"objective": "a<b & c"}))
     (folder / "2026-01-06-10-00-broken.json").write_text("{not json")
     (folder / "notes.txt").write_text("not a task")
     return folder
@@ -133,7 +133,9 @@ def test_chat_history_list_and_read_the_action_log(home: Path) -> None:
     out = run_async(body)
     rows = json.loads(text_of(out["list"]))
     assert [r["task_id"] for r in rows] == ["broken", TASK, "older"]  # newest first
-    assert "unreadable" in rows[0]
+    assert "unreadable" in rows[0] and rows[2]["objective"] == "a<b & c"
+    assert rows[2]["did"] is None  # toolsUsed's nil slice
+    assert '"objective":"a\\u003cb \\u0026 c"' in text_of(out["list"])  # Go's escaping
     assert rows[1] == {"task_id": TASK, "at": "2026-01-05 12:00",
                        "objective": "find why the deploy failed", "model": "openai@gpt-5",
                        "did": ["read_file", "run_command"], "answered_questions": 1,

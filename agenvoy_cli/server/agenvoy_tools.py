@@ -219,18 +219,27 @@ def _list(ctx: Context, session_id: str, limit: int) -> Reply:
         except BadInput as exc:
             row["unreadable"] = doc["problem"] = str(exc)
         else:
-            row.update(objective=record.get("objective", ""), did=_tools_used(record),
+            used = _tools_used(record)  # Go: a nil slice, null when the run called none
+            row.update(objective=record.get("objective", ""), did=used or None,
                        model=record.get("model", ""))
-            doc.update(objective=record.get("objective"), tools=row["did"],
+            doc.update(objective=record.get("objective"), tools=used,
                        model=record.get("model"))
             for key, name in (("answer", "answered_questions"), ("todos", "todos")):
                 if _items(record, key):
                     row[name] = len(_items(record, key))
         rows.append(row)
         docs.append(doc)
-    text = orjson.dumps(rows, option=orjson.OPT_SORT_KEYS).decode() if rows else \
-        "no finished tasks yet"
+    text = go_json(rows) if rows else "no finished tasks yet"
     return text, {"session_id": session_id, **listing("tasks", docs)}
+
+
+def go_json(value: Any) -> str:
+    """encoding/json.Marshal of maps: sorted keys, compact, <, > and & escaped."""
+    text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    for char, escape in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text
 
 
 def render_task(task_id: str, at: datetime, r: dict[str, Any]) -> str:
