@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.contract import listing
+from agenvoy_cli.contract import list_document
 from agenvoy_cli.errors import BadInput, NotFound
 from agenvoy_cli.server import handlers
 from agenvoy_cli.server import tools as T
@@ -230,7 +230,7 @@ def _list(ctx: Context, session_id: str, limit: int) -> Reply:
         rows.append(row)
         docs.append(doc)
     text = go_json(rows) if rows else "no finished tasks yet"
-    return text, {"session_id": session_id, **listing("tasks", docs)}
+    return text, {"session_id": session_id, **list_document("tasks", docs)}
 
 
 def go_json(value: Any) -> str:
@@ -339,7 +339,7 @@ def error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
             value = fields[name]
             if value in (None, "", []) or (isinstance(value, str) and not value.strip()):
                 raise BadInput(f"{name} is required when mode=write")
-        _, doc = handlers.remember_error(ctx, {k: v for k, v in fields.items()
+        _, doc = handlers.record_error(ctx, {k: v for k, v in fields.items()
                                                if v is not None})
         return "recorded", doc
     raise BadInput(f"unknown mode {mode!r}; available: search, read, write")

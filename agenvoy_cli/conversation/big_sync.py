@@ -1,0 +1,135 @@
+"""Sync of a big history.json (a HistoryView) in bounded memory.
+
+The identity rule (alignment.apply) compares the whole history.json with the archive at
+once. For a file of a million messages that is most of a gigabyte, and nearly all of it is
+work already done: the messages archived at their places in order. So, a batch at a time:
+skip the prefix whose identities are the rows at the same places; what follows is either
+plain new messages (nothing archived after them: inserted in batches, FTS indexed set-wise)
+or a real change, handed to alignment.apply with only the rest of the file and the rows
+from there on (memory then follows what changed, not the file).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import orjson
+
+from agenvoy_cli.conversation import alignment, archive, sessions
+from agenvoy_cli.conversation.dress import is_record, record_key, redressed_key
+from agenvoy_cli.conversation.history import History
+from agenvoy_cli.conversation.history_view import batches
+from agenvoy_cli.conversation.messages import content_text, is_blank, message_identity
+
+
+class BigSync(NamedTuple):
+    start: int
+    inserted: int
+    seqs: Sequence[int]
+    edited: int
+    left: int
+    changed: list[int]  # places whose index entries must go (Store tells the hooks)
+    renumbered_from: int | None
+
+
+def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence[Any],
+                     lo: int) -> int:
+    """How many messages from the start of history are archived at places lo, lo+1, ...:
+    as they are, or as Agenvoy v0.32's normalise rewrite left them (header -> sendAt,
+    tool-call fields dropped). A rewritten file is rewritten throughout, so the dress the
+    previous message matched in is tried first: one identity per message either way."""
+    done = 0
+    redressed = False
+    for part in batches(history):
+        rows: dict[int, str] = dict(conn.execute(
+            "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
+            (session_id, lo + done, lo + done + len(part))).fetchall())
+        end, blanks = len(part), []
+        for i, message in enumerate(part):
+            have = rows.get(lo + done + i)
+            if have is None:
+                end = i
+                break
+            if redressed and is_record(message):
+                if message.get("content") is None:
+                    blanks.append(i)  # a tool call the rewrite left: only its row tells
+                    continue
+                if redressed_key(message, (have,)):
+                    continue
+            if have == message_identity(message):
+                redressed = False
+                continue
+            record = is_record(message)
+            if record and not redressed and redressed_key(message, (have,)):
+                redressed = True
+                continue
+            if not record or not is_blank(content_text(message.get("content"))):
+                end = i
+                break
+            blanks.append(i)
+        end = min(end, _first_other(conn, session_id, lo + done, part, blanks))
+        if end < len(part):
+            return done + end
+        done += len(part)
+    return done
+
+
+def _first_other(conn: sqlite3.Connection, session_id: str, first: int,
+                 part: list[dict[str, Any]], blanks: list[int]) -> int:
+    """The first of these blank entries (indexes into part, at places first + i) whose row
+    is not the message it is once the rewrite's dropped fields are left out; len(part) if
+    none is."""
+    for k in range(0, len(blanks), 500):
+        some = blanks[k:k + 500]
+        rows = {seq: (role, kind) for seq, role, kind in conn.execute(
+            f"SELECT seq, role, json_type(message, '$.content') FROM messages "
+            f"WHERE session_id = ? AND seq IN ({','.join('?' * len(some))}) "
+            f"AND message IS NOT NULL", [session_id, *(first + i for i in some)]).fetchall()}
+        for i in some:
+            message = part[i]
+            found = rows.get(first + i)
+            if found is None:
+                return i
+            if message.get("content") is None and found[1] in (None, "null") and \
+                    found[0] == str(message.get("role")):
+                continue  # a tool call's null content (record_key says the same, slower)
+            raw = conn.execute("SELECT message FROM messages WHERE session_id = ? AND seq = ?",
+                               (session_id, first + i)).fetchone()[0]
+            msg = orjson.loads(raw)
+            if not isinstance(msg, dict) or record_key(msg) != record_key(message):
+                return i
+    return len(part)
+
+
+def sync_big(conn: sqlite3.Connection, session_id: str, history: History,
+             fallback: int) -> BigSync:
+    """Store.align's work, in its transaction (fallback: the time of a message with none)."""
+    messages = history.messages
+    alignment.rederive(conn, session_id)
+    rows = archive.session_rows(conn, session_id)
+    lo = rows.start_seq or 0
+    k = archived_prefix(conn, session_id, messages, lo)
+    rest = messages[k:]
+    edited = left = 0
+    changed: list[int] = []
+    renumbered = None
+    if rows.next_seq <= lo + k and not archive.has_foreign_rows(conn, session_id):
+        inserted, seq = 0, lo + k  # only new messages after the archive's end
+        for part in batches(rest):
+            inserted += archive.insert(conn, session_id, seq, part, fallback)
+            seq += len(part)
+        seqs: Sequence[int] = range(lo, lo + len(messages))
+    else:
+        done = alignment.apply(conn, session_id, rest,
+                               alignment.candidates(conn, session_id, lo + k),
+                               rows.next_seq, fallback)
+        inserted, edited, left = done.inserted, len(done.edited), len(done.left)
+        changed, renumbered = done.left + done.edited, done.renumbered_from
+        seqs = list(range(lo, lo + k)) + done.seqs
+    start = seqs[0] if len(seqs) else archive.session_rows(conn, session_id).next_seq
+    if start != (rows.start_seq or 0) and (len(seqs) or rows.has_rows):
+        archive.set_start(conn, session_id, start)
+    sessions.write_stats(conn, session_id, history.path, len(messages), start)
+    return BigSync(start, inserted, seqs, edited, left, changed, renumbered)
