@@ -22,7 +22,9 @@ PROGRESS_MIN = 100  # messages to embed before a progress bar is worth showing
 
 
 def _line(row: dict[str, Any], marker: str = "") -> str:
-    return f"{marker}[{human_time(row['sent_at'])} · {row['role']}] {row['content']}"
+    from agenvoy_cli.search.results import who  # after the answer: not on the fast path
+
+    return f"{marker}[{human_time(row['sent_at'])} · {who(row)}] {row['content']}"
 
 
 # notes the text output shows on stdout (in place of results, or below them), not on stderr

@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str | None] = {
     "term_count": "keyword",
     "grouped_lines": "results",
     "rows_of": "results",
+    "who": "results",
     "scope_of": "scope",
     "ATTRIBUTION_CHARS": "semantic",
     "time_window": "timewindow",
