@@ -320,7 +320,8 @@ class Memory:
                 progress: Progress | None = None) -> dict[str, Any]:
         """Import histories (claude-code, codex, chatgpt, openai, agenvoy) into sessions,
         exactly once and incrementally; nothing is embedded (backfill --vectors catches
-        up). Per source: session_id, status, added, malformed and the first reasons."""
+        up). Per source: session_id, status, added, malformed and the first reasons.
+        progress(bytes read, bytes in all) as it goes."""
         from agenvoy_cli.transfer.service import import_
 
         return import_(self.store, format, list(paths), session=session, dry_run=dry_run,

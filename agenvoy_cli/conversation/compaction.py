@@ -98,6 +98,18 @@ def compact_session(store: Archive, session_id: str, limit: int, *,
     cut, note = choose_cut(history.messages, limit)
     if cut == 0:
         return Compaction(session_id, 0, count, size, size, None, None, note)
+    return drop_oldest(store, session_id, cut, note, history)
+
+
+def drop_oldest(store: Archive, session_id: str, cut: int, note: str = "",
+                history: History | None = None) -> Compaction:
+    """Drop history.json's first `cut` messages (archived first) and record the trim point
+    (compaction's cut, or one an import restores). Hold the write lock."""
+    from agenvoy_cli.conversation.history_view import open_history
+
+    if history is None:
+        history = open_history(store.layout.history(session_id), session_id)
+    size, count = history.size, len(history.messages)
     synced = store.align(session_id, history)  # never drop what is not archived
     new_start = synced.seqs[cut]
     with store.transaction() as conn:

@@ -15,15 +15,6 @@ from tests.conftest import ROOT
 
 # Errors per file when the check came (release 0.3.0): debt, to be paid down, never added to.
 BASELINE = {
-    # transfer/ came in at the end of the 0.3.0 wave with these (lambdas mypy cannot type,
-    # Optional dict keys): debt like the rest
-    "agenvoy_cli/transfer/sources.py": 1,
-    "agenvoy_cli/transfer/openai.py": 1,
-    "agenvoy_cli/transfer/codex.py": 4,
-    "agenvoy_cli/transfer/claude_code.py": 2,
-    "agenvoy_cli/transfer/chatgpt.py": 2,
-    "agenvoy_cli/transfer/agenvoy.py": 1,
-    "agenvoy_cli/commands/import_history.py": 1,
     "agenvoy_cli/api.py": 1,
     "agenvoy_cli/cli.py": 1,
     "agenvoy_cli/commands/common.py": 1,
