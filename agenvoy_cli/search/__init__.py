@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str | None] = {
     "fold": "keyword",
     "term_count": "keyword",
     "grouped_lines": "results",
+    "who": "results",
     "ATTRIBUTION_CHARS": "semantic",
     "time_window": "timewindow",
 }
