@@ -30,17 +30,17 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.api_rag import Progress, RagMethods
-from agenvoy_cli.contract import listing, moment
+from agenvoy_cli.contract import list_document, moment
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 Warn = Callable[[str], None]
+Progress = Callable[[int, int], None]
 
 
-class Memory(RagMethods):
-    """An Agenvoy home: conversation memory, error memory and document RAG (api_rag.py)."""
+class Memory:
+    """An Agenvoy home: conversation memory, error memory and document RAG."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *,
                  store: Store | None = None) -> None:
@@ -91,7 +91,7 @@ class Memory(RagMethods):
         """The messages to send to the model this turn: the rolling summary (as a system
         message) and the last `max_messages` (max_history_messages, 16)."""
         messages = self.store.context(session_id, max_messages, warn=warn)
-        return {"session_id": session_id, **listing("messages", messages)}
+        return {"session_id": session_id, **list_document("messages", messages)}
 
     def search(self, session_id: str, query: str, *, mode: str = "semantic",
                limit: int = 8, range: str = "all", since: str | None = None,
@@ -123,7 +123,7 @@ class Memory(RagMethods):
             came = origins(self.store.db_readonly())
         for doc in docs:
             doc["source"] = came.get(doc["session_id"])  # where `import` brought it from
-        return listing("sessions", docs)
+        return list_document("sessions", docs)
 
     def session(self, session_id: str) -> dict[str, Any]:
         """One session with its archive row_count, trim point and path (NotFound)."""
@@ -132,7 +132,7 @@ class Memory(RagMethods):
         store = self.store
         with store.read_lock():
             store.require(session_id)
-            info = session_list.listing(store, only=session_id)[0]
+            info = session_list.session_documents(store, only=session_id)[0]
             start_seq, start_at = store.trim_point(session_id)
             info["row_count"] = sessions.archive_rows(store.db_readonly(), session_id)
             info["trim_point"] = {"start_seq": start_seq, **moment("start", start_at or None)}
@@ -146,7 +146,7 @@ class Memory(RagMethods):
         if session_id is not None:
             self.store.require(session_id)
             return self.store.compact(session_id, max_bytes).as_dict()
-        return listing("sessions", [self.store.compact(sid, max_bytes).as_dict()
+        return list_document("sessions", [self.store.compact(sid, max_bytes).as_dict()
                                     for sid in self.store.session_ids()])
 
     def backfill(self, session_id: str | None = None, *, vectors: bool = False,
@@ -159,7 +159,7 @@ class Memory(RagMethods):
             store.require(session_id)
         ids = [session_id] if session_id is not None else store.session_ids()
         if rebuild:
-            from agenvoy_cli.vectors import index as vector_index
+            from agenvoy_cli.vectors import api as vector_index
 
             with store.write_lock():
                 vector_index.drop_index(store, vector_index.MESSAGES)
@@ -168,7 +168,7 @@ class Memory(RagMethods):
         try:
             for done, sid in enumerate(ids, 1):
                 with store.write_lock():
-                    synced = store.sync(sid)
+                    synced = store.align(sid)
                 results.append({"session_id": sid, "inserted": synced.inserted})
                 if progress is not None and not vectors:
                     progress(done, len(ids))
@@ -188,7 +188,8 @@ class Memory(RagMethods):
                     base += max(todo[sid], row["embedded"])
         finally:
             store.rebuilding = was
-        doc = {**listing("sessions", results), "inserted": sum(r["inserted"] for r in results)}
+        doc = {**list_document("sessions", results),
+               "inserted": sum(r["inserted"] for r in results)}
         if vectors:
             doc["embedded"] = sum(r["embedded"] for r in results)
         return doc
@@ -205,7 +206,7 @@ class Memory(RagMethods):
         messages = [{"seq": m.seq, "role": m.role, **moment("sent", m.send_at),
                      "content": m.body} for m in result.messages]
         return {"session_id": session_id, "dry_run": result.dry_run,
-                **listing("messages", messages),
+                **list_document("messages", messages),
                 "forgotten": 0 if result.dry_run else len(messages),
                 "removed_from_history": result.from_history, "notes": [FORGET_NOTE]}
 
@@ -253,7 +254,7 @@ class Memory(RagMethods):
                     raise
                 result = SessionResult(sid, "failed", error=str(exc), exit_code=exc.exit_code)
             out.append(result.as_dict())
-        return listing("sessions", out)
+        return list_document("sessions", out)
 
     def reset_session(self, session_id: str, *, summarize: bool = True,
                       llm_command: str | None = None, warn: Warn | None = None
@@ -311,7 +312,7 @@ class Memory(RagMethods):
             self.store.require(session_id)
         ids = [session_id] if session_id else self.store.session_ids()
         problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
-        return {"session_count": len(ids), **listing("problems", problems),
+        return {"session_count": len(ids), **list_document("problems", problems),
                 "remaining": sum(1 for p in problems if not p["repaired"])}
 
     def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
@@ -319,7 +320,8 @@ class Memory(RagMethods):
                 progress: Progress | None = None) -> dict[str, Any]:
         """Import histories (claude-code, codex, chatgpt, openai, agenvoy) into sessions,
         exactly once and incrementally; nothing is embedded (backfill --vectors catches
-        up). Per source: session_id, status, added, malformed and the first reasons."""
+        up). Per source: session_id, status, added, malformed and the first reasons.
+        progress(bytes read, bytes in all) as it goes."""
         from agenvoy_cli.transfer.service import import_
 
         return import_(self.store, format, list(paths), session=session, dry_run=dry_run,
@@ -343,7 +345,7 @@ class Memory(RagMethods):
         """Error records related to an error text (best first), and the hint to inject into
         the agent's next turn ("" when nothing is known). Renews the records' expiry.
         `budget`: at most this many seconds embedding records that lack a vector first."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.ranking import lookup
 
         options: dict[str, Any] = {"tool": tool, "error_type": error_type,
                                    "semantic": semantic, "budget": budget}
@@ -351,8 +353,8 @@ class Memory(RagMethods):
             options["limit"] = limit
         if warn is not None:
             options["warn"] = warn
-        result = errormem.lookup(self.store, query, **options)
-        return {**listing("records", [h.as_dict() for h in result.hits]),
+        result = lookup(self.store, query, **options)
+        return {**list_document("records", [h.as_dict() for h in result.hits]),
                 "hint": result.hint, "mode": result.mode, "match": result.match,
                 "unindexed_count": result.unindexed_count}
 
@@ -361,51 +363,114 @@ class Memory(RagMethods):
                      semantic: bool | None = None, warn: Warn | None = None
                      ) -> dict[str, Any]:
         """Remember a tool failure and its outcome (resolved, failed or abandoned)."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.records import make_draft
 
-        draft = errormem.make_draft(tool_name, list(keywords), symptom, cause, action, outcome)
+        draft = make_draft(tool_name, list(keywords), symptom, cause, action, outcome)
         return self.record_errors([draft], semantic=semantic, warn=warn)
 
     def record_errors(self, drafts: Sequence[Any], *, semantic: bool | None = None,
                       warn: Warn | None = None) -> dict[str, Any]:
         """Record several drafts (errormem.make_draft / drafts_from_json) at once."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import record
 
         options: dict[str, Any] = {"semantic": semantic}
         if warn is not None:
             options["warn"] = warn
-        records = errormem.record(self.store, list(drafts), **options)
-        return listing("records", [r.as_dict() for r in records])
+        records = record(self.store, list(drafts), **options)
+        return list_document("records", [r.as_dict() for r in records])
 
     def errors(self, *, tool: str | None = None, outcome: str | None = None,
                error_type: str | None = None, limit: int | None = None) -> dict[str, Any]:
         """Live error records, newest first (listing does not renew them)."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import list_records
 
-        return listing("records", [r.as_dict() for r in errormem.list_records(
+        return list_document("records", [r.as_dict() for r in list_records(
             self.store, tool=tool, outcome=outcome, error_type=error_type, limit=limit)])
 
     def error(self, record_id: str) -> dict[str, Any]:
         """One record by id or a unique prefix of at least 6 digits (NotFound)."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import get
 
-        return errormem.get(self.store, record_id).as_dict()
+        return get(self.store, record_id).as_dict()
 
     def forget_error(self, record_id: str, *, warn: Warn | None = None) -> dict[str, Any]:
         """Delete one error record and its vector."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import forget
 
-        gone = errormem.forget(self.store, record_id, **_warn(warn))
+        gone = forget(self.store, record_id, **_warn(warn))
         return {"record_id": gone.id, "forgotten": 1}
 
     def prune_errors(self, *, dry_run: bool = False, warn: Warn | None = None
                      ) -> dict[str, Any]:
         """Remove expired records and their vectors (they are never returned anyway)."""
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.store import prune
 
-        gone = errormem.prune(self.store, dry_run=dry_run, **_warn(warn))
-        return {**listing("records", [r.as_dict() for r in gone]), "dry_run": dry_run,
+        gone = prune(self.store, dry_run=dry_run, **_warn(warn))
+        return {**list_document("records", [r.as_dict() for r in gone]), "dry_run": dry_run,
                 "pruned": 0 if dry_run else len(gone)}
+
+    # -- document RAG ---------------------------------------------------------------------
+
+    def rag_databases(self) -> dict[str, Any]:
+        """Every RAG database with its file and chunk counts, size and last sync."""
+        from agenvoy_cli import rag
+
+        return list_document("databases", rag.list_databases(self.store))
+
+    def rag_search(self, query: str, databases: Sequence[str] | None = None, *,
+                   mode: str = "hybrid", limit: int = 8,
+                   match: str | None = None) -> dict[str, Any]:
+        """Search the named RAG databases (None: all of them): hybrid, keyword, semantic;
+        match ("all" | "any", keyword): every term or any term (default: by query length)."""
+        from agenvoy_cli import rag
+
+        return rag.search(self.store, None if databases is None else list(databases),
+                          query, mode, limit=limit, match=match).as_dict()
+
+    def rag_create(self, name: str, paths: Sequence[str] = (), *, index: bool = True,
+                   max_file_bytes: int | None = None, hidden: bool | None = None,
+                   vectors: bool | None = None, progress: Progress | None = None,
+                   announce: Callable[[int, int, bool], None] | None = None
+                   ) -> dict[str, Any]:
+        """Create the database `name` bound to `paths`, and index them now (`index`).
+        vectors=False: keyword search only (fast); embed later with rag_sync(vectors=True)."""
+        from agenvoy_cli import rag
+
+        db = rag.create(self.store, name, list(paths), max_file_bytes=max_file_bytes,
+                        hidden=hidden, vectors=vectors)
+        doc: dict[str, Any] = {"database": db.name, "action": "created",
+                               "paths": [s.path for s in db.sources]}
+        if paths and index:
+            doc["sync"] = self.rag_sync(name, progress=progress, announce=announce)
+        return doc
+
+    def rag_sync(self, name: str, paths: Sequence[str] | None = None, *,
+                 max_file_bytes: int | None = None, hidden: bool | None = None,
+                 rebuild: bool = False, vectors: bool | None = None,
+                 progress: Progress | None = None,
+                 announce: Callable[[int, int, bool], None] | None = None) -> dict[str, Any]:
+        """Re-index what changed and drop what was deleted (`paths`: add them first)."""
+        from agenvoy_cli import rag
+
+        return rag.sync(self.store, name, None if paths is None else list(paths),
+                        max_file_bytes=max_file_bytes, hidden=hidden, rebuild=rebuild,
+                        vectors=vectors, progress=progress, announce=announce).as_dict()
+
+    def rag_files(self, name: str, *, skipped: bool = False) -> dict[str, Any]:
+        """The files of a database: format, state (and why skipped), bytes, chunk_count."""
+        from agenvoy_cli import rag
+
+        info = rag.list_files(self.store, name)
+        files = info.pop("files_list")
+        if skipped:
+            files = [f for f in files if f["state"] == "skipped"]
+        return {"database": info["name"], "summary": info, **list_document("files", files)}
+
+    def rag_remove(self, name: str) -> dict[str, Any]:
+        """Delete a database: its rows and vectors (the files themselves are untouched)."""
+        from agenvoy_cli import rag
+
+        return rag.remove(self.store, name)
 
 
 FORGET_NOTE = "summary.json is not rewritten: it may still mention what was forgotten"

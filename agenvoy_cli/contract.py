@@ -30,7 +30,7 @@ def error_document(code: int, kind: str, message: str) -> dict[str, Any]:
             "error": {"code": code, "kind": kind, "message": message}}
 
 
-def listing(key: str, items: list[Any], **extra: Any) -> dict[str, Any]:
+def list_document(key: str, items: list[Any], **extra: Any) -> dict[str, Any]:
     """A command's main list under its plural key, with its count."""
     return {key: items, "count": len(items), **extra}
 

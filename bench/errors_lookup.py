@@ -181,9 +181,9 @@ def phases(home: str, tool: str, message: str) -> None:
     """One semantic lookup in this fresh process, timed part by part."""
     marks = [("start", time.perf_counter())]
     from agenvoy_cli.cli import cli  # noqa: F401  (what every command imports)
-    from agenvoy_cli.errormem import memory as errormem
+    from agenvoy_cli.errormem import ranking, records
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     marks.append(("imports (cli, storage)", time.perf_counter()))
@@ -194,11 +194,11 @@ def phases(home: str, tool: str, message: str) -> None:
 
     marks.append(("import chromadb", time.perf_counter()))
     with store.write_lock():
-        index = vectors.VectorIndex(store, vectors.ERRORS, create=False)
+        index = vectors.open_index(store, vectors.ERRORS, create=False)
         marks.append(("Chroma client + collection", time.perf_counter()))
-        index.query(vec, errormem.VECTOR_POOL)
+        index.query(vec, records.VECTOR_POOL)
         marks.append(("first vector query", time.perf_counter()))
-    errormem.lookup(store, message, tool=tool)
+    ranking.lookup(store, message, tool=tool)
     marks.append(("the lookup itself (warm)", time.perf_counter()))
     print("  semantic lookup in a fresh process, by part:")
     for (_, before), (name, after) in zip(marks, marks[1:]):
@@ -208,19 +208,19 @@ def phases(home: str, tool: str, message: str) -> None:
 def in_process(home: Path) -> None:
     """The same lookups inside one warm process: what the storage layer itself costs."""
     os.environ["AGENVOY_HOME"] = str(home)
-    from agenvoy_cli.errormem import memory as errormem
+    from agenvoy_cli.errormem import ranking
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.vectors.hooks import open_store
 
     store = open_store(Layout(home))
     rng = random.Random(5)
     cases = [(rng.choice(TOOLS), fill(t, rng)) for t, _, _ in TEMPLATES]
-    errormem.lookup(store, cases[0][1], tool=cases[0][0])  # load model, open Chroma
+    ranking.lookup(store, cases[0][1], tool=cases[0][0])  # load model, open Chroma
     for name, semantic in (("keyword", False), ("semantic", None)):
         times = []
         for tool, message in cases:
             start = time.perf_counter()
-            res = errormem.lookup(store, message, tool=tool, semantic=semantic)
+            res = ranking.lookup(store, message, tool=tool, semantic=semantic)
             times.append(time.perf_counter() - start)
         print(f"  in-process {name:<9} median {statistics.median(times) * 1000:6.1f} ms "
               f"(mode {res.mode})")
@@ -256,9 +256,10 @@ PAIRS = [  # (tool, keywords, symptom, cause) recorded; the paraphrase looked up
 
 
 def quality(embedders: list[str]) -> None:
-    from agenvoy_cli.errormem import memory as errormem
+    from agenvoy_cli.errormem import ranking, records
+    from agenvoy_cli.errormem import store as error_store
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     print(f"quality: {len(PAIRS)} paraphrased failures (top-1 = the recorded one first)")
@@ -267,14 +268,14 @@ def quality(embedders: list[str]) -> None:
         os.environ["AGENVOY_EMBEDDER"] = spec
         vectors._embedders.clear()
         store = open_store(Layout(home))
-        drafts = [errormem.make_draft(t, k.split(", "), s, c, "act", "resolved")
+        drafts = [records.make_draft(t, k.split(", "), s, c, "act", "resolved")
                   for (t, k, s, c), _ in PAIRS]
-        ids = [r.id for r in errormem.record(store, drafts)]
+        ids = [r.id for r in error_store.record(store, drafts)]
         modes = [(f"semantic ({spec})", True)] + ([("keyword", False)] if n == 0 else [])
         for label, semantic in modes:
             top1 = returned = 0
             for rid, (_, query) in zip(ids, PAIRS):
-                hits = errormem.lookup(store, query, semantic=semantic, limit=16).hits
+                hits = ranking.lookup(store, query, semantic=semantic, limit=16).hits
                 top1 += bool(hits) and hits[0].record.id == rid
                 returned += len(hits)
             print(f"  {label:<20} top-1 {top1:2d}/{len(PAIRS)}   records returned "

@@ -51,7 +51,7 @@ def backfill_rate(count: int) -> tuple[float, float]:
     store = open_store(Layout(again))
     start = time.perf_counter()
     with store.write_lock():
-        result = store.sync("imported")
+        result = store.align("imported")
     inner = time.perf_counter() - start
     assert result.inserted == count
     store.close()

@@ -214,7 +214,7 @@ def fmt_table(results: dict[str, dict]) -> str:
 
 def vectors_module():
     """(the module holding the embedder cache the command uses, the embedders module)."""
-    for vec, emb in (("agenvoy_cli.vectors.index", "agenvoy_cli.models.embedders"),
+    for vec, emb in (("agenvoy_cli.vectors.api", "agenvoy_cli.models.embedders"),
                      ("agenvoy_cli.storage.vectors", "agenvoy_cli.storage.embedders")):
         try:
             return importlib.import_module(vec), importlib.import_module(emb)

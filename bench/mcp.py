@@ -64,7 +64,7 @@ def launcher(embedder: str) -> list[str]:
 
 
 def as_agenvoy(argv: list[str]) -> None:
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from tests.words_embedder import WordsEmbedder
 
     vectors._embedders[""] = WordsEmbedder()
@@ -116,7 +116,7 @@ def build_home(home: Path, n: int, embedder: str) -> None:
     os.environ["AGENVOY_HOME"] = str(home)
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.search.catchup import index_session
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     if embedder == "words":

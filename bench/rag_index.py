@@ -106,7 +106,7 @@ def main() -> int:
     from agenvoy_cli import rag
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.rag.walk import Found, walk
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     if args.embedder == "hashed":

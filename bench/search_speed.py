@@ -159,18 +159,18 @@ def lap(name):
     now = time.perf_counter(); marks[name] = now - t; t = now
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.vectors.hooks import open_store
-from agenvoy_cli.search import engine as search
-from agenvoy_cli.vectors import index as vectors
+from agenvoy_cli.search import catchup, engine as search
+from agenvoy_cli.vectors import api as vectors
 lap("import agenvoy_cli")
 import chromadb
 lap("import chromadb")
 store = open_store(Layout(__import__("pathlib").Path(os.environ["AGENVOY_HOME"])))
 with store.write_lock():
-    vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+    vectors.open_index(store, vectors.MESSAGES, create=False)
 lap("chroma client + collection")
 vectors.embedder(store).embed_query("warm up")
 lap("model load")
-search.index_session(store, "big")
+catchup.index_session(store, "big")
 lap("catch-up check (nothing to embed)")
 vec = vectors.embedder(store).embed_query(sys.argv[1])
 lap("embed query")
@@ -183,7 +183,7 @@ print(json.dumps(marks))
 def build_vectors(home: Path, count: int) -> dict:
     from agenvoy_cli.home.config import Settings
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.search import engine as search
+    from agenvoy_cli.search import catchup
     from agenvoy_cli.vectors.hooks import open_store
 
     done = home / ".built"
@@ -203,7 +203,7 @@ def build_vectors(home: Path, count: int) -> dict:
                 for i in range(b, min(b + 1000, count))]
         store.append("big", msgs, t0 + timedelta(hours=b))
     start = time.perf_counter()
-    added = search.index_session(store, "big")
+    added = catchup.index_session(store, "big")
     seconds = time.perf_counter() - start
     store.close()
     info = {"messages": count, "indexed": added, "index_s": seconds,

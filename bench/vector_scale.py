@@ -44,7 +44,7 @@ import sys, time, resource
 sys.argv = ["x"]
 from tests.vector_workers import install_words, invoke
 install_words()
-import chromadb, agenvoy_cli.search.engine, agenvoy_cli.vectors.index  # imports: not timed
+import chromadb, agenvoy_cli.search.engine, agenvoy_cli.vectors.api  # imports: not timed
 args = {args!r}
 c0, w0 = time.process_time(), time.perf_counter()
 code, err = invoke(args)

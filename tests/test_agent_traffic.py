@@ -419,7 +419,7 @@ def test_random_foreign_edits_never_duplicate_or_lose(run, tmp_path):
 def test_edits_and_forget_reach_the_vector_index(run, home, monkeypatch):
     """An edited message is re-embedded and a forgotten one leaves the index: semantic
     search never returns the old text."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from tests.words_embedder import WordsEmbedder
 
     monkeypatch.setitem(vectors._embedders, "", WordsEmbedder())
@@ -437,7 +437,7 @@ def test_edits_and_forget_reach_the_vector_index(run, home, monkeypatch):
         store = open_store(Layout(home))
         try:
             with store.write_lock():
-                found = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+                found = vectors.open_index(store, vectors.MESSAGES, create=False)
                 return {int(m["seq"]) for m in found.get({"session_id": SID}).values()}
         finally:
             store.close()

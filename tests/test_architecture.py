@@ -22,7 +22,7 @@ LAYERS: list[set[str]] = [
     {"errormem", "rag"},
     {"doctor"},
     {"transfer"},
-    {"api", "api_rag"},
+    {"api"},
     {"server"},
     {"commands"},
     {"cli", "__main__"},

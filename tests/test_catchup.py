@@ -140,7 +140,7 @@ def test_rag_semantic_search_finds_chunks_without_vectors_by_keyword(run, slow, 
     still finds them by keyword and says how many there are."""
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.rag.records import collection_name
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     docs = tmp_path / "docs"
@@ -157,7 +157,7 @@ def test_rag_semantic_search_finds_chunks_without_vectors_by_keyword(run, slow, 
         conn.execute("UPDATE rag_files SET state = 'pending' WHERE id = ?", (file_id,))
     store = open_store(Layout(home))
     with store.write_lock():
-        vectors.VectorIndex(store, collection_name(db_id), create=False).delete(chunks)
+        vectors.open_index(store, collection_name(db_id), create=False).delete(chunks)
     store.close()
     res = run("rag", "search", "notes", "tomatoes sun", "--mode", "semantic", "--json")
     assert res.exit_code == 0, res.stderr

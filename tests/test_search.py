@@ -16,7 +16,7 @@ from tests.words_embedder import WordsEmbedder
 
 @pytest.fixture
 def words(monkeypatch):
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     emb = WordsEmbedder()
     monkeypatch.setitem(vectors._embedders, "", emb)
@@ -63,12 +63,12 @@ def compacted(run, home, sid="s", pairs=20, word="filler") -> int:
 
 def vector_ids(home: Path, sid: str = "s") -> dict[str, dict]:
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     store = open_store(Layout(home))
     with store.write_lock():
-        return vectors.VectorIndex(store, vectors.MESSAGES, create=False).get(
+        return vectors.open_index(store, vectors.MESSAGES, create=False).get(
             {"session_id": sid})
 
 
@@ -276,29 +276,29 @@ def test_catch_up_after_appends_and_compaction(run, home, words):
 
 def test_index_session_never_ahead_or_stale(run, home, words):
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.search import engine as search
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.search import catchup
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     add(run, "s", *[f"m{i}" for i in range(8)])
     store = open_store(Layout(home))
-    assert search.index_session(store, "s") == 8
-    assert search.index_session(store, "s") == 0
+    assert catchup.index_session(store, "s") == 8
+    assert catchup.index_session(store, "s") == 0
     with store.write_lock():  # a stray vector for a place SQLite does not have
-        vectors.VectorIndex(store, vectors.MESSAGES).add(
+        vectors.open_index(store, vectors.MESSAGES).add(
             [vectors.message_id("s", 99)], [words.embed_query("x")],
             [{"session_id": "s", "seq": 99, "hash": "0"}])
-    assert search.index_session(store, "s") == 0  # the quick check trusts the run 0..7
+    assert catchup.index_session(store, "s") == 0  # the quick check trusts the run 0..7
     assert 99 not in [r["seq"] for r in find(run, "s", "x", mode="semantic")["results"]]
-    assert search.index_session(store, "s", full=True) == 0  # the full check removes it
+    assert catchup.index_session(store, "s", full=True) == 0  # the full check removes it
     assert sorted(int(m["seq"]) for m in vector_ids(home).values()) == list(range(8))
     with store.write_lock():  # a hole in the middle is found by the full check
-        vectors.VectorIndex(store, vectors.MESSAGES).delete([vectors.message_id("s", 3)])
-    assert search.index_session(store, "s", full=True) == 1
+        vectors.open_index(store, vectors.MESSAGES).delete([vectors.message_id("s", 3)])
+    assert catchup.index_session(store, "s", full=True) == 1
     seen = []
     run("session", "reset", "s", "--yes", "--no-summary")
     add(run, "s", "new a", "new b")
-    assert search.index_session(store, "s", lambda d, t: seen.append((d, t))) == 2
+    assert catchup.index_session(store, "s", lambda d, t: seen.append((d, t))) == 2
     assert seen == [(2, 2)]
     assert sorted(m["hash"] for m in vector_ids(home).values()) == sorted(
         r[0] for r in sqlite3.connect(home / ".store/history.db").execute(
@@ -307,7 +307,7 @@ def test_index_session_never_ahead_or_stale(run, home, words):
 
 
 def test_each_message_is_embedded_after_the_end_of_the_one_before(run, home, words):
-    from agenvoy_cli.search import engine as search
+    from agenvoy_cli.search import catchup
 
     add(run, "s", "Do you still keep llamas?", "Yes, three of them!")
     run("search", "s", "llamas")
@@ -318,9 +318,7 @@ def test_each_message_is_embedded_after_the_end_of_the_one_before(run, home, wor
     run("search", "s", "llamas")  # the first recent message's context comes from the archive
     k = (start - 2) // 2  # the llama pair is seq 0-1, then filler pairs
     assert words.texts[0] == f"answer {k - 1} filler {'a' * 80}\nquestion {k} filler {'q' * 80}"
-    from agenvoy_cli.search import catchup
-
-    assert search.doc_text("reply", "x" * 1000) == "x" * catchup.DOC_CONTEXT_CHARS + "\nreply"
+    assert catchup.doc_text("reply", "x" * 1000) == "x" * catchup.DOC_CONTEXT_CHARS + "\nreply"
 
 
 def test_hybrid_covers_archive_and_labels_sources(run, home, words, monkeypatch):

@@ -216,3 +216,318 @@ def test_stream_reader_matches_a_full_parse(chunk):
     data = (DATA / "chatgpt" / "conversations.json").read_bytes()
     got = [e for e, _ in elements(io.BytesIO(data), chunk)]
     assert got == orjson.loads(data)
+
+
+def test_session_list_table_shows_the_source(run):
+    assert run("append", "plain", "--role", "user", "--content", "hi").exit_code == 0
+    imported(run, "claude-code", str(CLAUDE), "--sidechains", "skip")
+    table = run("session", "list").stdout.splitlines()
+    assert table[0].split()[-1] == "source"
+    line = next(x for x in table if x.startswith("cc-shop-7f3c2a10"))
+    assert line.rstrip().endswith("claude-code: /home/ada/src/shop (main)")
+    plain = next(x for x in table if x.startswith("plain"))
+    assert plain.rstrip().endswith("-")
+
+
+def test_a_malformed_line_counts_once_not_once_per_side(run):
+    doc = imported(run, "claude-code", str(CLAUDE))
+    assert doc["malformed"] == 1
+    assert [s["malformed"] for s in doc["sources"]] == [1, 0]
+
+
+def test_an_empty_source_then_the_grown_one_imports_every_record(run, tmp_path, home):
+    lines = CLAUDE.read_bytes().splitlines(keepends=True)
+    side = [x for x in lines if b'"isSidechain": true' in x]
+    path = tmp_path / "p" / CLAUDE.name
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    first = imported(run, "claude-code", str(path))
+    assert first["added"] == 0 and all(s["record_count"] == 0 for s in first["sources"])
+    path.write_bytes(b"".join(x for x in lines if x not in side))  # no sub-agent yet
+    grown = imported(run, "claude-code", str(path))
+    assert [(s["session_id"], s["added"]) for s in grown["sources"]] == [
+        ("cc-shop-7f3c2a10", 7), ("cc-shop-7f3c2a10-side", 0)]
+    with path.open("ab") as handle:  # the sub-agent starts: its side had a cursor, empty
+        handle.writelines(side)
+    again = imported(run, "claude-code", str(path))
+    assert [s["added"] for s in again["sources"]] == [0, 2]
+    assert len(rows(home, "cc-shop-7f3c2a10")) == 7
+    assert len(rows(home, "cc-shop-7f3c2a10-side")) == 2
+    assert imported(run, "claude-code", str(path))["added"] == 0
+
+
+def full_rows(home: Path, sid: str) -> list[tuple]:
+    with sqlite3.connect(home / ".store/history.db") as conn:
+        return conn.execute("SELECT seq, send_at, role, content, message, gone, sender "
+                            "FROM messages WHERE session_id = ? ORDER BY seq", (sid,)).fetchall()
+
+
+def trim_point(run, sid: str) -> dict:
+    res = run("session", "show", sid, "--json")
+    assert res.exit_code == 0, res.stderr
+    return res.json()["trim_point"]
+
+
+def moved(run, home: Path, other: Path, tmp_path: Path, monkeypatch, *sids: str) -> None:
+    """Export sids from home, import them into other, and check nothing differs."""
+    out = tmp_path / "moved.jsonl"
+    assert run("export", *sids, "--output", str(out)).exit_code == 0
+    want = {s: (context(run, s), full_rows(home, s), trim_point(run, s),
+                (home / "sessions" / s / "history.json").read_bytes()) for s in sids}
+    monkeypatch.setenv("AGENVOY_HOME", str(other))
+    doc = imported(run, "agenvoy", str(out))
+    assert doc["added"] == sum(len(w[1]) for w in want.values())
+    for s, (ctx, got_rows, point, history) in want.items():
+        assert context(run, s) == ctx
+        assert full_rows(other, s) == got_rows
+        assert trim_point(run, s) == point
+        assert orjson.loads((other / "sessions" / s / "history.json").read_bytes()) == \
+            orjson.loads(history)
+    assert imported(run, "agenvoy", str(out))["added"] == 0
+    assert run("doctor").exit_code == 0
+
+
+def test_export_import_keeps_sender_and_the_sendat_dress(run, home, tmp_path, monkeypatch):
+    for fmt in ("sendat", "header"):
+        monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", fmt)
+        sid = f"v-{fmt}"
+        assert run("append", sid, "--role", "user", "--content", f"你好 {fmt}", "--sender",
+                   "alice", "--time", "2025-01-02 03:04:05").exit_code == 0
+        assert run("append", sid, "--role", "assistant", "--content", "hi alice",
+                   "--time", "2025-01-02 03:04:06").exit_code == 0
+    monkeypatch.delenv("AGENVOY_HISTORY_FORMAT")  # the other home writes headers
+    assert [r[6] for r in full_rows(home, "v-sendat")] == ["alice", ""]
+    moved(run, home, tmp_path / "other", tmp_path, monkeypatch, "v-sendat", "v-header")
+
+
+def test_export_import_restores_the_trim_point(run, home, tmp_path, monkeypatch):
+    sid = "trimmed"
+    for i in range(30):
+        assert run("append", sid, "--role", "user", "--content", f"question {i} " + "x" * 80,
+                   "--time", f"2025-02-01 10:{i:02d}:00", "--no-compact").exit_code == 0
+        assert run("append", sid, "--role", "assistant", "--content", f"answer {i}",
+                   "--time", f"2025-02-01 10:{i:02d}:30", "--no-compact").exit_code == 0
+    assert run("compact", sid, "--max-bytes", "2048").exit_code == 0
+    point = trim_point(run, sid)
+    assert point["start_seq"] > 0
+    kept = len(orjson.loads((home / "sessions" / sid / "history.json").read_bytes()))
+    assert kept < 60 and len(full_rows(home, sid)) == 60
+    moved(run, home, tmp_path / "other", tmp_path, monkeypatch, sid)
+
+
+def chatgpt_export(path: Path, conversations: int, turns: int) -> int:
+    """A generated conversations.json (a branch in every conversation's first answer, CJK
+    in every user turn): the number of messages its current branches import as."""
+    out = []
+    for c in range(conversations):
+        mapping = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+        tip, t = "root", 1_727_773_200.0 + c * 86_400
+        for turn in range(turns):
+            for role in ("user", "assistant"):
+                t += 7
+                nid = f"{role[0]}{turn}"
+                text = f"conv {c} turn {turn} {role} 第{turn}輪 " + "lorem ipsum " * 40
+                mapping[nid] = {"id": nid, "parent": tip, "children": [], "message": {
+                    "id": nid, "author": {"role": role}, "create_time": t, "recipient": "all",
+                    "content": {"content_type": "text", "parts": [text]}, "metadata": {}}}
+                mapping[tip]["children"].append(nid)
+                if turn == 0 and role == "assistant":  # the regenerated answer, not shown
+                    old = dict(mapping[nid], id="old", message={**mapping[nid]["message"],
+                               "content": {"content_type": "text", "parts": ["Whiskers"]}})
+                    mapping["old"] = old
+                    mapping[tip]["children"].insert(0, "old")
+                tip = nid
+        out.append({"title": f"Generated {c}", "create_time": t, "mapping": mapping,
+                    "current_node": tip, "conversation_id": f"{c:04d}-generated"})
+    path.write_bytes(orjson.dumps(out))
+    return conversations * turns * 2
+
+
+def test_progress_lines_within_one_large_file(run, tmp_path, monkeypatch):
+    path = tmp_path / "conversations.json"
+    chatgpt_export(path, 48, 60)
+    size = path.stat().st_size >> 20
+    assert size >= 3
+    monkeypatch.setenv("AGENVOY_PROGRESS_SECONDS", "0")
+    res = run("import", "chatgpt", str(path), "--json")
+    assert res.exit_code == 0, res.stderr
+    import re
+
+    done = [int(m) for m in re.findall(rf"agenvoy: import (\d+)/{size} MiB \(", res.stderr)]
+    assert len(set(done)) >= 3 and done == sorted(done) and done[-1] == size, res.stderr
+    assert len(done) == len(set(done))  # each whole MiB once, the last one too
+    assert "MiB/s" in res.stderr and "left)" in res.stderr
+
+
+def test_kill_9_in_the_middle_then_doctor_and_a_second_import_complete_it(home, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT, agenvoy
+
+    path = tmp_path / "conversations.json"
+    total = chatgpt_export(path, 12, 300)  # 600 messages a conversation: two batches each
+    db = home / ".store" / "history.db"
+
+    def archived() -> int:
+        if not db.exists():
+            return 0
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+                return conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        except sqlite3.OperationalError:  # not created yet
+            return 0
+
+    proc = subprocess.Popen([sys.executable, "-m", "agenvoy_cli", "import", "chatgpt",
+                             str(path)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=os.environ.copy())
+    deadline = time.monotonic() + 180
+    try:
+        while archived() < total // 4 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proc.poll() is None, "the import ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    assert proc.returncode == -signal.SIGKILL
+    part = archived()
+    assert total // 4 <= part < total
+    doctor = agenvoy("doctor", "--json")
+    assert doctor.returncode == 0, doctor.stderr
+    assert orjson.loads(doctor.stdout)["problems"] == []
+    again = agenvoy("import", "chatgpt", str(path), "--json", timeout=300)
+    assert again.returncode == 0, again.stderr
+    doc = orjson.loads(again.stdout)
+    assert len(doc["sources"]) == 12 and doc["malformed"] == 0
+    assert archived() == total
+    with sqlite3.connect(db) as conn:
+        per = conn.execute("SELECT session_id, count(*), count(DISTINCT hash), min(seq), "
+                           "max(seq) FROM messages GROUP BY session_id").fetchall()
+    assert len(per) == 12 and all(r[1:] == (600, 600, 0, 599) for r in per), per
+    assert orjson.loads(agenvoy("import", "chatgpt", str(path), "--json").stdout)["added"] == 0
+    assert agenvoy("doctor").returncode == 0
+
+
+def test_stream_offsets_grow_to_the_size(tmp_path):
+    import io
+
+    from agenvoy_cli.transfer.stream import elements
+
+    path = tmp_path / "conversations.json"
+    chatgpt_export(path, 40, 20)
+    data = path.read_bytes()
+    offsets = [at for _, at in elements(io.BytesIO(data), 1 << 16)]
+    assert offsets == sorted(offsets) and offsets[-1] == len(data) - 1  # all but "]"
+    assert len(set(offsets)) == 40  # one place per element, not one per chunk read
+
+
+def test_stream_reads_a_large_element_in_few_tries():
+    import io
+
+    from agenvoy_cli.transfer.stream import elements
+
+    class Counting(io.BytesIO):
+        reads = 0
+
+        def read(self, size: int | None = -1) -> bytes:
+            self.reads += 1
+            return super().read(size)
+
+    big = [{"text": "長" * 100_000, "n": i} for i in range(3)]
+    handle = Counting(orjson.dumps(big))
+    assert [e for e, _ in elements(handle, 1024)] == big
+    assert handle.reads < 40  # not one per 1 KiB of the ~900 KiB (doubling reads)
+
+
+@pytest.mark.parametrize("chunk", [5, 64, 1 << 20])
+def test_stream_stops_at_a_bad_element_without_reading_on(chunk):
+    import io
+
+    from agenvoy_cli.transfer.stream import Malformed, elements
+
+    data = b'[{"a": "x\\u12"}, {"b": 1 2}, ' + b'{"c": "' + b"z" * 5_000_000 + b'"}]'
+    handle = io.BytesIO(data)
+    with pytest.raises(Malformed, match="bad JSON"):
+        list(elements(handle, chunk))
+    assert handle.tell() < 1 << 21  # not the whole file into memory to say so
+    good = b'[{"a": "\\u00e9\\u9577"}, 12345678, "' + "長".encode() * 50 + b'", true]'
+    assert [e for e, _ in elements(io.BytesIO(good), chunk)] == orjson.loads(good)
+
+
+KILLED_AFTER_APPEND = """
+import os, signal, sys
+from agenvoy_cli.conversation.store import Store
+real, calls, after = Store.append, [], int(sys.argv[1])
+def append(self, *args, **kwargs):
+    done = real(self, *args, **kwargs)
+    calls.append(1)
+    if len(calls) == after:  # the archive has the batch, its cursor is not written
+        os.kill(os.getpid(), signal.SIGKILL)
+    return done
+Store.append = append
+sys.argv = ["agenvoy", "import", "chatgpt", sys.argv[2]]
+from agenvoy_cli.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("appends", [1, 2, 3])
+def test_killed_between_a_batch_and_its_cursor(home, tmp_path, appends):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, agenvoy
+
+    path = tmp_path / "conversations.json"
+    total = chatgpt_export(path, 2, 300)  # two batches a conversation (BATCH = 500)
+    child = subprocess.run([sys.executable, "-c", KILLED_AFTER_APPEND, str(appends),
+                            str(path)], cwd=ROOT, capture_output=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert agenvoy("doctor").returncode == 0
+    doc = orjson.loads(agenvoy("import", "chatgpt", str(path), "--json").stdout)
+    assert sorted(s["session_id"] for s in doc["sources"]) == [
+        "chatgpt-generated-0-0000-gen", "chatgpt-generated-1-0001-gen"]
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        per = conn.execute("SELECT session_id, count(*), count(DISTINCT hash) FROM messages "
+                           "GROUP BY session_id ORDER BY 1").fetchall()
+    assert per == [("chatgpt-generated-0-0000-gen", 600, 600),
+                   ("chatgpt-generated-1-0001-gen", 600, 600)]
+    assert sum(len(orjson.loads((home / "sessions" / s / "history.json").read_bytes()))
+               for s, _, _ in per) <= total
+
+
+def test_export_takes_what_agenvoy_itself_trimmed_and_appended(run, home, tmp_path,
+                                                                monkeypatch):
+    for i in range(10):
+        assert run("append", "s", "--role", ("user", "assistant")[i % 2], "--content",
+                   f"msg {i}", "--time", f"2025-01-01 10:00:0{i}").exit_code == 0
+    path = home / "sessions" / "s" / "history.json"
+    kept = orjson.loads(path.read_bytes())[4:]  # Agenvoy trimmed, then appended: not synced
+    kept += [{"role": "user", "content": "---\n當前時間: 2025-01-01 11:00:00\n---\nnew 1"},
+             {"role": "assistant", "content": "---\n當前時間: 2025-01-01 11:00:01\n---\nnew 2"}]
+    path.write_bytes(orjson.dumps(kept))
+    want = context(run, "s")
+    moved(run, home, tmp_path / "other", tmp_path, monkeypatch, "s")
+    assert context(run, "s") == want and trim_point(run, "s")["start_seq"] == 4
+
+
+def test_import_of_a_folder_takes_what_agenvoy_itself_wrote_there(run, home, tmp_path,
+                                                                  monkeypatch):
+    for i in range(6):
+        assert run("append", "s", "--role", ("user", "assistant")[i % 2], "--content",
+                   f"msg {i}", "--time", f"2025-01-01 10:00:0{i}").exit_code == 0
+    path = home / "sessions" / "s" / "history.json"
+    kept = orjson.loads(path.read_bytes())[2:]  # Agenvoy trimmed, then appended: not synced
+    kept.append({"role": "user", "content": "---\n當前時間: 2025-01-01 11:00:00\n---\nnew"})
+    path.write_bytes(orjson.dumps(kept))
+    want, before = context(run, "s"), path.read_bytes()
+    monkeypatch.setenv("AGENVOY_HOME", str(tmp_path / "other"))
+    doc = imported(run, "agenvoy", str(home / "sessions" / "s"))
+    assert doc["added"] == 7
+    assert context(run, "s") == want and trim_point(run, "s")["start_seq"] == 2
+    assert path.read_bytes() == before  # the other home's session is only read

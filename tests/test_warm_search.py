@@ -18,7 +18,7 @@ TOPICS = ["deploy the cluster", "garden tomatoes", "invoice budget", "kernel pan
 
 @pytest.fixture
 def words(monkeypatch):
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     emb = WordsEmbedder()
     monkeypatch.setitem(vectors._embedders, "", emb)
@@ -48,7 +48,7 @@ def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home,
                                                                       monkeypatch):
     from agenvoy_cli.search import catchup, semantic
     from agenvoy_cli.search.timewindow import TimeWindow
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors import range_query
 
     add(run, "s", 120, time="2024-03-01 10:00:00")
@@ -95,14 +95,14 @@ def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words
     """An unfiltered query silently leaves out what HNSW lacks: the whole-collection check
     sends such an index down the slow path, which says so."""
     from agenvoy_cli.search.engine import search
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors import range_query
     from tests.test_vectors_multiprocess import make_inconsistent
 
     make_inconsistent(home, run)  # ends as a new process would start
     store = warm_store(home)
     with store.write_lock():
-        assert not range_query._consistent(vectors.VectorIndex(store, vectors.MESSAGES)
+        assert not range_query._consistent(vectors.open_index(store, vectors.MESSAGES)
                                           .session("s"))
     capsys.readouterr()
     res = search(store, "s", "deploy", "semantic", budget=0)
@@ -141,7 +141,7 @@ def test_message_texts_for_attribution_are_kept_and_made_ahead(run, home, words)
     from agenvoy_cli.search.engine import search
     from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
     from agenvoy_cli.server import attribution_vectors
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     add(run, "s", 60)
     store = warm_store(home)

@@ -15,7 +15,16 @@ from agenvoy_cli.commands.common import (
     read_limited,
     served,
 )
-from agenvoy_cli.errormem import memory as errormem
+from agenvoy_cli.errormem.classify import ERROR_TYPES
+from agenvoy_cli.errormem.records import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    OUTCOMES,
+    SHORT_ID,
+    drafts_from_json,
+    make_draft,
+)
+from agenvoy_cli.errormem.store import get
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.output import FORMATS, emit, format_option, human_time, table, warn
 from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
@@ -100,7 +109,7 @@ def command() -> None:
 @click.option("--cause", metavar="TEXT", help="Why it happened (optional).")
 @click.option("--action", metavar="TEXT", help="What was done about it.")
 @click.option("--outcome", metavar="OUTCOME",
-              shell_complete=_complete_choice(errormem.OUTCOMES),
+              shell_complete=_complete_choice(OUTCOMES),
               help="resolved, failed or abandoned.")
 @click.option("--from-json", "source", type=click.File("rb"), metavar="FILE|-",
               help='The tool-call arguments as JSON: {"tool_name","keywords","symptom",'
@@ -124,14 +133,14 @@ def record_cmd(ctx: click.Context, tool_name: str | None, keywords: tuple[str, .
         if any(fields):
             raise BadInput("--from-json replaces the field options; give one or the other")
         name = "stdin" if source is sys.stdin.buffer or source.name == "<stdin>" else source.name
-        drafts = errormem.drafts_from_json(read_limited(source, name), name, warn)
+        drafts = drafts_from_json(read_limited(source, name), name, warn)
     else:
         missing = [opt for opt, value in (("--tool", tool_name), ("--keyword", keywords),
                                           ("--symptom", symptom), ("--action", action),
                                           ("--outcome", outcome)) if not value]
         if missing:
             raise BadInput(f"missing {', '.join(missing)} (or give --from-json FILE|-)")
-        drafts = [errormem.make_draft(tool_name, list(keywords), symptom, cause, action,
+        drafts = [make_draft(tool_name, list(keywords), symptom, cause, action,
                                       outcome)]
     emit(memory(ctx).record_errors(drafts, semantic=semantic, warn=warn), as_json,
          lambda d: "\n".join(r["id"] for r in d["records"]), fmt=fmt, rows="records")
@@ -154,10 +163,10 @@ def _read_query(words: tuple[str, ...], text: str | None) -> str:
 @click.option("--tool", metavar="NAME", shell_complete=_complete_tool,
               help="The tool that failed: only its records are returned (as upstream).")
 @click.option("--type", "error_type", metavar="TYPE",
-              shell_complete=_complete_choice(errormem.ERROR_TYPES),
+              shell_complete=_complete_choice(ERROR_TYPES),
               help="Error type to match (default: classified from QUERY).")
-@click.option("-n", "--limit", type=click.IntRange(1, errormem.MAX_LIMIT),
-              default=errormem.DEFAULT_LIMIT, show_default=True, help="At most N records.")
+@click.option("-n", "--limit", type=click.IntRange(1, MAX_LIMIT),
+              default=DEFAULT_LIMIT, show_default=True, help="At most N records.")
 @click.option("--format", "fmt", type=click.Choice([*FORMATS, "hint"]), default=None,
               help="table (the default), json (as --json), jsonl or csv (one record per "
                    "line or row), hint (only the text to inject into the agent's next turn).")
@@ -192,7 +201,7 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
         warn("no related error records")
     else:
         emit(doc, as_json, lambda d: table(
-            [(r["id"][:errormem.SHORT_ID], f"{r['score']:.2f}", r["tool_name"], r["outcome"],
+            [(r["id"][:SHORT_ID], f"{r['score']:.2f}", r["tool_name"], r["outcome"],
               r["error_type"] or "-", _clip(r["symptom"], 50), _clip(r["action"], 50))
              for r in d["records"]],
             ["id", "score", "tool", "outcome", "type", "symptom", "action"]),
@@ -215,9 +224,9 @@ def show_cmd(ctx: click.Context, record_id: str, as_json: bool) -> None:
 @command.command("list")
 @click.option("--tool", metavar="NAME", shell_complete=_complete_tool, help="Only this tool.")
 @click.option("--outcome", metavar="OUTCOME",
-              shell_complete=_complete_choice(errormem.OUTCOMES), help="Only this outcome.")
+              shell_complete=_complete_choice(OUTCOMES), help="Only this outcome.")
 @click.option("--type", "error_type", metavar="TYPE",
-              shell_complete=_complete_choice(errormem.ERROR_TYPES),
+              shell_complete=_complete_choice(ERROR_TYPES),
               help="Only this error type.")
 @click.option("-n", "--limit", type=click.IntRange(1), help="At most N records (newest).")
 @format_option
@@ -229,7 +238,7 @@ def list_cmd(ctx: click.Context, tool: str | None, outcome: str | None,
     """Live records, newest first (listing does not renew them)."""
     doc = memory(ctx).errors(tool=tool, outcome=outcome, error_type=error_type, limit=limit)
     emit(doc, as_json, lambda d: table(
-        [(r["id"][:errormem.SHORT_ID], human_time(r["created_at"]),
+        [(r["id"][:SHORT_ID], human_time(r["created_at"]),
           human_time(r["expires_at"])[:10], r["tool_name"], r["outcome"],
           r["error_type"] or "-", r["hit_count"], _clip(r["symptom"], 50))
          for r in d["records"]],
@@ -245,7 +254,7 @@ def list_cmd(ctx: click.Context, tool: str | None, outcome: str | None,
 def forget_cmd(ctx: click.Context, record_id: str, yes: bool, as_json: bool) -> None:
     """Delete one record (and its vector)."""
     api = memory(ctx)
-    rec = errormem.get(api.store, record_id)  # unknown id: exit 3 before any question
+    rec = get(api.store, record_id)  # unknown id: exit 3 before any question
     confirm_destructive(f"forget error record {rec.short_id} ({rec.tool_name}: "
                         f"{_clip(rec.symptom, 60)})?", f"forget {rec.short_id}", yes)
     emit(api.forget_error(rec.id, warn=warn), as_json, lambda d: f"forgot {d['record_id']}")

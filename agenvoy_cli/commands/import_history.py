@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from agenvoy_cli.commands.common import json_option, memory
@@ -10,7 +12,7 @@ from agenvoy_cli.output import ProgressBar, emit, table, warn
 FORMATS = ("claude-code", "codex", "chatgpt", "openai", "agenvoy")
 
 
-def _render(doc: dict) -> str:
+def _render(doc: dict[str, Any]) -> str:
     rows = [(r["session_id"], r["format"], r["status"], r["added"], r["malformed"])
             for r in doc["sources"]]
     head = table(rows, ["session", "format", "status", "added", "malformed"]) if rows else \
@@ -35,10 +37,17 @@ def command(ctx: click.Context, fmt: str, paths: tuple[str, ...], session: str |
     """Import FORMAT (claude-code, codex, chatgpt, openai, agenvoy) from PATH...: one
     session per transcript or conversation, only what is new since the last import (cron
     ready), nothing embedded (`backfill --vectors` catches up). Unknown FORMAT: exit 2."""
-    bar = ProgressBar("import", 2, not as_json, unit="sources")
+    bar = ProgressBar("import", 2, not as_json, unit="MiB")  # a bar from 2 MiB of input
+    shown = [(-1, -1)]
+
+    def progress(done: int, total: int) -> None:  # bytes, shown in whole MiB, each once
+        if (done >> 20, total >> 20) != shown[0]:
+            shown[0] = (done >> 20, total >> 20)
+            bar(*shown[0])
+
     try:
         doc = memory(ctx).import_(fmt, list(paths), session=session, dry_run=dry_run,
-                                  strict=strict, sidechains=sidechains, progress=bar)
+                                  strict=strict, sidechains=sidechains, progress=progress)
     finally:
         bar.close()
     for r in doc["sources"]:

@@ -16,7 +16,7 @@ from agenvoy_cli.commands.common import (
     one_query,
     served,
 )
-from agenvoy_cli.contract import listing
+from agenvoy_cli.contract import list_document
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, table, warn, yes_no
 
@@ -184,7 +184,7 @@ def sync_cmd(ctx: click.Context, name: str | None, all_: bool, rebuild: bool,
     docs = [_index(ctx, n, None, as_json, max_file_bytes=max_file_size, hidden=hidden,
                    rebuild=rebuild, vectors=vectors) for n in names if n is not None]
     if all_:
-        emit(listing("databases", docs), as_json,
+        emit(list_document("databases", docs), as_json,
              lambda d: "\n".join(_render_sync(x) for x in d["databases"]) or "no databases",
              fmt=fmt, rows="databases")
     else:

@@ -22,18 +22,22 @@ def list_table(sessions: list[dict[str, Any]]) -> str:
     day, which the documents' RFC 3339 strings already carry). Cells made text here, in one
     pass (10,000 sessions: bench/scale.py's `session list` target, <= 2x an append)."""
     yes_no = ("no", "yes")
+    sourced = any(d.get("source") for d in sessions)  # a column once `import` brought one
+    headers = HEADERS + (("source",) if sourced else ())
     if not any(d["problem"] for d in sessions):
         text = plain_table([(d["session_id"], str(d["message_count"]), str(d["bytes"]),
                              "-" if (at := d["last_message_at"]) is None
                              else f"{at[:10]} {at[11:19]}", yes_no[d["has_summary"]])
-                            for d in sessions], HEADERS)
+                            + ((d.get("source") or "-",) if sourced else ())
+                            for d in sessions], headers)
         if text is not None:
             return text
     return table([(d["session_id"], d["message_count"], d["bytes"],
                    None if d["last_message_at"] is None
                    else f"{d['last_message_at'][:10]} {d['last_message_at'][11:19]}",
-                   d["has_summary"]) + (("DAMAGED",) if d["problem"] else ())
-                  for d in sessions], list(HEADERS))
+                   d["has_summary"]) + ((d.get("source") or "-",) if sourced else ())
+                  + (("DAMAGED",) if d["problem"] else ())
+                  for d in sessions], list(headers))
 
 
 @click.group("session")
@@ -46,7 +50,8 @@ def command() -> None:
 @json_option
 @click.pass_context
 def list_cmd(ctx: click.Context, as_json: bool, fmt: str | None = None) -> None:
-    """Every session of the home: messages, bytes, last message time, summary."""
+    """Every session of the home: messages, bytes, last message time, summary, and the
+    source an `import` brought it from (a column once one did)."""
     doc = memory(ctx).sessions()  # from the session table: no history.json read
     if fmt == "table" or (fmt is None and not as_json):
         emit(None, False, lambda _: list_table(doc["sessions"]) if doc["sessions"]

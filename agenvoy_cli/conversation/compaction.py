@@ -29,7 +29,7 @@ class Archive(Protocol):
 
     layout: Layout
 
-    def sync(self, session_id: str, history: History | None = None, *,
+    def align(self, session_id: str, history: History | None = None, *,
              thorough: bool = False) -> _Synced: ...
 
     def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
@@ -98,12 +98,24 @@ def compact_session(store: Archive, session_id: str, limit: int, *,
     cut, note = choose_cut(history.messages, limit)
     if cut == 0:
         return Compaction(session_id, 0, count, size, size, None, None, note)
-    synced = store.sync(session_id, history)  # never drop what is not archived
+    return drop_oldest(store, session_id, cut, note, history)
+
+
+def drop_oldest(store: Archive, session_id: str, cut: int, note: str = "",
+                history: History | None = None) -> Compaction:
+    """Drop history.json's first `cut` messages (archived first) and record the trim point
+    (compaction's cut, or one an import restores). Hold the write lock."""
+    from agenvoy_cli.conversation.history_view import open_history
+
+    if history is None:
+        history = open_history(store.layout.history(session_id), session_id)
+    size, count = history.size, len(history.messages)
+    synced = store.align(session_id, history)  # never drop what is not archived
     new_start = synced.seqs[cut]
     with store.transaction() as conn:
         start_at = archive.set_start(conn, session_id, new_start)
     data = dump_history(list(history.messages[cut:]))  # what is kept fits the limit
     write_history(history.path, data)
     with store.transaction() as conn:
-        sessions.record(conn, session_id, history.path, count - cut, new_start)
+        sessions.write_stats(conn, session_id, history.path, count - cut, new_start)
     return Compaction(session_id, cut, count - cut, size, len(data), start_at, new_start, note)

@@ -63,7 +63,7 @@ def forget_messages(store: Store, session_id: str, seqs: Sequence[int] = (),
     with store.write_lock():
         store.require(session_id)
         history = store.history(session_id)
-        synced = store.sync(session_id, history)  # every message of history.json has a row
+        synced = store.align(session_id, history)  # every message of history.json has a row
         found = _targets(store, session_id, seqs, match)
         drop = {m.seq for m in found}
         keep = [m for m, seq in zip(history.messages, synced.seqs) if seq not in drop]
@@ -80,5 +80,5 @@ def forget_messages(store: Store, session_id: str, seqs: Sequence[int] = (),
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
         sqlite.reclaim_space(store.db())
         store.hooks.after_change(store, session_id, sorted(drop))
-        store.sync(session_id)  # the trim point follows a forgotten first message
+        store.align(session_id)  # the trim point follows a forgotten first message
     return Forgotten(found, removed, False)

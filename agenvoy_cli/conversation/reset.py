@@ -51,7 +51,7 @@ def clear_session(store: Store, session_id: str, *, remove: bool,
                 rows = archive.delete_session(conn, session_id)
                 sessions.drop(conn, session_id)
                 if not remove:  # the folder stays: a row saying it holds no messages
-                    sessions.record(conn, session_id, history, 0, 0)
+                    sessions.write_stats(conn, session_id, history, 0, 0)
             sqlite.reclaim_space(store.db())
         if remove and folder.exists():
             shutil.rmtree(folder)

@@ -23,18 +23,18 @@ def list_all(store: Store) -> list[sessions.Entry]:
     to read the sessions/ folder and found every folder's row records afterwards the mark it
     set before (session_marks): the next listing reads no folder, unless one changed."""
     with store.read_lock():
-        out, mark = _listing(store, None)
+        out, mark = _session_rows(store, None)
     if mark is not None:
-        remember(store, *mark)
+        record_listing_mark(store, *mark)
     return out
 
 
-def listing(store: Store, only: str | None = None) -> list[dict[str, Any]]:
+def session_documents(store: Store, only: str | None = None) -> list[dict[str, Any]]:
     """Every session (or `only`), as `session list` shows them. Hold the read lock."""
-    return sessions.as_dicts(_listing(store, only)[0])
+    return sessions.as_dicts(_session_rows(store, only)[0])
 
 
-def _listing(store: Store, only: str | None
+def _session_rows(store: Store, only: str | None
              ) -> tuple[list[sessions.Entry], tuple[int, int, list[str]] | None]:
     """The entries and the mark to record, if any. The sessions are the rows of
     session_stats and, unless sessions/ still bears its mark, every folder in it too (a scan,
@@ -127,7 +127,7 @@ def from_files(store: Store, session_id: str) -> sessions.Entry:
     return session_id, count, size, last, has_summary, problem
 
 
-def remember(store: Store, mark: int, gen: int, names: list[str]) -> None:
+def record_listing_mark(store: Store, mark: int, gen: int, names: list[str]) -> None:
     """Record the mark a listing set before a scan that found `names` (every folder) with a
     row each, if the write lock is free at once, no row was dropped since (same gen) and each
     still has its row (the database may have been replaced meanwhile: doctor's salvage).
@@ -137,4 +137,4 @@ def remember(store: Store, mark: int, gen: int, names: list[str]) -> None:
     with contextlib.suppress(AgenvoyError, OSError, sqlite3.Error), \
             store_lock(store.layout.lock, 0), store.write_lock(), \
             store.transaction() as conn:
-        session_marks.record(conn, mark, gen, names)
+        session_marks.write_mark(conn, mark, gen, names)

@@ -19,10 +19,10 @@ transaction; `gen` counts the drops). Two writers record it:
 - an append that creates a session's folder: when the mark held just before its mkdir and the
   sessions/ link count grew by exactly one (no other folder came or went meanwhile), the folder
   is marked again and the new value recorded in the transaction that writes the session's row
-  (`settle`, from sessions.record). A crash before it leaves the old value, no longer equal:
-  the next listing scans. Not seen: another program renaming a session folder within the
-  microseconds between that mkdir and the new mark (the link count stays); any later change
-  of sessions/ shows it.
+  (`record_new_folder`, from sessions.write_stats). A crash before it leaves the old value, no
+  longer equal: the next listing scans. Not seen: another program renaming a session folder
+  within the microseconds between that mkdir and the new mark (the link count stays); any
+  later change of sessions/ shows it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ SESSIONS = "sessions"  # the row of folder_marks for the sessions/ folder
 
 class NewFolder(NamedTuple):
     """A session folder an append created and the sessions/ mark it set: recorded with the
-    session's row (settle), in place of the record it replaces."""
+    session's row (record_new_folder), in place of the record it replaces."""
 
     replaces: int
     mark: int
@@ -90,9 +90,9 @@ def cleared(conn: sqlite3.Connection) -> None:
                  (SESSIONS,))
 
 
-def record(conn: sqlite3.Connection, mark: int, gen: int, names: list[str]) -> None:
+def write_mark(conn: sqlite3.Connection, mark: int, gen: int, names: list[str]) -> None:
     """Record sessions/' mark if no row was dropped since it was set (same gen) and every
-    folder of `names` still has its row (session_list.remember, under the write lock)."""
+    folder of `names` still has its row (session_list.record_listing_mark, under the write lock)."""
     import orjson
 
     if conn.execute("SELECT 1 FROM json_each(?) WHERE value NOT IN "
@@ -106,7 +106,7 @@ def record(conn: sqlite3.Connection, mark: int, gen: int, names: list[str]) -> N
 def make_folder(conn: sqlite3.Connection, folder: Path) -> NewFolder | None:
     """Create a session's folder (ensure_dir). When the sessions/ mark held just before and
     only this folder came, mark sessions/ again and return the mark, for the caller to record
-    with the session's row (settle). Hold the write lock."""
+    with the session's row (record_new_folder). Hold the write lock."""
     if folder.is_dir():
         return None
     parent = folder.parent
@@ -129,7 +129,7 @@ def make_folder(conn: sqlite3.Connection, folder: Path) -> NewFolder | None:
     return None
 
 
-def settle(conn: sqlite3.Connection, new: NewFolder) -> None:
+def record_new_folder(conn: sqlite3.Connection, new: NewFolder) -> None:
     """In the transaction writing the row of the session whose folder make_folder created:
     record the mark it set (unless the record changed meanwhile). Safe whenever it runs: at
     that mark every other folder had its row, and a row dropped since cleared the record."""

@@ -80,7 +80,7 @@ def expected(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
     return count, st.st_size, last, st.st_ino, st.st_mtime_ns
 
 
-def record(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
+def write_stats(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
            start_seq: int, new_folder: session_marks.NewFolder | None = None) -> None:
     """After a write of history.json (or a sync that read it whole): its row, current. The
     folder is marked first: a change after it shows, whatever the stat below saw. new_folder:
@@ -94,7 +94,7 @@ def record(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
                  (session_id, *expected(conn, session_id, path, count, start_seq), *summary,
                   folder_ns))
     if new_folder is not None:  # a folder our append created: sessions/ marked
-        session_marks.settle(conn, new_folder)
+        session_marks.record_new_folder(conn, new_folder)
 
 
 def drop(conn: sqlite3.Connection, session_id: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, Protocol
 from agenvoy_cli.conversation import (
     alignment,
     archive,
-    bulk_sync,
+    big_sync,
     compaction,
     dress,
     session_marks,
@@ -27,12 +27,12 @@ from agenvoy_cli.conversation.history import (
     splice_point,
     write_appended,
 )
-from agenvoy_cli.conversation.index_hooks import NO_INDEX
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
     validate_message,
 )
+from agenvoy_cli.conversation.no_index import NO_INDEX
 from agenvoy_cli.conversation.provider_messages import for_provider, window_cutoff
 from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
 from agenvoy_cli.home import salvage, sqlite
@@ -61,7 +61,7 @@ class AppendResult(NamedTuple):
 
 class IndexHooks(Protocol):
     """What a derived index is told of the Store's changes (agenvoy_cli.vectors.hooks has the
-    vector index's; conversation/index_hooks.py the do-nothing default)."""
+    vector index's; conversation/no_index.py the do-nothing default)."""
 
     def active(self, store: Store) -> bool:
         """Whether a derived index exists (or is configured) for this home."""
@@ -199,7 +199,7 @@ class Store:
     def _fallback_ns(self, history: History) -> int:
         return fallback_ns(history)
 
-    def sync(self, session_id: str, history: History | None = None, *,
+    def align(self, session_id: str, history: History | None = None, *,
              thorough: bool = False) -> SyncResult:
         """Bring the archive in line with history.json by the identity rule (first backfill,
         Agenvoy's writes, edits by hand, a crash); never a duplicate. thorough: rows before
@@ -211,7 +211,7 @@ class Store:
             # the archived prefix skipped, plain new messages inserted in bulk: the identity
             # rule runs on the rest only (bounded memory for a big file, and ~4x the speed)
             with self.transaction() as conn:
-                big = bulk_sync.sync_big(conn, session_id, history, fallback_ns(history))
+                big = big_sync.sync_big(conn, session_id, history, fallback_ns(history))
             if big.changed or big.renumbered_from is not None:
                 self.hooks.after_change(self, session_id, big.changed, big.renumbered_from)
             return SyncResult(session_id, big.start, big.inserted, big.seqs,  # type: ignore[arg-type]
@@ -226,7 +226,7 @@ class Store:
             start = done.seqs[0] if done.seqs else archive.session_rows(conn, session_id).next_seq
             if start != (rows.start_seq or 0) and (done.seqs or rows.has_rows):
                 archive.set_start(conn, session_id, start)
-            sessions.record(conn, session_id, history.path, len(history.messages), start)
+            sessions.write_stats(conn, session_id, history.path, len(history.messages), start)
         if done.left or done.edited or done.renumbered_from is not None:
             self.hooks.after_change(self, session_id, done.left + done.edited,
                                     done.renumbered_from)
@@ -279,7 +279,7 @@ class Store:
                 if start != (rows.start_seq or 0):
                     archive.set_start(conn, session_id, start)
                 archive.set_fingerprint(conn, session_id, history.path.stat(), count)
-                sessions.record(conn, session_id, history.path, count, start, new_folder)
+                sessions.write_stats(conn, session_id, history.path, count, start, new_folder)
         except BaseException:
             if previous is None:
                 history.path.unlink(missing_ok=True)
@@ -288,10 +288,12 @@ class Store:
             raise
 
     def append(self, session_id: str, messages: list[Any], moment: datetime | None = None,
-               *, compact: bool = True, sender: str = "") -> AppendResult:
+               *, compact: bool = True, sender: str = "",
+               history_format: str | None = None) -> AppendResult:
         """All of the batch or none of it: validate everything before writing anything.
         Each message is written in the dress the session's history.json wears (a header, or
-        Agenvoy v0.32's sendAt/sender); a new session follows agenvoy.history_format."""
+        Agenvoy v0.32's sendAt/sender); a new session follows agenvoy.history_format (or
+        history_format: an import restoring a session's own dress)."""
         validate_name(session_id)
         limit = self.settings.max_history_bytes
         checked = [validate_message(m, i, limit) for i, m in enumerate(messages)]
@@ -301,7 +303,7 @@ class Store:
             dress.validate(m, f"message {i}")
         if sender:
             dress.check_sender(sender, "--sender")
-        new_format = dress.new_session_format(self.settings)
+        new_format = history_format or dress.new_session_format(self.settings)
         moment = moment or datetime.now().replace(microsecond=0)
         if compact:
             self._preload_if_compacting(session_id, checked)
@@ -314,7 +316,7 @@ class Store:
             if history.raw is not None or count == 0:
                 # read (someone else may have written it): align the archive with it first
                 if history.messages or rows.has_rows:
-                    synced = self.sync(session_id, history)
+                    synced = self.align(session_id, history)
                     backfilled = synced.inserted
                     rows = archive.session_rows(conn, session_id)
                 start = rows.next_seq if count == 0 else (rows.start_seq or 0)

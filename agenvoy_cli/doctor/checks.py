@@ -76,7 +76,7 @@ class Doctor(Report):
         if not store.layout.db.exists():
             if history.messages:
                 self.report(sid, "archive", f"{len(history.messages)} message(s) of history.json "
-                            "are not in SQLite (no database)", lambda: self._sync(sid))
+                            "are not in SQLite (no database)", lambda: self._realign(sid))
             return
         from agenvoy_cli.doctor.conversation import check_archive, check_archive_big
 
@@ -102,7 +102,7 @@ class Doctor(Report):
 
         def refresh() -> str:
             with self.store.transaction() as c:
-                sessions.record(c, sid, history.path, count, start)
+                sessions.write_stats(c, sid, history.path, count, start)
             return "session row rewritten from history.json"
 
         if row is not None and (row.hist_ino, row.hist_mtime_ns) == (want[3], want[4]) and \
@@ -119,19 +119,19 @@ class Doctor(Report):
             vectors.check_session(self, sid, start_seq, next_seq)
 
     def check_error_memory(self) -> None:
-        from agenvoy_cli.errormem import memory as errormem
+        from agenvoy_cli.errormem.vector_sync import check_error_index, repair_error_index
         from agenvoy_cli.vectors.location import has_vectors
 
         if has_vectors(self.store) and not self.vectors_usable:
             return  # reported (and not repaired) by the vector check
 
-        problems = errormem.check_error_index(self.store)
+        problems = check_error_index(self.store)
         if not problems:
             return
         done: list[str] = []
 
         def repair() -> str:
-            done.extend(errormem.repair_error_index(self.store))
+            done.extend(repair_error_index(self.store))
             return "; ".join(done) or "nothing to do"
 
         for i, detail in enumerate(problems):
@@ -166,10 +166,10 @@ class Doctor(Report):
         return f"salvaged the readable rows into a fresh history.db ({saved or 'no rows'}); " \
                f"the damaged file is {kept.name}"
 
-    def _sync(self, sid: str) -> str:
-        from agenvoy_cli.doctor.conversation import sync
+    def _realign(self, sid: str) -> str:
+        from agenvoy_cli.doctor.conversation import realign
 
-        return sync(self, sid)
+        return realign(self, sid)
 
     def _rebuild_history(self, sid: str) -> str:
         from agenvoy_cli.doctor.conversation import rebuild_history

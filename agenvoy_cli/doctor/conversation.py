@@ -76,15 +76,15 @@ def report_unarchived(doctor: Doctor, sid: str, messages: Sequence[dict[str, Any
                  if rid is not None and by_id[rid].hash != key)
     if missing:
         doctor.report(sid, "archive", f"{missing} message(s) of history.json are not in SQLite",
-                      lambda: sync(doctor, sid))
+                      lambda: realign(doctor, sid))
     if edited:
         doctor.report(sid, "archive", f"{edited} message(s) of history.json were edited since "
-                      "they were archived", lambda: sync(doctor, sid))
+                      "they were archived", lambda: realign(doctor, sid))
 
 
-def sync(doctor: Doctor, sid: str) -> str:
+def realign(doctor: Doctor, sid: str) -> str:
     with doctor.store.write_lock():
-        result = doctor.store.sync(sid, thorough=True)
+        result = doctor.store.align(sid, thorough=True)
     return (f"archived {result.inserted} message(s), {result.edited} edited, "
             f"{result.left} no longer in history.json")
 
@@ -96,7 +96,7 @@ def remove_duplicates(doctor: Doctor, sid: str) -> str:
         with store.transaction() as conn:
             dups, keep = duplicates(conn, sid, history.messages)
             archive.drop_duplicates(conn, dups, keep)
-        result = store.sync(sid, history, thorough=True)
+        result = store.align(sid, history, thorough=True)
     return f"deleted {len(dups)} duplicate row(s); {result.inserted} message(s) archived"
 
 
@@ -121,7 +121,7 @@ def check_archive_big(doctor: Doctor, sid: str, history: History) -> None:
     in memory that follows what is wrong rather than the file. Duplicates are found by SQL
     grouping; the archived prefix (identities at their places) is skipped a batch at a time;
     only the rest is matched by the identity rule."""
-    from agenvoy_cli.conversation.bulk_sync import archived_prefix
+    from agenvoy_cli.conversation.big_sync import archived_prefix
 
     conn = doctor.store.db()
     rows = archive.session_rows(conn, sid)

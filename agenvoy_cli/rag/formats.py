@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from agenvoy_cli.rag.chunking import Block, heading_path, scoped
+from agenvoy_cli.rag.chunking import Block, heading_path, push_heading
 from agenvoy_cli.rag.markdown import markdown_blocks
 from agenvoy_cli.rag.reading import SNIFF_BYTES
 
@@ -53,7 +53,7 @@ def text_blocks(text: str) -> list[Block]:
         if under and len(para[-1].strip()) >= max(3, len(para[-2].strip()) // 2):
             mark = under.group(1)[0]
             levels.setdefault(mark, len(levels) + 1)
-            scoped(stack, levels[mark], _title(para[-2]))
+            push_heading(stack, levels[mark], _title(para[-2]))
             blocks.append(Block("\n".join(para), start, end, heading_path(stack), "heading"))
             continue
         blocks.append(Block("\n".join(para), start, end, heading_path(stack)))
@@ -199,7 +199,7 @@ class _HTMLText(HTMLParser):
         if text.strip():
             if kind == "heading":
                 assert self.heading is not None
-                scoped(self.stack, self.heading, _title(text))
+                push_heading(self.stack, self.heading, _title(text))
             self.blocks.append(Block(text, self.start, max(end, self.start),
                                      heading_path(self.stack), kind, exact=False))
         self.buf = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from agenvoy_cli.rag.chunking import Block, heading_path, scoped
+from agenvoy_cli.rag.chunking import Block, heading_path, push_heading
 
 _TITLE_CHARS = 120
 
@@ -77,7 +77,7 @@ def markdown_blocks(text: str) -> list[Block]:
         elif token.level != 0:
             continue
         elif token.type == "heading_open":
-            scoped(stack, int(token.tag[1]), _title(tokens[i + 1].content))
+            push_heading(stack, int(token.tag[1]), _title(tokens[i + 1].content))
             add(begin, end, "heading")
         elif token.type in ("fence", "code_block"):
             add(begin, end, "code")

@@ -4,7 +4,7 @@ A database has a name (validated like a session id), the paths it watches (``rag
 one row per file (``rag_files``) and the files' chunks (``rag_chunks``, with FTS5 over
 CJK-bigram tokens: the same Chinese-aware index as conversation search). Each chunk's
 vector lives in the Chroma collection ``agenvoy_rag_<database id>`` under the chunk's id.
-Indexing is rag.index (with rag.commit), searching rag.search.
+Indexing is rag.source_sync (with rag.commit), searching rag.search.
 """
 
 from __future__ import annotations
@@ -238,17 +238,17 @@ def create(store: Store, name: str, paths: Sequence[str] = (), *,
 
 
 def _index(store: Store, db: Database, *, create: bool) -> Any:
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     name = collection_name(db.id)
     if not create and not vectors.index_exists(store, name):
         return None
-    return vectors.VectorIndex(store, name, create=create)
+    return vectors.open_index(store, name, create=create)
 
 
 def _rebuild_hint(db: Database) -> Callable[[Exception], Exception]:
     def convert(exc: Exception) -> Exception:
-        from agenvoy_cli.vectors.index import IndexModelMismatch
+        from agenvoy_cli.vectors.api import IndexModelMismatch
 
         text = str(exc).split("; rebuild", 1)[0]
         return IndexModelMismatch(f"{text}; re-embed it with `agenvoy rag sync {db.name} "
@@ -257,7 +257,7 @@ def _rebuild_hint(db: Database) -> Callable[[Exception], Exception]:
 
 
 def _mismatch() -> type[Exception]:
-    from agenvoy_cli.vectors.index import IndexModelMismatch
+    from agenvoy_cli.vectors.api import IndexModelMismatch
 
     return IndexModelMismatch
 
@@ -276,7 +276,7 @@ def remove(store: Store, name: str) -> dict[str, Any]:
         with store.transaction() as tx:
             tx.execute("UPDATE rag_files SET state = 'pending' WHERE db_id = ?", (db.id,))
         if store.layout.chroma.is_dir() or os.environ.get("AGENVOY_CHROMA_URL"):
-            from agenvoy_cli.vectors import index as vectors
+            from agenvoy_cli.vectors import api as vectors
 
             vectors.drop_index(store, collection_name(db.id))
             _drop_orphans(store, conn, vectors)
@@ -290,9 +290,9 @@ def remove(store: Store, name: str) -> dict[str, Any]:
 
 def _drop_orphans(store: Store, conn: sqlite3.Connection, vectors: Any) -> None:
     """Collections of databases that no longer exist (a remove that died half-way)."""
-    live = {vectors.scoped(store, collection_name(r[0]))
+    live = {vectors.server_name(store, collection_name(r[0]))
             for r in conn.execute("SELECT id FROM rag_dbs")}
-    ours = vectors.scoped(store, "")  # "" embedded; "-<home key>" on a shared server
+    ours = vectors.server_name(store, "")  # "" embedded; "-<home key>" on a shared server
     for col in vectors.client(store).list_collections():
         cname = col if isinstance(col, str) else col.name
         if (cname.startswith(COLLECTION_PREFIX) and cname.endswith(ours)

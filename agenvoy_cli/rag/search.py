@@ -163,7 +163,7 @@ def fts_ranking(conn: sqlite3.Connection, db_ids: Sequence[int], match: str | No
 
 
 def _any_match(query: str) -> str | None:
-    from agenvoy_cli.search.engine import content_query
+    from agenvoy_cli.search.keyword import content_query
 
     return fts.match_any(content_query(query))
 
@@ -271,7 +271,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         if mode == "semantic" and pending:  # no vector yet: found by keyword meanwhile
             kw = [(c, s) for c, s in fts_ranking(conn, ids, _any_match(query), POOL)
                   if c in pending]
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     vector = vectors.embedder(store).embed_query(query)  # outside the lock
     with store.write_lock():
@@ -281,7 +281,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
             result.score_kind = "cosine"
         else:
             result.score_kind = "rrf"
-            from agenvoy_cli.search.engine import fuse
+            from agenvoy_cli.search.fusion import fuse
 
             ranked = fuse(kw, vec)[:limit]
         conn = _readonly(store)

@@ -7,14 +7,13 @@ _EXPORTS: dict[str, str | None] = {
     "catchup": None,
     "DEFAULT_BUDGET": "catchup",
     "check_budget": "catchup",
+    "index_session": "catchup",
     "notice_line": "catchup",
     "pending_vectors": "catchup",
     "DEFAULT_LIMIT": "engine",
     "MODES": "engine",
-    "fuse": "engine",
-    "index_session": "engine",
     "search": "engine",
-    "time_window": "engine",
+    "fuse": "fusion",
     "SHORT_QUERY_TERMS": "keyword",
     "content_query": "keyword",
     "fold": "keyword",
@@ -22,6 +21,7 @@ _EXPORTS: dict[str, str | None] = {
     "Note": "results",
     "grouped_lines": "results",
     "ATTRIBUTION_CHARS": "semantic",
+    "time_window": "timewindow",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy(__name__, _EXPORTS)

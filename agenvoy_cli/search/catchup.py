@@ -113,7 +113,7 @@ def _fast_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
     catch-up leaves it. The catch-up adds in seq order and compaction deletes from the
     front, so the indexed places are one run [start, x): check both ends (with their
     content hashes), find x by bisection, embed [x, nxt)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     if nxt <= start:
         return None
@@ -151,7 +151,7 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
                ) -> list[_Todo]:
     """Compare every vector of the session with SQLite: delete those it does not back
     (older than the trim point, beyond its last row, or of a changed message)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     hashes = _sqlite_hashes(conn, session_id, start)
     stale, present = [], set()
@@ -173,7 +173,7 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
 
 def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_Todo]]:
     """Under the write lock: (the index, the messages to embed)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     conn = store.db_readonly()
     if conn is None:
@@ -182,7 +182,7 @@ def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_T
     if rows.next_seq == 0 and not vectors.index_exists(store, vectors.MESSAGES):
         return None, []
     start = rows.start_seq or 0
-    index = vectors.VectorIndex(store, vectors.MESSAGES)
+    index = vectors.open_index(store, vectors.MESSAGES)
     todo = None if full else _fast_plan(index, conn, session_id, start, rows.next_seq)
     if todo is None:
         todo = _full_plan(index, conn, session_id, start)
@@ -193,7 +193,7 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
                  vecs: Sequence[Sequence[float]]) -> int:
     """Under the write lock: add the vectors whose message is still in SQLite, unchanged,
     at or after the current trim point (compaction may have run while we embedded)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     conn = store.db_readonly()
     if conn is None or not batch:
@@ -218,7 +218,7 @@ def _state(store: Store) -> tuple[Any, ...]:
     """What every change the catch-up cares about changes: the database files and Chroma's
     generation token (every vector writer, this process included, writes a new one first)."""
     from agenvoy_cli.home.sqlite import change_stamp
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     return (vectors.read_generation(store), *change_stamp(store.layout.db))
 
@@ -240,7 +240,7 @@ def _remember_done(store: Store, session_id: str, state: tuple[Any, ...]) -> Non
         memo[session_id] = state
 
 
-def plan(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:
+def todo(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:
     """For a caller that embeds elsewhere (the MCP server's indexer): (the index, the
     messages to embed, each with .text). Imports chromadb before taking the lock."""
     from agenvoy_cli.vectors.hooks import preload
@@ -250,10 +250,10 @@ def plan(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:
         state = _known_done(store, session_id)
         if state is None:
             return None, []
-        index, todo = _index_plan(store, session_id, False)
-        if not todo:
+        index, missing = _index_plan(store, session_id, False)
+        if not missing:
             _remember_done(store, session_id, state)
-        return index, todo
+        return index, missing
 
 
 def add(store: Store, index: Any, session_id: str, batch: Sequence[_Todo],
@@ -306,7 +306,7 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
     and not older than the trim point. The quick check (default) trusts the shape the
     catch-up leaves: one run of indexed places from the trim point. full=True compares every
     vector with SQLite and deletes those it does not back (backfill --vectors, doctor)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import preload
 
     check_budget(budget)

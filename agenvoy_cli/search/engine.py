@@ -25,17 +25,13 @@ from typing import TYPE_CHECKING, Any
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home import fts
 from agenvoy_cli.search import fusion, semantic
-from agenvoy_cli.search.catchup import (  # noqa: F401 - re-exported for callers and benches
-    CatchUp,
+from agenvoy_cli.search.catchup import (
     Notice,
     Progress,
     catch_up,
-    doc_text,
-    index_session,
-    pending_vectors,
 )
-from agenvoy_cli.search.fusion import fuse  # noqa: F401 - used by rag
-from agenvoy_cli.search.keyword import (  # noqa: F401 - content_query: used by rag
+from agenvoy_cli.search.fusion import fuse
+from agenvoy_cli.search.keyword import (
     MATCHES,
     content_query,
     default_match,
@@ -44,7 +40,7 @@ from agenvoy_cli.search.keyword import (  # noqa: F401 - content_query: used by 
 )
 from agenvoy_cli.search.results import SearchResult, rows_of
 from agenvoy_cli.search.scope import Scope, fill, note_unarchived, scope_of, unarchived
-from agenvoy_cli.search.timewindow import RANGES, TimeWindow, time_window  # noqa: F401
+from agenvoy_cli.search.timewindow import TimeWindow
 
 if TYPE_CHECKING:
 
@@ -187,7 +183,7 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     attributed, floor applied, fused (hybrid), expanded 2 before / 1 after. The catch-up
     before it embeds for at most `budget` seconds (None: everything); what it left is
     ranked by keyword."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     query = checked_query(query)
     window = window or TimeWindow()

@@ -65,13 +65,13 @@ def vector_hits(store: Store, session_id: str, vector: Sequence[float], n: int, 
                 lo_seq: int, hi_seq: int | None, window: TimeWindow | None = None
                 ) -> tuple[list[tuple[int, float]], int]:
     """(vector_ranking, how many entries an inconsistent index had to leave out)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     if n <= 0 or (hi_seq is not None and hi_seq <= lo_seq):
         return [], 0
     if not vectors.index_exists(store, vectors.MESSAGES):
         return [], 0
-    index = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+    index = vectors.open_index(store, vectors.MESSAGES, create=False)
     hits = index.query(vector, n, where=seq_where(session_id, lo_seq, hi_seq, window))
     return ([(int(h.metadata["seq"]), 1.0 - float(h.distance)) for h in hits],
             int(getattr(index, "unsearchable", 0)))
@@ -141,14 +141,14 @@ def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: i
     """The query's mean cosine similarity to up to BACKGROUND messages of [lo_seq, hi_seq),
     spread evenly (None: too few vectors). Only after vector_ranking found candidates (so
     the index exists). Hold the write lock (Chroma access)."""
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     span = hi_seq - lo_seq
     if span < BACKGROUND_MIN:
         return None
     step = max(1, span // BACKGROUND)
     ids = [vectors.message_id(session_id, s) for s in range(lo_seq, hi_seq, step)][:BACKGROUND]
-    index = vectors.VectorIndex(store, vectors.MESSAGES, create=False)
+    index = vectors.open_index(store, vectors.MESSAGES, create=False)
     got = index.collection.get(ids=ids, include=["embeddings"])
     embs = got.get("embeddings")
     if embs is None or len(embs) < BACKGROUND_MIN:

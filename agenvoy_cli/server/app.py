@@ -150,7 +150,7 @@ class App:
 def warm_app(layout: Layout, bound: str | None) -> App:
     """The server over a warm store, attribution's vectors cached (server.attribution_vectors)."""
     from agenvoy_cli.server.attribution_vectors import CachingEmbedder
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound)
     try:

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.contract import document, listing
+from agenvoy_cli.contract import document, list_document
 from agenvoy_cli.conversation.messages import content_text
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
@@ -82,7 +82,8 @@ def _budget(a: Args) -> float:
 
 
 def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.search.engine import search, time_window
+    from agenvoy_cli.search.engine import search
+    from agenvoy_cli.search.timewindow import time_window
 
     a = Args("search_chat_history", raw, _properties("search_chat_history"))
     keyword = a.string("keyword", required=True) or ""
@@ -125,48 +126,50 @@ def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
     messages = ctx.store.context(session_id, limit, warn=ctx.warn)
     blocks = [f"[{m.get('role')}]\n{content_text(m.get('content'))}" for m in messages]
     return "\n\n".join(blocks) or "(no messages)", {"session_id": session_id,
-                                                     **listing("messages", messages)}
+                                                     **list_document("messages", messages)}
 
 
 # ----------------------------------------------------------------------------- error memory
 
 
-def remember_error(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.errormem import memory
+def record_error(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.errormem.records import make_draft
+    from agenvoy_cli.errormem.store import record
 
     a = Args("remember_error", raw, _properties("remember_error"))
-    draft = memory.make_draft(a.raw.get("tool_name"), a.raw.get("keywords"),
+    draft = make_draft(a.raw.get("tool_name"), a.raw.get("keywords"),
                               a.raw.get("symptom"), a.raw.get("cause"), a.raw.get("action"),
                               a.raw.get("outcome"))
-    records = memory.record(ctx.store, [draft], warn=ctx.warn)
-    doc = listing("records", [r.as_dict() for r in records])
+    records = record(ctx.store, [draft], warn=ctx.warn)
+    doc = list_document("records", [r.as_dict() for r in records])
     return f"Remember the Error: {records[0].id}", doc
 
 
 def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.errormem import memory
+    from agenvoy_cli.errormem.ranking import lookup
+    from agenvoy_cli.errormem.records import DEFAULT_LIMIT
 
     a = Args("search_error_history", raw, _properties("search_error_history"))
     keyword = a.string("keyword", required=True) or ""
-    limit = a.integer("limit", lo=1, hi=T.ERROR_LIMIT_MAX, default=memory.DEFAULT_LIMIT)
+    limit = a.integer("limit", lo=1, hi=T.ERROR_LIMIT_MAX, default=DEFAULT_LIMIT)
     tool = a.string("tool_name")
     budget = _budget(a)
     if not keyword.strip():
         raise BadInput("search_error_history: keyword is empty")
-    result = memory.lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,
+    result = lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,
                            budget=budget)
-    doc = {**listing("records", [h.as_dict() for h in result.hits]), "hint": result.hint,
+    doc = {**list_document("records", [h.as_dict() for h in result.hits]), "hint": result.hint,
            "mode": result.mode, "match": result.match,
            "unindexed_count": result.unindexed_count}
     return result.hint or "NONE", doc
 
 
 def read_error(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.errormem import memory
+    from agenvoy_cli.errormem.store import get
 
     a = Args("read_error", raw, _properties("read_error"))
     ref = (a.string("hash", required=True) or "").strip()
-    doc = memory.get(ctx.store, ref).as_dict()
+    doc = get(ctx.store, ref).as_dict()
     return _json(doc), doc
 
 
@@ -213,7 +216,7 @@ def search_rag(ctx: Context, raw: dict[str, Any]) -> Reply:
 
 TOOLS: dict[str, Callable[[Context, dict[str, Any]], Reply]] = {
     "search_chat_history": search_chat_history,
-    "remember_error": remember_error,
+    "remember_error": record_error,
     "search_error_history": search_error_history,
     "read_error": read_error,
     "list_rag": list_rag,

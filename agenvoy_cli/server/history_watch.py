@@ -46,7 +46,7 @@ def sync_if_foreign(store: Store, session_id: str) -> int:
     with store.write_lock():
         if _recorded(store, session_id) == file_identity(store.layout.history(session_id)):
             return 0  # another process synced meanwhile
-        return store.sync(session_id).inserted or 0
+        return store.align(session_id).inserted or 0
 
 
 class Watcher:

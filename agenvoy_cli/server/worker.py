@@ -97,7 +97,7 @@ class Indexer:
             self.dirty.update(sid for sid, nxt in now.items() if self.seen.get(sid) != nxt)
         self.seen = now
 
-    def plan(self) -> tuple[str, Any, list[Any]] | None:
+    def next_job(self) -> tuple[str, Any, list[Any]] | None:
         """The next batch to embed: (session, index, messages), or None when all is done."""
         from agenvoy_cli.errors import AgenvoyError
         from agenvoy_cli.search import catchup
@@ -105,7 +105,7 @@ class Indexer:
         while self.dirty and not self.stopped:
             session_id = min(self.dirty)
             try:
-                index, todo = catchup.plan(self.store, session_id)
+                index, todo = catchup.todo(self.store, session_id)
             except AgenvoyError as exc:  # e.g. an unreachable Chroma server: say it once
                 if session_id not in self.failed:
                     sys.stderr.write(f"agenvoy: warning: background indexing of "
@@ -119,7 +119,7 @@ class Indexer:
 
     def embed(self, batch: list[Any]) -> list[list[float]]:
         """On a thread of its own: the model needs no store (and locks itself)."""
-        from agenvoy_cli.vectors import index as vectors
+        from agenvoy_cli.vectors import api as vectors
 
         emb = vectors.embedder(self.store)
         return getattr(emb, "inner", emb).embed_documents([t.text for t in batch])  # uncached
@@ -157,7 +157,7 @@ async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Eve
         await thread.run(indexer.histories)
         if await thread.run(indexer.changed):
             await thread.run(indexer.look)
-        while (job := await thread.run(indexer.plan)) is not None:
+        while (job := await thread.run(indexer.next_job)) is not None:
             session_id, index, batch = job
             await idle.wait()
             # abandoned on shutdown: it writes nothing, and EOF must not wait for the model

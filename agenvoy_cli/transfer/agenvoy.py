@@ -1,7 +1,8 @@
 """This tool's own export (JSON Lines, lossless) and reading it, or another home's session
 folder, back in.
 
-An export is, per session: a `session` line (id, the home it came from, trim point), one
+An export is, per session: a `session` line (id, the home it came from, trim point, the
+dress history.json wears), one
 `message` line per archived row (every column the row has, whatever the schema version:
 time, sender, place, gone, and the full message JSON), then a `summary` line (summary.json
 and summary.meta.json with its cursor)."""
@@ -11,13 +12,17 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from agenvoy_cli.conversation import compaction, dress
+from agenvoy_cli.conversation.history import read_tail
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.files import atomic_write_json, read_json
+from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.transfer.records import Record, Unit
 
 FORMAT = "agenvoy-export"
@@ -50,17 +55,32 @@ def session_lines(conn: sqlite3.Connection | None, folder: Path, session_id: str
         rows = [{"seq": i, "message": m, "gone": 0} for i, m in enumerate(history)
                 if isinstance(m, dict)]
     yield {"type": "session", "format": FORMAT, "version": VERSION, "session_id": session_id,
-           "home": str(home), "start_seq": start, "message_count": len(rows)}
+           "home": str(home), "start_seq": start, "message_count": len(rows),
+           "history_format": _dress(folder / "history.json")}
     for row in rows:
         yield {"type": "message", **row}
     yield {"type": "summary", "summary": read_json(folder / "summary.json", default=None),
            "meta": read_json(folder / "summary.meta.json", default=None)}
 
 
+def _dress(path: Path) -> str:
+    """The dress history.json wears (its tail tells: Store.append keeps sendAt last)."""
+    try:
+        tail, _ = read_tail(path, path.stat().st_size)
+    except OSError:
+        return "header"
+    return "sendat" if dress.wears_send_at(tail) else "header"
+
+
 def export_lines(store: Store, session_id: str) -> Iterator[dict[str, Any]]:
-    with store.read_lock():
+    """The session's lines, after the archive is aligned with history.json (what Agenvoy
+    itself appended or trimmed since our last write is archived and its trim point
+    recorded: the export holds what `context` shows). Writes nothing else in the home."""
+    with store.write_lock():
         store.require(session_id)
-        lines = list(session_lines(store.db_readonly(), store.layout.session_dir(session_id),
+        if store.layout.history(session_id).exists():
+            store.align(session_id)
+        lines = list(session_lines(store.db(), store.layout.session_dir(session_id),
                                    session_id, store.layout.home.resolve()))
     yield from lines
 
@@ -69,10 +89,11 @@ def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any]]], where: str,
                       session: str | None) -> Iterator[Unit]:
     head: dict[str, Any] | None = None
     records: list[Record] = []
+    seqs: list[Any] = []  # the exported places, for the trim point
     for raw, line in lines:
         kind = line.get("type")
         if kind == "session":
-            head, records = line, []
+            head, records, seqs = line, [], []
         elif kind == "message" and head is not None:
             message = line.get("message")
             if not isinstance(message, dict):
@@ -81,12 +102,17 @@ def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any]]], where: str,
             if line.get("sender") and "sender" not in message:
                 message = {**message, "sender": line["sender"]}
             records.append(Record(raw, [(message, None)]))
+            seqs.append(line.get("seq"))
         elif kind == "summary" and head is not None:
             sid = str(head.get("session_id"))
+            start = head.get("start_seq") or 0
+            fmt = head.get("history_format")
             yield Unit(f"agenvoy:{head.get('home')}/{sid}", "agenvoy", session or sid,
-                       lambda records=records: records,
+                       partial(list, records),
                        {"path": where, "home": head.get("home")},
-                       summary=(line.get("summary"), line.get("meta")))
+                       summary=(line.get("summary"), line.get("meta")),
+                       history_format=fmt if fmt in dress.FORMATS else None,
+                       trim=sum(1 for seq in seqs if isinstance(seq, int) and seq < start))
             head = None
 
 
@@ -104,18 +130,49 @@ def units(path: Path, session: str | None) -> Iterator[Unit]:
     folders = [path] if (path / "history.json").exists() else \
         sorted(p for p in (path / "sessions").iterdir() if p.is_dir())
     for folder in folders:
-        home = folder.resolve().parent.parent
-        conn = None
-        db = home / ".store" / "history.db"
-        if db.exists():
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x)
-                     for x in session_lines(conn, folder, folder.name, home)]
-        finally:
-            if conn is not None:
-                conn.close()
+        lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x) for x in folder_lines(folder)]
         yield from _units_from_lines(iter(lines), str(folder.resolve()), session)
+
+
+def folder_lines(folder: Path) -> list[dict[str, Any]]:
+    """Another home's session as an export of it, that home only read: its archive before
+    what history.json holds, then history.json's messages at their places by the identity
+    rule (what Agenvoy itself appended or trimmed there since that home's last sync too)."""
+    home = folder.resolve().parent.parent
+    if not (home / ".store" / "history.db").exists():
+        return list(session_lines(None, folder, folder.name, home))
+    other = Store(Layout(home))
+    try:
+        with other.read_lock():
+            lines = list(session_lines(other.db_readonly(), folder, folder.name, home))
+            recent = other.recent(folder.name) if (folder / "history.json").exists() else []
+    finally:
+        other.close()
+    if not recent:
+        return lines
+    first = recent[0].seq
+    head, summary = lines[0], lines[-1]
+    body = [x for x in lines[1:-1] if isinstance(x.get("seq"), int) and x["seq"] < first]
+    body += [{"type": "message", "seq": m.seq, "send_at": m.send_at, "role": m.role,
+              "gone": 0, "sender": dress.sender(m.raw), "message": m.raw} for m in recent]
+    return [{**head, "start_seq": first, "message_count": len(body)}, *body, summary]
+
+
+def restore(store: Store, session_id: str, unit: Unit, messages: int) -> None:
+    """What an export keeps beside the messages: the trim point (history.json holding only
+    what the exported one held) and the summary with its cursor. `messages`: how many the
+    unit has; the trim is restored only into a session made of exactly those, untrimmed
+    (idempotent: a re-import, or one after a crash, finds it done)."""
+    if unit.trim:
+        with store.write_lock():
+            history = store.history(session_id)
+            if store.trim_point(session_id)[0] == 0 and len(history.messages) == messages \
+                    and unit.trim < messages:
+                done = compaction.drop_oldest(store, session_id, unit.trim,
+                                              "the trim point of the export", history)
+                if done.start_seq is not None:
+                    store.hooks.after_trim(store, session_id, done.start_seq)
+    write_summary(store, session_id, unit)
 
 
 def write_summary(store: Store, session_id: str, unit: Unit) -> None:

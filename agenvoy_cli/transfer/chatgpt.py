@@ -7,7 +7,8 @@ becomes a tool call, the tool's answer its tool message."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def messages(conversation: dict[str, Any]) -> Iterator[tuple[bytes, list[Timed]]
         if not isinstance(message, dict):
             yield raw, []
             continue
-        role = ROLES.get((message.get("author") or {}).get("role"))
+        role = ROLES.get(str((message.get("author") or {}).get("role")))
         meta = message.get("metadata") or {}
         content = _content(message.get("content") or {})
         moment = local_time(message.get("create_time")) or default
@@ -92,7 +93,8 @@ def messages(conversation: dict[str, Any]) -> Iterator[tuple[bytes, list[Timed]]
         yield raw, [({"role": role, "content": content}, moment)]
 
 
-def units(path: Path, session: str | None, progress_bytes: Any = None) -> Iterator[Unit]:
+def units(path: Path, session: str | None,
+          progress_bytes: Callable[[int], None] | None = None) -> Iterator[Unit]:
     with open(path, "rb") as handle:
         for index, (conversation, read) in enumerate(elements(handle)):
             if progress_bytes is not None:
@@ -112,7 +114,7 @@ def units(path: Path, session: str | None, progress_bytes: Any = None) -> Iterat
             title = str(conversation.get("title") or "")
             name = slug(title, 24)
             sid = session or f"chatgpt-{name + '-' if name else ''}{cid[:8]}"
-            yield Unit(f"chatgpt:{cid}", "chatgpt", sid, lambda done=done: done,
+            yield Unit(f"chatgpt:{cid}", "chatgpt", sid, partial(list, done),
                        {"title": title, "path": str(path.resolve())})
 
 

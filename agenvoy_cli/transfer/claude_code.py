@@ -10,6 +10,7 @@ session of their own ("<id>-side"), or are skipped."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +118,8 @@ def read(path: Path, sidechain: bool, meta: dict[str, Any]) -> list[Record]:
                 if not isinstance(entry, dict):
                     raise ValueError("not a JSON object")
             except (orjson.JSONDecodeError, ValueError) as exc:
-                records.append(Record(line, [], f"line {number}: {exc}"))
+                # a line no side can claim: counted once, by the main conversation
+                records.append(Record(line, [], None if sidechain else f"line {number}: {exc}"))
                 last_id = None
                 continue
             if entry.get("type") not in ("user", "assistant") or \
@@ -166,7 +168,7 @@ def units(path: Path, session: str | None, sidechains: str) -> Iterator[Unit]:
             sid = session or f"cc-{name}-{stem[:8]}"
             yield Unit(f"claude-code:{stem}" + ("#sidechain" if side else ""), "claude-code",
                        sid + ("-side" if side else ""),
-                       lambda file=file, side=side, meta=meta: read(file, side, meta), meta,
+                       partial(read, file, side, meta), meta,
                        stat.st_size, stat.st_mtime_ns)
 
 
@@ -177,6 +179,7 @@ def _first_cwd(file: Path) -> str | None:
                 entry = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(entry, dict) and isinstance(entry.get("cwd"), str):
-                return entry["cwd"]
+            cwd = entry.get("cwd") if isinstance(entry, dict) else None
+            if isinstance(cwd, str):
+                return cwd
     return None

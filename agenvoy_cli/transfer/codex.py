@@ -7,6 +7,7 @@ their outputs (-> tool messages). session_meta gives the id and cwd; the rest is
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ def _output(output: Any) -> Any:
 def convert(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
     kind = payload.get("type")
     if kind == "message":
-        role = {"developer": "system"}.get(payload.get("role"), payload.get("role"))
+        role = payload.get("role")
+        role = "system" if role == "developer" else role
         content = _parts(payload.get("content"))
         if content is None:
             return []
@@ -52,6 +54,8 @@ def convert(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any
         reasoning.extend(t for t in texts if t)
         return []
     if kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        name: str | None
+        args: str | None
         if kind == "local_shell_call":
             name, args = "local_shell", orjson.dumps(payload.get("action") or {}).decode()
         else:
@@ -124,5 +128,5 @@ def units(path: Path, session: str | None) -> Iterator[Unit]:
         meta: dict[str, Any] = {"path": str(file.resolve())}
         name = slug(Path(str(head.get("cwd") or "")).name) or "session"
         yield Unit(f"codex:{ident}", "codex", session or f"codex-{name}-{ident[:8]}",
-                   lambda file=file, meta=meta: read(file, meta), meta, stat.st_size,
+                   partial(read, file, meta), meta, stat.st_size,
                    stat.st_mtime_ns)

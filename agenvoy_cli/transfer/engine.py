@@ -5,7 +5,9 @@ them. A re-import hashes that many records again: the same digest -> only the re
 them are new; another digest -> the old part changed: reported, nothing imported. Messages
 go in by Store.append in batches, the cursor written after each under the same lock; a
 crash between the two leaves archive rows past the cursor's seq_end that are exactly the
-next messages: the next run recognises them and does not append them again.
+next messages: the next run recognises them and does not append them again. Before a
+source's first batch, a cursor of 0 records claims the session (a crash right after that
+batch leaves it owned, its rows the tail, not a session to go around with a new id).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def _tail(store: Store, sid: str, seq_end: int) -> list[str]:
     """Identities of the archive rows after seq_end (a batch whose cursor was not written)."""
     with store.write_lock():
         if store.exists(sid):
-            store.sync(sid)
+            store.align(sid)
         conn = store.db()
         rows = conn.execute("SELECT hash FROM messages WHERE session_id = ? AND seq >= ? "
                             "ORDER BY seq", (sid, seq_end)).fetchall()
@@ -80,7 +82,7 @@ def check_strict(unit: Unit) -> None:
 
 def import_unit(store: Store, unit: Unit, *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False,
-                write_summary: Callable[[Store, str, Unit], None] | None = None
+                restore: Callable[[Store, str, Unit, int], None] | None = None
                 ) -> dict[str, Any]:
     out = Outcome(unit)
     doc = out.doc
@@ -97,8 +99,20 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
     done = cursor.records if cursor else 0
     tail = _tail(store, sid, cursor.seq_end) if cursor and not dry_run else []
     pending: list[Timed] = []
-    count, last = 0, None
+    count, last, total = 0, None, 0
     last_time: datetime | None = None
+
+    claimed = cursor is not None
+
+    def claim() -> None:
+        nonlocal claimed
+        top = store.db().execute("SELECT max(seq) FROM messages WHERE session_id = ?",
+                                 (sid,)).fetchone()[0]
+        with store.transaction() as conn:
+            sources.put(conn, sources.Cursor(
+                unit.key, unit.format, sid, 0, hashlib.blake2b(digest_size=16).hexdigest(),
+                0 if top is None else top + 1, None, None, unit.meta))
+        claimed = True
 
     def flush(records: int) -> None:
         nonlocal pending, tail, last_time
@@ -118,8 +132,11 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
             doc["added"] += len(checked)
             return
         with store.write_lock():
-            if checked:
-                store.append(sid, checked)
+            if checked and not claimed:
+                claim()
+            if checked:  # an export's session keeps its own dress and trim point
+                store.append(sid, checked, compact=unit.trim is None,
+                             history_format=unit.history_format)
             conn = store.db()
             top = conn.execute("SELECT max(seq) FROM messages WHERE session_id = ?",
                                (sid,)).fetchone()[0]
@@ -131,6 +148,7 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
 
     for record in unit.records():
         count += 1
+        total += len(record.messages)
         seen.update(len(record.raw).to_bytes(8, "little") + record.raw)
         if count <= done:
             if count == done and cursor is not None and seen.hexdigest() != cursor.digest:
@@ -152,13 +170,13 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
         flush(count)
     if not dry_run:
         with store.write_lock():
+            if restore is not None and store.exists(sid):  # before the file counts as read
+                restore(store, sid, unit, total)
             with store.transaction() as conn:
                 now = sources.get(conn, unit.key)
                 if now is not None:
                     sources.put(conn, now._replace(size=unit.size, mtime_ns=unit.mtime_ns,
                                                    meta=unit.meta))
-            if write_summary is not None and unit.summary is not None:
-                write_summary(store, sid, unit)
     if cursor is not None and not doc["added"] and last is None:
         doc["status"] = "unchanged"
     return doc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def units(path: Path, session: str | None) -> Iterator[Unit]:
         meta: dict[str, Any] = {"path": str(file.resolve())}
         yield Unit(f"openai:{file.resolve()}", "openai",
                    session or f"openai-{slug(file.stem) or 'messages'}",
-                   lambda file=file: read(file), meta, stat.st_size, stat.st_mtime_ns)
+                   partial(read, file), meta, stat.st_size, stat.st_mtime_ns)
 
 
 __all__ = ["local_time", "units"]

@@ -19,7 +19,48 @@ FORMATS = ("claude-code", "codex", "chatgpt", "openai", "agenvoy")
 EXPORT_FORMATS = ("jsonl", "markdown")
 
 
-def _units(fmt: str, path: Path, session: str | None, sidechains: str) -> Iterator[Unit]:
+class Meter:
+    """progress(bytes read, bytes in all) over every input: whole files as their units are
+    done, a ChatGPT export as its stream is read (so one 1 GiB file shows progress too)."""
+
+    def __init__(self, progress: Callable[[int, int], None] | None, paths: list[Path]):
+        self.progress, self.base, self.current, self.last = progress, 0, 0, -1
+        self.seen: set[str] = set()
+        self.total = sum(_size(p) for p in paths)
+
+    def read(self, offset: int) -> None:  # within the current file
+        self.current = offset
+        self._report()
+
+    def unit_done(self, unit: Unit) -> None:
+        path = str(unit.meta.get("path"))
+        if unit.size is not None and path not in self.seen:
+            self.seen.add(path)
+            self.current += unit.size
+        self._report()
+
+    def path_done(self, path: Path) -> None:
+        self.base += _size(path)
+        self.current = 0
+        self.seen.clear()
+        self._report()
+
+    def _report(self) -> None:
+        done = min(self.base + self.current, self.total)
+        if self.progress is not None and done != self.last:
+            self.last = done
+            self.progress(done, self.total)
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*")
+               if p.suffix in (".json", ".jsonl") and p.is_file())
+
+
+def _units(fmt: str, path: Path, session: str | None, sidechains: str,
+           meter: Meter) -> Iterator[Unit]:
     if fmt == "claude-code":
         from agenvoy_cli.transfer import claude_code
 
@@ -31,7 +72,8 @@ def _units(fmt: str, path: Path, session: str | None, sidechains: str) -> Iterat
     if fmt == "chatgpt":
         from agenvoy_cli.transfer import chatgpt
 
-        return chatgpt.units(path / "conversations.json" if path.is_dir() else path, session)
+        return chatgpt.units(path / "conversations.json" if path.is_dir() else path, session,
+                             meter.read)
     if fmt == "openai":
         from agenvoy_cli.transfer import openai
 
@@ -42,6 +84,7 @@ def _units(fmt: str, path: Path, session: str | None, sidechains: str) -> Iterat
 def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = None,
             dry_run: bool = False, strict: bool = False, sidechains: str = "apart",
             progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Import PATHs of FORMAT; progress(bytes read, bytes in all) as it goes."""
     if fmt not in FORMATS:
         raise BadInput(f"unknown import format {fmt!r} (one of {', '.join(FORMATS)})")
     if sidechains not in ("apart", "skip"):
@@ -57,14 +100,15 @@ def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = N
     results: list[dict[str, Any]] = []
     lock = store_lock(store.layout.task_lock("import", "home"), store.settings.lock_timeout)
     with lock:
+        meter = Meter(progress, resolved)
         for path in resolved:
             try:
-                for unit in _units(fmt, path, session, sidechains):
+                for unit in _units(fmt, path, session, sidechains, meter):
                     results.append(engine.import_unit(
                         store, unit, session=session, dry_run=dry_run, strict=strict,
-                        write_summary=agenvoy.write_summary if fmt == "agenvoy" else None))
-                    if progress is not None:
-                        progress(len(results), len(results))
+                        restore=agenvoy.restore if fmt == "agenvoy" else None))
+                    meter.unit_done(unit)
+                meter.path_done(path)
             except (OSError, ValueError) as exc:
                 if isinstance(exc, BadInput):
                     raise

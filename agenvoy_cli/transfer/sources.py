@@ -32,7 +32,7 @@ def get(conn: sqlite3.Connection | None, key: str) -> Cursor | None:
                            (key,)).fetchone()
     except sqlite3.OperationalError:  # a database not migrated yet (read-only)
         return None
-    return None if row is None else Cursor(*row[:8], orjson.loads(row[8]))
+    return None if row is None else Cursor._make((*row[:8], orjson.loads(row[8])))
 
 
 def put(conn: sqlite3.Connection, cursor: Cursor) -> None:

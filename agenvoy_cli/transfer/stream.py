@@ -19,15 +19,18 @@ class Malformed(ValueError):
 
 
 def elements(handle: BinaryIO, chunk: int = CHUNK) -> Iterator[tuple[Any, int]]:
-    """(element, bytes read so far) for each element of the array in `handle`."""
+    """(element, bytes consumed so far) for each element of the array in `handle`: the
+    bytes read less the characters still buffered (exact for ASCII, at most a buffer off
+    for wider text; never decreasing, the file's size after the last element)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     buf, pos, eof, read = "", 0, False, 0
+    size = chunk  # doubled while one element spans reads: it is re-parsed log(n) times
 
     def more() -> bool:
         nonlocal buf, pos, eof, read
         if eof:
             return False
-        data = handle.read(chunk)
+        data = handle.read(size)
         read += len(data)
         eof = not data
         buf = buf[pos:] + decoder.decode(data, final=eof)
@@ -60,19 +63,21 @@ def elements(handle: BinaryIO, chunk: int = CHUNK) -> Iterator[tuple[Any, int]]:
             if not skip_space():
                 raise Malformed("the array does not end")
         first = False
+        size = chunk
         while True:
             try:
                 value, end = _DECODER.raw_decode(buf, pos)
             except json.JSONDecodeError as exc:
-                if exc.pos < len(buf) - 1 or eof:
-                    if more():
-                        continue
-                    raise Malformed(f"bad JSON: {exc.msg}") from None
-                if not more():
-                    raise Malformed(f"bad JSON: {exc.msg}") from None
-                continue
+                # the buffer ends inside the element (a string still open, or an error at
+                # its very end): read on; an error well before the end is the file's own
+                cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(buf) - 6
+                size *= 2
+                if cut and more():
+                    continue
+                raise Malformed(f"bad JSON near byte {read - len(buf) + exc.pos}: "
+                                f"{exc.msg}") from None
             if end >= len(buf) and not eof and more():  # a number may go on in the next chunk
                 continue
             pos = end
-            yield value, read
+            yield value, read - (len(buf) - pos)
             break

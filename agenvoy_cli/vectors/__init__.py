@@ -4,14 +4,14 @@ from agenvoy_cli.exports import lazy
 
 # What the layers above use, and the room that holds it (None: the room itself).
 _EXPORTS: dict[str, str | None] = {
+    "api": None,
     "attribution": None,
-    "index": None,
+    "IndexModelMismatch": "api",
     "KeptEmbedder": "attribution",
     "hnsw_missing": "check",
     "VECTOR_HOOKS": "hooks",
     "open_store": "hooks",
     "preload": "hooks",
-    "IndexModelMismatch": "index",
     "has_vectors": "location",
     "server_url": "location",
     "MessageIndex": "messages",

@@ -35,8 +35,8 @@ def _decode(text: str) -> list[float]:
 
 
 def _collection(store: Store, session_id: str) -> Any:
+    from agenvoy_cli.vectors.api import index_exists
     from agenvoy_cli.vectors.collection import MESSAGES
-    from agenvoy_cli.vectors.index import index_exists
     from agenvoy_cli.vectors.messages import message_index
 
     if not index_exists(store, MESSAGES):

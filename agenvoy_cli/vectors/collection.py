@@ -1,7 +1,7 @@
-"""One Chroma collection (and the client): the layer under vectors/index.py.
+"""One Chroma collection (and the client): the layer under vectors/api.py.
 
 The rules every access follows (the lock, the guard, explicit vectors, one model per
-collection) are written once, in vectors/index.py's docstring.
+collection) are written once, in vectors/api.py's docstring.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from agenvoy_cli.vectors.location import server_url
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
-    from agenvoy_cli.models.embedders import Embedder
+    from agenvoy_cli.models.base import Embedder
 
 MESSAGES = "agenvoy_messages"
 ERRORS = "agenvoy_errors"
@@ -56,7 +56,8 @@ def embedder_spec(store: Store) -> str | None:
 
 def embedder(store: Store) -> Embedder:
     """The configured embedder (AGENVOY_EMBEDDER or config agenvoy.embedder), cached."""
-    from agenvoy_cli.models.embedders import EmbedderError, get_embedder
+    from agenvoy_cli.models.base import EmbedderError
+    from agenvoy_cli.models.embedders import get_embedder
 
     spec = embedder_spec(store) or ""
     if spec.startswith("python:"):  # your own: built by its factory every time
@@ -191,7 +192,7 @@ def refresh_if_stale(store: Store) -> bool:
         return not server_url(store) and guard.refresh_if_stale(store, lambda: _close(key))
 
 
-def scoped(store: Store, name: str) -> str:
+def server_name(store: Store, name: str) -> str:
     """The collection's name on the Chroma side. An embedded directory belongs to one home;
     on a server shared by several homes each home gets its own collections (two homes'
     session "main" must never meet), keyed by the home's path."""
@@ -261,9 +262,9 @@ class VectorIndex:
                             "hnsw:batch_size": SYNC_THRESHOLD, "model_id": emb.model_id,
                             "dim": emb.dim, **self._extra}
                     col = api.get_or_create_collection(
-                        scoped(self.store, self.name), embedding_function=None, metadata=meta)
+                        server_name(self.store, self.name), embedding_function=None, metadata=meta)
                 else:
-                    col = api.get_collection(scoped(self.store, self.name),
+                    col = api.get_collection(server_name(self.store, self.name),
                                              embedding_function=None)
             except AgenvoyError:
                 raise

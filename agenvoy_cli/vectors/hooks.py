@@ -29,9 +29,9 @@ class VectorHooks:
 
     def before_clear(self, store: Store) -> None:
         if has_vectors(store):
-            from agenvoy_cli.vectors import index
+            from agenvoy_cli.vectors import api
 
-            index.client(store)
+            api.client(store)
 
     def after_trim(self, store: Store, session_id: str, start_seq: int) -> None:
         """history.json is already written: an unreachable index must not turn the append
@@ -39,10 +39,10 @@ class VectorHooks:
         if not has_vectors(store):
             return
         from agenvoy_cli.errors import OperationFailed
-        from agenvoy_cli.vectors import index
+        from agenvoy_cli.vectors import api
 
         try:
-            index.forget_before(store, session_id, start_seq)
+            api.forget_before(store, session_id, start_seq)
         except OperationFailed as exc:
             sys.stderr.write(f"agenvoy: warning: {exc}; vectors older than the trim point were "
                              "kept (search ignores them; `agenvoy doctor --repair` deletes them)\n")
@@ -51,16 +51,16 @@ class VectorHooks:
                      from_seq: int | None = None) -> None:
         if not has_vectors(store) or not (seqs or from_seq is not None):
             return
-        from agenvoy_cli.vectors import index
+        from agenvoy_cli.vectors import api
 
-        index.forget_changed(store, session_id, seqs, from_seq)
+        api.forget_changed(store, session_id, seqs, from_seq)
 
     def after_clear(self, store: Store, session_id: str) -> None:
         if not has_vectors(store):
             return
-        from agenvoy_cli.vectors import index
+        from agenvoy_cli.vectors import api
 
-        index.forget_session(store, session_id)
+        api.forget_session(store, session_id)
 
 
 VECTOR_HOOKS = VectorHooks()

@@ -29,14 +29,14 @@ from agenvoy_cli.vectors.collection import (
     collection_names,
     embedder,
     message_id,
-    scoped,
+    server_name,
     server_url,
 )
 from agenvoy_cli.vectors.range_query import query_complement
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
-    from agenvoy_cli.models.embedders import Embedder
+    from agenvoy_cli.models.base import Embedder
 
 def collection_for(session_id: str) -> str:
     """A session's collection (Chroma allows only [a-zA-Z0-9._-] in names: hashed)."""
@@ -107,7 +107,7 @@ class MessageIndex:
         return index
 
     def sessions(self) -> list[VectorIndex]:
-        ours = scoped(self.store, "")
+        ours = server_name(self.store, "")
         out = []
         for cname in collection_names(self.store):
             if cname.startswith(MESSAGES + "-") and cname.endswith(ours):
@@ -208,7 +208,7 @@ class MessageIndex:
             return 0
         count = index.count()
         with guard.exclusive(self.store):
-            client(self.store).delete_collection(scoped(self.store, index.name))
+            client(self.store).delete_collection(server_name(self.store, index.name))
         self._sessions.pop(session_id, None)
         return count
 
@@ -235,7 +235,7 @@ class _Router:
 def migrate(store: Store) -> int:
     """Move the one shared collection of older versions into per-session collections (once;
     under the lock). Vectors Chroma cannot hand back are left to the catch-up."""
-    legacy = scoped(store, MESSAGES)
+    legacy = server_name(store, MESSAGES)
     if legacy not in collection_names(store):
         return 0
     moved = 0
@@ -267,7 +267,7 @@ def migrate(store: Store) -> int:
                     groups[str(meta["session_id"])].append(i)
             for sid, rows in groups.items():
                 col = api.get_or_create_collection(
-                    scoped(store, collection_for(sid)), embedding_function=None,
+                    server_name(store, collection_for(sid)), embedding_function=None,
                     metadata={**base, "session_id": sid})
                 guard.bump(store)
                 col.upsert(ids=[page["ids"][i] for i in rows],

@@ -165,11 +165,11 @@ def test_a_listing_records_its_mark_only_if_no_row_was_dropped_meanwhile(run, ho
     store = open_store(Layout(home))
     try:
         with store.read_lock():
-            entries, mark = session_list._listing(store, None)
+            entries, mark = session_list._session_rows(store, None)
         assert mark is not None and [e[0] for e in entries] == ["alpha", "beta"]
         with store.write_lock(), store.transaction() as conn:  # `session reset beta`
             sessions.drop(conn, "beta")
-        session_list.remember(store, *mark)
+        session_list.record_listing_mark(store, *mark)
     finally:
         store.close()
     assert recorded(home) == (None, 1)
@@ -182,12 +182,12 @@ def test_a_busy_home_lists_at_once_and_records_nothing(run, home):
     store = open_store(Layout(home))
     try:
         with store.read_lock():
-            _, mark = session_list._listing(store, None)
+            _, mark = session_list._session_rows(store, None)
         assert mark is not None
         fd = os.open(home / ".store" / "agenvoy.lock", os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # as another process writing
-            session_list.remember(store, *mark)  # not waited for
+            session_list.record_listing_mark(store, *mark)  # not waited for
         finally:
             os.close(fd)
     finally:
@@ -270,14 +270,14 @@ def test_a_listing_records_nothing_into_a_database_replaced_meanwhile(run, home)
     store = open_store(Layout(home))
     try:
         with store.read_lock():
-            _, mark = session_list._listing(store, None)
+            _, mark = session_list._session_rows(store, None)
         assert mark is not None
         conn = sqlite3.connect(home / ".store" / "history.db")
         with conn:  # as a fresh database: no rows, no mark, gen 0
             conn.execute("DELETE FROM session_stats WHERE session_id = 'beta'")
             conn.execute("DELETE FROM folder_marks")
         conn.close()
-        session_list.remember(store, *mark)
+        session_list.record_listing_mark(store, *mark)
     finally:
         store.close()
     assert recorded(home) is None

@@ -12,18 +12,18 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agenvoy_cli.errormem import memory as errormem
-from agenvoy_cli.errormem import records
+from agenvoy_cli.errormem import classify, records, vector_sync
+from agenvoy_cli.errormem import store as error_store
 from tests.conftest import ROOT, agenvoy
 
-DAY = errormem.DAY_NS
-T0 = 1_750_000_000 * errormem.NS
+DAY = records.DAY_NS
+T0 = 1_750_000_000 * records.NS
 
 
 @pytest.fixture
 def keyword_only(monkeypatch):
     """No embedding model, no Chroma: the fast path most tests exercise."""
-    monkeypatch.setenv(errormem.SEMANTIC_ENV, "0")
+    monkeypatch.setenv(records.SEMANTIC_ENV, "0")
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def db_rows(home: Path) -> list[tuple]:
     ("  \n ", None),
 ])
 def test_classification_rules(text, expected):
-    assert errormem.classify(text) == expected
+    assert classify.classify(text) == expected
 
 
 def test_error_type_keyword_from_symptom_and_cause(run, keyword_only):
@@ -108,7 +108,7 @@ def test_error_type_keyword_from_symptom_and_cause(run, keyword_only):
 
 
 def test_record_then_lookup_in_other_processes(home, keyword_only):
-    env = {errormem.SEMANTIC_ENV: "0"}
+    env = {records.SEMANTIC_ENV: "0"}
     first = agenvoy("errors", "record", "--tool", "web_fetch", "-k", "timeout", "-k", "http",
                     "--symptom", "GET https://a.example: context deadline exceeded",
                     "--cause", "slow origin", "--action", "retry with timeout=120",
@@ -132,7 +132,7 @@ def test_record_then_lookup_in_other_processes(home, keyword_only):
 
 
 def test_hint_per_outcome_and_json_shape(run, keyword_only):
-    for outcome in errormem.OUTCOMES:
+    for outcome in records.OUTCOMES:
         rec(run, tool="sql", keywords=("syntax",), symptom=f"syntax error ({outcome})",
             action=f"action-{outcome}", outcome=outcome)
     doc = lookup(run, "--tool", "sql", "syntax")
@@ -223,21 +223,21 @@ def test_ttl_expiry_and_renewal(run, clock, keyword_only):
 
 
 def test_ttl_configurable(run, clock, home, monkeypatch, keyword_only):
-    monkeypatch.setenv(errormem.TTL_ENV, "1.5")
+    monkeypatch.setenv(records.TTL_ENV, "1.5")
     rid = rec(run)
     doc = run("errors", "show", rid, "--json").json()
-    assert doc["expires_at_ns"] - doc["created_at_ns"] == 36 * 3600 * errormem.NS
-    monkeypatch.setenv(errormem.TTL_ENV, "soon")
+    assert doc["expires_at_ns"] - doc["created_at_ns"] == 36 * 3600 * records.NS
+    monkeypatch.setenv(records.TTL_ENV, "soon")
     before = db_rows(home)
     res = run("errors", "record", "--tool", "t", "-k", "k", "--symptom", "s", "--action", "a",
               "--outcome", "failed")
-    assert res.exit_code == 2 and errormem.TTL_ENV in res.stderr
+    assert res.exit_code == 2 and records.TTL_ENV in res.stderr
     assert db_rows(home) == before
-    monkeypatch.delenv(errormem.TTL_ENV)
+    monkeypatch.delenv(records.TTL_ENV)
     (home / "config.json").write_text('{"agenvoy": {"error_ttl_days": 2}}')
     rid = rec(run)
     doc = run("errors", "show", rid, "--json").json()
-    assert doc["expires_at_ns"] - doc["created_at_ns"] == 2 * 86400 * errormem.NS
+    assert doc["expires_at_ns"] - doc["created_at_ns"] == 2 * 86400 * records.NS
     before = db_rows(home)
     for bad in ('"soon"', "true", "0", "1e9"):  # a bool is not a number of days
         (home / "config.json").write_text(f'{{"agenvoy": {{"error_ttl_days": {bad}}}}}')
@@ -246,9 +246,9 @@ def test_ttl_configurable(run, clock, home, monkeypatch, keyword_only):
         assert res.exit_code == 2, (bad, res.stderr)
         assert res.stderr.count("\n") == 1 and "config.json agenvoy.error_ttl_days" in res.stderr
     assert db_rows(home) == before
-    monkeypatch.setenv(errormem.TTL_ENV, "3")  # the environment wins over config.json
+    monkeypatch.setenv(records.TTL_ENV, "3")  # the environment wins over config.json
     doc = run("errors", "show", rec(run), "--json").json()
-    assert doc["expires_at_ns"] - doc["created_at_ns"] == 3 * 86400 * errormem.NS
+    assert doc["expires_at_ns"] - doc["created_at_ns"] == 3 * 86400 * records.NS
 
 
 def test_prune(run, clock, home, keyword_only):
@@ -441,7 +441,7 @@ def test_semantic_lookup_and_consistency(run, home):
     """Default mode: records get vectors; a paraphrase with no shared word is still found;
     forget and prune delete vectors too; the index checks clean."""
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     others = [("shell", "storage", "write failed: no space left on device"),
@@ -463,39 +463,39 @@ def test_semantic_lookup_and_consistency(run, home):
                symptom="write failed: no space left on device", action="clean /tmp")
     store = open_store(Layout(home))
     try:
-        assert errormem.check_error_index(store) == []
+        assert vector_sync.check_error_index(store) == []
         assert run("errors", "forget", disk, "--yes").exit_code == 0
         with store.write_lock():
-            assert len(vectors.VectorIndex(store, vectors.ERRORS, create=False).get()) == 6
-        assert errormem.check_error_index(store) == []
+            assert len(vectors.open_index(store, vectors.ERRORS, create=False).get()) == 6
+        assert vector_sync.check_error_index(store) == []
         # a stale vector and a lost one: reported, then repaired
         with store.write_lock():
-            index = vectors.VectorIndex(store, vectors.ERRORS)
+            index = vectors.open_index(store, vectors.ERRORS)
             index.add(["f" * 64], [[1.0] + [0.0] * (index.embedder.dim - 1)], [{"tool_name": "x"}])
             index.delete([auth])
-        problems = errormem.check_error_index(store)
+        problems = vector_sync.check_error_index(store)
         assert any("without a record" in p for p in problems)
         assert any("lost their vector" in p for p in problems)
-        done = errormem.repair_error_index(store)
+        done = vector_sync.repair_error_index(store)
         assert "deleted 1 stale vector(s)" in done and "embedded 1 record(s)" in done
-        assert errormem.check_error_index(store) == []
+        assert vector_sync.check_error_index(store) == []
         # a collection built with another model: reported, bypassed by lookups, rebuilt
         with store.write_lock():
-            index = vectors.VectorIndex(store, vectors.ERRORS, create=False)
+            index = vectors.open_index(store, vectors.ERRORS, create=False)
             index.collection.modify(metadata={"model_id": "other/model", "dim": 3})
-        (problem,) = errormem.check_error_index(store)
+        (problem,) = vector_sync.check_error_index(store)
         assert "built with other/model" in problem
         res = run("errors", "lookup", "login refused by the server", "--json")
         assert res.exit_code == 0 and res.json()["mode"] == "keyword"
         assert "keyword matching only" in res.stderr
-        done = errormem.repair_error_index(store)
+        done = vector_sync.repair_error_index(store)
         assert done[0].startswith("dropped") and done[-1] == "embedded 6 record(s)"
-        assert errormem.check_error_index(store) == []
+        assert vector_sync.check_error_index(store) == []
         assert lookup(run, "login refused by the server")["records"][0]["id"] == auth
         store.close()
-        assert len(errormem.prune(store, now=errormem.now_ns() + 91 * DAY)) == 6
+        assert len(error_store.prune(store, now=records.now_ns() + 91 * DAY)) == 6
         with store.write_lock():
-            assert vectors.VectorIndex(store, vectors.ERRORS, create=False).get() == {}
+            assert vectors.open_index(store, vectors.ERRORS, create=False).get() == {}
     finally:
         store.close()
 
@@ -515,10 +515,10 @@ def test_lookup_with_vector_index_deleted(run, home):
     # a fresh process: the checks see the loss and the repair rebuilds the index
     code = ("from agenvoy_cli.home.layout import Layout, resolve_home\n"
             "from agenvoy_cli.vectors.hooks import open_store\n"
-            "from agenvoy_cli.errormem import memory as errormem\n"
+            "from agenvoy_cli.errormem import vector_sync\n"
             "s = open_store(Layout(resolve_home()))\n"
-            "print(len(errormem.check_error_index(s)), errormem.repair_error_index(s),\n"
-            "      errormem.check_error_index(s))\n")
+            "print(len(vector_sync.check_error_index(s)), vector_sync.repair_error_index(s),\n"
+            "      vector_sync.check_error_index(s))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT,
                          timeout=120)
     assert out.returncode == 0, out.stderr
@@ -552,13 +552,13 @@ def test_concurrent_records_from_four_processes(home):
     assert len(ids) == 40 and len(set(ids)) == 40 and not [i for i in ids if "FAILED" in i]
     assert sorted(r[0] for r in db_rows(home)) == sorted(ids)
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     store = open_store(Layout(home))
     try:
-        assert errormem.check_error_index(store) == []
+        assert vector_sync.check_error_index(store) == []
         with store.write_lock():
-            assert set(vectors.VectorIndex(store, vectors.ERRORS, create=False).get()) == set(ids)
+            assert set(vectors.open_index(store, vectors.ERRORS, create=False).get()) == set(ids)
     finally:
         store.close()

@@ -330,7 +330,7 @@ def test_all_databases_and_remove(run, home, corpus, words):
 @pytest.mark.parametrize("where", ["embed", "add", "delete"])
 def test_interrupted_sync_is_consistent_and_resumes(run, home, corpus, words, monkeypatch,
                                                     where):
-    from agenvoy_cli.rag import index as rag
+    from agenvoy_cli.rag import source_sync as rag
 
     monkeypatch.setattr(rag, "EMBED_BATCH", 2)
     ok(run("rag", "create", "docs", "--path", str(corpus / "notes"), "--no-index"))

@@ -21,8 +21,8 @@ import pytest
 from tests.conftest import agenvoy
 
 CHROMA = Path(sys.executable).parent / "chroma"
-MESSAGES = "agenvoy_messages"  # agenvoy_cli.vectors.index.MESSAGES
-ERRORS = "agenvoy_errors"  # agenvoy_cli.vectors.index.ERRORS
+MESSAGES = "agenvoy_messages"  # agenvoy_cli.vectors.api.MESSAGES
+ERRORS = "agenvoy_errors"  # agenvoy_cli.vectors.api.ERRORS
 START_TIMEOUT = 30.0
 
 

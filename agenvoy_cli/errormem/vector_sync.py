@@ -57,12 +57,12 @@ def _inspect(store: Store) -> _IndexState:
     rows = conn.execute("SELECT id, vector_model, expires_at FROM error_records").fetchall()
     flagged = {i for i, m, _ in rows if m is not None}
     all_ids = {i for i, _, _ in rows}
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     have: set[str] = set()
     exists = vector_dir_exists(store) and vectors.index_exists(store, vectors.ERRORS)
     if exists:
-        index = vectors.VectorIndex(store, vectors.ERRORS, create=False)
+        index = vectors.open_index(store, vectors.ERRORS, create=False)
         built = (index.collection.metadata or {}).get("model_id")
         current = vectors.embedder(store).model_id
         if built != current:
@@ -103,7 +103,7 @@ def repair_error_index(store: Store, *, warn: Warn = quiet) -> list[str]:
     """Bring the indexes back in line with the records; returns what was done."""
     if not store.layout.db.exists():
         return []
-    from agenvoy_cli.vectors import index as vectors
+    from agenvoy_cli.vectors import api as vectors
 
     done: list[str] = []
     with store.write_lock():
@@ -128,7 +128,7 @@ def repair_error_index(store: Store, *, warn: Warn = quiet) -> list[str]:
                 conn.execute("UPDATE error_records SET vector_model = NULL")
             done.append("dropped the error-memory vector index (built with another model)")
         if state.stale:
-            vectors.VectorIndex(store, vectors.ERRORS, create=False).delete(state.stale)
+            vectors.open_index(store, vectors.ERRORS, create=False).delete(state.stale)
             done.append(f"deleted {len(state.stale)} stale vector(s)")
         if state.unflag:
             with store.transaction() as conn:

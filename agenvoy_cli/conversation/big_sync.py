@@ -50,7 +50,7 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
 
 def sync_big(conn: sqlite3.Connection, session_id: str, history: History,
              fallback: int) -> BigSync:
-    """Store.sync's work, in its transaction (fallback: the time of a message with none)."""
+    """Store.align's work, in its transaction (fallback: the time of a message with none)."""
     messages = history.messages
     alignment.rederive(conn, session_id)
     rows = archive.session_rows(conn, session_id)
@@ -76,5 +76,5 @@ def sync_big(conn: sqlite3.Connection, session_id: str, history: History,
     start = seqs[0] if len(seqs) else archive.session_rows(conn, session_id).next_seq
     if start != (rows.start_seq or 0) and (len(seqs) or rows.has_rows):
         archive.set_start(conn, session_id, start)
-    sessions.record(conn, session_id, history.path, len(messages), start)
+    sessions.write_stats(conn, session_id, history.path, len(messages), start)
     return BigSync(start, inserted, seqs, edited, left, changed, renumbered)

@@ -34,7 +34,7 @@ from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-e
     message_id,
     move_aside,
     refresh_if_stale,
-    scoped,
+    server_name,
 )
 from agenvoy_cli.vectors.guard import read_generation  # noqa: F401 - the interface
 from agenvoy_cli.vectors.location import server_url
@@ -53,19 +53,15 @@ def open_index(store: Store, name: str, *, create: bool = True,
     return collection.VectorIndex(store, name, create=create, metadata=metadata)
 
 
-VectorIndex = open_index  # the name the layers above call (RENAMES.md: open_index)
-
 
 def index_exists(store: Store, name: str) -> bool:
     """Whether the collection exists (for MESSAGES: any session's collection, or the one
     shared collection of older versions)."""
     names = collection_names(store)
     if name == MESSAGES:
-        ours = scoped(store, "")
+        ours = server_name(store, "")
         return any(n.startswith(MESSAGES) and n.endswith(ours) for n in names)
-    return scoped(store, name) in names
-
-
+    return server_name(store, name) in names
 
 
 def forget_before(store: Store, session_id: str, start_seq: int) -> int:
@@ -96,10 +92,10 @@ def drop_index(store: Store, name: str) -> bool:
         with guard.exclusive(store):
             return move_aside(store) is not None
     if name == MESSAGES:
-        ours = scoped(store, "")
+        ours = server_name(store, "")
         doomed = [n for n in names if n.startswith(MESSAGES) and n.endswith(ours)]
     else:
-        doomed = [scoped(store, name)] if scoped(store, name) in names else []
+        doomed = [server_name(store, name)] if server_name(store, name) in names else []
     with guard.exclusive(store):
         for cname in doomed:
             client(store).delete_collection(cname)

@@ -200,7 +200,7 @@ def _prepare(store: Store, name: str, roots: list[tuple[Path, str]] | None,
                 tx.execute("UPDATE rag_files SET state = 'pending', hash = NULL "
                            "WHERE db_id = ? AND state = 'done'", (db.id,))
         if rebuild or (vectors is False and db.vectors):  # no stale vectors kept
-            from agenvoy_cli.vectors import index as vectors
+            from agenvoy_cli.vectors import api as vectors
 
             vectors.drop_index(store, collection_name(db.id))
         db = _database(conn, name)
@@ -335,7 +335,7 @@ def _flush(store: Store, db: Database, group: list[_Work], report: SyncReport,
     vecs: list[list[float]] = []
     if texts and db.vectors:
         if embed is None:
-            from agenvoy_cli.vectors import index as vectors
+            from agenvoy_cli.vectors import api as vectors
 
             embed = vectors.embedder(store).embed_documents
         vecs = _interruptible(embed, texts)  # outside the lock: the slow part
