@@ -281,3 +281,65 @@ def test_a_file_mixing_both_generations_is_normal(run, home, go):
     assert tokens(home) == ["tok1", "tok2", "tok3", "tok4"]
     doctor_clean(run)
     validate_openai(context(run))
+
+
+# ------------------------------------------------------------------ the rewrite's cost (#25 speed)
+
+def header_session_with_tools(run, exchanges: int) -> None:
+    for n in range(0, exchanges * 4, 4):
+        batch = tool_exchange(n)
+        batch[0]["sender"] = "alice" if n % 8 else ""
+        batch[0] = {k: v for k, v in batch[0].items() if v}
+        own_append(run, *batch, when=f"2026-01-05 12:{n // 4 % 60:02d}:00")
+
+
+def test_the_rewrite_is_recognised_at_one_identity_per_message(run, home, go, monkeypatch):
+    from agenvoy_cli.conversation import alignment, dress, messages
+
+    header_session_with_tools(run, 30)
+    before = archive_rows(home)
+    go.say(SID, "user", "then tok999")  # normalises the whole file, then appends
+    entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
+    assert not any("tool_calls" in e or "當前時間" in (e["content"] or "") for e in entries)
+    hashed, handed = [0], []
+    real_hash, real_apply = messages.message_hash, alignment.apply
+
+    def counted(role: str, text: str) -> str:
+        hashed[0] += 1
+        return real_hash(role, text)
+
+    def apply(conn, session_id, history, *rest):
+        handed.append(len(history))
+        return real_apply(conn, session_id, history, *rest)
+
+    monkeypatch.setattr(messages, "message_hash", counted)
+    monkeypatch.setattr(dress, "message_hash", counted, raising=False)
+    monkeypatch.setattr(alignment, "apply", apply)
+    own_append(run, {"role": "assistant", "content": "ours tok1000"})
+    # today: the plain identity, then up to two header identities per message, and the
+    # whole file after the first tool call aligned again (its fields dropped)
+    assert hashed[0] <= len(entries) + 8, (hashed[0], len(entries))
+    assert handed in ([], [1]), handed  # only Agenvoy's new message, if anything
+    monkeypatch.undo()
+    after = archive_rows(home)
+    assert after[:len(before)] == before  # nothing rewritten or renumbered
+    assert tokens(home)[-2:] == ["tok999", "tok1000"]
+    doctor_clean(run)
+
+
+def test_after_the_rewrite_a_real_edit_past_a_tool_call_is_still_an_edit(run, home, go):
+    header_session_with_tools(run, 3)
+    go.say(SID, "user", "then tok999")
+    path = home / "sessions" / SID / "history.json"
+    entries = orjson.loads(path.read_bytes())
+    assert entries[5] == {"role": "assistant", "content": None}  # exchange 2's tool call
+    entries[7]["content"] = "answer tok77"  # was tok7
+    entries[9]["content"] = "now words tok99"  # exchange 3's tool call, given words
+    path.write_bytes(orjson.dumps(entries))
+    own_append(run, {"role": "assistant", "content": "ours tok1000"})
+    # (tok1, tok5, tok9: in tool calls' arguments, not in content)
+    assert tokens(home) == ["tok0", "tok2", "tok3", "tok4", "tok6", "tok77", "tok8", "tok99",
+                            "tok10", "tok11", "tok999", "tok1000"]
+    rows = archive_rows(home)
+    assert [r[1] for r in rows] == list(range(len(rows)))  # edited in place, none added
+    doctor_clean(run)

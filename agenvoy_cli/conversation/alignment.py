@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import archive, identity
-from agenvoy_cli.conversation.dress import is_record, record_key, redressed_keys, sender, time_ns
+from agenvoy_cli.conversation.dress import is_record, record_key, redressed_key, sender, time_ns
 from agenvoy_cli.conversation.identity import Candidate, Plan
 from agenvoy_cli.conversation.messages import (
     content_text,
@@ -64,10 +64,9 @@ def match_keys(conn: sqlite3.Connection | None, history: Sequence[dict[str, Any]
     if not missing:
         return keys
     for i in missing:
-        for alt in redressed_keys(history[i]):
-            if alt in known:
-                keys[i] = alt
-                break
+        alt = redressed_key(history[i], known)
+        if alt is not None:
+            keys[i] = alt
     still = [i for i in missing if keys[i] not in known]
     if still and conn is not None:
         used = set(keys)

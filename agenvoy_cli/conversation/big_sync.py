@@ -15,11 +15,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import orjson
+
 from agenvoy_cli.conversation import alignment, archive, sessions
-from agenvoy_cli.conversation.dress import redressed_keys
+from agenvoy_cli.conversation.dress import is_record, record_key, redressed_key
 from agenvoy_cli.conversation.history import History
 from agenvoy_cli.conversation.history_view import batches
-from agenvoy_cli.conversation.messages import message_identity
+from agenvoy_cli.conversation.messages import content_text, is_blank, message_identity
 
 
 class BigSync(NamedTuple):
@@ -34,18 +36,71 @@ class BigSync(NamedTuple):
 
 def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence[Any],
                      lo: int) -> int:
-    """How many messages from the start of history are archived at places lo, lo+1, ..."""
+    """How many messages from the start of history are archived at places lo, lo+1, ...:
+    as they are, or as Agenvoy v0.32's normalise rewrite left them (header -> sendAt,
+    tool-call fields dropped). A rewritten file is rewritten throughout, so the dress the
+    previous message matched in is tried first: one identity per message either way."""
     done = 0
+    redressed = False
     for part in batches(history):
-        rows = dict(conn.execute(
+        rows: dict[int, str] = dict(conn.execute(
             "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
             (session_id, lo + done, lo + done + len(part))).fetchall())
+        end, blanks = len(part), []
         for i, message in enumerate(part):
             have = rows.get(lo + done + i)
-            if have != message_identity(message) and have not in redressed_keys(message):
-                return done + i
+            if have is None:
+                end = i
+                break
+            if redressed and is_record(message):
+                if message.get("content") is None:
+                    blanks.append(i)  # a tool call the rewrite left: only its row tells
+                    continue
+                if redressed_key(message, (have,)):
+                    continue
+            if have == message_identity(message):
+                redressed = False
+                continue
+            record = is_record(message)
+            if record and not redressed and redressed_key(message, (have,)):
+                redressed = True
+                continue
+            if not record or not is_blank(content_text(message.get("content"))):
+                end = i
+                break
+            blanks.append(i)
+        end = min(end, _first_other(conn, session_id, lo + done, part, blanks))
+        if end < len(part):
+            return done + end
         done += len(part)
     return done
+
+
+def _first_other(conn: sqlite3.Connection, session_id: str, first: int,
+                 part: list[dict[str, Any]], blanks: list[int]) -> int:
+    """The first of these blank entries (indexes into part, at places first + i) whose row
+    is not the message it is once the rewrite's dropped fields are left out; len(part) if
+    none is."""
+    for k in range(0, len(blanks), 500):
+        some = blanks[k:k + 500]
+        rows = {seq: (role, kind) for seq, role, kind in conn.execute(
+            f"SELECT seq, role, json_type(message, '$.content') FROM messages "
+            f"WHERE session_id = ? AND seq IN ({','.join('?' * len(some))}) "
+            f"AND message IS NOT NULL", [session_id, *(first + i for i in some)]).fetchall()}
+        for i in some:
+            message = part[i]
+            found = rows.get(first + i)
+            if found is None:
+                return i
+            if message.get("content") is None and found[1] in (None, "null") and \
+                    found[0] == str(message.get("role")):
+                continue  # a tool call's null content (record_key says the same, slower)
+            raw = conn.execute("SELECT message FROM messages WHERE session_id = ? AND seq = ?",
+                               (session_id, first + i)).fetchone()[0]
+            msg = orjson.loads(raw)
+            if not isinstance(msg, dict) or record_key(msg) != record_key(message):
+                return i
+    return len(part)
 
 
 def sync_big(conn: sqlite3.Connection, session_id: str, history: History,

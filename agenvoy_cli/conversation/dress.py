@@ -5,7 +5,7 @@
 - sendAt (Agenvoy v0.32+): `{"role", "content", "sendAt": unix ns, "sender"}`, no header; on
   every append Agenvoy rewrites the whole file through that record (normalise: the header
   moved into sendAt/sender and stripped, every other key dropped).
-The same message in either dress is the same message: `redressed_keys` and `record_key`
+The same message in either dress is the same message: `redressed_key` and `record_key`
 give the identities a message had in the other dress (conversation/alignment.py matches
 by them); `model_message` is what a provider is sent (no sendAt/sender keys, the time
 shown the way the generation shows it).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Container
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +28,7 @@ from agenvoy_cli.conversation.messages import (
     identity_key,
     is_blank,
     local_to_ns,
+    message_hash,
     message_identity,
 )
 from agenvoy_cli.errors import BadInput
@@ -132,8 +134,12 @@ def new_session_format(settings: Any) -> str:
 
 
 def header_block(moment: datetime, who: str = "") -> str:
+    return _block(moment.strftime(TIME_FORMAT), who)
+
+
+def _block(stamp: str, who: str) -> str:
     line = f"{SENDER_LABEL}: {who}\n" if who else ""
-    return f"---\n{HEADER_LABEL}: {moment.strftime(TIME_FORMAT)}\n{line}---\n"
+    return f"---\n{HEADER_LABEL}: {stamp}\n{line}---\n"
 
 
 def dress(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") -> dict[str, Any]:
@@ -171,19 +177,26 @@ def is_record(message: dict[str, Any]) -> bool:
     return message.keys() <= RECORD_KEYS
 
 
-def redressed_keys(message: dict[str, Any]) -> list[str]:
-    """Identities the message had in the header dress we write (cheap, no archive read)."""
-    ns = send_at(message)
+def redressed_key(message: dict[str, Any], known: Container[str]) -> str | None:
+    """The identity in `known` the message had in the header dress we write, if any (cheap,
+    no archive read; with its sender's line first when it has a sender): Agenvoy v0.32's
+    rewrite moved our header into sendAt/sender. One identity when the first one matches,
+    about what the plain identity of the message costs."""
+    ns = message.get(SEND_AT)
     content = message.get("content")
-    if ns is None or not isinstance(content, str) or is_blank(content):
-        return []
-    moment = datetime.fromtimestamp(ns // 1_000_000_000)
+    # (what JSON gives: exact types; a blank one is told by what it carries: record_key)
+    if type(ns) is not int or ns <= 0 or type(content) is not str or not content or \
+            content.isspace():
+        return None
+    stamp = time.strftime(TIME_FORMAT, time.localtime(ns // 1_000_000_000))  # as header_block
     role = str(message.get("role"))
-    keys = [identity_key(role, header_block(moment) + content, None)]
     who = message.get(SENDER)
-    if isinstance(who, str) and who:
-        keys.append(identity_key(role, header_block(moment, who) + content, None))
-    return keys
+    if who and type(who) is str:
+        key = message_hash(role, _block(stamp, who) + content)  # identity_key: not blank
+        if key in known:
+            return key
+    key = message_hash(role, _block(stamp, "") + content)
+    return key if key in known else None
 
 
 def record_key(message: dict[str, Any]) -> str:

@@ -8,17 +8,9 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from agenvoy_cli.conversation import (
-    alignment,
-    archive,
-    big_sync,
-    compaction,
-    dress,
-    session_marks,
-    sessions,
-)
+from agenvoy_cli.conversation import alignment, archive, dress, session_marks, sessions
 from agenvoy_cli.conversation.history import (
     History,
     load_history,
@@ -33,12 +25,14 @@ from agenvoy_cli.conversation.messages import (
     validate_message,
 )
 from agenvoy_cli.conversation.no_index import NO_INDEX
-from agenvoy_cli.conversation.provider_messages import for_provider, window_cutoff
 from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
 from agenvoy_cli.home import salvage, sqlite
 from agenvoy_cli.home.config import Settings, load_settings
 from agenvoy_cli.home.layout import Layout, validate_name
 from agenvoy_cli.home.locking import store_lock
+
+if TYPE_CHECKING:  # imported where used: an append pays for neither (#25 speed)
+    from agenvoy_cli.conversation.compaction import Compaction
 
 
 class SyncResult(NamedTuple):
@@ -204,6 +198,7 @@ class Store:
         """Bring the archive in line with history.json by the identity rule (first backfill,
         Agenvoy's writes, edits by hand, a crash); never a duplicate. thorough: rows before
         the trim point are candidates too. Hold write_lock."""
+        from agenvoy_cli.conversation import big_sync
         from agenvoy_cli.conversation.history_view import HistoryView, open_history
 
         history = history or open_history(self.layout.history(session_id), session_id)
@@ -357,9 +352,11 @@ class Store:
                             data_size, backfilled, trimmed)
 
     def compact(self, session_id: str, max_bytes: int | None = None, *,
-                force: bool = False) -> compaction.Compaction:
+                force: bool = False) -> Compaction:
         """Trim history.json when over the limit (compaction.compact_session), then drop the
         vectors older than the trim point."""
+        from agenvoy_cli.conversation import compaction
+
         if self.hooks.active(self) and not self.holds_lock():
             self.hooks.preload()
         with self.write_lock():
@@ -402,6 +399,7 @@ class Store:
         (the last N messages, less the refusals upstream keeps out). A damaged summary.json is
         reported through `warn` and left out: the agent can still talk (the window is intact),
         and `doctor --repair` / `summarize` bring it back."""
+        from agenvoy_cli.conversation.provider_messages import for_provider, window_cutoff
         from agenvoy_cli.conversation.summary import context_message, is_refusal, read_summary
 
         limit = self.settings.max_history_messages if max_messages is None else max_messages
