@@ -198,13 +198,15 @@ class Memory:
                dry_run: bool = False) -> dict[str, Any]:
         """Remove messages (by seq, or every one containing `match`) from history.json,
         the archive and the vectors; the summary is not rewritten (see "notes")."""
+        from agenvoy_cli.conversation.dress import sender
         from agenvoy_cli.conversation.forget import forget_messages
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
         result = forget_messages(self.store, session_id, tuple(seqs), match, dry_run=dry_run)
         messages = [{"seq": m.seq, "role": m.role, **moment("sent", m.send_at),
-                     "content": m.body} for m in result.messages]
+                     "sender": sender(m.raw) or None, "content": m.body}
+                    for m in result.messages]
         return {"session_id": session_id, "dry_run": result.dry_run,
                 **list_document("messages", messages),
                 "forgotten": 0 if result.dry_run else len(messages),

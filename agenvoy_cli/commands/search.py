@@ -18,13 +18,13 @@ from agenvoy_cli.commands.common import (
 from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, warn
 from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget, notice_line
 from agenvoy_cli.search.engine import DEFAULT_LIMIT, MODES
-from agenvoy_cli.search.results import grouped_lines
+from agenvoy_cli.search.results import grouped_lines, who
 
 PROGRESS_MIN = 100  # messages to embed before a progress bar is worth showing
 
 
 def _line(row: dict[str, Any], marker: str = "") -> str:
-    return f"{marker}[{human_time(row['sent_at'])} · {row['role']}] {row['content']}"
+    return f"{marker}[{human_time(row['sent_at'])} · {who(row)}] {row['content']}"
 
 
 # notes the text output shows on stdout (in place of results, or below them), not on stderr

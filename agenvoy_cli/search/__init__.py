@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str | None] = {
     "term_count": "keyword",
     "Note": "results",
     "grouped_lines": "results",
+    "who": "results",
     "ATTRIBUTION_CHARS": "semantic",
     "time_window": "timewindow",
 }

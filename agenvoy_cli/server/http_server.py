@@ -217,7 +217,7 @@ def _log_to(path: str) -> None:
 
 
 def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | None,
-             log_file: str | None, allow_hosts: list[str]) -> int:
+             log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec") -> int:
     """Serve until SIGTERM/SIGINT; 0 after a clean stop."""
     import uvicorn
 
@@ -236,7 +236,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         _log_to(log_file)
     sock = _listen(host, port)
     port = sock.getsockname()[1]
-    app: App = warm_app(layout, bound)
+    app: App = warm_app(layout, bound, vocabulary)
     app.timeout = REQUEST_TIMEOUT
     checks = security(host, port, allow_hosts)
     web = app.server.streamable_http_app(
