@@ -8,21 +8,9 @@ from __future__ import annotations
 import random
 
 import orjson
-import pytest
-
-from tests.words_embedder import WordsEmbedder
 
 TOPICS = ["deploy the cluster", "garden tomatoes", "invoice budget", "kernel panic",
           "coffee travel", "python queue", "weather lunch", "music review"]
-
-
-@pytest.fixture
-def words(monkeypatch):
-    from agenvoy_cli.vectors import api as vectors
-
-    emb = WordsEmbedder()
-    monkeypatch.setitem(vectors._embedders, "", emb)
-    return emb
 
 
 def add(run, sid: str, n: int, first: int = 0, time: str = "2024-03-01 10:00:00") -> None:

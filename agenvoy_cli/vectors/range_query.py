@@ -19,12 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from agenvoy_cli.vectors import guard
-from agenvoy_cli.vectors.collection import Hit, VectorIndex
+from agenvoy_cli.vectors.collection import Hit, VectorIndex, directory
 
 COMPLEMENT_MAX = 256  # excluded vectors up to which the unfiltered search is used
 _NEGATE = {"$gte": "$lt", "$lt": "$gte", "$gt": "$lte", "$lte": "$gt", "$eq": "$ne",
            "$ne": "$eq"}
-_checked: dict[tuple[str, str], int] = {}  # (chroma dir, collection) -> client epoch checked
 _TEST = {"$gte": lambda a, b: a >= b, "$lt": lambda a, b: a < b, "$gt": lambda a, b: a > b,
          "$lte": lambda a, b: a <= b, "$eq": lambda a, b: a == b, "$ne": lambda a, b: a != b}
 
@@ -69,14 +68,12 @@ def _passes(meta: dict[str, Any], conds: list[tuple[str, str, Any]]) -> bool:
 def _consistent(index: VectorIndex) -> bool:
     """Whether the HNSW layer of this client's copy knows every id of the collection (checked
     once per client; see above)."""
-    from agenvoy_cli.vectors import collection
-
-    key = (str(index.store.layout.chroma), index.name)
-    if _checked.get(key) == collection._epoch:
+    here = directory(index.store)
+    if here.checked.get(index.name) == here.epoch:
         return True
     with guard.exclusive(index.store):
         col = index.collection
-        epoch = collection._epoch
+        epoch = here.epoch
         every = col.get(include=[])["ids"]
         if every:
             dim = int((col.metadata or {}).get("dim") or 0)
@@ -87,7 +84,7 @@ def _consistent(index: VectorIndex) -> bool:
                           n_results=1, include=[])
             except Exception:  # noqa: BLE001 - "Error finding id": the slow path says so
                 return False
-        _checked[key] = epoch
+        here.checked[index.name] = epoch
     return True
 
 
