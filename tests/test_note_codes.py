@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.test_search import add, find, words  # noqa: F401 - fixture
+from tests.test_search import add, find
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCABULARY = ROOT / "docs" / "json-vocabulary.md"
@@ -175,7 +175,7 @@ def _documented_pairs() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("command", "code"), _documented_pairs())
-def test_every_documented_note_code_is_emitted(command, code, run, home, words,  # noqa: F811
+def test_every_documented_note_code_is_emitted(command, code, run, home, words,
                                                tmp_path, monkeypatch):
     scenario = SCENARIOS.get((command, code))
     assert scenario is not None, f"{command}: note code {code!r} has no scenario here"
