@@ -420,13 +420,14 @@ class Memory:
         return list_document("databases", rag.list_databases(self.store))
 
     def rag_search(self, query: str, databases: Sequence[str] | None = None, *,
-                   mode: str = "hybrid", limit: int = 8) -> dict[str, Any]:
-        """Search the named RAG databases (None: all of them): hybrid, keyword, semantic."""
+                   mode: str = "hybrid", limit: int = 8,
+                   match: str | None = None) -> dict[str, Any]:
+        """Search the named RAG databases (None: all of them): hybrid, keyword, semantic;
+        match ("all" | "any", keyword): every term or any term (default: by query length)."""
         from agenvoy_cli import rag
 
-        result = rag.search(self.store, None if databases is None else list(databases),
-                            query, mode, limit=limit)
-        return {**result.as_dict(), "notes": list(result.notes)}
+        return rag.search(self.store, None if databases is None else list(databases),
+                          query, mode, limit=limit, match=match).as_dict()
 
     def rag_create(self, name: str, paths: Sequence[str] = (), *, index: bool = True,
                    max_file_bytes: int | None = None, hidden: bool | None = None,

@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str | None] = {
     "content_query": "keyword",
     "fold": "keyword",
     "term_count": "keyword",
+    "Note": "results",
     "grouped_lines": "results",
     "rows_of": "results",
     "who": "results",
