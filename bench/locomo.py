@@ -212,6 +212,20 @@ def fmt_table(results: dict[str, dict]) -> str:
 # ----------------------------------------------------------------------------- the CLI
 
 
+_IN_USE: dict[str, object] = {}  # the embedder use_embedder installed (this process)
+
+
+def current_embedder() -> object:
+    """AGENVOY_EMBEDDER=python:<this module>:current_embedder: the one use_embedder set."""
+    return _IN_USE["embedder"]
+
+
+def use_embedder(emb: object) -> None:
+    """Give the in-process commands `emb` through the supported setting (AGENVOY_EMBEDDER)."""
+    _IN_USE["embedder"] = emb
+    os.environ["AGENVOY_EMBEDDER"] = f"python:{__name__}:current_embedder"
+
+
 def vectors_module():
     """(the module holding the embedder cache the command uses, the embedders module)."""
     for vec, emb in (("agenvoy_cli.vectors.api", "agenvoy_cli.models.embedders"),
@@ -353,7 +367,7 @@ def main() -> None:
         vectors, embedders = vectors_module()
         spec = args.embedder or ""
         emb_wrap = CachingEmbedder(embedders.get_embedder(spec or None), args.cache)
-        vectors._embedders[spec] = emb_wrap  # the command's cache: it uses this one
+        use_embedder(emb_wrap)  # the commands embed through this cache
         t1 = time.perf_counter()
         for ci in range(len(convs)):  # as the README advises: index ahead, once
             cli(args.home, "backfill", f"conv{ci}", "--vectors")

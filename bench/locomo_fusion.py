@@ -39,7 +39,7 @@ def collect(args) -> None:
     maps = [{int(k): v for k, v in m.items()} for m in json.loads(marker.read_text())]
     vectors, embedders = locomo.vectors_module()
     emb = locomo.CachingEmbedder(embedders.get_embedder(None), args.cache)
-    vectors._embedders[""] = emb
+    locomo.use_embedder(emb)
     engine.POOL = args.depth
     seen: list = []
     real = engine._candidates

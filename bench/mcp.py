@@ -64,10 +64,10 @@ def launcher(embedder: str) -> list[str]:
 
 
 def as_agenvoy(argv: list[str]) -> None:
-    from agenvoy_cli.vectors import api as vectors
-    from tests.words_embedder import WordsEmbedder
+    from tests import words_embedder
 
-    vectors._embedders[""] = WordsEmbedder()
+    words_embedder.CURRENT = words_embedder.WordsEmbedder()
+    os.environ["AGENVOY_EMBEDDER"] = words_embedder.SPEC
     sys.argv = ["agenvoy", *argv]
     from agenvoy_cli.cli import main
 
@@ -116,13 +116,13 @@ def build_home(home: Path, n: int, embedder: str) -> None:
     os.environ["AGENVOY_HOME"] = str(home)
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.search.catchup import index_session
-    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
     if embedder == "words":
-        from tests.words_embedder import WordsEmbedder
+        from tests import words_embedder
 
-        vectors._embedders[""] = WordsEmbedder()
+        words_embedder.CURRENT = words_embedder.WordsEmbedder()
+        os.environ["AGENVOY_EMBEDDER"] = words_embedder.SPEC
     store = open_store(Layout(home))
     rng = random.Random(1)
     for lo in range(0, n, 1000):

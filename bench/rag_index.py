@@ -34,7 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.words_embedder import WordsEmbedder  # noqa: E402  (the model-free stand-in)
+from tests import words_embedder  # noqa: E402  (the model-free stand-in)
+from tests.words_embedder import WordsEmbedder  # noqa: E402
 
 TOP = 5
 PARAPHRASES = [  # query -> (file name, a substring of the answering chunk)
@@ -110,7 +111,8 @@ def main() -> int:
     from agenvoy_cli.vectors.hooks import open_store
 
     if args.embedder == "hashed":
-        vectors._embedders[""] = WordsEmbedder()
+        words_embedder.CURRENT = WordsEmbedder()
+        os.environ["AGENVOY_EMBEDDER"] = words_embedder.SPEC
     elif args.embedder:
         os.environ["AGENVOY_EMBEDDER"] = args.embedder
     store = open_store(Layout(home))

@@ -12,6 +12,15 @@ Read from agenvoy/Agenvoy v0.32.7:
 - internal/runtime/history/migrate.sql, store.go  the schema script (messages with sender,
   file_history) and syncColumns (ALTER TABLE messages ADD COLUMN sender when missing).
 - internal/runtime/history/message.go  Write: send_at = sendAt, 0 -> previous + 1.
+- internal/session/history/compact.go  after an append whose file is over
+  limits.max_history_bytes (config.json; 5 MiB by default, filesystem/runtime.go): drop the
+  oldest entries down to 80 %, cut after an assistant, session_meta.start_at := the first
+  kept entry's sendAt.
+- internal/agents/exec/saveHistory.go  a turn's save: system, tool and assistant-with-
+  tool_calls messages are not saved; every record gets the same sendAt (one time.Now per
+  save; a user message its UserSendAt when set) and a user message the session's sender.
+- internal/session/reset.go  Reset: history.json, history/, pending/, action.log, the
+  session's rows and session_meta row; ResetAll also summary.json and summary.meta.json.
 """
 
 from __future__ import annotations
@@ -77,6 +86,7 @@ CREATE INDEX IF NOT EXISTS idx_fh_session ON file_history(session_id, changed_at
 """
 
 TIME_LAYOUT = "%Y-%m-%d %H:%M:%S"
+MAX_HISTORY_BYTES = 5 * 1024 * 1024  # filesystem/runtime.go
 _S = r"[\t\n\f\r ]"  # RE2's \s
 _LEGACY = r"(?:當前時間|工作目錄|傳送者|當前 chat ID|當前 channel)"
 PREFIX = re.compile(r"\A" + _S + r"*(?:sendAt|sender|channelId)" + _S + r"*:[^\n]*\n")
@@ -181,6 +191,7 @@ class GoAgentV032:
 
     def __init__(self, home: Path) -> None:
         self.home = Path(home)
+        self.trims = 0  # history.json trims compact() made
         db = self.home / ".store" / "history.db"
         db.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(db, isolation_level=None, timeout=30)
@@ -232,11 +243,81 @@ class GoAgentV032:
         latest = normalize(self.read(sid)) + delta
         path = self.history_path(sid)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(go_marshal(latest))
+        raw = go_marshal(latest)
+        path.write_bytes(raw)
         if not self._is_exist(sid) and len(latest) > len(delta):
             self.store_write(sid, latest)
         else:
             self.store_write(sid, delta)
+        if len(raw) > self.max_history_bytes():
+            self.compact(sid, latest, len(raw))
+
+    def max_history_bytes(self) -> int:
+        """LoadRuntime: config.json limits.max_history_bytes, <= 0 or absent: 5 MiB."""
+        try:
+            limits = json.loads((self.home / "config.json").read_bytes()).get("limits") or {}
+        except (OSError, ValueError):
+            limits = {}
+        value = limits.get("max_history_bytes") or 0
+        return value if isinstance(value, int) and value > 0 else MAX_HISTORY_BYTES
+
+    def compact(self, sid: str, records: list[dict[str, Any]], current: int) -> None:
+        """compact.go: trim the front of history.json to 80 % of the limit."""
+        if len(records) < 4:
+            return
+        need = current - int(self.max_history_bytes() * 0.8)
+        if need <= 0:
+            return
+        size = idx = 0
+        for i, r in enumerate(records):
+            size += len(go_marshal([r])) - 2 + 1  # json.Marshal(message) + 1
+            if size >= need:
+                idx = i + 1
+                break
+        while idx < len(records) and records[idx - 1]["role"] != "assistant":
+            idx += 1
+        if idx <= 0 or idx >= len(records):
+            return
+        remaining = records[idx:]
+        start_at = next((r["sendAt"] for r in remaining if r.get("sendAt", 0) > 0), 0)
+        if start_at > 0:
+            self.conn.execute("INSERT INTO session_meta (session_id, start_at) VALUES (?, ?) "
+                              "ON CONFLICT(session_id) DO UPDATE SET start_at = "
+                              "excluded.start_at", (sid, start_at))
+        self.history_path(sid).write_bytes(go_marshal(remaining))
+        self.trims += 1
+
+    def save_turn(self, sid: str, messages: list[dict[str, Any]], sender: str = "",
+                  user_send_at: int = 0) -> None:
+        """saveNewHistory: the turn's provider messages, as Agenvoy v0.32 saves them."""
+        now = time.time_ns()
+        delta = []
+        for m in messages:
+            role = m.get("role")
+            if role in ("system", "tool") or (role == "assistant" and m.get("tool_calls")):
+                continue
+            content = m.get("content")
+            r: dict[str, Any] = {"role": role, "content": strip_prefix(content)
+                                 if isinstance(content, str) else content, "sendAt": now}
+            if role == "user":
+                if sender:
+                    r["sender"] = sender
+                if user_send_at > 0:
+                    r["sendAt"] = user_send_at
+            delta.append(r)
+        self.append(sid, delta)
+
+    def reset(self, sid: str) -> None:
+        """session.Reset: history.json, history/, pending/, action.log, rows, start_at."""
+        import shutil
+
+        folder = self.home / "sessions" / sid
+        (folder / "history.json").unlink(missing_ok=True)
+        for name in ("history", "pending"):
+            shutil.rmtree(folder / name, ignore_errors=True)
+        (folder / "action.log").unlink(missing_ok=True)
+        self.conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
+        self.conn.execute("DELETE FROM session_meta WHERE session_id = ?", (sid,))
 
     def say(self, sid: str, role: str, text: str, sender: str = "") -> None:
         entry: dict[str, Any] = {"role": role, "content": text, "sendAt": time.time_ns()}
@@ -245,12 +326,11 @@ class GoAgentV032:
         self.append(sid, [entry])
 
     def reset_all(self, sid: str) -> None:
-        """session.ResetAll: history, the session's rows and the summary."""
+        """session.ResetAll: Reset, then summary.json and summary.meta.json."""
+        self.reset(sid)
         folder = self.home / "sessions" / sid
-        for name in ("history.json", "summary.json", "summary.meta.json", "action.log"):
+        for name in ("summary.json", "summary.meta.json"):
             (folder / name).unlink(missing_ok=True)
-        self.conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-        self.conn.execute("DELETE FROM session_meta WHERE session_id = ?", (sid,))
 
     def model_view(self, sid: str) -> list[dict[str, Any]]:
         return [model_message(r) for r in normalize(self.read(sid))]

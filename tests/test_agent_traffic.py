@@ -420,9 +420,9 @@ def test_edits_and_forget_reach_the_vector_index(run, home, monkeypatch):
     """An edited message is re-embedded and a forgotten one leaves the index: semantic
     search never returns the old text."""
     from agenvoy_cli.vectors import api as vectors
-    from tests.words_embedder import WordsEmbedder
+    from tests import words_embedder
 
-    monkeypatch.setitem(vectors._embedders, "", WordsEmbedder())
+    words_embedder.use(monkeypatch, words_embedder.WordsEmbedder())
     words = ["zebra", "giraffe", "walrus", "otter", "heron", "falcon", "badger", "lynx"]
     batch = []
     for n in range(40):

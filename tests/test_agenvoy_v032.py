@@ -283,6 +283,145 @@ def test_a_file_mixing_both_generations_is_normal(run, home, go):
     validate_openai(context(run))
 
 
+# ------------------------------------------------------------------ sender in the output
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_search_hits_carry_their_sender(run, home, go, words, monkeypatch, mode):
+    monkeypatch.setenv("AGENVOY_MAX_HISTORY_MESSAGES", "1")
+    res = run("append", SID, "--role", "user", "--content", "zebra stripes tok1", "--sender",
+              "alice", "--time", "2026-01-05 12:00:00")  # a header session: 傳送者 line
+    assert res.exit_code == 0, res.stderr
+    own_append(run, {"role": "assistant", "content": "zebra answer tok2"})
+    go.say(SID, "user", "zebra again tok3", sender="bob")  # the sendAt dress from now on
+    own_append(run, *[{"role": "assistant", "content": f"filler {n} tok{n}"} for n in (4, 5)])
+    res = run("search", SID, "zebra", "--mode", mode, "--limit", "8", "--json")
+    assert res.exit_code == 0, res.stderr
+    rows = {TOKEN.findall(r["content"])[0]: r for r in res.json()["results"]}
+    assert rows["tok1"]["sender"] == "alice" and rows["tok3"]["sender"] == "bob"
+    assert rows["tok2"]["sender"] is None  # the key is there, null: nobody named
+    assert all("sender" in r for r in rows.values())
+
+
+def test_forget_lists_the_sender_and_context_keeps_no_sender_key(run, home, go):
+    go.say(SID, "user", "hello tok1", sender="alice")
+    own_append(run, {"role": "assistant", "content": "hi tok2"})
+    res = run("forget", SID, "--match", "tok1", "--dry-run", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert [m["sender"] for m in res.json()["messages"]] == ["alice"]
+    assert all(set(m) <= PROVIDER_KEYS for m in context(run))
+
+
+@pytest.mark.parametrize("key", ["SendAt", "SENDAT", "sendat", "Sender", "SENDER"])
+def test_case_variant_keys_are_refused(run, home, key):
+    own_append(run, {"role": "user", "content": "first tok1"})
+    path = home / "sessions" / SID / "history.json"
+    before = path.read_bytes()
+    value: Any = 1767585700_000000000 if key.lower() == "sendat" else "alice"
+    res = run("append", SID, "--messages", "-",
+              input=orjson.dumps([{"role": "user", "content": "x", key: value}]))
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert key in res.stderr
+    assert path.read_bytes() == before
+
+
+def test_search_text_names_the_sender_as_upstream(run, home, go):
+    go.say(SID, "user", "zebra tok1", sender="alice")
+    own_append(run, {"role": "assistant", "content": "zebra tok2"})
+    text = run("search", SID, "zebra", "--mode", "keyword").stdout
+    assert " · user · alice] zebra tok1" in text and " · assistant] zebra tok2" in text
+
+
+# ------------------------------------------------------------------ content parts, header dress
+
+def test_content_parts_in_a_header_session_keep_their_time(run, home, go):
+    """Agenvoy v0.32's normalise leaves part lists alone (record.go: string content only), so
+    a part list keeps its header; one without text gets a text part first holding it (where
+    Record.WithPrefix puts a prefix when a list has no text part)."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    own_append(run, {"role": "user", "content": [image]},
+               {"role": "user", "content": [image, {"type": "text", "text": "what tok1"}]},
+               when="2026-01-05 12:00:00")
+    own_append(run, {"role": "assistant", "content": "a cat tok2"}, when="2026-01-05 12:01:00")
+    go.say(SID, "user", "thanks tok3")  # the rewrite: sorted part keys, Go's escaping
+    import time
+    at = int(time.mktime((2026, 1, 5, 12, 0, 0, 0, 0, -1))) * 1_000_000_000
+    rows = archive_rows(home)
+    assert [r[5] for r in rows[:2]] == [at, at]  # today: the image-only one has no time
+    entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
+    assert entries[0]["content"][0] == {"text": "---\n當前時間: 2026-01-05 12:00:00\n---\n",
+                                        "type": "text"}
+    assert tokens(home) == ["tok1", "tok2", "tok3"]
+    doctor_clean(run)
+    messages = context(run)
+    validate_openai(messages)
+    assert messages[0]["content"][0]["text"].startswith("---\n當前時間: 2026-01-05 12:00:00")
+
+
+# ------------------------------------------------------------------ more of Agenvoy v0.32
+
+def test_turn_saves_skip_tool_messages_and_share_one_send_at(run, home, go):
+    """saveHistory.go: no tool / tool-call messages in history.json, one sendAt per save."""
+    for n in range(0, 40, 8):
+        go.save_turn(SID, tool_exchange(n), sender="alice")
+        own_append(run, *tool_exchange(n + 4))
+    entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
+    theirs = [e for e in entries if e.get("sender") == "alice"]
+    assert len(theirs) == 5 and all(e["role"] == "user" for e in theirs)
+    saved = [e for e in entries if e["content"] in ("question tok0", "answer tok3")]
+    assert len(saved) == 2 and saved[0]["sendAt"] == saved[1]["sendAt"]
+    expected = []
+    for n in range(0, 40, 8):
+        expected += [f"tok{n}", f"tok{n + 3}"]  # Agenvoy saved neither the call nor its result
+        expected += [f"tok{n + 4}", f"tok{n + 6}", f"tok{n + 7}"]  # tok{n+5}: in the call
+    assert tokens(home) == expected
+    doctor_clean(run)
+    messages = context(run)
+    validate_openai(messages)
+
+
+def test_agenvoys_size_trim_keeps_exactly_once(run, home, go, monkeypatch):
+    """compact.go: over limits.max_history_bytes Agenvoy drops the oldest entries (to 80 %,
+    cut after an assistant) and sets session_meta.start_at; the archive keeps them."""
+    (home / "config.json").write_text('{"limits": {"max_history_bytes": 16384}}')
+    monkeypatch.setenv("AGENVOY_MAX_HISTORY_BYTES", "10000000")  # only Agenvoy trims here
+    expected = []
+    for n in range(0, 120, 2):
+        go.say(SID, "user", f"question tok{n} " + "x" * 300)
+        own_append(run, {"role": "assistant", "content": f"answer tok{n + 1} " + "y" * 300})
+        expected += [f"tok{n}", f"tok{n + 1}"]
+    path = home / "sessions" / SID / "history.json"
+    entries = orjson.loads(path.read_bytes())
+    assert len(path.read_bytes()) <= 16384 + 400 and len(entries) < 240
+    assert go.trims > 0
+    assert tokens(home) == expected  # 0 lost, 0 duplicated
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        assert conn.execute("SELECT start_at FROM session_meta WHERE session_id = ?",
+                            (SID,)).fetchone()[0] > 0
+    doctor_clean(run)
+    res = run("search", SID, "tok3", "--mode", "keyword", "--json")
+    assert res.exit_code == 0 and len([r for r in res.json()["results"] if r["hit"]]) == 1
+    validate_openai(context(run))
+
+
+def test_agenvoys_reset_then_both_writers_again(run, home, go):
+    """reset.go: history.json, history/, pending/, action.log and the rows go."""
+    own_append(run, {"role": "user", "content": "before tok1"})
+    go.say(SID, "assistant", "before tok2")
+    folder = home / "sessions" / SID
+    (folder / "history").mkdir()
+    (folder / "history" / "2026-01-05-12-00-t1.json").write_text("{}")
+    (folder / "pending").mkdir()
+    (folder / "action.log").write_text("log\n")
+    go.reset(SID)
+    assert sorted(p.name for p in folder.iterdir()) == []
+    own_append(run, {"role": "user", "content": "after tok3"})
+    go.say(SID, "assistant", "after tok4")
+    own_append(run, {"role": "user", "content": "after tok5"})
+    assert tokens(home) == ["tok3", "tok4", "tok5"]
+    doctor_clean(run)
+    validate_openai(context(run))
+
+
 # ------------------------------------------------------------------ the rewrite's cost (#25 speed)
 
 def header_session_with_tools(run, exchanges: int) -> None:

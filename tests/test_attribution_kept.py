@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_search import add, find, vector_ids, words  # noqa: F401 - fixture
+from tests.test_search import add, find, vector_ids
 
 FACTS = [("Where does your sister live these days?", "In Lisbon, near the old harbour."),
          ("And your brother?", "He moved to Oslo for a job in shipping."),

@@ -86,11 +86,12 @@ def test_lock_contention_fails_busy_after_bounded_wait(home):
     res = agenvoy("append", "s", "--role", "user", "--content", "blocked",
                   env={"AGENVOY_LOCK_TIMEOUT": "0.5"})
     waited = time.monotonic() - started
+    still_holding = holder.poll() is None  # gave up before the holder let go (its 30 s)
     holder.kill()
     holder.wait()
     assert res.returncode == 75
     assert b"busy" in res.stderr and res.stderr.count(b"\n") == 1
-    assert 0.5 <= waited < 10  # bounded: far less than the holder's 30 s
+    assert waited >= 0.5 and still_holding  # waited as told, and not for the holder
     hist = orjson.loads((home / "sessions/s/history.json").read_bytes())
     assert len(hist) == 1
     # Once the holder is gone the same command succeeds: busy is retryable.

@@ -66,6 +66,7 @@ class FakeServer:
         self.dim = DIM
         self.shuffle = False
         self.delay = 0.0
+        self.replied = 0  # replies written (counted after the delay)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,6 +96,7 @@ class FakeServer:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+                server.replied += 1
 
         self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
@@ -305,11 +307,9 @@ def test_credentials_in_url_are_not_shown(server, monkeypatch):
 def test_timeout(openai, monkeypatch):
     monkeypatch.setenv("AGENVOY_EMBED_TIMEOUT", "0.2")
     openai.delay = 5.0
-    start = time.monotonic()
     with pytest.raises(EmbedderError, match="timed out"):
         get_embedder("openai:m").embed_query("a")
-    # gave up before the reply existed (the one bound a timeout has: the reply's delay)
-    assert time.monotonic() - start < openai.delay
+    assert openai.replied == 0  # gave up before the reply existed (it is 5 s away)
 
 
 def test_long_and_odd_texts_are_cleaned(openai):
@@ -443,7 +443,9 @@ def test_default_embedder_bounds_huge_texts(no_network):
     start = time.monotonic()
     vecs = emb.embed_documents(["x " * (5 * 1024 * 1024), "hello"])
     assert len(vecs) == 2 and len(vecs[0]) == emb.dim
-    assert time.monotonic() - start < 30  # unbounded, 10 MiB would take hours
+    # a hang guard, not a speed claim: cut to the model's window this takes a second, whole
+    # (5 Mi words) it would take hours
+    assert time.monotonic() - start < 120
 
 
 def test_python_spec_builds_your_own_embedder():

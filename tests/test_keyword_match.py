@@ -100,6 +100,51 @@ def test_rag_keyword_same_rule(run, home, tmp_path):
     doc = rag("why would the redis ttl expire every minute")
     assert doc["match"] == "any" and doc["results"][0]["relpath"] == "both.md"
     assert {"redis", "ttl", "expire"} <= set(doc["results"][0]["matched_terms"])
+    # the notes: {code, message} as in conversation search (docs/json-vocabulary.md)
+    assert codes(rag("ttl memcached")) == ["any_term"]
+    doc = rag("!!! ()")
+    assert doc["match"] == "none" and codes(doc) == ["nothing_searchable"]
+    assert codes(rag("ttl redis")) == []
+    res = run("rag", "search", "docs", "ttl memcached", "--mode", "keyword")
+    assert "(no chunk has every term" in res.stdout and "every term" not in res.stderr
+    # semantic on a database kept without vectors: keyword results, and the note says why
+    doc = rag_mode(run, "redis", "semantic")
+    assert codes(doc) == ["no_vectors"] and "--no-vectors" in doc["notes"][0]["message"]
+    res = run("rag", "search", "docs", "redis", "--mode", "semantic")
+    assert "agenvoy: note: 'docs' has no vectors" in res.stderr
+
+
+def rag_mode(run, query: str, mode: str, *extra: str) -> dict:
+    out = run("rag", "search", "docs", query, "--mode", mode, *extra, "--json")
+    assert out.exit_code == 0, out.stderr
+    return out.json()
+
+
+def test_rag_match_forces_either(run, home, tmp_path):
+    """`agenvoy rag search --match all|any`: every term even for a long question, any term
+    even for a short query; forced, no any_term note."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "both.md").write_text("# Cache\n\nThe Redis TTL expired this morning.\n")
+    (docs / "ttl.md").write_text("# Other\n\nA TTL of 60 seconds.\n")
+    (docs / "redis.md").write_text("# Third\n\nRedis is up.\n")
+    assert run("rag", "create", "docs", "--path", str(docs), "--no-vectors").exit_code == 0
+    doc = rag_mode(run, "ttl redis", "keyword", "--match", "any")
+    assert doc["match"] == "any" and codes(doc) == []
+    assert [r["relpath"] for r in doc["results"]][0] == "both.md"
+    assert sorted(r["relpath"] for r in doc["results"]) == ["both.md", "redis.md", "ttl.md"]
+    long = "was the redis ttl expired this morning"  # 4 terms: any term unless forced
+    assert rag_mode(run, long, "keyword")["match"] == "any"
+    doc = rag_mode(run, long, "keyword", "--match", "all")
+    assert doc["match"] == "all" and [r["relpath"] for r in doc["results"]] == ["both.md"]
+    assert doc["results"][0]["matched_terms"] == ["redis", "ttl", "expired", "morning"]
+    # stop-words are not terms: a short query with "the" finds the chunk without it
+    assert [r["relpath"] for r in rag_mode(run, "the ttl seconds", "keyword")["results"]
+            ] == ["ttl.md"]
+    doc = rag_mode(run, "ttl memcached", "keyword", "--match", "all")
+    assert doc["match"] == "all" and doc["results"] == [] and codes(doc) == []
+    res = run("rag", "search", "docs", "ttl", "--match", "some")
+    assert res.exit_code == 2 and "--match" in res.stderr
 
 
 def test_error_lookup_by_keyword_same_rule(run, home):

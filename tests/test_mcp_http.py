@@ -52,7 +52,9 @@ def seed(home: Path, session: str = "main") -> None:
 
 
 def post(base: str, path: str, body: bytes, token: str | None,
-         headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+         headers: dict[str, str] | None = None,
+         got: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """(status, body) of a POST; the reply's headers into `got` when given."""
     url = urllib.parse.urlsplit(base)
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
     try:
@@ -62,6 +64,8 @@ def post(base: str, path: str, body: bytes, token: str | None,
             head["Authorization"] = f"Bearer {token}"
         conn.request("POST", path, body, head)
         reply = conn.getresponse()
+        if got is not None:
+            got.update((k.lower(), v) for k, v in reply.getheaders())
         return reply.status, reply.read()
     finally:
         conn.close()
@@ -190,6 +194,76 @@ def test_oversized_body_is_refused(home: Path) -> None:
         assert srv.proc.poll() is None
 
 
+def test_a_json_rpc_batch_is_refused_and_changes_nothing(home: Path) -> None:
+    """The transport takes one JSON-RPC message per request (the batch limit is 1): a batch
+    of tool calls gets 400 and a JSON-RPC error, and none of its calls runs."""
+    seed(home)
+    before = rows(home, "SELECT count(*) FROM messages")
+    history = home / "sessions" / "main" / "history.json"
+    stat = history.stat()
+
+    def call(rid: int, text: str) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+            "name": "append_messages", "arguments": {"session_id": "main", "messages": [
+                {"role": "user", "content": text}]}}}
+    with HttpServer(home) as srv:
+        got: dict[str, str] = {}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "batch-test", "version": "0"}}}
+        assert post(srv.base, "/mcp", json.dumps(init).encode(), srv.token, got=got)[0] == 200
+        session = {"mcp-session-id": got["mcp-session-id"],
+                   "mcp-protocol-version": "2025-06-18"}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert post(srv.base, "/mcp", json.dumps(note).encode(), srv.token, session)[0] == 202
+        batch = json.dumps([call(2, "batched one"), call(3, "batched two")]).encode()
+        status, data = post(srv.base, "/mcp", batch, srv.token, session)
+        assert status == 400 and json.loads(data)["error"]["code"] < 0
+        assert rows(home, "SELECT count(*) FROM messages") == before
+        assert history.stat().st_mtime_ns == stat.st_mtime_ns
+        # the same session still works: it was the batch that was refused
+        one = json.dumps(call(4, "one at a time")).encode()
+        assert post(srv.base, "/mcp", one, srv.token, session)[0] == 200
+        assert srv.proc.poll() is None
+    assert rows(home, "SELECT count(*) FROM messages")[0][0] == before[0][0] + 1
+
+
+def test_a_tool_call_over_the_time_limit_answers_an_error_and_the_server_goes_on(
+        home: Path, tmp_path: Path) -> None:
+    """AGENVOY_HTTP_TIMEOUT=1 and a search whose query takes 4 s to embed: the caller gets a
+    tool error before the work ends (the mark is not there yet); the work finishes in the
+    server, which then answers the next call."""
+    from tests.words_embedder import SLOW_SPEC, SLOW_WORD
+
+    seed(home)
+    mark = tmp_path / "slow-done"
+    env = {"AGENVOY_EMBEDDER": SLOW_SPEC, "AGENVOY_HTTP_TIMEOUT": "1",
+           "AGENVOY_TEST_SLOW_MARK": str(mark)}
+    res = agenvoy("mcp", "--http", "0", env={"AGENVOY_HTTP_TIMEOUT": "soon"}, timeout=60)
+    assert res.returncode == 2 and b"AGENVOY_HTTP_TIMEOUT" in res.stderr
+    with HttpServer(home, env=env) as srv:
+        async def body() -> None:
+            async with connect_http(srv.url, srv.token) as s:
+                slow = await s.call_tool("search_chat_history", {
+                    "session_id": "main", "keyword": f"Mochi {SLOW_WORD}",
+                    "mode": "semantic", "time_range": "all", "budget": 0})
+                assert slow.is_error and "no answer within 1 s" in text_of(slow)
+                assert slow.structured_content["error"]["kind"] == "timeout"
+                assert not mark.exists()  # answered before the work ended
+                while not mark.exists():  # the work goes on (bounded by run_async)
+                    await anyio.sleep(0.1)
+                while True:  # the rest of the slow search may still hold the store thread
+                    after = await s.call_tool("search_chat_history", {
+                        "session_id": "main", "keyword": "Mochi", "mode": "keyword"})
+                    if not after.is_error:
+                        break
+                    assert after.structured_content["error"]["kind"] == "timeout"
+                assert "Mochi" in text_of(after)
+        run_async(body)
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(60) == 0, srv.logged()
+
+
 def test_sigterm_mid_request_exits_cleanly(home: Path) -> None:
     acked: list[str] = []
     with HttpServer(home) as srv:
@@ -250,6 +324,13 @@ def cli(*args: str, env: dict[str, str] | None = None, importtime: bool = False
                           env={**os.environ, **(env or {})})
 
 
+def as_local(stdout: bytes) -> str:
+    """A served --json document as the local path prints it: only served_by differs."""
+    text = stdout.decode()
+    assert text.count('"served_by": "server"') == 1, text
+    return text.replace('"served_by": "server"', '"served_by": "local"')
+
+
 @pytest.mark.parametrize("mode", ["semantic", "hybrid", "keyword"])
 def test_cli_search_through_the_server_prints_the_local_document(home: Path, mode: str
                                                                   ) -> None:
@@ -264,7 +345,8 @@ def test_cli_search_through_the_server_prints_the_local_document(home: Path, mod
         forced = cli("search", "main", *query, env={"AGENVOY_NO_SERVER": "1"},
                      importtime=True)
     assert served.returncode == local.returncode == forced.returncode == 0, served.stderr
-    assert served.stdout.decode() == local.stdout.decode() == forced.stdout.decode()
+    assert as_local(served.stdout) == local.stdout.decode() == forced.stdout.decode()
+    assert json.loads(local.stdout)["served_by"] == "local"
     assert json.loads(served.stdout)["results"]
     imported = [ln for ln in served.stderr.decode().splitlines() if "import time:" in ln]
     assert imported and not any("chromadb" in ln or "onnxruntime" in ln for ln in imported)
@@ -287,11 +369,12 @@ def test_cli_errors_lookup_and_rag_search_through_the_server(home: Path) -> None
         moving = ("expires_at", "last_hit_at", "hit_count")
         return {**doc, "records": [{k: v for k, v in r.items() if not k.startswith(moving)}
                                    for r in doc["records"]]}
-    assert steady(json.loads(served.stdout)) == steady(json.loads(local.stdout))
+    assert steady(json.loads(as_local(served.stdout))) == steady(json.loads(local.stdout))
     assert json.loads(served.stdout)["records"][0]["hit_count"] == 1  # renewed once
     assert json.loads(local.stdout)["records"][0]["hit_count"] == 2  # ... and once more
     assert rag_served.returncode == rag_local.returncode
-    assert rag_served.stdout == rag_local.stdout and rag_served.stderr == rag_local.stderr
+    assert as_local(rag_served.stdout) == rag_local.stdout.decode()
+    assert rag_served.stderr == rag_local.stderr
 
 
 def test_cli_errors_come_back_as_the_local_ones(home: Path) -> None:

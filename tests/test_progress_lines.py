@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from agenvoy_cli.output import progress_line
-from tests.test_search import add, words  # noqa: F401 - fixture
+from tests.test_search import add
 
 
 def test_backfill_vectors_progress_in_messages(run, home, words, monkeypatch):  # noqa: F811

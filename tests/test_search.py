@@ -11,16 +11,6 @@ import orjson
 import pytest
 
 from tests.conftest import ROOT, agenvoy
-from tests.words_embedder import WordsEmbedder
-
-
-@pytest.fixture
-def words(monkeypatch):
-    from agenvoy_cli.vectors import api as vectors
-
-    emb = WordsEmbedder()
-    monkeypatch.setitem(vectors._embedders, "", emb)
-    return emb
 
 
 def add(run, sid: str, *contents: str, time: str = "2024-03-01 10:00:00", compact=False):

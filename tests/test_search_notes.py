@@ -8,7 +8,7 @@ import json
 import orjson
 
 from tests.conftest import agenvoy
-from tests.test_search import add, find, words  # noqa: F401 - fixture
+from tests.test_search import add, find
 
 
 def codes(doc: dict) -> list[str]:

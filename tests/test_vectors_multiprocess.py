@@ -163,11 +163,9 @@ def new_process() -> None:
     """In-process CLI runs share chromadb's client; a damage made behind its back is seen by
     the next process, not by a client that keeps its copy in memory: close it, as a new
     process would start."""
-    from agenvoy_cli.vectors import collection
+    from agenvoy_cli.vectors import context
 
-    for key in list(collection._clients):
-        collection._close(key)
-    collection.guard._seen.clear()
+    context.close_all()
 
 
 def searchable(run, sid: str = "s") -> dict:

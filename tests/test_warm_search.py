@@ -10,19 +10,8 @@ import random
 import orjson
 import pytest
 
-from tests.words_embedder import WordsEmbedder
-
 TOPICS = ["deploy the cluster", "garden tomatoes", "invoice budget", "kernel panic",
           "coffee travel", "python queue", "weather lunch", "music review"]
-
-
-@pytest.fixture
-def words(monkeypatch):
-    from agenvoy_cli.vectors import api as vectors
-
-    emb = WordsEmbedder()
-    monkeypatch.setitem(vectors._embedders, "", emb)
-    return emb
 
 
 def add(run, sid: str, n: int, first: int = 0, time: str = "2024-03-01 10:00:00") -> None:
@@ -134,44 +123,49 @@ def test_a_warm_store_skips_the_plan_while_nothing_changed_and_sees_new_messages
     store.close()
 
 
-def test_message_texts_for_attribution_are_kept_and_made_ahead(run, home, words):
-    """The server's embedder keeps the vectors of small calls (attribution's message texts)
-    and the indexer embeds the newest messages' texts ahead: a later search's attribution
-    embeds nothing, and gets the vectors the model gives."""
+def test_message_texts_for_attribution_are_made_ahead_and_queries_kept(run, home, words):
+    """The server's indexer embeds every searchable message's own text ahead and keeps it
+    in the message's vector entry (server.attribution_vectors): a later search's attribution
+    embeds nothing, with the vectors the model gives; the server's embedder keeps query
+    vectors (a repeated query costs no model call)."""
+    from agenvoy_cli.search import catchup
     from agenvoy_cli.search.engine import search
     from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
     from agenvoy_cli.server import attribution_vectors
     from agenvoy_cli.vectors import api as vectors
+    from agenvoy_cli.vectors import attribution
 
     add(run, "s", 60)
     store = warm_store(home)
-    cache = vectors.wrap_embedder(store, attribution_vectors.CachingEmbedder)
+    cache = vectors.wrap_embedder(store, attribution_vectors.QueryCache)
     assert vectors.embedder(store) is cache and cache.inner is words
-    assert cache.embed_documents(["a b", "c d"]) == words.embed_documents(["a b", "c d"])
-    words.texts.clear()
-    assert cache.embed_documents(["c d", "a b", "c d"]) == words.embed_documents(
-        ["c d", "a b", "c d"])[:3]
-    assert words.texts == ["c d", "a b", "c d"]  # only the direct call: the cache answered
-    big = [f"t{i}" for i in range(attribution_vectors.SMALL + 1)]
-    cache.embed_documents(big)
-    assert cache.lacking(big) == big  # a catch-up batch is not kept
-    # ahead: the newest messages outside the context window, newest first
+    assert cache.embed_query("garden tomatoes") == words.embed_query("garden tomatoes")
+    assert cache.embed_query("garden tomatoes") == words.embed_query("garden tomatoes")
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert cache.embed_documents(["a b"]) == words.embed_documents(["a b"])
+    assert catchup.index_session(store, "s") == 60
     window = store.settings.max_history_messages
     with store.read_lock():
         recent = store.recent("s")
-    todo = attribution_vectors.ahead(store, cache, {"s"})
-    assert todo == [m.body[:ATTRIBUTION_CHARS] for m in reversed(recent[:-window])][:2]
-    while todo:
-        cache.warm(todo)
-        todo = attribution_vectors.ahead(store, cache, {"s"})
+    searchable = [m for m in recent[:-window]]
+    state = attribution_vectors.Ahead()
+    job = attribution_vectors.ahead(store, {"s"}, state)
+    assert job is not None and job[0] == "s"
+    assert job[1] == {m.seq: m.body[:ATTRIBUTION_CHARS]
+                      for m in searchable[:attribution_vectors.STEP]}
+    made = 0
+    while job is not None:
+        made += attribution_vectors.keep(store, "s", job[1],
+                                         words.embed_documents(list(job[1].values())))
+        job = attribution_vectors.ahead(store, {"s"}, state)
+    assert made == len(searchable)
+    with store.write_lock():
+        kept = attribution.load(store, "s", [m.seq for m in searchable])
+    assert kept == {m.seq: pytest.approx(words.vec(m.body[:ATTRIBUTION_CHARS]), abs=1e-6)
+                    for m in searchable}
+    assert attribution_vectors.fill(store, "s", words.embed_documents) == 0  # all made
     words.texts.clear()
     for query in TOPICS:
         search(store, "s", query, "semantic", budget=None)
-    indexed = len(words.texts)
-    assert indexed == 60  # the catch-up embedded the documents (a big call) ...
-    words.texts.clear()
-    for query in TOPICS:
-        search(store, "s", query, "semantic", budget=None)
-    assert words.texts == []  # ... and no attribution text had to be embedded
-    assert cache.hits > 0
+    assert words.texts == []  # no attribution text had to be embedded
     store.close()

@@ -44,6 +44,25 @@ def current() -> WordsEmbedder:
 
 
 SPEC = "python:tests.words_embedder:current"
+SLOW_SPEC = "python:tests.words_embedder:SlowWordsEmbedder"
+SLOW_WORD = "slowly"  # a query with this word takes SLOW_SECONDS to embed
+SLOW_SECONDS = 4.0
+
+
+class SlowWordsEmbedder(WordsEmbedder):
+    """WordsEmbedder whose query embedding takes SLOW_SECONDS for a query with SLOW_WORD,
+    then touches the file $AGENVOY_TEST_SLOW_MARK (a deliberately slow tool call that says
+    when it finished)."""
+
+    def embed_query(self, text: str) -> list[float]:
+        if SLOW_WORD in text:
+            import os
+            import time
+            from pathlib import Path
+
+            time.sleep(SLOW_SECONDS)
+            Path(os.environ["AGENVOY_TEST_SLOW_MARK"]).write_text("done")
+        return self.vec(text)
 
 
 def use(monkeypatch, emb: WordsEmbedder) -> WordsEmbedder:

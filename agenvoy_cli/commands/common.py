@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from agenvoy_cli.api import Memory
-from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
-from agenvoy_cli.vectors.hooks import open_store
+
+if TYPE_CHECKING:  # imported when used: the CLI's fast path (served) needs neither
+    from agenvoy_cli.api import Memory
+    from agenvoy_cli.conversation.store import Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -19,6 +20,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 def get_store(ctx: click.Context) -> Store:
     obj = ctx.find_root().obj or {}
     if "store" not in obj:
+        from agenvoy_cli.vectors.hooks import open_store
+
         obj["store"] = open_store(Layout(resolve_home(obj.get("home"))))
         ctx.call_on_close(obj["store"].close)
     return obj["store"]
@@ -31,6 +34,8 @@ def _root_json(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
 
 def memory(ctx: click.Context) -> Memory:
     """The Python API over this command's home: the commands call it as any agent would."""
+    from agenvoy_cli.api import Memory
+
     return Memory(store=get_store(ctx))
 
 

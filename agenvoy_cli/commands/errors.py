@@ -27,7 +27,7 @@ from agenvoy_cli.errormem.records import (
 from agenvoy_cli.errormem.store import get
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.output import FORMATS, emit, format_option, human_time, table, warn
-from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget
+from agenvoy_cli.search.defaults import DEFAULT_BUDGET, check_budget
 
 
 def _complete_column(ctx: click.Context, column: str, incomplete: str) -> list[Any]:
@@ -191,9 +191,11 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
     check_budget(budget)
     doc = served(ctx, no_server, "lookup_errors", [text], {
         "tool": tool, "error_type": error_type, "limit": limit, "semantic": semantic,
-        "budget": budget}, wait=budget) or memory(ctx).lookup_errors(
-        text, tool=tool, error_type=error_type, limit=limit, semantic=semantic, warn=warn,
-        budget=budget)
+        "budget": budget}, wait=budget)
+    doc = {**doc, "served_by": "server"} if doc is not None else {
+        **memory(ctx).lookup_errors(text, tool=tool, error_type=error_type, limit=limit,
+                                    semantic=semantic, warn=warn, budget=budget),
+        "served_by": "local"}
     if fmt == "hint" and not as_json:
         if doc["hint"]:
             click.echo(doc["hint"])

@@ -21,14 +21,24 @@ from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
               help="--http: also accept this Host/Origin name (e.g. a TLS reverse proxy's).")
 @click.option("--log-file", type=click.Path(dir_okay=False), metavar="PATH",
               help="--http: append stderr (start, stop, warnings) to PATH.")
+@click.option("--tools", "vocabulary", type=click.Choice(["spec", "agenvoy", "both"]),
+              default="spec", show_default=True,
+              help="Tool names: spec (search_chat_history, remember_error, "
+                   "search_error_history, read_error: agents written for Agenvoy up to "
+                   "v0.31), agenvoy (v0.32's chat_history and error_history in their place: "
+                   "agents prompted with today's Agenvoy tools; chat_history list/read "
+                   "read Agenvoy's action log), both (a host serving agents of either "
+                   "kind). RAG tools, append_messages and get_context are in every one.")
 @click.pass_context
 def command(ctx: click.Context, session_id: str | None, bind: str | None,
-            token_file: str | None, allow_hosts: tuple[str, ...], log_file: str | None) -> None:
+            token_file: str | None, allow_hosts: tuple[str, ...], log_file: str | None,
+            vocabulary: str = "spec") -> None:
     """Serve the memory over MCP on stdin/stdout (for Claude Desktop, Cursor, agents...),
     or with --http over streamable HTTP for any number of hosts and machines.
 
     Tools: search_chat_history, remember_error, search_error_history, read_error, list_rag,
     search_rag (upstream Agenvoy's names and parameters), append_messages, get_context;
+    with --tools agenvoy|both also Agenvoy v0.32's chat_history and error_history;
     each session's rolling summary is a resource. The embedder and the vector index stay
     loaded, and new messages (also those other processes append) are embedded in the
     background, so searches rarely wait. While an HTTP server runs, `agenvoy search`,
@@ -44,7 +54,8 @@ def command(ctx: click.Context, session_id: str | None, bind: str | None,
             raise click.UsageError("--token-file, --allow-host and --log-file need --http")
         from agenvoy_cli.server.app import run  # the MCP SDK is imported only here
 
-        ctx.exit(run(layout, session_id))
+        ctx.exit(run(layout, session_id, vocabulary))
     from agenvoy_cli.server.http_server import run_http
 
-    ctx.exit(run_http(layout, session_id, bind, token_file, log_file, list(allow_hosts)))
+    ctx.exit(run_http(layout, session_id, bind, token_file, log_file, list(allow_hosts),
+                      vocabulary))

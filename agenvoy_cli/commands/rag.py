@@ -226,9 +226,14 @@ def files_cmd(ctx: click.Context, name: str, skipped: bool, as_json: bool,
              fmt=fmt, rows="files")
 
 
+# notes the text output shows on stdout (in place of results, or below them), not on stderr
+ON_STDOUT = ("nothing_searchable", "any_term")
+
+
 def _render_search(doc: dict[str, Any]) -> str:
+    codes = {n["code"] for n in doc.get("notes", ())}
     if not doc["results"]:
-        if doc.get("match") == "none":
+        if "nothing_searchable" in codes or doc.get("match") == "none":
             return f"nothing searchable in: {doc['query']}"
         return f"no matches for: {doc['query']}"
     many = len(doc["databases"]) > 1
@@ -244,9 +249,8 @@ def _render_search(doc: dict[str, Any]) -> str:
         if len(lines) > PREVIEW_LINES:
             out.append(f"    … ({len(lines) - PREVIEW_LINES} more lines)")
         out.append("")
-    if doc.get("match") == "any":
-        out.append("(no chunk has every term; showing chunks with any of them)"
-                   if doc["mode"] == "keyword" else "")
+    if "any_term" in codes:
+        out.append("(no chunk has every term; showing chunks with any of them)")
     return "\n".join(out).rstrip("\n")
 
 
@@ -261,12 +265,15 @@ def _render_search(doc: dict[str, Any]) -> str:
                    "phrases\" in order); semantic: by meaning; hybrid: both, fused.")
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=rag.DEFAULT_LIMIT,
               show_default=True, help="At most this many chunks.")
+@click.option("--match", type=click.Choice(["all", "any"]), default=None,
+              help="keyword: every term (default for 1-3 terms; any term when no chunk "
+                   "has every term) or any term (default for longer questions).")
 @format_option
 @json_option
 @no_server_option
 @click.pass_context
 def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | None, all_: bool,
-               mode: str, limit: int, as_json: bool,
+               mode: str, limit: int, match: str | None, as_json: bool,
         fmt: str | None = None, no_server: bool = False) -> None:
     """Search the database NAME (or --all) for QUERY (several words are joined) (search_rag).
 
@@ -279,10 +286,14 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
         if not words or (len(words) < 2 and query_text is None):
             raise BadInput("give NAME and QUERY (or --all QUERY; -q/--query TEXT for either)")
         names, query = [words[0]], one_query(words[1:], query_text)
-    doc = served(ctx, no_server, "rag_search", [query, names], {"mode": mode, "limit": limit}
-                 ) or memory(ctx).rag_search(query, names, mode=mode, limit=limit)
+    doc = served(ctx, no_server, "rag_search", [query, names],
+                 {"mode": mode, "limit": limit, "match": match})
+    doc = {**doc, "served_by": "server"} if doc is not None else {
+        **memory(ctx).rag_search(query, names, mode=mode, limit=limit, match=match),
+        "served_by": "local"}
     for note in doc["notes"]:
-        warn(f"agenvoy: note: {note}")
+        if note["code"] not in ON_STDOUT:  # those are in the text output
+            warn(f"agenvoy: note: {note['message']}")
     emit(doc, as_json, _render_search, fmt=fmt, rows="results")
 
 

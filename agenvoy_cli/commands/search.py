@@ -16,15 +16,15 @@ from agenvoy_cli.commands.common import (
     session_argument,
 )
 from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, warn
-from agenvoy_cli.search.catchup import DEFAULT_BUDGET, check_budget, notice_line
-from agenvoy_cli.search.engine import DEFAULT_LIMIT, MODES
-from agenvoy_cli.search.results import grouped_lines
+from agenvoy_cli.search.defaults import DEFAULT_BUDGET, DEFAULT_LIMIT, MODES, check_budget
 
 PROGRESS_MIN = 100  # messages to embed before a progress bar is worth showing
 
 
 def _line(row: dict[str, Any], marker: str = "") -> str:
-    return f"{marker}[{human_time(row['sent_at'])} · {row['role']}] {row['content']}"
+    from agenvoy_cli.search.results import who  # after the answer: not on the fast path
+
+    return f"{marker}[{human_time(row['sent_at'])} · {who(row)}] {row['content']}"
 
 
 # notes the text output shows on stdout (in place of results, or below them), not on stderr
@@ -51,6 +51,8 @@ def _render_time(doc: dict[str, Any]) -> str:
     rows = doc["results"]
     if not rows:
         return _empty(doc)
+    from agenvoy_cli.search.results import grouped_lines
+
     out = grouped_lines(doc, _line)
     _any_note(doc, out)
     return "\n".join(out)
@@ -148,7 +150,9 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
     doc = served(ctx, no_server, "search", [session_id, text], {
         "mode": mode, "limit": limit, "range": range_, "since": since, "until": until,
         "budget": budget, "match": match}, wait=budget)
-    if doc is None:
+    if doc is None:  # the local path: the search engine is imported only now
+        from agenvoy_cli.search.catchup import notice_line
+
         bar = ProgressBar("indexing", PROGRESS_MIN, unit="messages")
         try:
             doc = memory(ctx).search(session_id, text, mode=mode, limit=limit, range=range_,
@@ -156,6 +160,9 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
                                      notice=notice_line(session_id, budget), match=match)
         finally:
             bar.close()
+        doc = {**doc, "served_by": "local"}
+    else:
+        doc = {**doc, "served_by": "server"}
     for note in doc["notes"]:
         if note["code"] not in ON_STDOUT and note["code"] != "unsearchable":  # warned
             warn(f"agenvoy: note: {note['message']}")

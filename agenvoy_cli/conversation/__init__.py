@@ -12,6 +12,7 @@ _EXPORTS: dict[str, str | None] = {
     "session_list": None,
     "sessions": None,
     "archived_prefix": "big_sync",
+    "sender": "dress",
     "forget_messages": "forget",
     "History": "history",
     "dump_history": "history",

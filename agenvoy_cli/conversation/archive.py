@@ -187,3 +187,12 @@ def drop_duplicates(conn: sqlite3.Connection, drop: Sequence[int], keep: Sequenc
     it)."""
     conn.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in drop])
     conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(i,) for i in keep])
+
+
+def forget_rows(conn: sqlite3.Connection, session_id: str, seqs: Sequence[int]) -> None:
+    """`forget`'s delete: the rows gone, and both full-text indexes merged so that no old
+    segment keeps the text."""
+    conn.executemany("DELETE FROM messages WHERE session_id = ? AND seq = ?",
+                     [(session_id, s) for s in sorted(seqs)])
+    for table in ("messages_fts", "messages_fts5"):
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")

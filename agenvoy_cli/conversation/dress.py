@@ -36,6 +36,7 @@ from agenvoy_cli.errors import BadInput
 SEND_AT, SENDER = "sendAt", "sender"
 SENDER_LABEL = "傳送者"
 RECORD_KEYS = frozenset(("role", "content", SEND_AT, SENDER))
+_FOLDED = {k.lower(): k for k in RECORD_KEYS}
 FORMATS = ("header", "sendat")
 FORMAT_ENV = "AGENVOY_HISTORY_FORMAT"
 MAX_SENDER = 256
@@ -95,7 +96,14 @@ def local(ns: int) -> str:
 
 
 def validate(message: dict[str, Any], where: str) -> None:
-    """sendAt a non-negative integer, sender a name (no control characters, <= 256)."""
+    """sendAt a non-negative integer, sender a name (no control characters, <= 256); no
+    case variant of a record key (`SendAt`, `Sender`, `Content`...): Go's encoding/json
+    matches keys case-insensitively, so Agenvoy's next rewrite would read it as the key."""
+    for key in message:
+        if key not in RECORD_KEYS and key.lower() in _FOLDED:
+            raise BadInput(f"{where}: key {key!r} is a case variant of "
+                           f"{_FOLDED[key.lower()]!r} (Agenvoy reads keys case-insensitively); "
+                           f"write it as {_FOLDED[key.lower()]!r}")
     if SEND_AT in message:
         value = message[SEND_AT]
         if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value >= 2**63:
@@ -157,6 +165,11 @@ def dress(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") ->
         moment = datetime.fromtimestamp(at // 1_000_000_000)
     content = out.get("content")
     text = content_text(content)
+    if isinstance(content, list) and content and is_blank(text):
+        # no text to carry the header (an image alone): a text part first holds it, where
+        # Agenvoy v0.32's Record.WithPrefix puts a prefix; its normalise leaves lists alone
+        out["content"] = [{"type": "text", "text": header_block(moment, who)}, *content]
+        return out
     if is_blank(text) or header_time(text) is not None:
         return out
     block = header_block(moment, who)

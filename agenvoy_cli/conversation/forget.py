@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
+from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.history import dump_history, write_history
 from agenvoy_cli.conversation.messages import Message
 from agenvoy_cli.errors import BadInput, OperationFailed
@@ -74,10 +75,7 @@ def forget_messages(store: Store, session_id: str, seqs: Sequence[int] = (),
         if removed:
             write_history(history.path, dump_history(keep))
         with store.transaction() as conn:
-            conn.executemany("DELETE FROM messages WHERE session_id = ? AND seq = ?",
-                             [(session_id, s) for s in sorted(drop)])
-            for table in ("messages_fts", "messages_fts5"):  # no old segment keeps the text
-                conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+            archive.forget_rows(conn, session_id, sorted(drop))
         sqlite.reclaim_space(store.db())
         store.hooks.after_change(store, session_id, sorted(drop))
         store.align(session_id)  # the trim point follows a forgotten first message

@@ -89,6 +89,7 @@ class Store:
         self._ro: sqlite3.Connection | None = None
         self._stale: list[sqlite3.Connection] = []
         self.rebuilding = False  # backfill --all, doctor: may start a new archive (salvage)
+        self.vectors: Any = None  # the vector layer's state for this Store (vectors/context.py)
 
     # -- locks and connections -------------------------------------------------------------
     def write_lock(self) -> contextlib.AbstractContextManager[None]:

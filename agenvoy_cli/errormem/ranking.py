@@ -56,6 +56,7 @@ from agenvoy_cli.errormem.store import (
     catch_up,
     fetch,
     one_line,
+    renew,
     vector_dir_exists,
     warm_chroma,
 )
@@ -348,11 +349,7 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
         hits, match = _keyword_rule(_score(found, q, tool, sem, rarity), q, sem is None)
         hits = hits[:limit]
         if hits:
-            with store.transaction() as tx:
-                tx.executemany(
-                    "UPDATE error_records SET expires_at = ?, hits = hits + 1, "
-                    "last_hit_at = ? WHERE seq = ?",
-                    [(now + ttl, now, h.record.seq) for h in hits])
+            renew(store, [h.record.seq for h in hits], now, ttl)
             for h in hits:
                 h.record.expires_at, h.record.last_hit_at = now + ttl, now
                 h.record.hits += 1

@@ -282,7 +282,47 @@ def catch_up(store: Store, now: int, budget: float | None, warn: Warn) -> int:
     return len(todo) - done
 
 
+# -- the writes the other rooms need (error_records and its indexes have this one owner) ---
+def renew(store: Store, seqs: Sequence[int], now: int, ttl: int) -> None:
+    """A lookup's hits: expiry pushed to now + ttl, one more hit, last hit now."""
+    with store.transaction() as tx:
+        tx.executemany("UPDATE error_records SET expires_at = ?, hits = hits + 1, "
+                       "last_hit_at = ? WHERE seq = ?", [(now + ttl, now, s) for s in seqs])
 
+
+def check_fts(conn: sqlite3.Connection) -> str | None:
+    """FTS5's integrity check of error_records_fts (writes nothing): the error, or None."""
+    try:
+        conn.execute("INSERT INTO error_records_fts(error_records_fts) "
+                     "VALUES ('integrity-check')")
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return None
+
+
+def rebuild_fts(store: Store) -> None:
+    with store.transaction() as conn:
+        conn.execute("INSERT INTO error_records_fts(error_records_fts) VALUES ('rebuild')")
+
+
+def restore_keywords(store: Store, seqs: Sequence[int]) -> None:
+    """The error_keywords rows of these records, from their keywords column."""
+    with store.transaction() as conn:
+        for seq in seqs:
+            words = conn.execute("SELECT keywords FROM error_records WHERE seq = ?",
+                                 (seq,)).fetchone()[0]
+            conn.executemany("INSERT OR IGNORE INTO error_keywords (keyword, seq) VALUES (?, ?)",
+                             [(k, seq) for k in orjson.loads(words)])
+
+
+def unflag_vectors(store: Store, ids: Sequence[str] | None = None) -> None:
+    """Mark records as having no vector (ids None: every record)."""
+    with store.transaction() as conn:
+        if ids is None:
+            conn.execute("UPDATE error_records SET vector_model = NULL")
+        else:
+            conn.executemany("UPDATE error_records SET vector_model = NULL WHERE id = ?",
+                             [(i,) for i in ids])
 
 
 def column_values(conn: sqlite3.Connection, column: str) -> list[str]:

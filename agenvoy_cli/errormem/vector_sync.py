@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-
-import orjson
 
 from agenvoy_cli.errormem import records
 from agenvoy_cli.errormem.records import Draft, Warn, quiet, semantic_default, vector_meta
 from agenvoy_cli.errormem.store import (
     add_vectors,
     by_ids,
+    check_fts,
     embed,
     fetch,
+    rebuild_fts,
+    restore_keywords,
+    unflag_vectors,
     vector_dir_exists,
     warm_chroma,
 )
@@ -40,12 +41,10 @@ def _inspect(store: Store) -> _IndexState:
     """Hold write_lock."""
     state = _IndexState([])
     conn = store.db()
-    try:
-        conn.execute("INSERT INTO error_records_fts(error_records_fts) "
-                     "VALUES ('integrity-check')")
-    except sqlite3.DatabaseError as exc:
+    broken = check_fts(conn)
+    if broken is not None:
         state.fts_broken = True
-        state.problems.append(f"error-memory full-text index: {exc}")
+        state.problems.append(f"error-memory full-text index: {broken}")
     state.missing_keywords = [r[0] for r in conn.execute(
         "SELECT seq FROM error_records r WHERE NOT EXISTS "
         "(SELECT 1 FROM error_keywords k WHERE k.seq = r.seq)")]
@@ -109,31 +108,20 @@ def repair_error_index(store: Store, *, warn: Warn = quiet) -> list[str]:
     with store.write_lock():
         state = _inspect(store)
         if state.fts_broken:
-            with store.transaction() as conn:
-                conn.execute("INSERT INTO error_records_fts(error_records_fts) "
-                             "VALUES ('rebuild')")
+            rebuild_fts(store)
             done.append("rebuilt the error-memory full-text index")
         if state.missing_keywords:
-            with store.transaction() as conn:
-                for seq in state.missing_keywords:
-                    words = conn.execute("SELECT keywords FROM error_records WHERE seq = ?",
-                                         (seq,)).fetchone()[0]
-                    conn.executemany(
-                        "INSERT OR IGNORE INTO error_keywords (keyword, seq) VALUES (?, ?)",
-                        [(k, seq) for k in orjson.loads(words)])
+            restore_keywords(store, state.missing_keywords)
             done.append(f"restored the keyword rows of {len(state.missing_keywords)} record(s)")
         if state.drop_collection:
             vectors.drop_index(store, vectors.ERRORS)
-            with store.transaction() as conn:
-                conn.execute("UPDATE error_records SET vector_model = NULL")
+            unflag_vectors(store)
             done.append("dropped the error-memory vector index (built with another model)")
         if state.stale:
             vectors.open_index(store, vectors.ERRORS, create=False).delete(state.stale)
             done.append(f"deleted {len(state.stale)} stale vector(s)")
         if state.unflag:
-            with store.transaction() as conn:
-                conn.executemany("UPDATE error_records SET vector_model = NULL WHERE id = ?",
-                                 [(i,) for i in state.unflag])
+            unflag_vectors(store, state.unflag)
         todo = fetch(store.db(), "vector_model IS NULL AND expires_at > ?", (records.now_ns(),),
                       order="seq") if semantic_default() else []
     if todo:

@@ -127,6 +127,10 @@ class Layout(NamedTuple):
     def history(self, session_id: str) -> Path:
         return _checked(self.session_dir(session_id) / "history.json")
 
+    def action_log(self, session_id: str) -> Path:
+        """Agenvoy v0.32's finished runs: history/<YYYY-MM-DD-HH-MM>-<task>.json."""
+        return _checked(self.session_dir(session_id) / "history", "dir")
+
     def summary(self, session_id: str) -> Path:
         return _checked(self.session_dir(session_id) / "summary.json")
 

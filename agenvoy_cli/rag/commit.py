@@ -11,6 +11,7 @@ rows and its vectors are written, and Chroma never holds a vector whose chunk SQ
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,13 @@ from agenvoy_cli.rag.records import (
     _writer,
     now_ns,
 )
+
+
+def mark_pending(tx: sqlite3.Connection, db_id: int) -> None:
+    """A rebuild: every indexed file of the database is read and embedded again."""
+    tx.execute("UPDATE rag_files SET state = 'pending', hash = NULL "
+               "WHERE db_id = ? AND state = 'done'", (db_id,))
+
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store

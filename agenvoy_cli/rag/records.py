@@ -212,6 +212,27 @@ def _options(db_options: dict[str, Any], max_file_bytes: int | None,
     return options
 
 
+# -- rag_dbs and rag_sources: their one writer (sync calls these) ----------------------------
+def add_sources(conn: sqlite3.Connection, db_id: Any, roots: Sequence[tuple[Path, str]]) -> None:
+    conn.executemany(
+        "INSERT OR IGNORE INTO rag_sources(db_id, path, kind, added_at) VALUES (?,?,?,?)",
+        [(db_id, str(p), kind, now_ns()) for p, kind in roots])
+
+
+def remove_sources(conn: sqlite3.Connection, db_id: int, paths: Sequence[str]) -> None:
+    conn.executemany("DELETE FROM rag_sources WHERE db_id = ? AND path = ?",
+                     [(db_id, p) for p in paths])
+
+
+def set_options(conn: sqlite3.Connection, db_id: int, options: dict[str, Any]) -> None:
+    conn.execute("UPDATE rag_dbs SET options = ? WHERE id = ?",
+                 (orjson.dumps(options).decode(), db_id))
+
+
+def set_synced(conn: sqlite3.Connection, db_id: int) -> None:
+    conn.execute("UPDATE rag_dbs SET synced_at = ? WHERE id = ?", (now_ns(), db_id))
+
+
 def create(store: Store, name: str, paths: Sequence[str] = (), *,
            max_file_bytes: int | None = None, hidden: bool | None = None,
            vectors: bool | None = None) -> Database:
@@ -226,9 +247,7 @@ def create(store: Store, name: str, paths: Sequence[str] = (), *,
         cur = conn.execute("INSERT INTO rag_dbs(name, created_at, options) VALUES (?, ?, ?)",
                            (name, now_ns(), orjson.dumps(options).decode()))
         db_id = cur.lastrowid
-        conn.executemany(
-            "INSERT OR IGNORE INTO rag_sources(db_id, path, kind, added_at) VALUES (?,?,?,?)",
-            [(db_id, str(p), kind, now_ns()) for p, kind in roots])
+        add_sources(conn, db_id, roots)
         db = _database(conn, name)
     assert db is not None
     return db

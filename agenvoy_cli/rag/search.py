@@ -29,6 +29,7 @@ from agenvoy_cli.rag.records import (
     _require,
     checked_name,
 )
+from agenvoy_cli.search.results import Note
 
 if TYPE_CHECKING:
     import sqlite3
@@ -59,6 +60,16 @@ class Hit:
                 "matched_terms": self.matched_terms}
 
 
+# What a RAG search's notes say (docs/json-vocabulary.md lists the codes; the text output
+# prints the same messages). MCP tool calls add `warning` (server/handlers.call).
+NOTE_CODES = {
+    "any_term": "a short query no chunk matched with every term: any term ranks",
+    "nothing_searchable": "the query has no searchable word",
+    "pending": "files an interrupted sync left not fully indexed",
+    "no_vectors": "a database kept without vectors: keyword results only",
+}
+
+
 @dataclass
 class SearchResult:
     query: str
@@ -66,7 +77,7 @@ class SearchResult:
     databases: list[str]
     results: list[Hit] = field(default_factory=list)
     match: str | None = None  # keyword: all | any | none
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     unindexed_count: int | None = None  # chunks without a vector (pending files); None: keyword
     score_kind: str = "bm25"  # bm25 (keyword), cosine (semantic), rrf (hybrid, fused)
 
@@ -79,7 +90,12 @@ class SearchResult:
         doc["results"] = [h.as_dict(i, self.score_kind)
                           for i, h in enumerate(self.results, 1)]
         doc["count"] = len(self.results)
+        doc["notes"] = [n.as_dict() for n in self.notes]
         return doc
+
+    def note(self, code: str, message: str) -> None:
+        assert code in NOTE_CODES, code
+        self.notes.append(Note(code, message))
 
 
 def _quote(token: str) -> str:
@@ -90,9 +106,16 @@ def match_every(query: str) -> tuple[str | None, list[str], int]:
     """MATCH requiring every term (any order) and every "quoted phrase" (in order), the
     one-character CJK terms (matched by instr(): a bigram index cannot find them), and
     how many terms that is (a quoted phrase is one)."""
+    from agenvoy_cli.search.keyword import content_query
+
     phrases: list[list[str]] = []
     singles: list[str] = []
-    for quoted, bare in re.findall(r'"([^"]*)"|(\S+)', query):
+    parts = re.findall(r'"([^"]*)"|(\S+)', query)
+    bare_words = " ".join(b for _, b in parts if b)
+    kept = set(content_query(bare_words).split()) if bare_words else set()
+    for quoted, bare in parts:
+        if bare and bare not in kept:  # a stop-word (unless the query is only those)
+            continue
         if quoted:
             toks = [t for word in quoted.split() for t in fts.term_tokens(word)]
         else:
@@ -184,15 +207,14 @@ def _hits(conn: sqlite3.Connection, ranked: Sequence[tuple[int, float]]) -> list
     return out
 
 
-def _pending_note(conn: sqlite3.Connection, dbs: Sequence[Database]) -> list[str]:
-    notes = []
+def _pending_note(conn: sqlite3.Connection, dbs: Sequence[Database],
+                  result: SearchResult) -> None:
     for db in dbs:
         n = conn.execute("SELECT count(*) FROM rag_files WHERE db_id = ? AND state = "
                          "'pending'", (db.id,)).fetchone()[0]
         if n:
-            notes.append(f"{n} file(s) of {db.name!r} are not fully indexed (an interrupted "
-                         f"sync?): run `agenvoy rag sync {db.name}`")
-    return notes
+            result.note("pending", f"{n} file(s) of {db.name!r} are not fully indexed (an "
+                        f"interrupted sync?): run `agenvoy rag sync {db.name}`")
 
 
 def _pending_chunks(conn: sqlite3.Connection, db_ids: Sequence[int]) -> set[int]:
@@ -232,11 +254,12 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         if mode == "hybrid":
             kw = fts_ranking(conn, ids, _any_match(query), POOL)
             result.match = "any"
-        result.notes.extend(_pending_note(conn, dbs))
-        result.notes.extend(
-            f"{db.name!r} has no vectors (indexed with --no-vectors): keyword results only; "
-            f"embed it with `agenvoy rag sync {db.name} --vectors`"
-            for db in dbs if not db.vectors)
+        _pending_note(conn, dbs, result)
+        for db in dbs:
+            if not db.vectors:
+                result.note("no_vectors", f"{db.name!r} has no vectors (indexed with "
+                            "--no-vectors): keyword results only; embed it with "
+                            f"`agenvoy rag sync {db.name} --vectors`")
         dbs = [db for db in dbs if db.vectors]
         if not dbs or not (store.layout.chroma.is_dir()
                            or os.environ.get("AGENVOY_CHROMA_URL")):
@@ -319,6 +342,7 @@ def _keyword(conn: sqlite3.Connection, ids: list[int], query: str, limit: int,
     match, singles, _ = match_every(query)
     if match is None and not singles:
         result.match = "none"
+        result.note("nothing_searchable", f"nothing searchable in: {query}")
         return result
     phrases = len(re.findall(r'"[^"]*"', query))
     count = phrases + term_count(re.sub(r'"[^"]*"', " ", query))
@@ -332,8 +356,8 @@ def _keyword(conn: sqlite3.Connection, ids: list[int], query: str, limit: int,
         ranked = (ranked + more)[:limit]
         result.match = "any"
         if how == "all" and ranked:
-            result.notes.append("no chunk has every term of the query; showing chunks with "
-                                "any of them")
+            result.note("any_term", "no chunk has every term of the query; showing chunks "
+                        "with any of them")
     result.results = _hits(conn, ranked)
     _matched_terms(conn, query, result.results)
     return result

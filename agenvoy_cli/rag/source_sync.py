@@ -18,12 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from agenvoy_cli.errors import StoreBusy
 from agenvoy_cli.home.locking import store_lock
 from agenvoy_cli.rag.chunking import Chunk, pack
-from agenvoy_cli.rag.commit import _commit, _drop, _Work
+from agenvoy_cli.rag.commit import _commit, _drop, _Work, mark_pending
 from agenvoy_cli.rag.formats import parse
 from agenvoy_cli.rag.reading import binary_reason, decode, file_format
 from agenvoy_cli.rag.records import (
@@ -38,10 +36,13 @@ from agenvoy_cli.rag.records import (
     _require,
     _within,
     _writer,
+    add_sources,
     checked_name,
     collection_name,
     human_size,
-    now_ns,
+    remove_sources,
+    set_options,
+    set_synced,
 )
 from agenvoy_cli.rag.walk import Found, Skipped, walk
 
@@ -190,15 +191,11 @@ def _prepare(store: Store, name: str, roots: list[tuple[Path, str]] | None,
         with store.transaction() as tx:
             options = _options(db.options, max_file_bytes, hidden, vectors)
             if options != db.options:
-                tx.execute("UPDATE rag_dbs SET options = ? WHERE id = ?",
-                           (orjson.dumps(options).decode(), db.id))
+                set_options(tx, db.id, options)
             if roots:
-                tx.executemany(
-                    "INSERT OR IGNORE INTO rag_sources(db_id, path, kind, added_at) "
-                    "VALUES (?,?,?,?)", [(db.id, str(p), kind, now_ns()) for p, kind in roots])
+                add_sources(tx, db.id, roots)
             if rebuild:
-                tx.execute("UPDATE rag_files SET state = 'pending', hash = NULL "
-                           "WHERE db_id = ? AND state = 'done'", (db.id,))
+                mark_pending(tx, db.id)
         if rebuild or (vectors is False and db.vectors):  # no stale vectors kept
             from agenvoy_cli.vectors import api as vectors
 
@@ -287,7 +284,7 @@ def _run(store: Store, db: Database, roots: list[tuple[Path, str]] | None,
         conn, current = _writer(store, db.name)
         if current.id == db.id:
             with store.transaction() as tx:
-                tx.execute("UPDATE rag_dbs SET synced_at = ? WHERE id = ?", (now_ns(), db.id))
+                set_synced(tx, db.id)
 
 
 def _forget_missing_files(store: Store, db: Database, missing: set[str]) -> None:
@@ -300,8 +297,7 @@ def _forget_missing_files(store: Store, db: Database, missing: set[str]) -> None
     with store.write_lock():
         _writer(store, db.name)
         with store.transaction() as tx:
-            tx.executemany("DELETE FROM rag_sources WHERE db_id = ? AND path = ?",
-                           [(db.id, p) for p in files])
+            remove_sources(tx, db.id, files)
 
 
 def _interruptible(embed: Callable[[list[str]], list[list[float]]], texts: list[str]

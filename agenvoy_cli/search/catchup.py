@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.messages import Message
+from agenvoy_cli.search.defaults import DEFAULT_BUDGET, check_budget  # noqa: F401 - the interface
 
 if TYPE_CHECKING:
     import sqlite3
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 INDEX_BATCH = 64  # at most this many messages embedded per lock round-trip
 FIRST_BATCH = 8  # the first batch of a budgeted run measures the rate
 DOC_CONTEXT_CHARS = 300  # of the previous message, embedded with each message (0: none)
-DEFAULT_BUDGET = 3.0  # seconds a search may spend embedding before it (CLI default)
 NOTICE_AFTER = 1.0  # seconds of catch-up before stderr says what is happening
 
 Progress = Callable[[int, int], None]  # (done, total)
@@ -63,14 +63,6 @@ def notice_line(session_id: str, budget: float | None) -> Callable[[int], None]:
         sys.stderr.flush()
 
     return say
-
-
-def check_budget(budget: float | None) -> float | None:
-    from agenvoy_cli.errors import BadInput
-
-    if budget is not None and (not math.isfinite(budget) or budget < 0):
-        raise BadInput(f"--budget must be a number of seconds >= 0, got {budget!r}")
-    return budget
 
 
 @dataclass

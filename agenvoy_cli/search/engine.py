@@ -30,6 +30,7 @@ from agenvoy_cli.search.catchup import (
     Progress,
     catch_up,
 )
+from agenvoy_cli.search.defaults import DEFAULT_LIMIT, MODES  # noqa: F401 - the interface
 from agenvoy_cli.search.fusion import fuse
 from agenvoy_cli.search.keyword import (
     MATCHES,
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
     from agenvoy_cli.conversation.store import Store
 
-MODES = ("semantic", "keyword", "hybrid")
-DEFAULT_LIMIT = 8
 POOL = 50  # candidates per ranker before fusion
 
 
@@ -150,7 +149,11 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
                                   scope.vector_hi) if floor and vec else None
     from agenvoy_cli.vectors import attribution
 
-    alone = attribution.load(store, session_id, sorted(by_seq)) if vec else {}
+    # semantic: attribution checks the vector ranking's top hits only (hybrid: the fused
+    # ranking's too, which may hold any of by_seq)
+    kept = sorted(by_seq) if mode == "hybrid" else sorted(
+        {x for s, _ in vec[:semantic.ATTRIBUTION_TOP] for x in (s - 1, s)} & set(by_seq))
+    alone = attribution.load(store, session_id, kept) if vec else {}
     return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone)
 
 

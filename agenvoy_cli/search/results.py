@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agenvoy_cli.conversation.dress import sender
 from agenvoy_cli.conversation.messages import NS, Message
 from agenvoy_cli.search.timewindow import TimeWindow
 
@@ -36,11 +37,13 @@ class Row:
     score: float | None
     rank: int | None = None  # 1 = best hit; None for a neighbour
     matched_terms: list[str] | None = None  # the query's terms a hit holds (None: neighbour)
+    sender: str | None = None  # who sent it (sendAt dress's sender, header's 傳送者), else None
 
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "segment": self.segment, "hit": self.hit,
                 "rank": self.rank, "seq": self.seq, "sent_at": rfc3339(self.send_at),
-                "sent_at_ns": self.send_at, "role": self.role, "content": self.content,
+                "sent_at_ns": self.send_at, "role": self.role, "sender": self.sender,
+                "content": self.content,
                 "score": None if self.score is None else round(self.score, 6),
                 "matched_terms": self.matched_terms}
 
@@ -150,7 +153,12 @@ def rows_of(conn: sqlite3.Connection | None, session_id: str, seqs: Iterable[int
 def make_row(source: str, segment: int, msg: Message, score: float | None,
              rank: int | None) -> Row:
     return Row(source, segment, rank is not None, msg.seq, msg.send_at, msg.role, msg.body,
-               score, rank)
+               score, rank, sender=sender(msg.raw) or None)
+
+
+def who(row: dict[str, Any]) -> str:
+    """`role`, or `role · sender` when the row names one (upstream's chat_history lines)."""
+    return f"{row['role']} · {row['sender']}" if row.get("sender") else str(row["role"])
 
 
 def grouped_lines(doc: dict[str, Any], line: Callable[[dict[str, Any]], str]) -> list[str]:

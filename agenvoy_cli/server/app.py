@@ -28,7 +28,7 @@ from agenvoy_cli.contract import error_document
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home.layout import Layout
-from agenvoy_cli.server import handlers, tools
+from agenvoy_cli.server import agenvoy_tools, handlers
 from agenvoy_cli.server.recent_cache import WarmStore
 from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
 from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
@@ -50,8 +50,9 @@ def _error(message: str, code: int, kind: str) -> types.CallToolResult:
 
 
 class App:
-    def __init__(self, store: Store, bound: str | None) -> None:
+    def __init__(self, store: Store, bound: str | None, vocabulary: str = "spec") -> None:
         self.store, self.bound = store, bound
+        self.vocabulary = vocabulary  # --tools: spec | agenvoy | both (server.agenvoy_tools)
         self.thread = StoreThread()
         self.indexer = Indexer(store, bound)
         self.wake = asyncio.Event()
@@ -62,7 +63,8 @@ class App:
         self.index = True  # False: another server (HTTP) indexes this home
         self.ctx = handlers.Context(store, bound, self._touched)
         self.server: Server[Any] = Server(
-            "agenvoy", version=__version__, instructions=INSTRUCTIONS,
+            "agenvoy", version=__version__,
+            instructions=agenvoy_tools.instructions(INSTRUCTIONS, vocabulary),
             on_list_tools=self.list_tools, on_call_tool=self.call_tool,
             on_list_resources=self.list_resources, on_read_resource=self.read_resource)
 
@@ -72,7 +74,8 @@ class App:
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[
             types.Tool(name=t["name"], description=t["description"],
-                       input_schema=t["inputSchema"]) for t in tools.definitions(self.bound)])
+                       input_schema=t["inputSchema"])
+            for t in agenvoy_tools.vocabulary(self.bound, self.vocabulary)])
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams
                         ) -> types.CallToolResult:
@@ -80,8 +83,11 @@ class App:
         self.idle.clear()
         try:
             with anyio.fail_after(self.timeout):
-                text, doc = await self.thread.run(handlers.call, self.ctx, params.name,
-                                                  params.arguments)
+                if params.name == "search_chat_history":
+                    args = params.arguments or {}
+                    await self.embed_query(args.get("keyword"), args.get("mode", "semantic"))
+                text, doc = await self.thread.run(agenvoy_tools.call, self.ctx, params.name,
+                                                  params.arguments, self.vocabulary)
         except AgenvoyError as exc:
             return _error(str(exc), exc.exit_code, _KINDS.get(exc.exit_code, "failed"))
         except TimeoutError:
@@ -98,6 +104,18 @@ class App:
         self.wake.set()
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=doc)
+
+    async def embed_query(self, query: Any, mode: Any) -> None:
+        """A semantic or hybrid search's query embedded before the job reaches the store
+        thread, beside it (the query cache answers the search's own call: the store thread
+        does only index and database work). Failures are the search's to report."""
+        cache = self.indexer.queries
+        if cache is None or mode == "keyword" or not isinstance(query, str) \
+                or not query.strip() or "\x00" in query:
+            return
+        with contextlib.suppress(Exception):
+            await anyio.to_thread.run_sync(cache.embed_query, query.strip(),
+                                           abandon_on_cancel=True)
 
     async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         names = await self.thread.run(handlers.summaries, self.store)
@@ -147,25 +165,28 @@ class App:
         sys.stderr.flush()
 
 
-def warm_app(layout: Layout, bound: str | None) -> App:
-    """The server over a warm store, attribution's vectors cached (server.attribution_vectors)."""
-    from agenvoy_cli.server.attribution_vectors import CachingEmbedder
+def warm_app(layout: Layout, bound: str | None, vocabulary: str = "spec") -> App:
+    """The server over a warm store, query vectors kept (server.attribution_vectors)."""
+    from agenvoy_cli.server.attribution_vectors import QueryCache
     from agenvoy_cli.vectors import api as vectors
+    from agenvoy_cli.vectors.collection import embedder
 
-    app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound)
+    app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound, vocabulary)
     try:
-        app.indexer.cache = vectors.wrap_embedder(app.store, CachingEmbedder)
+        cache = vectors.wrap_embedder(app.store, QueryCache)
+        if embedder(app.store) is cache:  # not a python: factory's (made per call)
+            app.indexer.queries = cache
     except AgenvoyError:
         pass  # a bad embedder setting: said by the first call that needs it
     return app
 
 
-def run(layout: Layout, bound: str | None) -> int:
+def run(layout: Layout, bound: str | None, vocabulary: str = "spec") -> int:
     """Serve until EOF or SIGTERM; 0 after a clean stop. While an HTTP server runs for the
     home, its indexer is the home's only one: this server leaves indexing to it."""
     from agenvoy_cli.server.fastpath import announced
 
-    app = warm_app(layout, bound)
+    app = warm_app(layout, bound, vocabulary)
     other = announced(layout, say=lambda message: None)
     if other is not None:
         app.index = False

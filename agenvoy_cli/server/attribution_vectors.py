@@ -1,13 +1,17 @@
-"""In the server: the vectors of messages' own texts, kept between searches and made ahead.
+"""In the server: attribution's message-text vectors made ahead, and query vectors kept.
 
 A semantic search checks its top hits against their predecessors by the message text alone
-(search/semantic.py, attribution): up to 10 texts of up to 600 characters embedded per
-search, ~0.6 s with the default model, most of a warm search. Those vectors do not depend
-on the query, so the server keeps them (an LRU of SIZE vectors), and its background indexer
-embeds the texts of the newest WARM_MAX messages of the sessions it keeps indexed when it
-has nothing else to do, so that attribution finds them ready. Only small calls are cached
-(attribution's, and a search's first catch-up batch); the indexer's document batches go to
-the model directly.
+(search/semantic.py, attribution): up to 10 texts of up to 600 characters, ~0.5 CPU-s with
+the default model when none is kept. Those vectors do not depend on the query and are kept
+in the message's own vector entry (vectors/attribution.py), so the server's background
+indexer, when all is indexed and no tool call runs, embeds the texts of every searchable
+message of the sessions it keeps indexed that lacks one, STEP at a time, and keeps them
+there: a warm search then embeds its query and nothing else. `fill` does the same at once
+(bench/mcp_http.py builds a warm home with it).
+
+The query's vector is embedded before the search job reaches the store thread (in a thread
+of its own: the model needs no store) and kept in an LRU of QUERIES, so that the store
+thread does only the index and database work of a search.
 """
 
 from __future__ import annotations
@@ -15,16 +19,18 @@ from __future__ import annotations
 import threading
 from array import array
 from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-SIZE = 4096  # vectors kept (exact doubles: ~3 KB each at 384-d)
-SMALL = 10  # calls with at most this many texts are cached (attribution: 2 x 5)
-WARM_MAX = 500  # newest messages per session whose texts are embedded ahead
-WARM_BATCH = 2  # texts per background step (a search's query waits at most one step)
+QUERIES = 1024  # query vectors kept (exact doubles: ~3 KB each at 384-d)
+STEP = 8  # texts per background step (~0.3 s with the default model: a search's query
+# waits at most one step for the model)
+CHUNK = 256  # message places looked at per step of a scan of the index (~10 ms)
 
 
-class CachingEmbedder:
-    """The configured embedder, with an LRU of document vectors for small calls."""
+class QueryCache:
+    """The configured embedder, with an LRU of query vectors (documents go through)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -41,61 +47,101 @@ class CachingEmbedder:
         return int(self.inner.dim)
 
     def embed_query(self, text: str) -> list[float]:
-        return self.inner.embed_query(text)  # type: ignore[no-any-return]
-
-    def _keep(self, texts: list[str], vecs: list[list[float]]) -> None:
         with self._lock:
-            for text, vec in zip(texts, vecs):
-                self._lru[text] = array("d", vec)
+            vec = self._lru.get(text)
+            if vec is not None:
                 self._lru.move_to_end(text)
-            while len(self._lru) > SIZE:
+                self.hits += 1
+                return vec.tolist()
+        self.misses += 1
+        out: list[float] = self.inner.embed_query(text)
+        with self._lock:
+            self._lru[text] = array("d", out)
+            while len(self._lru) > QUERIES:
                 self._lru.popitem(last=False)
+        return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        if len(texts) > SMALL:
-            return self.inner.embed_documents(texts)  # type: ignore[no-any-return]
-        have: dict[str, list[float]] = {}
-        with self._lock:
-            for text in texts:
-                vec = self._lru.get(text)
-                if vec is not None:
-                    self._lru.move_to_end(text)
-                    have[text] = vec.tolist()
-        missing = [t for t in dict.fromkeys(texts) if t not in have]
-        self.hits += len(texts) - len(missing)
-        self.misses += len(missing)
-        if missing:
-            vecs = self.inner.embed_documents(missing)
-            self._keep(missing, vecs)
-            have.update(zip(missing, vecs))
-        return [have[t] for t in texts]
-
-    def lacking(self, texts: list[str]) -> list[str]:
-        with self._lock:
-            return [t for t in texts if t not in self._lru]
-
-    def warm(self, texts: list[str]) -> None:
-        """Embed texts ahead (on the indexer's embedding thread)."""
-        if texts:
-            self._keep(texts, self.inner.embed_documents(texts))
+        return self.inner.embed_documents(texts)  # type: ignore[no-any-return]
 
 
-def ahead(store: Any, cache: CachingEmbedder, sessions: set[str]) -> list[str]:
-    """The next texts to embed ahead: the newest messages of the sessions, outside the
-    context window (the part a semantic search looks at), that the cache lacks. On the
-    store thread."""
+@dataclass
+class Ahead:
+    """Which searchable messages still lack a kept vector: per session, every place below
+    `done` was looked at (places re-added later are embedded by the search that needs
+    them); `todo` are places found lacking, not embedded yet."""
+
+    done: dict[str, int] = field(default_factory=dict)
+    todo: dict[str, list[int]] = field(default_factory=dict)
+    scanning: bool = False  # the last look stopped after one CHUNK: look again soon
+
+
+def _texts(store: Any, session_id: str, seqs: list[int]) -> dict[int, str]:
+    from agenvoy_cli.search.results import rows_of
     from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
 
-    window = store.settings.max_history_messages
+    rows = rows_of(store.db_readonly(), session_id, seqs)
+    return {m.seq: m.body[:ATTRIBUTION_CHARS] for m in rows if m.body.strip()}
+
+
+def _scan(store: Any, session_id: str, state: Ahead) -> list[int]:
+    """The places of the next CHUNK of the session's searchable range that lack a kept
+    vector (state.scanning: more of the range is left to look at)."""
+    from agenvoy_cli.search.scope import scope_of
+    from agenvoy_cli.vectors import attribution
+
+    scope = scope_of(store, session_id, exclude_window=True)
+    lo, hi = max(state.done.get(session_id, 0), scope.start), scope.vector_hi
+    if lo >= hi:
+        return []
+    top = min(hi, lo + CHUNK)
+    lacking = attribution.lacking(store, session_id, range(lo, top))
+    state.done[session_id] = top
+    state.scanning = state.scanning or top < hi
+    return lacking
+
+
+def ahead(store: Any, sessions: set[str], state: Ahead) -> tuple[str, dict[int, str]] | None:
+    """(session, place -> text) of the next STEP messages to embed ahead, or None when
+    none was found (state.scanning: in this look; else every searchable message of the
+    sessions has its vector). On the store thread; each call is short (one CHUNK looked at
+    per session at most)."""
+    state.scanning = False
     for session_id in sorted(sessions):
         try:
-            with store.read_lock():
-                recent = store.recent(session_id)
-        except Exception:  # noqa: BLE001 - a session gone or damaged: nothing to warm
+            with store.write_lock():
+                todo = state.todo.get(session_id) or _scan(store, session_id, state)
+                if not todo:
+                    continue
+                step, state.todo[session_id] = todo[:STEP], todo[STEP:]
+                state.scanning = state.scanning or bool(todo[STEP:])
+                texts = _texts(store, session_id, step)
+        except Exception:  # noqa: BLE001 - a session gone or damaged: nothing to make ahead
+            state.todo.pop(session_id, None)
             continue
-        texts = [m.body[:ATTRIBUTION_CHARS] for m in reversed(recent[:-window] if window
-                                                               else recent)][:WARM_MAX]
-        todo = cache.lacking([t for t in texts if t.strip()])
-        if todo:
-            return todo[:WARM_BATCH]
-    return []
+        if texts:
+            return session_id, texts
+    return None
+
+
+def keep(store: Any, session_id: str, texts: dict[int, str],
+         vecs: list[list[float]]) -> int:
+    """Keep the vectors made ahead for the messages whose text is still the one embedded.
+    On the store thread. How many were kept."""
+    from agenvoy_cli.vectors import attribution
+
+    with store.write_lock():
+        now = _texts(store, session_id, sorted(texts))
+        return attribution.save(store, session_id, {
+            seq: vec for (seq, text), vec in zip(texts.items(), vecs) if now.get(seq) == text})
+
+
+def fill(store: Any, session_id: str, embed: Callable[[list[str]], list[list[float]]]
+         ) -> int:
+    """Every searchable message of the session with its kept vector, now (in one thread:
+    a tool, a bench). How many were made."""
+    state, made = Ahead(), 0
+    while (job := ahead(store, {session_id}, state)) is not None or state.scanning:
+        if job is not None:
+            made += keep(store, session_id, job[1], embed(list(job[1].values())))
+    return made

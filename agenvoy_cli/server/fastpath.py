@@ -8,7 +8,9 @@ The server announces itself in the home (Layout.http_announce: {"url", "pid", "h
 AGENVOY_HTTP_TOKEN the server was given (then the announcement carries it, still 0600). The
 route (ROUTE, beside /mcp, the same token) runs the same Memory method the CLI would run
 locally, on the server's store thread, and returns its document; errors come back as the
-CLI's own (same message, same exit code).
+CLI's own (same message, same exit code). HTTP/1.1 is spoken over a plain socket: the
+standard library's http.client brings email and ssl along (~15 ms of imports, most of
+what the fast path would cost beyond `agenvoy --version`).
 
 `ask` returns None when the local path must answer: no server announced, AGENVOY_NO_SERVER
 set, the announced process gone (a server killed -9 leaves its file), or no answer within
@@ -17,9 +19,9 @@ CONNECT_TIMEOUT; the last two say so in one stderr line.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
+import socket
 import sys
 import urllib.parse
 from collections.abc import Callable
@@ -97,26 +99,25 @@ def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],
         return None
     url = urllib.parse.urlsplit(info["url"])
     body = json.dumps({"method": method, "args": args, "kwargs": kwargs}).encode()
-    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 80,
-                                      timeout=CONNECT_TIMEOUT)
+    auth = f"Authorization: Bearer {token}\r\n"
+    host = url.hostname or "127.0.0.1"
     try:
-        auth = {"Authorization": f"Bearer {token}"}
-        conn.request("GET", PING, headers=auth)  # answered by the event loop: alive?
-        reply = conn.getresponse()
-        reply.read()
-        if reply.status == 200:
-            assert conn.sock is not None
-            conn.sock.settimeout(CONNECT_TIMEOUT + wait + ANSWER_SLACK)  # the work itself
-            conn.request("POST", ROUTE, body, {**auth, "Content-Type": "application/json"})
-            reply = conn.getresponse()
-            data = reply.read()
-    except OSError as exc:
+        # bytes, not str: a str host is IDNA-encoded (one more import)
+        address = (host.encode("ascii"), url.port or 80)  # getaddrinfo takes bytes too
+        with socket.create_connection(address, timeout=CONNECT_TIMEOUT) as sock:  # type: ignore[arg-type]
+            head = f"Host: {url.netloc}\r\n{auth}"
+            status, _ = _exchange(sock, f"GET {PING} HTTP/1.1\r\n{head}\r\n".encode())
+            if status == 200:  # answered by the event loop: alive; now the work itself
+                sock.settimeout(CONNECT_TIMEOUT + wait + ANSWER_SLACK)
+                status, data = _exchange(sock, (
+                    f"POST {ROUTE} HTTP/1.1\r\n{head}Content-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+                ).encode() + body)
+    except (OSError, ValueError) as exc:
         _note(f"the HTTP server at {info['url']} did not answer ({type(exc).__name__})")
         return None
-    finally:
-        conn.close()
-    if reply.status != 200:
-        _note(f"the HTTP server at {info['url']} answered HTTP {reply.status}")
+    if status != 200:
+        _note(f"the HTTP server at {info['url']} answered HTTP {status}")
         return None
     answer = json.loads(data)
     if not answer.get("ok"):
@@ -124,3 +125,30 @@ def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],
         exc_type = _ERRORS.get(code, AgenvoyError)
         raise exc_type(str(answer.get("message", "the server failed")))
     return answer  # type: ignore[no-any-return]
+
+
+def _exchange(sock: socket.socket, request: bytes) -> tuple[int, bytes]:
+    """Send one HTTP/1.1 request, read its response: (status, body). The body is
+    Content-Length bytes, or everything up to the close; ValueError when malformed."""
+    sock.sendall(request)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ValueError("connection closed before the response")
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    fields = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
+    length = {k.strip().lower(): v.strip() for k, v in fields.items()}.get("content-length")
+    if length is None:
+        while chunk := sock.recv(65536):
+            rest += chunk
+        return status, rest
+    while len(rest) < int(length):
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ValueError("connection closed inside the response")
+        rest += chunk
+    return status, rest[:int(length)]

@@ -58,9 +58,9 @@ def render_history(doc: dict[str, Any]) -> str:
         if doc.get("match") == "none":
             return f"nothing searchable in: {doc['query']}"
         return f"no matches with keyword: {doc['query']}"
-    from agenvoy_cli.search.results import grouped_lines
+    from agenvoy_cli.search.results import grouped_lines, who
 
-    out = grouped_lines(doc, lambda row: f"[{row['sent_at']} · {row['role']}] {row['content']}")
+    out = grouped_lines(doc, lambda row: f"[{row['sent_at']} · {who(row)}] {row['content']}")
     if doc.get("unindexed_count"):
         out.append("")
         out.append(f"({doc['unindexed_count']} newest message(s) not embedded yet: "
@@ -73,7 +73,7 @@ def _budget(a: Args) -> float:
     import os
 
     from agenvoy_cli.home.config import number_setting
-    from agenvoy_cli.search.catchup import DEFAULT_BUDGET
+    from agenvoy_cli.search.defaults import DEFAULT_BUDGET
 
     env = os.environ.get("AGENVOY_SEARCH_BUDGET", "")
     default = DEFAULT_BUDGET if env.strip() == "" else number_setting(
@@ -226,8 +226,9 @@ TOOLS: dict[str, Callable[[Context, dict[str, Any]], Reply]] = {
 }
 
 
-def call(ctx: Context, name: str, raw: dict[str, Any] | None) -> Reply:
-    handler = TOOLS.get(name)
+def call(ctx: Context, name: str, raw: dict[str, Any] | None,
+         handler: Callable[[Context, dict[str, Any]], Reply] | None = None) -> Reply:
+    handler = handler or TOOLS.get(name)
     if handler is None:
         raise BadInput(f"unknown tool {name!r} (expected {', '.join(TOOLS)})")
     if raw is not None and not isinstance(raw, dict):

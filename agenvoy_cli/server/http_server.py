@@ -6,8 +6,9 @@ Safe by default: 127.0.0.1 unless told; every request carries the bearer token (
 token file, made at the first start with mode 0600, or --token-file / AGENVOY_HTTP_TOKEN;
 never on the command line); a bind beyond loopback needs an explicit token; the SDK's
 Host/Origin checks; request bodies of at most MAX_BODY; each tool call at most
-REQUEST_TIMEOUT seconds. SIGTERM/SIGINT: no new request is accepted, the ones in progress
-finish (for at most GRACE seconds), the store is closed, the announcement removed, exit 0.
+REQUEST_TIMEOUT seconds (or AGENVOY_HTTP_TIMEOUT). SIGTERM/SIGINT: no new request is
+accepted, the ones in progress finish (for at most GRACE seconds), the store is closed,
+the announcement removed, exit 0.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ from agenvoy_cli.server import fastpath
 MAX_BODY = 8 * 1024 * 1024  # bytes per request (append_messages of 1000 long messages)
 FAST_MAX_BODY = 256 * 1024  # bytes per fast-path request (a query and its options)
 REQUEST_TIMEOUT = 300.0  # seconds a tool call may take before its caller gets an error
+TIMEOUT_ENV = "AGENVOY_HTTP_TIMEOUT"  # the limit in seconds, instead (tests use ~1 s)
 GRACE = 10.0  # seconds requests in progress get to finish on SIGTERM
 MIN_TOKEN = 16  # characters a given token must have
 _FAST_OPTIONS = {"search": {"mode", "limit", "range", "since", "until", "budget", "match"},
                  "lookup_errors": {"tool", "error_type", "limit", "semantic", "budget"},
-                 "rag_search": {"mode", "limit"}}
+                 "rag_search": {"mode", "limit", "match"}}
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -128,6 +130,16 @@ def security(host: str, port: int, allowed: list[str]) -> Any:
                                      allowed_hosts=hosts, allowed_origins=origins)
 
 
+def request_timeout() -> float:
+    """REQUEST_TIMEOUT, or AGENVOY_HTTP_TIMEOUT seconds (BadInput when not a number > 0)."""
+    from agenvoy_cli.home.config import number_setting
+
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return REQUEST_TIMEOUT
+    return float(number_setting(raw, TIMEOUT_ENV, float, above=0, unit="of seconds"))
+
+
 def fast_call(app: Any, method: str, args: list[Any], kwargs: dict[str, Any]
               ) -> dict[str, Any]:
     """On the store thread: the Memory method the CLI would run locally, and its warnings."""
@@ -172,13 +184,15 @@ def fast_route(app: Any, checks: Any) -> Any:
         app.calls += 1
         app.idle.clear()
         try:
-            with anyio.fail_after(REQUEST_TIMEOUT):
+            with anyio.fail_after(app.timeout):
+                if method == "search" and len(args) > 1:
+                    await app.embed_query(args[1], kwargs.get("mode", "semantic"))
                 answer = await app.thread.run(fast_call, app, method, args, kwargs)
         except AgenvoyError as exc:
             answer = {"ok": False, "exit_code": exc.exit_code, "message": str(exc)}
         except TimeoutError:
             answer = {"ok": False, "exit_code": 1,
-                      "message": f"the server took more than {REQUEST_TIMEOUT:g} s"}
+                      "message": f"the server took more than {app.timeout:g} s"}
         finally:
             app.calls -= 1
             if not app.calls:
@@ -217,13 +231,14 @@ def _log_to(path: str) -> None:
 
 
 def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | None,
-             log_file: str | None, allow_hosts: list[str]) -> int:
+             log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec") -> int:
     """Serve until SIGTERM/SIGINT; 0 after a clean stop."""
     import uvicorn
 
     from agenvoy_cli.server.app import App, warm_app
 
     host, port = parse_bind(bind)
+    timeout = request_timeout()
     token, explicit = load_token(layout, token_file)
     if not loopback(host) and not explicit:
         raise BadInput(f"refusing to listen on {host} (beyond loopback) without an explicit "
@@ -236,11 +251,12 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         _log_to(log_file)
     sock = _listen(host, port)
     port = sock.getsockname()[1]
-    app: App = warm_app(layout, bound)
-    app.timeout = REQUEST_TIMEOUT
+    app: App = warm_app(layout, bound, vocabulary)
+    app.timeout = timeout
     checks = security(host, port, allow_hosts)
     web = app.server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=checks, max_request_body_size=MAX_BODY,
+        streamable_http_path="/mcp", json_response=True, transport_security=checks,
+        max_request_body_size=MAX_BODY,
         host=host, custom_starlette_routes=fast_route(app, _middleware(checks)))
     config = uvicorn.Config(BearerAuth(web, token), log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=int(GRACE),

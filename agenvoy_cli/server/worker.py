@@ -57,7 +57,8 @@ class Indexer:
         self.failed: set[str] = set()
         self.stopped = False  # set on shutdown: no new step starts
         self.watcher = Watcher(store)
-        self.cache: Any = None  # attribution_vectors.CachingEmbedder, once installed
+        self.queries: Any = None  # attribution_vectors.QueryCache, once installed
+        self.made_ahead: Any = None  # attribution_vectors.Ahead: what was looked at
         self.ahead_after = 0.0  # monotonic time before which ahead() does not look
         self.last_call = 0.0  # monotonic end of the last tool call (set by the app)
         self.watched_at = -HISTORY_POLL
@@ -124,23 +125,40 @@ class Indexer:
         emb = vectors.embedder(self.store)
         return getattr(emb, "inner", emb).embed_documents([t.text for t in batch])  # uncached
 
-    def ahead(self) -> list[str]:
-        """Texts of recent messages to embed ahead for attribution (server.attribution_vectors)."""
+    def ahead(self) -> tuple[str, dict[int, str]] | None:
+        """Messages whose text to embed ahead for attribution (server.attribution_vectors)."""
         import time
 
-        from agenvoy_cli.server.attribution_vectors import ahead
+        from agenvoy_cli.server.attribution_vectors import Ahead, ahead
 
-        if self.cache is None or self.stopped or time.monotonic() < self.ahead_after:
-            return []
-        texts = ahead(self.store, self.cache, self.wanted - self.failed)
-        if not texts:  # all ready: look again later (reading a big session's recent part
-            self.ahead_after = time.monotonic() + AHEAD_IDLE  # after each append costs)
-        return texts
+        if self.stopped or time.monotonic() < self.ahead_after:
+            return None
+        if self.made_ahead is None:
+            self.made_ahead = Ahead()
+        job = ahead(self.store, self.wanted - self.failed, self.made_ahead)
+        if job is None and not self.made_ahead.scanning:  # all made: look again later
+            self.ahead_after = time.monotonic() + AHEAD_IDLE  # (each look reads recent)
+        return job
+
+    def embed_ahead(self, texts: dict[int, str]) -> list[list[float]]:
+        """On a thread of its own, as embed()."""
+        from agenvoy_cli.vectors.collection import embedder
+
+        emb = embedder(self.store)
+        return getattr(emb, "inner", emb).embed_documents(list(texts.values()))
+
+    def keep_ahead(self, session_id: str, texts: dict[int, str], vecs: list[Any]) -> None:
+        from agenvoy_cli.server.attribution_vectors import keep
+
+        keep(self.store, session_id, texts, vecs)
 
     def add(self, session_id: str, index: Any, batch: list[Any], vecs: list[Any]) -> None:
         from agenvoy_cli.search import catchup
 
         catchup.add(self.store, index, session_id, batch, vecs)
+        if self.made_ahead is not None and batch:  # new entries: look at them again
+            done = self.made_ahead.done
+            done[session_id] = min(done.get(session_id, 0), min(t.msg.seq for t in batch))
 
 
 async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Event,
@@ -166,10 +184,12 @@ async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Eve
         # when all is indexed and the agent is not calling: attribution's texts, a step at a
         # time (opportunistic: back-to-back searches must not share the store thread with it)
         calm = idle.is_set() and time.monotonic() - indexer.last_call >= QUIET
-        texts = await thread.run(indexer.ahead) if calm else []
-        if texts:
+        made = await thread.run(indexer.ahead) if calm else None
+        if made is not None:
             await idle.wait()
-            await anyio.to_thread.run_sync(indexer.cache.warm, texts, abandon_on_cancel=True)
+            vecs = await anyio.to_thread.run_sync(indexer.embed_ahead, made[1],
+                                                  abandon_on_cancel=True)
+            await thread.run(indexer.keep_ahead, made[0], made[1], vecs)
             continue  # new messages first
         wake.clear()
         try:

@@ -25,8 +25,6 @@ from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-e
     ChromaUnavailable,
     Hit,
     IndexModelMismatch,
-    _clients,
-    _embedders,
     client,
     collection_names,
     embedder,
@@ -105,6 +103,8 @@ def drop_index(store: Store, name: str) -> bool:
 def wrap_embedder(store: Store, wrap: Any) -> Any:
     """Replace this process's embedder (for the store's spec) by wrap(embedder): a
     long-lived process's cache around it (the MCP server). Raises as embedder() does."""
+    from agenvoy_cli.vectors.context import of
+
     spec = embedder_spec(store) or ""
-    _embedders[spec] = wrapped = wrap(embedder(store))
+    of(store).embedders[spec] = wrapped = wrap(embedder(store))
     return wrapped

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import guard
@@ -59,6 +59,21 @@ def load(store: Store, session_id: str, seqs: Sequence[int]) -> dict[int, list[f
         if meta and isinstance(meta.get(ALONE), str) and "seq" in meta:
             out[int(meta["seq"])] = _decode(meta[ALONE])
     return out
+
+
+def lacking(store: Store, session_id: str, seqs: Iterable[int]) -> list[int]:
+    """Those of these places that have a vector entry but no kept vector, in order. Hold
+    the write lock."""
+    ids = [message_id(session_id, s) for s in seqs]
+    if not ids:
+        return []
+    with guard.exclusive(store):
+        col = _collection(store, session_id)
+        if col is None:
+            return []
+        got = col.get(ids=ids, include=["metadatas"])
+    return sorted(int(meta["seq"]) for meta in got.get("metadatas") or []
+                  if meta and "seq" in meta and not isinstance(meta.get(ALONE), str))
 
 
 def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]]) -> int:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed
 from agenvoy_cli.output import warn
-from agenvoy_cli.vectors import guard
+from agenvoy_cli.vectors import context, guard
 from agenvoy_cli.vectors.location import server_url
 
 if TYPE_CHECKING:
@@ -29,17 +29,6 @@ BATCH = 1000
 # the rest from its log when a process first touches the collection: 0.4 s at 10,000
 # vectors with the default, 0.05 s with 100, for no measurable cost when adding.
 SYNC_THRESHOLD = 100
-
-# Process-wide on purpose (tests/test_architecture.py's KNOWN_STATE lists them): chromadb keeps
-# one System per directory per process (SharedSystemClient), whatever client objects are made,
-# so what this process's copy reflects (these clients, guard._seen's tokens, the epoch of the
-# handles) is a fact about the process, not about one Store. Held per Store, a second Store
-# on the same home would get the shared, possibly stale System and believe it fresh.
-_clients: dict[str, Any] = {}
-_embedders: dict[str, Any] = {}
-_names: dict[str, tuple[str, list[str]]] = {}  # chroma dir -> (token, collection names)
-_epoch = 0  # bumped whenever a client is closed: collection handles must be fetched again
-
 
 class IndexModelMismatch(AgenvoyError):
     exit_code = CorruptStore.exit_code
@@ -60,43 +49,42 @@ def embedder(store: Store) -> Embedder:
     from agenvoy_cli.models.embedders import get_embedder
 
     spec = embedder_spec(store) or ""
-    if spec.startswith("python:"):  # your own: built by its factory every time
+    embedders = context.of(store).embedders
+    if spec.startswith("python:") and spec not in embedders:
+        # your own: built by its factory every time (unless wrap_embedder kept one)
         try:
             return get_embedder(spec)
         except EmbedderError as exc:
             raise OperationFailed(f"embedder: {exc}") from None
-    if spec not in _embedders:
+    if spec not in embedders:
         try:
-            _embedders[spec] = get_embedder(spec or None)
+            embedders[spec] = get_embedder(spec or None)
         except EmbedderError as exc:
             raise OperationFailed(f"embedder: {exc}") from None
-    return _embedders[spec]
+    return embedders[spec]
 
 
-def _close(key: str) -> None:
-    _names.pop(key, None)
-    stale = _clients.pop(key, None)
-    if stale is not None:
-        with contextlib.suppress(Exception):
-            stale.close()
-    global _epoch
-    _epoch += 1
+def directory(store: Store) -> context.Directory:
+    """This process's view of the store's Chroma (its server, else its local directory)."""
+    return context.directory(server_url(store) or str(store.layout.chroma))
 
 
 def client(store: Store) -> Any:
     """Chroma client: a server when AGENVOY_CHROMA_URL is set, else the embedded directory,
     reopened when another process wrote since this one last looked (call under the lock)."""
     url = server_url(store)
-    key = url or str(store.layout.chroma)
-    if not url and key in _clients:
-        if not store.layout.chroma.is_dir():
+    chroma = None if url else store.layout.chroma  # checked once here (layout.py)
+    key = url or str(chroma)
+    here = context.directory(key)
+    if chroma is not None and here.client is not None:
+        if not chroma.is_dir():
             # The directory was deleted under a cached client. chromadb shares one
             # system per path inside a process, so only close() lets a new client
             # start afresh instead of reading tables that are gone.
-            _close(key)
+            here.close()
         else:
-            guard.refresh_if_stale(store, lambda: _close(key))
-    if key not in _clients:
+            guard.refresh_if_stale(store, here.close)
+    if here.client is None:
         import chromadb
         from chromadb.config import Settings
 
@@ -106,10 +94,11 @@ def client(store: Store) -> Any:
                 from urllib.parse import urlparse
 
                 parsed = urlparse(url)
-                _clients[key] = chromadb.HttpClient(
+                remote = chromadb.HttpClient(
                     host=parsed.hostname or "127.0.0.1", port=parsed.port or 8000,
                     ssl=parsed.scheme == "https", settings=settings)
-                _clients[key].heartbeat()
+                remote.heartbeat()
+                here.client = remote
             else:
                 from agenvoy_cli.home.files import ensure_dir
 
@@ -117,7 +106,7 @@ def client(store: Store) -> Any:
                 guard.opened(store)
                 api = chromadb.PersistentClient(path=key, settings=settings)
                 api.list_collections()  # a damaged chroma.sqlite3 fails here, not later
-                _clients[key] = _Guarded(api, store)
+                here.client = _Guarded(api, store)
         except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds
             if not url:
                 guard.forget(store)
@@ -125,14 +114,13 @@ def client(store: Store) -> Any:
             where = url or key
             raise ChromaUnavailable(f"vector index unavailable at {where}: {_one_line(exc)}"
                                     ) from None
-    return _clients[key]
+    return here.client
 
 
 def _reset_chromadb() -> None:
     """A client that failed to open leaves chromadb's per-path system half-built (the next
     open then fails with "no attribute 'bindings'"): drop every system of this process."""
-    for key in list(_clients):
-        _close(key)
+    context.close_all()
     with contextlib.suppress(Exception):
         from chromadb.api.shared_system_client import SharedSystemClient
 
@@ -175,7 +163,7 @@ def move_aside(store: Store) -> Path | None:
     """A damaged local directory renamed to chroma.damaged-<time> (kept, never deleted),
     so the next access starts an empty one. Hold the lock."""
     chroma = store.layout.chroma
-    _close(str(chroma))
+    context.directory(str(chroma)).close()
     guard.bump(store)
     if not chroma.exists():
         return None
@@ -188,8 +176,8 @@ def refresh_if_stale(store: Store) -> bool:
     """For long-lived processes (the MCP server): reopen the client now if another process
     wrote since. Every access does this anyway; calling it is never needed for correctness."""
     with guard.exclusive(store):
-        key = str(store.layout.chroma)
-        return not server_url(store) and guard.refresh_if_stale(store, lambda: _close(key))
+        here = context.directory(str(store.layout.chroma))
+        return not server_url(store) and guard.refresh_if_stale(store, here.close)
 
 
 def server_name(store: Store, name: str) -> str:
@@ -212,14 +200,14 @@ def collection_names(store: Store) -> list[str]:
         return []
     with guard.exclusive(store):
         api = client(store)
-        key = server_url(store) or str(store.layout.chroma)
+        here = directory(store)
         token = None if server_url(store) else guard.read_generation(store)
-        hit = _names.get(key)
+        hit = here.names
         if token is not None and hit is not None and hit[0] == token:
             return list(hit[1])
         names = [c if isinstance(c, str) else c.name for c in api.list_collections()]
         if token is not None:
-            _names[key] = (token, names)
+            here.names = (token, names)
         return list(names)
 
 
@@ -243,6 +231,7 @@ class VectorIndex:
         self._epoch = -1
         self._collection: Any = None
         self._checked = False
+        self._counted: tuple[tuple[int, str], int] | None = None  # (key, count): _count
         self.unsearchable = 0  # ids the last query found in Chroma's metadata, not in HNSW
         _ = embedder(store) if create else None  # a bad name: refused before chroma/ exists
         with guard.exclusive(store):
@@ -253,7 +242,8 @@ class VectorIndex:
         """The chromadb collection, fetched again after this process reopened its client."""
         with guard.exclusive(self.store):
             api = client(self.store)
-            if self._collection is not None and self._epoch == _epoch:
+            epoch = directory(self.store).epoch
+            if self._collection is not None and self._epoch == epoch:
                 return self._collection
             try:
                 if self._create:
@@ -270,7 +260,7 @@ class VectorIndex:
                 raise
             except Exception as exc:  # noqa: BLE001
                 raise OperationFailed(f"vector index {self.name}: {_one_line(exc)}") from None
-            self._collection, self._epoch = col, _epoch
+            self._collection, self._epoch = col, epoch
             return col
 
     @property
@@ -309,20 +299,33 @@ class VectorIndex:
         with guard.exclusive(self.store):
             return int(self.collection.count())
 
+    def _count(self, col: Any) -> int:
+        """col.count() (~6 ms at 10k), kept while the local directory's generation token
+        and this process's client are the ones it was counted under: every writer, this
+        process included, writes a new token before it changes anything (vectors/guard.py).
+        Not kept with a Chroma server (no token)."""
+        if server_url(self.store):
+            return int(col.count())
+        key = (directory(self.store).epoch, guard.read_generation(self.store))
+        if self._counted is None or self._counted[0] != key:
+            self._counted = (key, int(col.count()))
+        return self._counted[1]
+
     def query(self, vector: Sequence[float], n: int, where: dict[str, Any] | None = None,
-              ids: Sequence[str] | None = None) -> list[Hit]:
+              ids: Sequence[str] | None = None, *, metadata: bool = True) -> list[Hit]:
         """The n nearest, optionally only among `ids` and/or `where`. An index whose HNSW
         layer lacks some of them (left so by an older version or another program) answers
-        from the rest: self.unsearchable says how many were left out."""
+        from the rest: self.unsearchable says how many were left out. metadata=False:
+        hits without metadata (a message entry's is ~2 KB with its attribution vector)."""
         _ = self.embedder
         self.unsearchable = 0
         with guard.exclusive(self.store):
             col = self.collection
-            count = col.count()
+            count = self._count(col)
             if count == 0 or n <= 0 or (ids is not None and not ids):
                 return []
             try:
-                return self._query(col, vector, min(n, count), where, ids)
+                return self._query(col, vector, min(n, count), where, ids, metadata)
             except Exception as exc:  # noqa: BLE001 - chromadb's InternalError and kin
                 if isinstance(exc, AgenvoyError):
                     raise
@@ -330,14 +333,16 @@ class VectorIndex:
 
     @staticmethod
     def _query(col: Any, vector: Sequence[float], n: int, where: dict[str, Any] | None,
-               ids: Sequence[str] | None) -> list[Hit]:
+               ids: Sequence[str] | None, metadata: bool = True) -> list[Hit]:
         kwargs: dict[str, Any] = {"where": where} if where else {}
         if ids is not None:
             kwargs["ids"] = list(ids)
         res = col.query(query_embeddings=[list(vector)], n_results=n,
-                        include=["metadatas", "distances"], **kwargs)
+                        include=["metadatas", "distances"] if metadata else ["distances"],
+                        **kwargs)
+        metas = res["metadatas"][0] if metadata else [None] * len(res["ids"][0])
         return [Hit(i, d, m or {}) for i, d, m in
-                zip(res["ids"][0], res["distances"][0], res["metadatas"][0])]
+                zip(res["ids"][0], res["distances"][0], metas)]
 
     def _query_consistent(self, col: Any, vector: Sequence[float], n: int,
                           where: dict[str, Any] | None, ids: Sequence[str] | None,

@@ -27,11 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.home.files import FILE_MODE, ensure_dir
+from agenvoy_cli.vectors.context import Directory, directory
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
-_seen: dict[str, str] = {}  # chroma dir -> the generation its open client reflects
+def local(store: Store) -> Directory:
+    """This process's view of the store's local Chroma directory."""
+    return directory(str(store.layout.chroma))
 
 
 def generation_file(store: Store) -> Path:
@@ -59,32 +62,31 @@ def bump(store: Store) -> str:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    _seen[str(store.layout.chroma)] = token
+    local(store).seen = token
     return token
 
 
 def is_current(store: Store) -> bool:
     """Whether this process's client reflects the directory (call under the lock)."""
-    return _seen.get(str(store.layout.chroma)) == read_generation(store)
+    return local(store).seen == read_generation(store)
 
 
 def opened(store: Store) -> None:
     """A client was just opened on the directory: it reflects the current generation."""
-    _seen[str(store.layout.chroma)] = read_generation(store)
+    local(store).seen = read_generation(store)
 
 
 def forget(store: Store) -> None:
-    _seen.pop(str(store.layout.chroma), None)
+    local(store).seen = None
 
 
 def refresh_if_stale(store: Store, close: Callable[[], Any]) -> bool:
     """Close this process's client when another process wrote since it was opened (the
     next access reopens it). Returns whether it was closed."""
-    key = str(store.layout.chroma)
-    if key not in _seen or is_current(store):
+    if local(store).seen is None or is_current(store):
         return False
     close()
-    _seen.pop(key, None)
+    local(store).seen = None
     return True
 
 

@@ -11,14 +11,13 @@ older versions is moved over the first time a process opens the message index.
 
 from __future__ import annotations
 
-import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import OperationFailed
 from agenvoy_cli.output import warn
-from agenvoy_cli.vectors import guard
+from agenvoy_cli.vectors import context, guard
 from agenvoy_cli.vectors.collection import (
     BATCH,
     MESSAGES,
@@ -27,6 +26,7 @@ from agenvoy_cli.vectors.collection import (
     VectorIndex,
     client,
     collection_names,
+    directory,
     embedder,
     message_id,
     server_name,
@@ -278,7 +278,6 @@ def migrate(store: Store) -> int:
     return moved
 
 
-_open: weakref.WeakKeyDictionary[Store, tuple[Any, MessageIndex]] = weakref.WeakKeyDictionary()
 
 
 def message_index(store: Store, *, create: bool = True) -> MessageIndex:
@@ -286,18 +285,17 @@ def message_index(store: Store, *, create: bool = True) -> MessageIndex:
     last saw it (a search opens it twice: ~4 ms each): same client, same generation token
     (every writer, this process included, writes a new one first; so a collection created
     or deleted by anyone means a fresh index). Not kept with a Chroma server (no token)."""
-    from agenvoy_cli.vectors import collection
-
     if server_url(store):
         return MessageIndex(store, create=create)
     with guard.exclusive(store):
         if store.layout.chroma.is_dir():
             client(store)  # reopens now if another process wrote since
-        key = (collection._epoch, guard.read_generation(store))
-        kept = _open.get(store)
+        ctx = context.of(store)
+        key = (directory(store).epoch, guard.read_generation(store))
+        kept = ctx.message_index
         if kept is not None and kept[0] == key:
-            return kept[1]
+            return kept[1]  # type: ignore[no-any-return]
         index = MessageIndex(store, create=create)
-        _open[store] = ((collection._epoch, guard.read_generation(store)), index)
+        ctx.message_index = ((directory(store).epoch, guard.read_generation(store)), index)
         return index
 

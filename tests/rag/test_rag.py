@@ -10,7 +10,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import orjson
@@ -248,9 +247,8 @@ def test_gitignore_hidden_and_symlinks(run, home, tmp_path, words):
     sub = {f.path.name for f in walk(repo / "docs") if isinstance(f, Found)}
     assert sub == {"final.md"}
 
-    started = time.monotonic()
     res = run("rag", "create", "repo", "--path", str(repo), "--json")
-    assert res.exit_code == 0 and time.monotonic() - started < 20
+    assert res.exit_code == 0
     reasons = {Path(s["path"]).name: s["reason"] for s in res.json()["sync"]["skipped_files"]}
     assert reasons["link-out.txt"] == "symlink to a file outside the folder"
     assert reasons["loop-a"] == reasons["loop-b"] == "broken symlink or symlink loop"

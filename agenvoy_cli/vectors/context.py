@@ -1,0 +1,81 @@
+"""The vector layer's state, on objects a caller can see.
+
+- `Directory`: this process's view of one Chroma directory (or one Chroma server): its client,
+  the generation token the client reflects (vectors/guard.py), the collection names read under
+  a token, an epoch bumped whenever the client is closed (collection handles must then be
+  fetched again) and the collections checked whole at an epoch (vectors/range_query.py).
+- `VectorContext`: one per Store (`store.vectors`, made on first use): the embedders by spec
+  (the MCP server wraps its cache around one) and the message index kept while the directory
+  is unchanged (vectors/messages.py).
+
+The directories themselves are one per process by nature, not per Store: chromadb keeps one
+System per directory per process (SharedSystemClient, reference-counted), whatever client
+objects are made, so whether the copy in memory is current is a fact about the process. Two
+registries on one directory would each hold a reference to the same System: one could not
+reload it (the other's reference keeps it alive) and would believe the stale copy fresh. So
+`_directories` (tests/test_architecture.py's KNOWN_STATE) is the one registry, reached only
+through `directory()`, and `close_all()` is what a test calls to start as a new process would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
+
+
+class Directory:
+    """What this process's chromadb System for one directory (or server URL) is."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.client: Any = None
+        self.seen: str | None = None  # the generation token the open client reflects
+        self.names: tuple[str, list[str]] | None = None  # (token, collection names)
+        self.epoch = 0
+        self.checked: dict[str, int] = {}  # collection -> epoch it was checked whole at
+
+    def close(self) -> None:
+        """Close the client (the next access opens a new one, reading the directory anew)."""
+        self.names = None
+        stale, self.client = self.client, None
+        if stale is not None:
+            with contextlib.suppress(Exception):
+                stale.close()
+        self.epoch += 1
+
+
+_directories: dict[str, Directory] = {}  # chroma dir or server URL -> its Directory
+
+
+def directory(key: str) -> Directory:
+    """The process's Directory for a Chroma directory path or server URL."""
+    found = _directories.get(key)
+    if found is None:
+        found = _directories.setdefault(key, Directory(key))
+    return found
+
+
+def close_all() -> None:
+    """Close every client of this process (a damaged open, or a test starting afresh)."""
+    for found in list(_directories.values()):
+        found.close()
+        found.seen = None
+
+
+class VectorContext:
+    """The vector layer's state for one Store."""
+
+    def __init__(self) -> None:
+        self.embedders: dict[str, Any] = {}  # spec -> embedder ("" the default)
+        self.message_index: tuple[Any, Any] | None = None  # (directory state, MessageIndex)
+
+
+def of(store: Store) -> VectorContext:
+    """The store's VectorContext (made on first use)."""
+    ctx = store.vectors
+    if ctx is None:
+        ctx = store.vectors = VectorContext()
+    return ctx  # type: ignore[no-any-return]

@@ -1,0 +1,255 @@
+"""`agenvoy mcp --tools agenvoy|both`: Agenvoy v0.32's chat_history and error_history, through
+the official SDK's clients (stdio and streamable HTTP) on a real server process, bounded in
+time. Upstream's schemas are written here from agenvoy/Agenvoy v0.32.7
+internal/tools/history/action/chatHistory.go and internal/tools/history/error/errorHistory.go.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import agenvoy
+from tests.mcp_client import TOOLS, HttpServer, connect, connect_http, text_of
+from tests.mcp_client import run_async as _run_async
+from tests.test_json_schemas import validate
+
+pytest.importorskip("mcp")
+
+BOUND = 90
+CHAT = {"mode": ("string", ["list", "read", "search"], "list"),
+        "task_id": ("string", None, None),
+        "keyword": ("string", None, None),
+        "match": ("string", ["semantic", "keyword"], "semantic"),
+        "time_range": ("string", ["1d", "1m", "1y", "7d"], "1d"),
+        "limit": ("integer", None, 10)}
+ERROR = {"mode": ("string", ["search", "read", "write"], "search"),
+         "keyword": ("string", None, None),
+         "limit": ("integer", None, 4),
+         "hash": ("string", None, None),
+         "tool_name": ("string", None, None),
+         "keywords": ("array", None, None),
+         "symptom": ("string", None, None),
+         "cause": ("string", None, ""),
+         "action": ("string", None, None),
+         "outcome": ("string", ["resolved", "failed", "abandoned"], None)}
+TASK = "0b6f3c1e-5d2a-4f7e-9c1a-2b3c4d5e6f70"
+
+
+def run_async(body: Any, bound: float = BOUND) -> Any:
+    return _run_async(body, bound)
+
+
+def shape(schema: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    return {k: (v["type"], v.get("enum"), v.get("default")) for k, v in
+            schema["properties"].items()}
+
+
+def action_log(home: Path, sid: str = "s") -> Path:
+    """A finished run as Agenvoy v0.32 leaves it: pending/<task>.json (pendingMeta) moved to
+    history/<YYYY-MM-DD-HH-MM>-<task>.json (askUser.go CleanupPending)."""
+    folder = home / "sessions" / sid / "history"
+    folder.mkdir(parents=True)
+    meta = {"task_hash": TASK, "session_id": sid, "model": "openai@gpt-5",
+            "objective": "find why the deploy failed", "completed": ["read the log"],
+            "answer": [{"question": "which env?", "answer": "staging"}],
+            "tool_results": [{"name": "read_file", "id": "c1", "result": "exit 137"},
+                             {"name": "run_command", "id": "c2", "result": "OOM"}],
+            "todos": [{"content": "raise the limit", "status": "pending"}],
+            "reply": "the container ran out of memory"}
+    (folder / f"2026-01-05-12-00-{TASK}.json").write_text(json.dumps(meta))
+    (folder / "2026-01-04-09-30-older.json").write_text(json.dumps({"objective": "a<b & c"}))
+    (folder / "2026-01-06-10-00-broken.json").write_text("{not json")
+    (folder / "notes.txt").write_text("not a task")
+    return folder
+
+
+def error_count(home: Path) -> int:
+    db = home / ".store" / "history.db"
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT count(*) FROM error_records").fetchone()[0]
+
+
+def test_vocabularies_and_upstreams_schemas() -> None:
+    async def body() -> dict[str, Any]:
+        out = {}
+        for which in ("spec", "agenvoy", "both"):
+            async with connect("--session", "s", "--tools", which) as s:
+                out[which] = {t.name: t for t in (await s.list_tools()).tools}
+        async with connect("--tools", "agenvoy") as s:  # not bound: session_id required
+            out["unbound"] = {t.name: t for t in (await s.list_tools()).tools}
+        return out
+
+    out = run_async(body)
+    assert set(out["spec"]) == TOOLS  # the default is unchanged
+    current = {"chat_history", "error_history"}
+    spec_memory = {"search_chat_history", "remember_error", "search_error_history", "read_error"}
+    assert set(out["agenvoy"]) == (TOOLS - spec_memory) | current
+    assert set(out["both"]) == TOOLS | current
+    for tools in (out["agenvoy"], out["both"]):  # bound: upstream's schema exactly
+        chat, error = tools["chat_history"].input_schema, tools["error_history"].input_schema
+        assert shape(chat) == CHAT and shape(error) == ERROR
+        assert "required" not in chat and "required" not in error
+        assert error["properties"]["keywords"]["items"] == {"type": "string"}
+    unbound = out["unbound"]["chat_history"].input_schema
+    assert unbound["required"] == ["session_id"] and set(unbound["properties"]) == \
+        {*CHAT, "session_id"}
+    assert "session_id" not in out["unbound"]["error_history"].input_schema["properties"]
+
+
+def test_bad_tools_option_is_usage_error() -> None:
+    res = agenvoy("mcp", "--tools", "v9", timeout=60)
+    assert res.returncode == 2 and b"--tools" in res.stderr
+
+
+def test_chat_history_list_and_read_the_action_log(home: Path) -> None:
+    res = agenvoy("append", "s", "--role", "user", "--content", "the deploy failed")
+    assert res.returncode == 0, res.stderr
+    async def no_log() -> Any:
+        async with connect("--session", "s", "--tools", "agenvoy") as s:
+            return await s.call_tool("chat_history", {})
+
+    missing = run_async(no_log)  # this tool's appends write no action log
+    assert missing.is_error and "no action log" in text_of(missing)
+    assert missing.structured_content["error"]["kind"] == "not_found"
+    action_log(home)
+
+    async def body() -> dict[str, Any]:
+        async with connect("--session", "s", "--tools", "agenvoy") as s:
+            return {"list": await s.call_tool("chat_history", {"mode": "list"}),
+                    "one": await s.call_tool("chat_history", {"limit": 1}),
+                    "read": await s.call_tool("chat_history", {"task_id": TASK}),
+                    "gone": await s.call_tool("chat_history", {"mode": "read",
+                                                               "task_id": "nope"}),
+                    "no_id": await s.call_tool("chat_history", {"mode": "read"}),
+                    "bad": await s.call_tool("chat_history", {"mode": "peek"})}
+
+    out = run_async(body)
+    rows = json.loads(text_of(out["list"]))
+    assert [r["task_id"] for r in rows] == ["broken", TASK, "older"]  # newest first
+    assert "unreadable" in rows[0] and rows[2]["objective"] == "a<b & c"
+    assert rows[2]["did"] is None  # toolsUsed's nil slice
+    assert '"objective":"a\\u003cb \\u0026 c"' in text_of(out["list"])  # Go's escaping
+    assert rows[1] == {"task_id": TASK, "at": "2026-01-05 12:00",
+                       "objective": "find why the deploy failed", "model": "openai@gpt-5",
+                       "did": ["read_file", "run_command"], "answered_questions": 1,
+                       "todos": 1}
+    doc = out["list"].structured_content
+    assert doc["count"] == 3 and doc["tasks"][1]["tools"] == ["read_file", "run_command"]
+    assert [r["task_id"] for r in json.loads(text_of(out["one"]))] == ["broken"]
+    text = text_of(out["read"])  # mode omitted + task_id: read
+    assert text.startswith(f"task {TASK} — 2026-01-05 12:00 · openai@gpt-5")
+    for part in ("\n\nobjective:\nfind why the deploy failed", "\n\ncompleted:\n- read the log",
+                 "\n\nasked: which env?\nanswered: staging",
+                 "\n\ntodo [pending] raise the limit", "\n\ncalled read_file:\nexit 137",
+                 "\n\nreplied:\nthe container ran out of memory"):
+        assert part in text
+    assert out["read"].structured_content["record"]["reply"].startswith("the container")
+    assert out["gone"].is_error and "no finished task with id nope" in text_of(out["gone"])
+    assert out["no_id"].is_error and text_of(out["no_id"]) == \
+        "task_id is required when mode=read"
+    assert out["bad"].is_error and "unknown mode 'peek'" in text_of(out["bad"])
+
+
+def test_chat_history_search_and_error_history(home: Path) -> None:
+    for n in range(40):
+        res = agenvoy("append", "s", "--role", "user" if n % 2 else "assistant",
+                      "--content", f"redis TTL note {n}", *(["--sender", "bob"] if n == 39
+                                                            else []))
+        assert res.returncode == 0, res.stderr
+    record = {"tool_name": "bash", "keywords": ["permission"], "symptom": "permission denied",
+              "action": "used sudo", "outcome": "resolved"}
+
+    async def body() -> dict[str, Any]:
+        env = {"AGENVOY_ERRORS_SEMANTIC": "0"}
+        async with connect("--tools", "both", env=env) as s:
+            out = {"found": await s.call_tool("chat_history", {
+                       "session_id": "s", "keyword": "redis", "match": "keyword",
+                       "time_range": "7d", "limit": 100}),
+                   "default": await s.call_tool("chat_history", {
+                       "session_id": "s", "mode": "search", "keyword": "redis",
+                       "match": "keyword"}),
+                   "no_kw": await s.call_tool("chat_history", {"session_id": "s",
+                                                               "mode": "search"}),
+                   "range": await s.call_tool("chat_history", {
+                       "session_id": "s", "keyword": "x", "time_range": "all"}),
+                   "half": await s.call_tool("error_history", {
+                       "tool_name": "bash", "keywords": ["x"], "outcome": "failed"})}
+            out["wrote"] = await s.call_tool("error_history", {"mode": "write", **record})
+            out["search"] = await s.call_tool("error_history", {"keyword": "permission"})
+            rid = out["wrote"].structured_content["records"][0]["id"]
+            out["read"] = await s.call_tool("error_history", {"hash": rid[:8]})
+            out["spec"] = await s.call_tool("search_error_history", {"keyword": "permission"})
+            return out
+
+    out = run_async(body)
+    hits = [r for r in out["found"].structured_content["results"] if r["hit"]]
+    assert len(hits) == 32  # upstream's cap: min(limit, 32)
+    assert text_of(out["found"]).startswith("[")
+    newest = next(r for r in hits if r["content"] == "redis TTL note 39")
+    assert newest["sender"] == "bob" and " · user · bob] redis TTL note 39" in \
+        text_of(out["found"])
+    assert {r["sender"] for r in hits} == {"bob", None}
+    assert len([r for r in out["default"].structured_content["results"] if r["hit"]]) == 8
+    assert out["no_kw"].is_error and text_of(out["no_kw"]) == \
+        "keyword is required when mode=search"
+    assert out["range"].is_error and "time_range must be one of 1d, 1m, 1y, 7d" in \
+        text_of(out["range"])
+    assert out["half"].is_error and text_of(out["half"]) == \
+        "symptom is required when mode=write"  # outcome given: write, requireRecord's order
+    assert not out["wrote"].is_error and text_of(out["wrote"]) == "recorded"
+    assert "used sudo" in text_of(out["search"]) and text_of(out["search"]) == \
+        text_of(out["spec"])
+    assert out["read"].structured_content["symptom"] == "permission denied"
+    assert error_count(home) == 1  # the refused write changed nothing
+    for key, schema in (("found", "search"), ("search", "errors-lookup"),
+                        ("read", "errors-show"), ("wrote", "errors-list")):
+        validate(out[key].structured_content, schema)
+
+
+def test_a_spec_name_is_unknown_in_the_agenvoy_vocabulary_and_http_serves_it(home: Path):
+    async def body() -> Any:
+        async with connect("--session", "s", "--tools", "agenvoy") as s:
+            return await s.call_tool("search_chat_history", {"keyword": "x"})
+
+    res = run_async(body)
+    assert res.is_error and "unknown tool 'search_chat_history'" in text_of(res)
+    action_log(home)
+    with HttpServer(home, "--tools", "agenvoy") as srv:
+        async def over_http() -> Any:
+            async with connect_http(srv.url, srv.token) as s:
+                names = {t.name for t in (await s.list_tools()).tools}
+                assert "chat_history" in names and "search_chat_history" not in names
+                return await s.call_tool("chat_history", {"session_id": "s"})
+
+        listed = run_async(over_http, 120)
+    assert not listed.is_error and listed.structured_content["count"] == 3
+
+
+@pytest.mark.parametrize("which", ["spec", "agenvoy", "both"])
+def test_the_instructions_name_the_tools_served(which: str) -> None:
+    import re
+    import threading
+
+    from tests.mcp_client import RawServer
+
+    server = RawServer("--session", "s", "--tools", which)
+    watchdog = threading.Timer(BOUND, server.proc.kill)
+    watchdog.start()
+    try:
+        text = server.initialize()["result"]["instructions"]
+        listed = server.receive(server.send("tools/list", {}) or 0)["result"]["tools"]
+    finally:
+        watchdog.cancel()
+        server.proc.kill()
+        server.proc.wait(timeout=30)
+    names = {t["name"] for t in listed}
+    named = set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text)) - {"time_range", "task_id"}
+    assert named <= names, named - names  # no tool the server does not serve
+    assert ("chat_history" in named) == (which != "spec")
