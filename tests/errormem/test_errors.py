@@ -156,7 +156,7 @@ def test_nothing_found_prints_nothing(run, home, keyword_only):
     assert "NONE" not in res.stdout
     assert lookup(run, "--tool", "shell", "disk quota") == {
         "schema_version": 1, "records": [], "count": 0, "hint": "", "mode": "keyword",
-        "match": "all", "unindexed_count": None}
+        "match": "all", "unindexed_count": None, "served_by": "local"}
     res = run("errors", "lookup", "--tool", "shell", "disk quota")
     assert res.stdout == "" and "no related error records" in res.stderr
 
