@@ -114,6 +114,7 @@ class App:
                 or not query.strip() or "\x00" in query:
             return
         with contextlib.suppress(Exception):
+            await self.thread.run(self.indexer.import_heavy)  # first: worker.import_heavy
             await anyio.to_thread.run_sync(cache.embed_query, query.strip(),
                                            abandon_on_cancel=True)
 

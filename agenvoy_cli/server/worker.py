@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -28,6 +29,7 @@ from agenvoy_cli.server.history_watch import HISTORY_POLL, Watcher
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks at the database files
 AHEAD_IDLE = 5.0  # seconds between looks for attribution texts to embed, once none were left
+FAILED_PAUSE = 1.0  # seconds before an indexing step that failed is tried again
 QUIET = 0.5  # seconds without a tool call before the attribution warm-up takes a step
 BATCH = 2  # messages embedded per step (a search's query embedding waits at most one:
 # ~0.4 s with the default model; the CPU per message is the same for any batch size)
@@ -62,6 +64,8 @@ class Indexer:
         self.ahead_after = 0.0  # monotonic time before which ahead() does not look
         self.last_call = 0.0  # monotonic end of the last tool call (set by the app)
         self.watched_at = -HISTORY_POLL
+        self.imported = False  # import_heavy() has run
+        self.last_failure = ""  # the last indexing failure said on stderr
 
     def histories(self) -> None:
         """Every HISTORY_POLL seconds: sync the sessions whose history.json another program
@@ -97,6 +101,21 @@ class Indexer:
         if self.seen is not None:
             self.dirty.update(sid for sid, nxt in now.items() if self.seen.get(sid) != nxt)
         self.seen = now
+
+    def import_heavy(self) -> None:
+        """chromadb (numpy with it) imported on the store thread, before any embedding thread
+        starts: two threads importing numpy at once can meet it half-initialised ("cannot
+        import name 'NDArray' from partially initialized module"). Every embedding waits for
+        this (App.embed_query, index_forever)."""
+        if self.imported:
+            return
+        from agenvoy_cli.vectors.hooks import preload
+
+        try:
+            preload()
+        except ImportError:
+            pass  # chromadb missing or broken: the search that needs it says so
+        self.imported = True
 
     def next_job(self) -> tuple[str, Any, list[Any]] | None:
         """The next batch to embed: (session, index, messages), or None when all is done."""
@@ -167,32 +186,50 @@ async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Eve
     the store thread; embedding (the slow part) runs beside it, so tool calls never wait
     for the model. No new batch starts while a tool call runs (`idle` is clear): a search
     catches up itself, and the two would embed the same messages."""
+    while True:
+        pause = POLL
+        try:
+            if await _index_step(thread, indexer, idle):
+                continue  # new messages first
+        except Exception as exc:  # noqa: BLE001 - indexing must not take the server down
+            said = f"{type(exc).__name__}: {exc}"
+            if said != indexer.last_failure:  # once, not every poll
+                indexer.last_failure = said
+                traceback.print_exc(file=sys.stderr)
+                sys.stderr.write(f"agenvoy: warning: background indexing failed ({said}); "
+                                 "it is tried again, tool calls are not affected\n")
+            pause = FAILED_PAUSE
+        wake.clear()
+        try:
+            await asyncio.wait_for(wake.wait(), pause)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def _index_step(thread: StoreThread, indexer: Indexer, idle: asyncio.Event) -> bool:
+    """Index what is new, then one step of attribution texts; True when that step ran."""
     import time
 
     import anyio
 
-    while True:
-        await thread.run(indexer.histories)
-        if await thread.run(indexer.changed):
-            await thread.run(indexer.look)
-        while (job := await thread.run(indexer.next_job)) is not None:
-            session_id, index, batch = job
-            await idle.wait()
-            # abandoned on shutdown: it writes nothing, and EOF must not wait for the model
-            vecs = await anyio.to_thread.run_sync(indexer.embed, batch, abandon_on_cancel=True)
-            await thread.run(indexer.add, session_id, index, batch, vecs)
-        # when all is indexed and the agent is not calling: attribution's texts, a step at a
-        # time (opportunistic: back-to-back searches must not share the store thread with it)
-        calm = idle.is_set() and time.monotonic() - indexer.last_call >= QUIET
-        made = await thread.run(indexer.ahead) if calm else None
-        if made is not None:
-            await idle.wait()
-            vecs = await anyio.to_thread.run_sync(indexer.embed_ahead, made[1],
-                                                  abandon_on_cancel=True)
-            await thread.run(indexer.keep_ahead, made[0], made[1], vecs)
-            continue  # new messages first
-        wake.clear()
-        try:
-            await asyncio.wait_for(wake.wait(), POLL)
-        except asyncio.TimeoutError:
-            pass
+    await thread.run(indexer.histories)
+    if await thread.run(indexer.changed):
+        await thread.run(indexer.look)
+    while (job := await thread.run(indexer.next_job)) is not None:
+        session_id, index, batch = job
+        await idle.wait()
+        await thread.run(indexer.import_heavy)  # before the embedding thread (no-op after)
+        # abandoned on shutdown: it writes nothing, and EOF must not wait for the model
+        vecs = await anyio.to_thread.run_sync(indexer.embed, batch, abandon_on_cancel=True)
+        await thread.run(indexer.add, session_id, index, batch, vecs)
+    # when all is indexed and the agent is not calling: attribution's texts, a step at a
+    # time (opportunistic: back-to-back searches must not share the store thread with it)
+    calm = idle.is_set() and time.monotonic() - indexer.last_call >= QUIET
+    made = await thread.run(indexer.ahead) if calm else None
+    if made is None:
+        return False
+    await idle.wait()
+    await thread.run(indexer.import_heavy)
+    vecs = await anyio.to_thread.run_sync(indexer.embed_ahead, made[1], abandon_on_cancel=True)
+    await thread.run(indexer.keep_ahead, made[0], made[1], vecs)
+    return True
