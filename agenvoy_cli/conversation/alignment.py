@@ -10,17 +10,15 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import archive, identity
-from agenvoy_cli.conversation.dress import is_record, record_key, redressed_key, sender, time_ns
+from agenvoy_cli.conversation.dress import is_record, record_key, redressed_key, time_ns
 from agenvoy_cli.conversation.identity import Candidate, Plan
 from agenvoy_cli.conversation.messages import (
     content_text,
     message_identity,
-    search_body,
 )
 from agenvoy_cli.conversation.messages import (
     identity_key as identity_of,
 )
-from agenvoy_cli.home import fts
 
 
 class Aligned(NamedTuple):
@@ -87,22 +85,6 @@ def match_keys(conn: sqlite3.Connection | None, history: Sequence[dict[str, Any]
     return keys
 
 
-def _row_values(message: dict[str, Any]) -> tuple[str, str, str, str, str]:
-    role = str(message.get("role"))
-    text = content_text(message.get("content"))
-    return (role, text, identity_of(role, text, message), orjson.dumps(message).decode(),
-            fts.index_text(search_body(text, message)))
-
-
-def _renumber(conn: sqlite3.Connection, moves: list[tuple[int, int]]) -> None:
-    """Give rows new places without ever two rows at one place (a unique index): first all
-    to distinct negative places, then to their own."""
-    conn.executemany("UPDATE messages SET seq = ? WHERE id = ?",
-                     [(-1 - seq, rid) for rid, seq in moves])
-    conn.executemany("UPDATE messages SET seq = ? WHERE id = ?",
-                     [(seq, rid) for rid, seq in moves])
-
-
 def _time(message: dict[str, Any], previous: int | None, fallback: int) -> int:
     ns = time_ns(message)
     if ns is not None:
@@ -125,19 +107,16 @@ def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
              if (rid := item[0]) is not None and by_id[rid].seq != places[item]]
     renumbered = [by_id[rid].seq for rid, _ in moves if by_id[rid].seq is not None]
     if moves:
-        _renumber(conn, moves)
+        archive.renumber(conn, moves)
     for item in plan.order:  # rows of another program: their identity and full JSON
         rid, i = item
         if rid is not None and by_id[rid].seq is None:
             msg = history[i] if i is not None and i not in edits else None
-            conn.execute("UPDATE messages SET hash = ?, tokens = ?, message = ? WHERE id = ?",
-                         (by_id[rid].hash, fts.index_text(search_body(*conn.execute(
-                             "SELECT content FROM messages WHERE id = ?", (rid,)).fetchone(),
-                             msg)), None if msg is None else orjson.dumps(msg).decode(), rid))
+            archive.adopt_foreign_row(conn, rid, by_id[rid].hash, msg)
     if plan.gone:
-        conn.executemany("UPDATE messages SET gone = 1 WHERE id = ?", [(r,) for r in plan.gone])
+        archive.mark_gone(conn, plan.gone)
     if plan.back:
-        conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(r,) for r in plan.back])
+        archive.mark_back(conn, plan.back)
     previous: int | None = None
     inserted, edited = 0, []
     for item in plan.order:
@@ -146,24 +125,15 @@ def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
             previous = by_id[rid].send_at if rid is not None else previous
             continue
         msg = history[i]
-        role, text, ident, raw, tokens = _row_values(msg)
         if rid is None:
             send_at = _time(msg, previous, fallback_ns)
-            conn.execute("INSERT INTO messages (session_id, send_at, role, content, seq, hash, "
-                         "message, tokens, sender) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (session_id, send_at, role, text, places[item], ident, raw, tokens,
-                          sender(msg)))
+            archive.insert_placed(conn, session_id, places[item], send_at, msg)
             inserted += 1
-        else:  # an edit: delete + insert under the same id keeps both FTS indexes right
+        else:  # an edit: the row rewritten under the same id
             old = by_id[rid].send_at
             ns = time_ns(msg)
             send_at = ns if ns is not None else old
-            conn.execute("DELETE FROM messages WHERE id = ?", (rid,))
-            conn.execute("INSERT INTO messages (id, session_id, send_at, role, content, seq, "
-                         "hash, message, tokens, gone, sender) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-                         (rid, session_id, send_at, role, text, places[item], ident, raw,
-                          tokens, sender(msg)))
+            archive.replace_edited(conn, rid, session_id, places[item], send_at, msg)
             edited.append(places[item])
         previous = send_at
     seqs = [places[(plan.rows[i], i)] for i in range(len(history))]
@@ -184,21 +154,14 @@ def mapping(history: Sequence[dict[str, Any]], cands: list[Candidate],
 
 def rederive(conn: sqlite3.Connection, session_id: str) -> int:
     """Rows left without an identity (migration 006: an older version derived their text
-    differently): text, identity and tokens again from their full JSON. Upstream's FTS
-    table has no update trigger: its entry is replaced by hand."""
+    differently): text, identity and tokens again from their full JSON (the archive
+    rewrites each row)."""
     rows = conn.execute("SELECT id, role, content, message FROM messages WHERE session_id = ? "
                         "AND hash IS NULL AND seq IS NOT NULL", (session_id,)).fetchall()
     for rid, role, content, message in rows:
         msg = orjson.loads(message) if message else None
         text = content_text(msg.get("content")) if isinstance(msg, dict) else content
-        if text != content:
-            conn.execute("INSERT INTO messages_fts5(messages_fts5, rowid, role, content) "
-                         "VALUES ('delete', ?, ?, ?)", (rid, role, content))
-            conn.execute("INSERT INTO messages_fts5(rowid, role, content) VALUES (?, ?, ?)",
-                         (rid, role, text))
-        conn.execute("UPDATE messages SET content = ?, hash = ?, tokens = ? WHERE id = ?",
-                     (text, identity_of(role, text, msg), fts.index_text(search_body(text, msg)),
-                      rid))
+        archive.rederive_row(conn, rid, role, content, text, msg)
     return len(rows)
 
 

@@ -4,7 +4,8 @@ Every message ever seen has a row and a place in the session's full history (seq
 order; rows another program inserted get theirs when first aligned). A row is `gone`
 once its message left history.json (trimmed, removed by Agenvoy's /compact or by hand):
 still archived and searchable, never inserted again. conversation/alignment.py matches
-history.json to the rows (conversation/identity.py has the rule).
+history.json to the rows (conversation/identity.py has the rule) and writes through this
+module, the one writer of the messages table.
 """
 
 from __future__ import annotations
@@ -125,6 +126,80 @@ def _bulk_insert(conn: sqlite3.Connection, sql: str, params: list[tuple[Any, ...
                      f"FROM {source} WHERE id > ?", (before,))
         conn.execute(trigger_sql)
     return inserted
+
+
+# -- the identity rule's writes (conversation/alignment.py decides, in the caller's transaction)
+def renumber(conn: sqlite3.Connection, moves: list[tuple[int, int]]) -> None:
+    """Give rows (id, new seq) new places without ever two rows at one place (a unique
+    index): first all to distinct negative places, then to their own."""
+    conn.executemany("UPDATE messages SET seq = ? WHERE id = ?",
+                     [(-1 - seq, rid) for rid, seq in moves])
+    conn.executemany("UPDATE messages SET seq = ? WHERE id = ?",
+                     [(seq, rid) for rid, seq in moves])
+
+
+def adopt_foreign_row(conn: sqlite3.Connection, rid: int, ident: str,
+                      message: dict[str, Any] | None) -> None:
+    """A row another program inserted, first aligned: its identity, its tokens and (when
+    history.json holds it unedited) its full JSON."""
+    conn.execute("UPDATE messages SET hash = ?, tokens = ?, message = ? WHERE id = ?",
+                 (ident, fts.index_text(search_body(conn.execute(
+                     "SELECT content FROM messages WHERE id = ?", (rid,)).fetchone()[0],
+                     message)), None if message is None else orjson.dumps(message).decode(),
+                  rid))
+
+
+def mark_gone(conn: sqlite3.Connection, row_ids: Sequence[int]) -> None:
+    """Rows whose message left history.json (still archived)."""
+    conn.executemany("UPDATE messages SET gone = 1 WHERE id = ?", [(r,) for r in row_ids])
+
+
+def mark_back(conn: sqlite3.Connection, row_ids: Sequence[int]) -> None:
+    """Gone rows whose message is in history.json again."""
+    conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(r,) for r in row_ids])
+
+
+def _row_values(message: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    role = str(message.get("role"))
+    text = content_text(message.get("content"))
+    return (role, text, identity_key(role, text, message), orjson.dumps(message).decode(),
+            fts.index_text(search_body(text, message)))
+
+
+def insert_placed(conn: sqlite3.Connection, session_id: str, seq: int, send_at: int,
+                  message: dict[str, Any]) -> None:
+    """One new message at its place (the identity rule's insert)."""
+    role, text, ident, raw, tokens = _row_values(message)
+    conn.execute("INSERT INTO messages (session_id, send_at, role, content, seq, hash, "
+                 "message, tokens, sender) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (session_id, send_at, role, text, seq, ident, raw, tokens, sender(message)))
+
+
+def replace_edited(conn: sqlite3.Connection, rid: int, session_id: str, seq: int,
+                   send_at: int, message: dict[str, Any]) -> None:
+    """An edited message: delete + insert under the same id keeps both FTS indexes right
+    (the row is back in history.json)."""
+    role, text, ident, raw, tokens = _row_values(message)
+    conn.execute("DELETE FROM messages WHERE id = ?", (rid,))
+    conn.execute("INSERT INTO messages (id, session_id, send_at, role, content, seq, "
+                 "hash, message, tokens, gone, sender) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+                 (rid, session_id, send_at, role, text, seq, ident, raw, tokens,
+                  sender(message)))
+
+
+def rederive_row(conn: sqlite3.Connection, rid: int, role: str, content: str, text: str,
+                 message: dict[str, Any] | None) -> None:
+    """A row derived again from its full JSON: text (was content), identity and tokens.
+    Upstream's FTS table has no update trigger: its entry is replaced by hand."""
+    if text != content:
+        conn.execute("INSERT INTO messages_fts5(messages_fts5, rowid, role, content) "
+                     "VALUES ('delete', ?, ?, ?)", (rid, role, content))
+        conn.execute("INSERT INTO messages_fts5(rowid, role, content) VALUES (?, ?, ?)",
+                     (rid, role, text))
+    conn.execute("UPDATE messages SET content = ?, hash = ?, tokens = ? WHERE id = ?",
+                 (text, identity_key(role, text, message),
+                  fts.index_text(search_body(text, message)), rid))
 
 
 def set_start(conn: sqlite3.Connection, session_id: str, start_seq: int) -> int:

@@ -1,7 +1,8 @@
 """Document RAG: named databases of files, walked (walk), read (reading), parsed (formats,
 markdown), chunked (chunking), indexed (source_sync, commit) and searched (search); the records
-themselves (create, remove, list) are in records."""
+themselves (create, list) are in records, remove (files, vectors, then the record) in commit."""
 
+from agenvoy_cli.rag.commit import remove
 from agenvoy_cli.rag.records import (
     DEFAULT_LIMIT,
     DEFAULT_MAX_FILE_BYTES,
@@ -13,7 +14,6 @@ from agenvoy_cli.rag.records import (
     list_databases,
     list_files,
     parse_size,
-    remove,
 )
 from agenvoy_cli.rag.search import SearchResult, search
 from agenvoy_cli.rag.source_sync import EMBED_BATCH, SyncReport, sync

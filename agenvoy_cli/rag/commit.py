@@ -5,11 +5,13 @@ deleted; 3. one transaction replaces their chunk rows (files still ``pending``);
 vectors are added; 5. the files are marked ``done``. A file is ``done`` only when both its
 rows and its vectors are written, and Chroma never holds a vector whose chunk SQLite lacks
 (it may lack vectors of ``pending`` files). An interrupted run (Ctrl-C, kill) leaves
-``pending`` files, which the next sync re-indexes whatever their stat says.
+``pending`` files, which the next sync re-indexes whatever their stat says. Removing a
+database (remove) keeps the same order: files pending, vectors, then the rows.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -20,12 +22,16 @@ from agenvoy_cli.errors import NotFound
 from agenvoy_cli.home import fts
 from agenvoy_cli.rag.chunking import Chunk
 from agenvoy_cli.rag.records import (
+    COLLECTION_PREFIX,
     Database,
     FileRow,
     _index,
     _mismatch,
     _rebuild_hint,
     _writer,
+    checked_name,
+    collection_name,
+    delete_database,
     now_ns,
 )
 
@@ -166,3 +172,38 @@ def _drop(store: Store, db: Database, rows: Sequence[FileRow]) -> None:
             with store.transaction() as tx:
                 tx.execute(f"DELETE FROM rag_files WHERE id IN ({marks})", part)
 
+
+def remove(store: Store, name: str) -> dict[str, Any]:
+    """Delete a database: its files' rows marked pending, its vectors, then its rows."""
+    checked_name(name)
+    with store.write_lock():
+        conn, db = _writer(store, name)
+        files, chunks = conn.execute(
+            "SELECT count(*), coalesce(sum(chunks), 0) FROM rag_files WHERE db_id = ? "
+            "AND state = 'done'", (db.id,)).fetchone()
+        with store.transaction() as tx:
+            tx.execute("UPDATE rag_files SET state = 'pending' WHERE db_id = ?", (db.id,))
+        if store.layout.chroma.is_dir() or os.environ.get("AGENVOY_CHROMA_URL"):
+            from agenvoy_cli.vectors import api as vectors
+
+            vectors.drop_index(store, collection_name(db.id))
+            _drop_orphans(store, conn, vectors)
+        with store.transaction() as tx:
+            delete_database(tx, db.id)
+        from agenvoy_cli.home import sqlite
+
+        sqlite.reclaim_space(conn)
+    return {"database": name, "action": "removed", "file_count": files, "chunk_count": chunks}
+
+
+def _drop_orphans(store: Store, conn: sqlite3.Connection, vectors: Any) -> None:
+    """Collections of databases that no longer exist (a remove that died half-way)."""
+    live = {vectors.server_name(store, collection_name(r[0]))
+            for r in conn.execute("SELECT id FROM rag_dbs")}
+    ours = vectors.server_name(store, "")  # "" embedded; "-<home key>" on a shared server
+    for col in vectors.client(store).list_collections():
+        cname = col if isinstance(col, str) else col.name
+        if (cname.startswith(COLLECTION_PREFIX) and cname.endswith(ours)
+                and cname not in live):
+            with contextlib.suppress(Exception):
+                vectors.client(store).delete_collection(cname)

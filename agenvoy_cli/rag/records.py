@@ -1,15 +1,15 @@
-"""RAG databases as records: names, the paths they watch, their files; create, remove, list.
+"""RAG databases as records: names, the paths they watch, their files; create, list.
 
 A database has a name (validated like a session id), the paths it watches (``rag_sources``),
 one row per file (``rag_files``) and the files' chunks (``rag_chunks``, with FTS5 over
 CJK-bigram tokens: the same Chinese-aware index as conversation search). Each chunk's
 vector lives in the Chroma collection ``agenvoy_rag_<database id>`` under the chunk's id.
-Indexing is rag.source_sync (with rag.commit), searching rag.search.
+Indexing is rag.source_sync (with rag.commit), searching rag.search; removing a database is
+rag.commit's (its files and vectors first), which deletes the record here last.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import time
@@ -233,6 +233,11 @@ def set_synced(conn: sqlite3.Connection, db_id: int) -> None:
     conn.execute("UPDATE rag_dbs SET synced_at = ? WHERE id = ?", (now_ns(), db_id))
 
 
+def delete_database(conn: sqlite3.Connection, db_id: int) -> None:
+    """The database's row (its sources, files and chunks go with it: ON DELETE CASCADE)."""
+    conn.execute("DELETE FROM rag_dbs WHERE id = ?", (db_id,))
+
+
 def create(store: Store, name: str, paths: Sequence[str] = (), *,
            max_file_bytes: int | None = None, hidden: bool | None = None,
            vectors: bool | None = None) -> Database:
@@ -279,45 +284,6 @@ def _mismatch() -> type[Exception]:
     from agenvoy_cli.vectors.api import IndexModelMismatch
 
     return IndexModelMismatch
-
-
-# ----------------------------------------------------------------------------- remove
-
-
-def remove(store: Store, name: str) -> dict[str, Any]:
-    """Delete a database: its files' rows marked pending, its vectors, then its rows."""
-    checked_name(name)
-    with store.write_lock():
-        conn, db = _writer(store, name)
-        files, chunks = conn.execute(
-            "SELECT count(*), coalesce(sum(chunks), 0) FROM rag_files WHERE db_id = ? "
-            "AND state = 'done'", (db.id,)).fetchone()
-        with store.transaction() as tx:
-            tx.execute("UPDATE rag_files SET state = 'pending' WHERE db_id = ?", (db.id,))
-        if store.layout.chroma.is_dir() or os.environ.get("AGENVOY_CHROMA_URL"):
-            from agenvoy_cli.vectors import api as vectors
-
-            vectors.drop_index(store, collection_name(db.id))
-            _drop_orphans(store, conn, vectors)
-        with store.transaction() as tx:
-            tx.execute("DELETE FROM rag_dbs WHERE id = ?", (db.id,))
-        from agenvoy_cli.home import sqlite
-
-        sqlite.reclaim_space(conn)
-    return {"database": name, "action": "removed", "file_count": files, "chunk_count": chunks}
-
-
-def _drop_orphans(store: Store, conn: sqlite3.Connection, vectors: Any) -> None:
-    """Collections of databases that no longer exist (a remove that died half-way)."""
-    live = {vectors.server_name(store, collection_name(r[0]))
-            for r in conn.execute("SELECT id FROM rag_dbs")}
-    ours = vectors.server_name(store, "")  # "" embedded; "-<home key>" on a shared server
-    for col in vectors.client(store).list_collections():
-        cname = col if isinstance(col, str) else col.name
-        if (cname.startswith(COLLECTION_PREFIX) and cname.endswith(ours)
-                and cname not in live):
-            with contextlib.suppress(Exception):
-                vectors.client(store).delete_collection(cname)
 
 
 # ----------------------------------------------------------------------------- listing

@@ -21,7 +21,7 @@ BASELINE = {
     "agenvoy_cli/commands/context.py": 1,
     "agenvoy_cli/commands/doctor.py": 1,
     "agenvoy_cli/commands/forget.py": 1,
-    "agenvoy_cli/conversation/alignment.py": 2,
+    "agenvoy_cli/conversation/alignment.py": 1,
     "agenvoy_cli/conversation/archive.py": 2,
     "agenvoy_cli/conversation/history.py": 1,
     "agenvoy_cli/conversation/identity.py": 4,
