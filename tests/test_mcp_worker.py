@@ -90,3 +90,19 @@ def test_no_embedding_thread_starts_before_the_heavy_imports_end(home: Path, wor
     import sys
 
     assert "chromadb" in sys.modules
+
+
+def test_shutdown_ends_indexing_without_a_traceback(
+        home: Path, words, capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGTERM stops the store thread (new jobs are refused) and sets `stopped`: the indexer
+    ends quietly; the refusal is not a failure to report (the SIGTERM test saw a Traceback)."""
+    app = warm_app(Layout(home), "s")
+    app.indexer.stopped = True
+    app.stop()
+
+    async def main() -> None:
+        await asyncio.wait_for(worker.index_forever(app.thread, app.indexer, app.wake,
+                                                    app.idle), 10)
+
+    asyncio.run(main())
+    assert "Traceback" not in capsys.readouterr().err

@@ -192,6 +192,8 @@ async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Eve
             if await _index_step(thread, indexer, idle):
                 continue  # new messages first
         except Exception as exc:  # noqa: BLE001 - indexing must not take the server down
+            if indexer.stopped:  # shutting down: the store thread refuses new jobs
+                return
             said = f"{type(exc).__name__}: {exc}"
             if said != indexer.last_failure:  # once, not every poll
                 indexer.last_failure = said
