@@ -113,7 +113,7 @@ TAIL_WINDOW = 64 << 10
 CHUNK = 4 << 20
 
 
-def _checked(items: Any, path: Path, first: int) -> list[dict[str, Any]]:
+def _checked(items: list[Any], path: Path, first: int) -> list[dict[str, Any]]:
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("role"), str):
             raise CorruptStore(f"{path}: entry {first + i} is not a chat message; "

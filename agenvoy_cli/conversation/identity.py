@@ -18,6 +18,8 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
+_Item = tuple[int | None, int | None]  # (row id, history index), as in Plan.order
+
 
 class Candidate(NamedTuple):
     """An archive row that may be in history.json: placed at or after the trim point, or
@@ -90,10 +92,10 @@ def plan(hashes: list[str], roles: list[str], cands: list[Candidate]) -> Plan:
         for i, j in paired:
             rows[i] = cands[j].id
             edits.append(i)
-        rest_c = [(cands[j].id, None) for j in old if j not in done_c]
+        rest_c: list[_Item] = [(cands[j].id, None) for j in old if j not in done_c]
         leaving += [cands[j].id for j in old if j not in done_c and not cands[j].gone]
-        rest_h = [(None, i) for i in new if i not in done_h]
-        pair_items = [(cands[j].id, i) for i, j in paired]
+        rest_h: list[_Item] = [(None, i) for i in new if i not in done_h]
+        pair_items: list[_Item] = [(cands[j].id, i) for i, j in paired]
         if k == 0:
             order += rest_c + rest_h + pair_items
         else:
@@ -127,8 +129,8 @@ def places(order: list[tuple[int | None, int | None]], seq_of: dict[int, int | N
                             and (s := seq_of.get(it[0])) is not None), default=next_seq)
             for k, it in enumerate(order):
                 if k < first_free:
-                    if it[0] is not None and seq_of.get(it[0]) is not None:
-                        out[it] = seq_of[it[0]]  # type: ignore[index]
+                    if it[0] is not None and (placed := seq_of.get(it[0])) is not None:
+                        out[it] = placed
                 else:
                     out[it] = base + (k - first_free)
             return out

@@ -89,7 +89,9 @@ def calls_text(message: dict[str, Any]) -> str:
     """The searchable text of tool calls: `name(arguments)` per call."""
     out = []
     for call in _calls(message):
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = call.get("function")
+        if not isinstance(fn, dict):
+            fn = {}
         out.append(f"{fn.get('name') or ''}({fn.get('arguments') or ''})")
     return "\n".join(out)
 
@@ -191,7 +193,7 @@ def with_header(message: dict[str, Any], moment: datetime) -> dict[str, Any]:
     out = dict(message)
     if isinstance(content, str):
         out["content"] = header_for(moment) + content
-    else:
+    elif isinstance(content, list):  # the only other content with text (see content_text)
         at = next(j for j, p in enumerate(content) if isinstance(p, dict)
                   and p.get("type") == "text" and p.get("text"))
         first = dict(content[at])

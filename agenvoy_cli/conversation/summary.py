@@ -6,7 +6,7 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -31,7 +31,7 @@ def context_template() -> str:
     return text.strip()
 
 
-def is_valid_summary(data: Any) -> bool:
+def is_valid_summary(data: Any) -> TypeGuard[dict[str, Any]]:
     """At least two of the three keys (or two of the legacy keys), as upstream accepts."""
     if not isinstance(data, dict):
         return False

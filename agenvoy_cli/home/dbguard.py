@@ -8,12 +8,13 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed, StoreBusy
 
 _CORRUPT = ("malformed", "not a database", "file is not a database", "database corruption")
-_mixed: dict[tuple[type, type], type] = {}
+# (our class, the sqlite3 class) -> a class deriving from both (see wrap)
+_mixed: dict[tuple[type[AgenvoyError], type[sqlite3.Error]], type[BaseException]] = {}
 
 
 def damaged_message(path: Path, detail: str) -> str:
@@ -72,7 +73,9 @@ def wrap(exc: sqlite3.Error, path: Path) -> BaseException:
     key = (type(ours), type(exc))
     cls = _mixed.get(key)
     if cls is None:
-        cls = type(type(ours).__name__, key, {"__str__": AgenvoyError.__str__})
+        # type() with three arguments builds a class mypy cannot see: it derives from both
+        cls = cast("type[BaseException]",
+                   type(type(ours).__name__, key, {"__str__": AgenvoyError.__str__}))
         _mixed[key] = cls
     return cls(Exception.__str__(ours))
 
@@ -92,7 +95,7 @@ class GuardedCursor(sqlite3.Cursor):
         except sqlite3.Error as exc:
             raise wrap(exc, self.path) from None
 
-    def executescript(self, script: str) -> GuardedCursor:
+    def executescript(self, script: str) -> sqlite3.Cursor:  # typeshed: Cursor, not Self
         try:
             return super().executescript(script)
         except sqlite3.Error as exc:
@@ -128,18 +131,18 @@ class GuardedConnection(sqlite3.Connection):
 
     path: Path = Path("history.db")
 
-    def cursor(self, factory: Any = GuardedCursor) -> Any:  # type: ignore[override]
+    def cursor(self, factory: Any = GuardedCursor) -> Any:
         cur = super().cursor(factory)
         cur.path = self.path
         return cur
 
-    def execute(self, sql: str, parameters: Any = ()) -> Any:  # type: ignore[override]
+    def execute(self, sql: str, parameters: Any = ()) -> Any:
         return self.cursor().execute(sql, parameters)
 
-    def executemany(self, sql: str, seq: Any) -> Any:  # type: ignore[override]
+    def executemany(self, sql: str, seq: Any) -> Any:
         return self.cursor().executemany(sql, seq)
 
-    def executescript(self, script: str) -> Any:  # type: ignore[override]
+    def executescript(self, script: str) -> Any:
         return self.cursor().executescript(script)
 
 

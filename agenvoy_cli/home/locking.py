@@ -17,7 +17,7 @@ from pathlib import Path
 from agenvoy_cli.errors import StoreBusy
 from agenvoy_cli.home.files import ensure_dir, open_regular
 
-_held: dict[str, list] = {}  # path -> [fd, mode, depth]
+_held: dict[str, list[int]] = {}  # path -> [fd, mode, depth]
 
 
 def _acquire(fd: int, mode: int, timeout: float, path: Path) -> None:

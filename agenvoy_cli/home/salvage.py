@@ -39,7 +39,8 @@ def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
         return False
 
 
-def _scan(conn: sqlite3.Connection, sql: str, args: tuple = ()) -> Iterator[tuple]:
+def _scan(conn: sqlite3.Connection, sql: str,
+          args: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
     """Rows until the first one SQLite cannot read."""
     try:
         cursor = conn.execute(sql, args)
@@ -52,14 +53,14 @@ def _scan(conn: sqlite3.Connection, sql: str, args: tuple = ()) -> Iterator[tupl
         return
 
 
-def read_rows(conn: sqlite3.Connection, table: str, cols: list[str]) -> dict[Any, tuple]:
+def read_rows(conn: sqlite3.Connection, table: str, cols: list[str]) -> dict[Any, tuple[Any, ...]]:
     """Every readable row of `table`, keyed by rowid (or by the whole row)."""
     names = ", ".join(cols)
     if not _has_rowid(conn, table):
-        rows = {r: r for r in _scan(conn, f"SELECT {names} FROM {table}")}
-        rows.update({r: r for r in _scan(conn, f"SELECT {names} FROM {table} ORDER BY 1 DESC")})
-        return rows
-    rows: dict[Any, tuple] = {}
+        whole = {r: r for r in _scan(conn, f"SELECT {names} FROM {table}")}
+        whole.update({r: r for r in _scan(conn, f"SELECT {names} FROM {table} ORDER BY 1 DESC")})
+        return whole
+    rows: dict[int, tuple[Any, ...]] = {}
     for row in _scan(conn, f"SELECT rowid, {names} FROM {table} ORDER BY rowid"):
         rows[row[0]] = row[1:]
     low = max(rows, default=None)

@@ -8,13 +8,14 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 from agenvoy_cli.home.dbguard import open_guarded, wrap
 from agenvoy_cli.home.files import ensure_dir, open_regular
 from agenvoy_cli.home.marker import is_empty, note_created
 from agenvoy_cli.home.schema import FTS_TOKENIZE, MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["FTS_TOKENIZE", "MIGRATIONS", "SCHEMA_VERSION", "connect", "migrate",
+__all__ = ["FTS_TOKENIZE", "MIGRATIONS", "SCHEMA_VERSION", "connect", "is_empty", "migrate",
            "reclaim_space", "transaction", "user_version"]
 
 
@@ -27,7 +28,7 @@ _wrap = wrap  # the mapping lives in dbguard; old name kept for callers
 
 
 def user_version(conn: sqlite3.Connection) -> int:
-    return conn.execute("PRAGMA user_version").fetchone()[0]
+    return cast(int, conn.execute("PRAGMA user_version").fetchone()[0])  # sqlite3 rows are untyped
 
 
 def connect(path: Path, busy_timeout: float, *, readonly: bool = False,

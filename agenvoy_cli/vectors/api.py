@@ -41,6 +41,13 @@ from agenvoy_cli.vectors.messages import MessageIndex, message_index
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
+# The interface: what it re-exports from collection.py and guard.py, and its own functions.
+__all__ = ["BATCH", "ERRORS", "MESSAGES", "SYNC_THRESHOLD", "ChromaUnavailable", "Hit",
+           "IndexModelMismatch", "client", "collection_names", "drop_index", "embedder",
+           "embedder_spec", "forget_before", "forget_changed", "forget_session",
+           "index_exists", "message_id", "move_aside", "open_index", "read_generation",
+           "refresh_if_stale", "server_name", "wrap_embedder"]
+
 
 def open_index(store: Store, name: str, *, create: bool = True,
                metadata: dict[str, Any] | None = None) -> Any:
