@@ -38,7 +38,6 @@ BASELINE = {
     "agenvoy_cli/search/engine.py": 5,
     "agenvoy_cli/server/attribution_vectors.py": 1,
     "agenvoy_cli/server/history_watch.py": 2,
-    "agenvoy_cli/server/worker.py": 1,
     "agenvoy_cli/vectors/collection.py": 1,
     "agenvoy_cli/vectors/messages.py": 4,
 }
