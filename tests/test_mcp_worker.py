@@ -106,3 +106,36 @@ def test_shutdown_ends_indexing_without_a_traceback(
 
     asyncio.run(main())
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_query_embedding_goes_on_after_its_call_ran_out_of_time(home: Path, words) -> None:
+    """The call's time limit (AGENVOY_HTTP_TIMEOUT) may end while the heavy imports still hold
+    the store thread: the caller gets its timeout, and the query is still embedded (the work
+    goes on in the server, as test_mcp_http's time-limit test expects)."""
+    import anyio
+
+    app = warm_app(Layout(home), "s")
+    real_import = app.indexer.import_heavy
+    embedded: list[str] = []
+
+    def slow_import() -> None:
+        time.sleep(0.5)
+        real_import()
+
+    app.indexer.import_heavy = slow_import  # type: ignore[method-assign]
+    app.indexer.queries.embed_query = lambda text: embedded.append(text) or [0.0]
+
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            with anyio.fail_after(0.1):
+                await app.embed_query("where does he live", "semantic")
+        for _ in range(100):
+            if embedded:
+                break
+            await asyncio.sleep(0.05)
+
+    try:
+        asyncio.run(main())
+    finally:
+        app.stop()
+    assert embedded == ["where does he live"]

@@ -59,6 +59,7 @@ class App:
         self.idle = asyncio.Event()  # set while no tool call runs
         self.idle.set()
         self.calls = 0
+        self.embedding: set[asyncio.Future[None]] = set()  # query embeddings in progress
         self.timeout: float | None = None  # seconds per tool call (the HTTP server's limit)
         self.index = True  # False: another server (HTTP) indexes this home
         self.ctx = handlers.Context(store, bound, self._touched)
@@ -113,10 +114,17 @@ class App:
         if cache is None or mode == "keyword" or not isinstance(query, str) \
                 or not query.strip() or "\x00" in query:
             return
+        # a task of its own: a call that runs out of time leaves it to finish (the vector
+        # lands in the cache), as the embedding thread itself would
+        job = asyncio.ensure_future(self._embed_query(cache, query.strip()))
+        self.embedding.add(job)
+        job.add_done_callback(self.embedding.discard)
+        await asyncio.shield(job)
+
+    async def _embed_query(self, cache: Any, query: str) -> None:
         with contextlib.suppress(Exception):
             await self.thread.run(self.indexer.import_heavy)  # first: worker.import_heavy
-            await anyio.to_thread.run_sync(cache.embed_query, query.strip(),
-                                           abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(cache.embed_query, query, abandon_on_cancel=True)
 
     async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         names = await self.thread.run(handlers.summaries, self.store)
