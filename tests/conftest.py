@@ -12,6 +12,9 @@ from agenvoy_cli.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The helpers test modules share (tests/helpers/) get pytest's assert messages, as tests do.
+pytest.register_assert_rewrite("tests.helpers")
+
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.test_search import add, find
+from tests.helpers.search import add, find
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCABULARY = ROOT / "docs" / "json-vocabulary.md"
