@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.conftest import agenvoy
-from tests.conversation.test_append import snapshot
+from tests.helpers.home import snapshot
 from tests.test_concurrency import spawn
 
 ITERATIONS = int(os.environ.get("AGENVOY_CRASH_ITERATIONS", "30"))
