@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import agenvoy
 from tests.helpers.home import snapshot
-from tests.test_concurrency import spawn
+from tests.helpers.processes import spawn
 
 ITERATIONS = int(os.environ.get("AGENVOY_CRASH_ITERATIONS", "30"))
 
