@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import agenvoy
+from tests.helpers.schemas import validate
 from tests.mcp_client import TOOLS, HttpServer, connect, connect_http, text_of
 from tests.mcp_client import run_async as _run_async
-from tests.test_json_schemas import validate
 
 pytest.importorskip("mcp")
 
