@@ -97,8 +97,7 @@ def s_unsearchable(run, home, tmp_path, monkeypatch) -> dict:
 
 def s_warning(run, home, tmp_path, monkeypatch) -> dict:
     """An MCP tool's own warning: get_context over a damaged summary.json."""
-    from tests.mcp_client import connect
-    from tests.test_mcp import run_async
+    from tests.mcp_client import connect, run_async
 
     add(run, "s", "hello", "hi")
     (home / "sessions" / "s" / "summary.json").write_text("{not json")

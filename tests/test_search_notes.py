@@ -62,8 +62,7 @@ def test_unarchived_and_nothing_searchable(run, home):
 
 
 def test_mcp_search_returns_the_same_notes(home):
-    from tests.mcp_client import connect
-    from tests.test_mcp import run_async
+    from tests.mcp_client import connect, run_async
 
     batch = [{"role": "user", "content": "the Redis TTL expired"},
              {"role": "assistant", "content": "TTL of the cache is 60 s"}]
