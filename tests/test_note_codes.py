@@ -89,7 +89,7 @@ def s_unarchived(run, home, tmp_path, monkeypatch) -> dict:
 
 
 def s_unsearchable(run, home, tmp_path, monkeypatch) -> dict:
-    from tests.test_vectors_multiprocess import make_inconsistent
+    from tests.helpers.chroma import make_inconsistent
 
     make_inconsistent(home, run)
     return find(run, "s", "deploy", mode="semantic")
