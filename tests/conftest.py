@@ -12,6 +12,9 @@ from agenvoy_cli.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The helpers test modules share (tests/helpers/) get pytest's assert messages, as tests do.
+pytest.register_assert_rewrite("tests.helpers")
+
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -126,6 +129,18 @@ def embed_server(monkeypatch):
     server.shutdown()
 
 
-# The summarizer's stand-in LLM server lives in test_summarize.py (being edited elsewhere);
-# made a fixture of every test file here instead of imported by each one.
-from tests.test_summarize import llm  # noqa: E402, F401
+KEY = "sk-test-SECRET-0123456789"  # the API key the `llm` fixture sets
+
+
+@pytest.fixture
+def llm(monkeypatch: pytest.MonkeyPatch):
+    """The summarizer's stand-in LLM server (tests/llm_server.py), set as its endpoint."""
+    from tests.llm_server import FakeLLM
+
+    with FakeLLM() as server:
+        monkeypatch.setenv("AGENVOY_LLM_BASE_URL", server.url)
+        monkeypatch.setenv("AGENVOY_LLM_MODEL", "test-model")
+        monkeypatch.setenv("AGENVOY_LLM_API_KEY", KEY)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+        yield server

@@ -1,7 +1,8 @@
 """Talk to `agenvoy mcp` the way an agent host does: the official SDK's stdio client.
 
-Shared by tests/test_mcp.py and bench/mcp.py. Every wait is bounded by the caller's
-anyio.fail_after; the server is a real subprocess on a real home.
+Shared by the MCP tests (tests/test_mcp*.py and the notes tests) and bench/mcp.py. Every wait
+is bounded by the caller's anyio.fail_after (run_async: BOUND unless told); the server is a
+real subprocess on a real home.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
+BOUND = 90  # seconds: a whole test, model load included, on a busy 2-core machine
 
 
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -179,7 +181,7 @@ FILLER = [("user", f"Filler question number {n} about nothing in particular.") i
           for n in range(20)]
 
 
-def run_async(body: Any, bound: float) -> Any:
+def run_async(body: Any, bound: float = BOUND) -> Any:
     async def bounded() -> Any:
         with anyio.fail_after(bound):
             return await body()

@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 from tests.agenvoy_sim import GoAgent, extract_content, header
+from tests.helpers.home import write_history
 
 SID = "s"
 TOKEN = re.compile(r"\btok\d+\b")
@@ -47,12 +48,6 @@ def tool_exchange(n: int) -> list[dict[str, Any]]:
 
 def history(home: Path, sid: str = SID) -> list[dict[str, Any]]:
     return orjson.loads((home / "sessions" / sid / "history.json").read_bytes())
-
-
-def write_history(home: Path, messages: list[dict[str, Any]], sid: str = SID) -> None:
-    """As a person with an editor saves it (pretty-printed)."""
-    path = home / "sessions" / sid / "history.json"
-    path.write_bytes(orjson.dumps(messages, option=orjson.OPT_INDENT_2))
 
 
 def archive(home: Path, sid: str = SID) -> list[tuple[str, str]]:

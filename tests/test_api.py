@@ -185,7 +185,7 @@ def test_backfill_through_the_api(home):
     Memory stays a normal one afterwards (backfill of every session may start a new
     archive; a later call may not)."""
     from agenvoy_cli import Memory
-    from tests.test_agent_traffic import write_history
+    from tests.helpers.home import write_history
 
     (home / "sessions" / "agenvoy-made").mkdir(parents=True)
     write_history(home, [{"role": "user", "content": f"deploy step {i}"} for i in range(5)],

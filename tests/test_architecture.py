@@ -174,6 +174,61 @@ def test_the_walk_sees_type_checking_and_function_imports(tmp_path: Path) -> Non
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a -> b -> c -> a"]
 
 
+TESTS = PACKAGE.parent / "tests"
+
+
+def _test_modules_imported(source: str, package: str) -> list[str]:
+    """Every test module (a `test_*` module under tests/) that `source`, a module of `package`,
+    imports: at the top or inside a function, absolutely or relatively."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")
+                module = ".".join([*base[: len(base) - (node.level - 1)], module]).strip(".")
+            names = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found += [name for name in names if name.split(".")[0] == "tests"
+                  and any(part.startswith("test_") for part in name.split(".")[1:])]
+    return sorted(set(found))
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    """Issue #29: what several test modules share lives in tests/conftest.py (fixtures) or a
+    helper module (tests/helpers/, tests/mcp_client.py, ...), never in a test module another
+    one imports; so no fixture is imported and then shadowed by a parameter (ruff's F811,
+    silenced by a noqa)."""
+    imports, shadowed = {}, []
+    for path in sorted(TESTS.rglob("*.py")):
+        rel = path.relative_to(TESTS.parent)
+        text = path.read_text("utf-8")
+        found = _test_modules_imported(text, ".".join(rel.parent.parts))
+        if found:
+            imports[rel.as_posix()] = found
+        if "noqa: " + "F811" in text:
+            shadowed.append(rel.as_posix())
+    assert not imports, f"test modules imported by other modules: {imports}"
+    assert not shadowed, f"imports shadowed by fixture parameters: {shadowed}"
+
+
+def test_the_test_import_walk_sees_every_form() -> None:
+    source = ("from tests.test_search import add\n"
+              "def f():\n    import tests.rag.test_rag\n"
+              "from tests import test_mcp\n"
+              "from .test_append import snapshot\n"
+              "from .. import test_cli\n"
+              "from tests.helpers.search import find\n"
+              "from tests.conftest import ROOT\n")
+    assert _test_modules_imported(source, "tests.conversation") == [
+        "tests.conversation.test_append", "tests.conversation.test_append.snapshot",
+        "tests.rag.test_rag", "tests.test_cli", "tests.test_mcp", "tests.test_search",
+        "tests.test_search.add"]
+
+
 def test_rooms_of_one_job() -> None:
     big = {}
     for path in PACKAGE.rglob("*.py"):

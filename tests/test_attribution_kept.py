@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_search import add, find, vector_ids
+from tests.helpers.search import add, find, vector_ids
 
 FACTS = [("Where does your sister live these days?", "In Lisbon, near the old harbour."),
          ("And your brother?", "He moved to Oslo for a job in shipping."),
@@ -20,14 +20,14 @@ def _session(run) -> None:
     add(run, "s", *turns)
 
 
-def _search(run, words, query: str = "Lisbon harbour sister") -> list[str]:  # noqa: F811
+def _search(run, words, query: str = "Lisbon harbour sister") -> list[str]:
     words.texts.clear()
     doc = find(run, "s", query, mode="semantic", extra=("--budget", "60"))
     assert doc["results"], doc
     return list(words.texts)
 
 
-def test_second_search_embeds_nothing_but_the_query(run, home, words):  # noqa: F811
+def test_second_search_embeds_nothing_but_the_query(run, home, words):
     _session(run)
     first = _search(run, words)
     assert first, "the first search embeds the session and the attribution texts"
@@ -37,7 +37,7 @@ def test_second_search_embeds_nothing_but_the_query(run, home, words):  # noqa: 
     assert _search(run, words) == []
 
 
-def test_kept_vectors_follow_the_message_vectors(run, home, words):  # noqa: F811
+def test_kept_vectors_follow_the_message_vectors(run, home, words):
     _session(run)
     _search(run, words)
     assert _search(run, words) == []

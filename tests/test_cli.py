@@ -16,7 +16,7 @@ from agenvoy_cli import __version__
 from agenvoy_cli.cli import COMMANDS, cli
 from agenvoy_cli.errors import EXIT_CODES
 from tests.conftest import ROOT, agenvoy
-from tests.test_concurrency import spawn
+from tests.helpers.processes import spawn
 
 
 def all_commands() -> list[tuple[str, click.Command]]:

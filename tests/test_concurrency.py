@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 import orjson
 
-from tests.conftest import ROOT, agenvoy
-
-
-def spawn(*args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tests.workers", *args], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, **(env or {})})
+from tests.conftest import agenvoy
+from tests.helpers.processes import spawn
 
 
 def archived(home: Path) -> Counter:

@@ -12,7 +12,7 @@ import pytest
 
 from tests import words_embedder
 from tests.conftest import ROOT
-from tests.conversation.test_append import history, snapshot
+from tests.helpers.home import history, snapshot
 
 
 def seed(run, sid: str = "s", n: int = 6) -> None:

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agenvoy_cli.cli import cli
-from tests.conversation.test_append import snapshot
+from tests.helpers.home import snapshot
 
 DOCUMENTED = {0, 1, 2, 3, 4, 75}
 FUZZ = settings(max_examples=int(os.environ.get("AGENVOY_FUZZ_EXAMPLES", "40")), deadline=None,

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from tests.conftest import ROOT, agenvoy
-from tests.conversation.test_append import snapshot
+from tests.helpers.home import snapshot
 
 ONE_LINE = "agenvoy: "
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_search import add, compacted, contents, find
+from tests.helpers.search import add, compacted, contents, find
 
 
 def codes(doc: dict) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from tests.test_summarize import build, one, session, summary
+from tests.helpers.summaries import build, one, session, summary
 
 
 def test_summarizer_retries_a_rate_limit_after_retry_after(run, home, llm):

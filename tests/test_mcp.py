@@ -21,16 +21,20 @@ import anyio
 import pytest
 
 from tests.conftest import agenvoy
-from tests.mcp_client import FILLER, TOOLS, TOPICS, RawServer, connect, db_rows, messages, text_of
-from tests.mcp_client import run_async as _run_async
+from tests.mcp_client import (
+    BOUND,
+    FILLER,
+    TOOLS,
+    TOPICS,
+    RawServer,
+    connect,
+    db_rows,
+    messages,
+    run_async,
+    text_of,
+)
 
 pytest.importorskip("mcp")
-
-BOUND = 90  # seconds: a whole test, model load included, on a busy 2-core machine
-
-
-def run_async(body: Any, bound: float = BOUND) -> Any:
-    return _run_async(body, bound)
 
 
 def tree_digest(home: Path) -> str:

@@ -14,13 +14,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import agenvoy
-from tests.mcp_client import TOOLS, HttpServer, connect, connect_http, text_of
-from tests.mcp_client import run_async as _run_async
-from tests.test_json_schemas import validate
+from tests.helpers.schemas import validate
+from tests.mcp_client import BOUND, TOOLS, HttpServer, connect, connect_http, run_async, text_of
 
 pytest.importorskip("mcp")
 
-BOUND = 90
 CHAT = {"mode": ("string", ["list", "read", "search"], "list"),
         "task_id": ("string", None, None),
         "keyword": ("string", None, None),
@@ -38,10 +36,6 @@ ERROR = {"mode": ("string", ["search", "read", "write"], "search"),
          "action": ("string", None, None),
          "outcome": ("string", ["resolved", "failed", "abandoned"], None)}
 TASK = "0b6f3c1e-5d2a-4f7e-9c1a-2b3c4d5e6f70"
-
-
-def run_async(body: Any, bound: float = BOUND) -> Any:
-    return _run_async(body, bound)
 
 
 def shape(schema: dict[str, Any]) -> dict[str, tuple[Any, ...]]:

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import agenvoy
-from tests.mcp_client import connect
-from tests.test_json_schemas import validate
-from tests.test_mcp import run_async
+from tests.helpers.schemas import validate
+from tests.mcp_client import connect, run_async
 
 # tool -> the CLI command whose schema its structured content follows
 SCHEMA_OF = {"append_messages": "append", "get_context": "context",

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.test_search import add, find
+from tests.helpers.search import add, find
 
 ROOT = Path(__file__).resolve().parent.parent
 VOCABULARY = ROOT / "docs" / "json-vocabulary.md"
@@ -89,7 +89,7 @@ def s_unarchived(run, home, tmp_path, monkeypatch) -> dict:
 
 
 def s_unsearchable(run, home, tmp_path, monkeypatch) -> dict:
-    from tests.test_vectors_multiprocess import make_inconsistent
+    from tests.helpers.chroma import make_inconsistent
 
     make_inconsistent(home, run)
     return find(run, "s", "deploy", mode="semantic")
@@ -97,8 +97,7 @@ def s_unsearchable(run, home, tmp_path, monkeypatch) -> dict:
 
 def s_warning(run, home, tmp_path, monkeypatch) -> dict:
     """An MCP tool's own warning: get_context over a damaged summary.json."""
-    from tests.mcp_client import connect
-    from tests.test_mcp import run_async
+    from tests.mcp_client import connect, run_async
 
     add(run, "s", "hello", "hi")
     (home / "sessions" / "s" / "summary.json").write_text("{not json")

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.test_summarize import build
+from tests.helpers.summaries import build
 
 READABLE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 

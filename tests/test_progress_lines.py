@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 from agenvoy_cli.output import progress_line
-from tests.test_search import add
+from tests.helpers.search import add
 
 
-def test_backfill_vectors_progress_in_messages(run, home, words, monkeypatch):  # noqa: F811
+def test_backfill_vectors_progress_in_messages(run, home, words, monkeypatch):
     for sid in ("a", "b", "c"):
         add(run, sid, *[f"{sid} message {i}" for i in range(30)])
     monkeypatch.setenv("AGENVOY_PROGRESS_SECONDS", "0")  # a line after every batch

@@ -8,7 +8,7 @@ import json
 import orjson
 
 from tests.conftest import agenvoy
-from tests.test_search import add, find
+from tests.helpers.search import add, find
 
 
 def codes(doc: dict) -> list[str]:
@@ -19,7 +19,7 @@ def _many(run, n: int = 40) -> None:
     add(run, "s", *[f"message {i} about topic{i % 7} and more words" for i in range(n)])
 
 
-def test_everything_in_the_context_window(run, home, words):  # noqa: F811
+def test_everything_in_the_context_window(run, home, words):
     add(run, "s", "only one message")
     for mode in ("semantic", "hybrid"):
         doc = find(run, "s", "message", mode=mode)
@@ -30,7 +30,7 @@ def test_everything_in_the_context_window(run, home, words):  # noqa: F811
     assert "context window" not in text.stderr  # said once, where the results would be
 
 
-def test_nothing_related_closely_enough(run, home, words, monkeypatch):  # noqa: F811
+def test_nothing_related_closely_enough(run, home, words, monkeypatch):
     _many(run)
     monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", "2")  # no message clears it
     doc = find(run, "s", "topic3", mode="semantic")
@@ -38,7 +38,7 @@ def test_nothing_related_closely_enough(run, home, words, monkeypatch):  # noqa:
     assert run("search", "s", "topic3").stdout.startswith("no message is related closely")
 
 
-def test_unindexed_and_budget_spent(run, home, words):  # noqa: F811
+def test_unindexed_and_budget_spent(run, home, words):
     _many(run)
     doc = find(run, "s", "topic3", mode="semantic", extra=("--budget", "0"))
     assert codes(doc) == ["unindexed"] and doc["unindexed_count"] == 40
@@ -62,8 +62,7 @@ def test_unarchived_and_nothing_searchable(run, home):
 
 
 def test_mcp_search_returns_the_same_notes(home):
-    from tests.mcp_client import connect
-    from tests.test_mcp import run_async
+    from tests.mcp_client import connect, run_async
 
     batch = [{"role": "user", "content": "the Redis TTL expired"},
              {"role": "assistant", "content": "TTL of the cache is 60 s"}]

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -18,22 +18,9 @@ import pytest
 from agenvoy_cli.conversation.messages import Message
 from agenvoy_cli.conversation.summarizer import chunk_messages, enforce_limits
 from agenvoy_cli.conversation.summary import parse_summary_reply
-from tests.conftest import ROOT
-from tests.llm_server import FakeLLM, merged_summary, wrap
-
-KEY = "sk-test-SECRET-0123456789"
-T0 = datetime(2024, 5, 1, 10, 0, 0)
-
-
-@pytest.fixture
-def llm(monkeypatch: pytest.MonkeyPatch):
-    with FakeLLM() as server:
-        monkeypatch.setenv("AGENVOY_LLM_BASE_URL", server.url)
-        monkeypatch.setenv("AGENVOY_LLM_MODEL", "test-model")
-        monkeypatch.setenv("AGENVOY_LLM_API_KEY", KEY)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-        yield server
+from tests.conftest import KEY, ROOT
+from tests.helpers.summaries import build, one, session, stamp, summary
+from tests.llm_server import merged_summary, wrap
 
 
 def rfc3339(local: str) -> str:
@@ -43,36 +30,6 @@ def rfc3339(local: str) -> str:
 
 def at_ns(local: str) -> int:
     return int(datetime.strptime(local, "%Y-%m-%d %H:%M:%S").timestamp()) * 10**9
-
-
-def stamp(i: int) -> str:
-    return (T0 + timedelta(minutes=i)).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def build(run, sid: str, count: int, first: int = 0, first_role: str = "user") -> None:
-    """`count` alternating messages one minute apart: one `agenvoy append --time` each, or,
-    for long sessions (an append costs two fsyncs), one batch whose messages carry their
-    own upstream-style time header."""
-    other = "assistant" if first_role == "user" else "user"
-    roles = [first_role if (i - first) % 2 == 0 else other for i in range(first, first + count)]
-    if count < 10:
-        for i, role in zip(range(first, first + count), roles):
-            res = run("append", sid, "--role", role, "--content", f"{sid} message {i}",
-                      "--time", stamp(i))
-            assert res.exit_code == 0, res.stderr
-        return
-    batch = [{"role": role, "content": f"---\n當前時間: {stamp(i)}\n---\n{sid} message {i}"}
-             for i, role in zip(range(first, first + count), roles)]
-    res = run("append", sid, "--messages", "-", input=orjson.dumps(batch))
-    assert res.exit_code == 0, res.stderr
-
-
-def session(home: Path, sid: str = "s") -> Path:
-    return home / "sessions" / sid
-
-
-def summary(home: Path, sid: str = "s") -> dict:
-    return orjson.loads((session(home, sid) / "summary.json").read_bytes())
 
 
 def cursor(home: Path, sid: str = "s") -> dict:
@@ -96,11 +53,6 @@ def snapshot(home: Path) -> dict[str, str]:
     return {str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(home.rglob("*"))
             if p.is_file() and not p.name.endswith(("-wal", "-shm"))}
-
-
-def one(res) -> dict:
-    [doc] = res.json()["sessions"]
-    return doc
 
 
 # -- what is sent, chunking, cursor ------------------------------------------------------------

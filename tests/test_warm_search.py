@@ -86,7 +86,7 @@ def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words
     from agenvoy_cli.search.engine import search
     from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors import range_query
-    from tests.test_vectors_multiprocess import make_inconsistent
+    from tests.helpers.chroma import make_inconsistent
 
     make_inconsistent(home, run)  # ends as a new process would start
     store = warm_store(home)

@@ -2,33 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
-from pathlib import Path
-
 import orjson
 import pytest
 
 from tests.conftest import agenvoy
-
-
-def history(home: Path, sid: str = "s") -> list[dict]:
-    return orjson.loads((home / "sessions" / sid / "history.json").read_bytes())
-
-
-def rows(home: Path, sid: str = "s") -> list[tuple]:
-    with sqlite3.connect(home / ".store" / "history.db") as conn:
-        return conn.execute("SELECT seq, send_at, role, content FROM messages WHERE session_id=?"
-                            " ORDER BY seq", (sid,)).fetchall()
-
-
-def snapshot(home: Path) -> dict[str, str]:
-    """Every file of the home with a content hash: 'nothing changed' means this is equal."""
-    out = {}
-    for path in sorted(home.rglob("*")):
-        if path.is_file() and not path.name.endswith(("-wal", "-shm")):
-            out[str(path.relative_to(home))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+from tests.helpers.home import history, rows, snapshot
 
 
 def test_append_writes_history_and_sqlite_with_header(run, home):

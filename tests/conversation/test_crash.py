@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from tests.conftest import agenvoy
-from tests.conversation.test_append import snapshot
-from tests.test_concurrency import spawn
+from tests.helpers.home import snapshot
+from tests.helpers.processes import spawn
 
 ITERATIONS = int(os.environ.get("AGENVOY_CRASH_ITERATIONS", "30"))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conversation.test_append import history, rows, snapshot
+from tests.helpers.home import history, rows, snapshot
 
 
 def fill(run, sid: str, pairs: int, size: int = 200, start_hour: int = 0) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from tests import words_embedder
 from tests.conftest import ROOT, agenvoy
+from tests.helpers.rag import find, ok
 from tests.words_embedder import WordsEmbedder
 
 CORPUS = ROOT / "tests" / "data" / "rag"
@@ -28,17 +29,6 @@ def corpus(tmp_path) -> Path:
     dest = tmp_path / "corpus"
     shutil.copytree(CORPUS, dest)
     return dest
-
-
-def ok(res):
-    assert res.exit_code == 0, (res.exit_code, res.stdout, res.stderr)
-    return res.json() if res.stdout.lstrip().startswith(("{", "[")) else res
-
-
-def find(run, name, query, mode="keyword", limit="10"):
-    args = ["rag", "search", *(["--all"] if name is None else [name]), query,
-            "--mode", mode, "--limit", limit, "--json"]
-    return ok(run(*args))
 
 
 def names(doc) -> list[str]:

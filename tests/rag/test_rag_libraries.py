@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.rag.test_rag import ok
+from tests.helpers.rag import ok
 
 # A pattern corpus: each line is a gitignore pattern (<sp> is a space); the hand-written matcher got
 # `[]a]`, `x[/]y`, the trailing backslash and `[[:digit:]]` wrong.

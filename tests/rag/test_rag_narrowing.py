@@ -7,8 +7,8 @@ import sqlite3
 from pathlib import Path
 
 from tests.conftest import vm_steps
+from tests.helpers.rag import find, ok
 from tests.old_schemas import V10_RAG_FTS
-from tests.rag.test_rag import find, ok
 
 # The reference: the ranking before migration 011 (one tokens-only index, filtered after
 # MATCH), rebuilt beside the real index from the same rows (in a copy of the home's file).
