@@ -2,7 +2,9 @@
 
 Every writer of history.json records here (table session_stats) what `session list` shows:
 message count, size, last message time, with the file's identity (inode, size, mtime) and
-the session folder's mtime, which the writer first sets itself to the nanosecond (now). Any
+the session folder's mtime, which the writer first sets itself to the nanosecond (now). The
+row is the one record of the history.json we last wrote or aligned: an append whose file
+still has that identity skips reading it (fingerprint; #29). Any
 later create, rename or removal in the folder (Agenvoy writes history.json and summary.json
 as a temp file renamed into place, as we do) sets the kernel's own, coarser time instead:
 while the folder's mtime is still ours the row is trusted with one stat. Otherwise each
@@ -95,6 +97,16 @@ def write_stats(conn: sqlite3.Connection, session_id: str, path: Path, count: in
                   folder_ns))
     if new_folder is not None:  # a folder our append created: sessions/ marked
         session_marks.record_new_folder(conn, new_folder)
+
+
+def fingerprint(conn: sqlite3.Connection, session_id: str
+                ) -> tuple[int, int, int, int] | None:
+    """(inode, size, mtime_ns, messages) of the history.json we last wrote or aligned, all
+    of its messages archived then: a file with this identity needs no reading. None: no row,
+    or one that vouches for no file."""
+    row = conn.execute("SELECT hist_ino, bytes, hist_mtime_ns, messages FROM session_stats "
+                       "WHERE session_id = ?", (session_id,)).fetchone()
+    return row if row and row[0] is not None and row[2] is not None else None
 
 
 def drop(conn: sqlite3.Connection, session_id: str) -> None:

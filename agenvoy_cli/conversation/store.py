@@ -247,11 +247,11 @@ class Store:
 
     def _history_for_append(self, conn: sqlite3.Connection, session_id: str,
                             rows: archive.SessionRows) -> tuple[History, int]:
-        """history.json and its message count. When the file is exactly the one our last
-        append wrote (same inode, size and mtime, recorded with the rows), it is neither read
-        nor parsed (messages=[]): the cost of an append must not grow with the history."""
+        """history.json and its message count. When the file is exactly the one we last
+        wrote or aligned (same inode, size and mtime as its session_stats row), it is neither
+        read nor parsed (messages=[]): the cost of an append must not grow with the history."""
         path = self.layout.history(session_id)
-        known = archive.fingerprint(conn, session_id)
+        known = sessions.fingerprint(conn, session_id)
         if known is not None:
             try:
                 stat = path.stat()
@@ -274,7 +274,6 @@ class Store:
                                self._fallback_ns(history))
                 if start != (rows.start_seq or 0):
                     archive.set_start(conn, session_id, start)
-                archive.set_fingerprint(conn, session_id, history.path.stat(), count)
                 sessions.write_stats(conn, session_id, history.path, count, start, new_folder)
         except BaseException:
             if previous is None:
