@@ -83,18 +83,24 @@ def expected(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
 
 
 def write_stats(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
-           start_seq: int, new_folder: session_marks.NewFolder | None = None) -> None:
+           start_seq: int, new_folder: session_marks.NewFolder | None = None, *,
+           size: int | None = None) -> None:
     """After a write of history.json (or a sync that read it whole): its row, current. The
     folder is marked first: a change after it shows, whatever the stat below saw. new_folder:
-    the mark session_marks.make_folder set when this write created the folder."""
+    the mark session_marks.make_folder set when this write created the folder. size: the
+    bytes the caller wrote or read; a file of another size now was replaced by someone else
+    in between (Agenvoy takes no lock of ours), and the row gets no identity and no folder
+    mark, so neither the next append nor `session list` trusts the count it holds."""
     known = conn.execute("SELECT summary, sum_size, sum_mtime_ns, dir_mtime_ns "
                          "FROM session_stats WHERE session_id = ?", (session_id,)).fetchone()
-    folder_ns = mark_folder(path.parent, known[3] if known else None)
+    folder_ns: int | None = mark_folder(path.parent, known[3] if known else None)
     summary = _summary_state(path.with_name("summary.json"), known[:3] if known else None)
+    row = expected(conn, session_id, path, count, start_seq)
+    if size is not None and row[3] is not None and row[1] != size:
+        row, folder_ns = (*row[:3], None, None), None
     conn.execute(f"INSERT OR REPLACE INTO session_stats (session_id, {_COLUMNS}) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (session_id, *expected(conn, session_id, path, count, start_seq), *summary,
-                  folder_ns))
+                 (session_id, *row, *summary, folder_ns))
     if new_folder is not None:  # a folder our append created: sessions/ marked
         session_marks.record_new_folder(conn, new_folder)
 

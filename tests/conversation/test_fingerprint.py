@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from agenvoy_cli.conversation import store
+from agenvoy_cli.conversation import sessions, store
 
 
 def append(run, sid: str, *contents: str) -> None:
@@ -103,6 +103,35 @@ def test_a_file_agenvoy_rewrote_is_read(run, home, parses):
     assert parses == ["alpha"]
     assert len(archived(home, "alpha")) == 4 == on_disk(home, "alpha")[0]
     assert listed(run)["alpha"] == on_disk(home, "alpha")
+
+
+def test_a_file_replaced_while_the_row_is_written_is_not_vouched_for(run, home, parses,
+                                                                        monkeypatch):
+    """Agenvoy takes no lock of ours: a history.json it replaces between our read and the
+    row's stat must not get the count of the file we read (the append would skip reading
+    it and never archive what Agenvoy added; the listing would show the old count)."""
+    append(run, "alpha", "one", "two")
+    real = sessions.mark_folder
+    raced: list[int] = []
+
+    def racing(folder, mark=None):
+        if not raced:
+            raced.append(1)
+            agenvoy_adds(home, "alpha", "in between")
+        return real(folder, mark)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sessions, "mark_folder", racing)
+        assert run("backfill", "alpha").exit_code == 0
+    assert raced
+    assert listed(run)["alpha"] == on_disk(home, "alpha") and on_disk(home, "alpha")[0] == 3
+    parses.clear()
+    append(run, "alpha", "three")
+    assert parses == ["alpha"]
+    assert len(archived(home, "alpha")) == 4 == on_disk(home, "alpha")[0]
+    parses.clear()
+    append(run, "alpha", "four")
+    assert parses == []  # our own write vouches again
 
 
 def test_the_indexer_sees_every_session_grow(run, home):
