@@ -1,6 +1,7 @@
 """Issue #29: the identity of the history.json we last wrote or aligned is kept once, in the
 session's session_stats row. The append skips reading a file that still has it, `session
-list` trusts the row while it holds."""
+list` trusts the row while it holds, and a home of the older layout (session_meta.hist_*
+beside the row) migrates without losing either."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import orjson
 import pytest
 
 from agenvoy_cli.conversation import sessions, store
+from tests.old_schemas import V14_FINGERPRINT_TWICE
 
 
 def append(run, sid: str, *contents: str) -> None:
@@ -65,6 +67,20 @@ def parses(monkeypatch) -> list[str]:
 
 def db(home: Path) -> sqlite3.Connection:
     return sqlite3.connect(home / ".store" / "history.db")
+
+
+def identity(home: Path, sid: str) -> tuple[int, int, int]:
+    st = (home / "sessions" / sid / "history.json").stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def old_release_skips(home: Path, sid: str) -> bool:
+    """Would a release before migration 015 skip reading this history.json (its check:
+    session_meta.hist_* equal to the file's inode, size and mtime)?"""
+    with db(home) as conn:
+        row = conn.execute("SELECT hist_ino, hist_size, hist_mtime_ns FROM session_meta "
+                           "WHERE session_id = ?", (sid,)).fetchone()
+    return row is not None and row[0] is not None and tuple(row) == identity(home, sid)
 
 
 def archived(home: Path, sid: str) -> list[str]:
@@ -132,6 +148,55 @@ def test_a_file_replaced_while_the_row_is_written_is_not_vouched_for(run, home, 
     parses.clear()
     append(run, "alpha", "four")
     assert parses == []  # our own write vouches again
+
+
+def test_a_home_of_the_older_layout_keeps_its_fast_path_and_listing(run, home, parses):
+    """Schema 14: session_meta.hist_* (the last append's file) beside session_stats. alpha's
+    last write was an append (both agree); beta's a backfill of what Agenvoy wrote (only the
+    row describes the file); gamma was made by a release before migration 007 (no row)."""
+    from agenvoy_cli.home.schema import SCHEMA_VERSION
+
+    append(run, "alpha", "one", "two")
+    append(run, "beta", "uno")
+    append(run, "gamma", "eins", "zwei", "drei")
+    beta_before = identity(home, "beta")
+    agenvoy_adds(home, "beta", "dos")
+    assert run("backfill", "beta").exit_code == 0
+    with db(home) as conn:
+        conn.execute("INSERT INTO session_meta (session_id, hist_ino, hist_size, hist_mtime_ns, "
+                     "hist_count) VALUES ('beta', ?, ?, ?, 1) ON CONFLICT(session_id) DO UPDATE "
+                     "SET hist_ino = excluded.hist_ino, hist_size = excluded.hist_size, "
+                     "hist_mtime_ns = excluded.hist_mtime_ns, hist_count = 1", beta_before)
+        conn.executescript(V14_FINGERPRINT_TWICE)
+        conn.execute("DELETE FROM session_stats WHERE session_id = 'gamma'")
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 14
+    assert old_release_skips(home, "alpha") and old_release_skips(home, "gamma")
+    assert not old_release_skips(home, "beta")
+
+    got = listed(run)  # migrates first (under the write lock)
+    assert got == {sid: on_disk(home, sid) for sid in ("alpha", "beta", "gamma")}
+    with db(home) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT count(*) FROM session_meta WHERE hist_ino IS NOT NULL "
+                            "OR hist_count IS NOT NULL").fetchone()[0] == 0
+        stats = {r[0]: r[1:] for r in conn.execute(
+            "SELECT session_id, hist_ino, bytes, hist_mtime_ns, messages FROM session_stats")}
+    for sid in ("alpha", "beta", "gamma"):
+        assert stats[sid] == (*identity(home, sid), on_disk(home, sid)[0])
+    parses.clear()
+    for sid in ("alpha", "beta", "gamma"):
+        append(run, sid, "more")
+    assert parses == []  # beta: the older layout's hist_* were stale and would have read it
+    assert listed(run) == {sid: on_disk(home, sid) for sid in ("alpha", "beta", "gamma")}
+    for sid in ("alpha", "beta", "gamma"):
+        assert len(archived(home, sid)) == on_disk(home, sid)[0]
+        assert not old_release_skips(home, sid)  # an older release reads the file we wrote
+    # and the row still gives way to Agenvoy's writes after the migration
+    agenvoy_adds(home, "gamma", "vier")
+    assert listed(run)["gamma"] == on_disk(home, "gamma")
+    append(run, "gamma", "fünf")
+    assert parses == ["gamma"]
+    assert len(archived(home, "gamma")) == on_disk(home, "gamma")[0] == 6
 
 
 def test_the_indexer_sees_every_session_grow(run, home):
