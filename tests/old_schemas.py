@@ -38,3 +38,15 @@ INSERT INTO rag_chunks_fts(rag_chunks_fts) VALUES ('rebuild');
 PRAGMA user_version = 10;
 DELETE FROM agenvoy_migrations WHERE name = '011_db_in_rag_fts';
 """
+
+# the history.json fingerprint as releases before migration 015 kept it: in session_meta's
+# hist_* (what the last append wrote) besides the session_stats row; run it after setting the
+# hist_* a test wants (NULL ones are taken from the row, as that append would have written)
+V14_FINGERPRINT_TWICE = """
+INSERT OR IGNORE INTO session_meta (session_id) SELECT session_id FROM session_stats;
+UPDATE session_meta SET (hist_ino, hist_size, hist_mtime_ns, hist_count) = (
+    SELECT t.hist_ino, t.bytes, t.hist_mtime_ns, t.messages FROM session_stats t
+    WHERE t.session_id = session_meta.session_id) WHERE hist_ino IS NULL;
+PRAGMA user_version = 14;
+DELETE FROM agenvoy_migrations WHERE name = '015_one_fingerprint';
+"""

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from agenvoy_cli.conversation import archive, identity
+from agenvoy_cli.conversation import archive, identity, sessions
 from agenvoy_cli.conversation.dress import is_record, record_key, redressed_key, time_ns
 from agenvoy_cli.conversation.identity import Candidate, Plan
 from agenvoy_cli.conversation.messages import (
@@ -167,9 +167,9 @@ def rederive(conn: sqlite3.Connection, session_id: str) -> int:
 
 def unchanged_places(conn: sqlite3.Connection, session_id: str, path: Any,
                      count: int) -> list[tuple[int, int]] | None:
-    """(seq, send_at) of history.json's messages when the file is the one our last append
-    wrote and nobody added rows since: its live rows, in order, with no matching at all."""
-    known = archive.fingerprint(conn, session_id)
+    """(seq, send_at) of history.json's messages when the file is the one we last wrote or
+    aligned and nobody added rows since: its live rows, in order, with no matching at all."""
+    known = sessions.fingerprint(conn, session_id)
     try:
         stat = path.stat()
     except OSError:

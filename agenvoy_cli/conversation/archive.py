@@ -49,9 +49,12 @@ def session_rows(conn: sqlite3.Connection, session_id: str) -> SessionRows:
 
 
 def next_seqs(conn: sqlite3.Connection) -> dict[str, int]:
-    """Every session with a session_meta row -> its next seq (index lookups per session):
-    what the server's indexer compares between looks to see which sessions grew."""
-    ids = [r[0] for r in conn.execute("SELECT session_id FROM session_meta")]
+    """Every session with a session_meta row (a trim point) or a session_stats row (every
+    writer of history.json keeps one: conversation/sessions.py) -> its next seq (index
+    lookups per session): what the server's indexer compares between looks to see which
+    sessions grew. (Until #29 the append's fingerprint gave every session a session_meta row.)"""
+    ids = [r[0] for r in conn.execute("SELECT session_id FROM session_meta UNION "
+                                      "SELECT session_id FROM session_stats")]
     return {sid: session_rows(conn, sid).next_seq for sid in ids}
 
 
@@ -216,22 +219,6 @@ def set_start(conn: sqlite3.Connection, session_id: str, start_seq: int) -> int:
     conn.execute("UPDATE messages SET gone = 1 WHERE session_id = ? AND seq < ? AND gone = 0",
                  (session_id, start_seq))
     return start_at
-
-
-def fingerprint(conn: sqlite3.Connection, session_id: str) -> tuple[int, int, int, int] | None:
-    """(inode, size, mtime_ns, messages) of the history.json our last append wrote."""
-    row = conn.execute("SELECT hist_ino, hist_size, hist_mtime_ns, hist_count FROM session_meta"
-                       " WHERE session_id = ?", (session_id,)).fetchone()
-    return row if row and row[0] is not None else None
-
-
-def set_fingerprint(conn: sqlite3.Connection, session_id: str, stat: Any, count: int) -> None:
-    conn.execute(
-        "INSERT INTO session_meta (session_id, hist_ino, hist_size, hist_mtime_ns, hist_count) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
-        "hist_ino = excluded.hist_ino, hist_size = excluded.hist_size, "
-        "hist_mtime_ns = excluded.hist_mtime_ns, hist_count = excluded.hist_count",
-        (session_id, stat.st_ino, stat.st_size, stat.st_mtime_ns, count))
 
 
 def rows_from(conn: sqlite3.Connection, session_id: str, lo: int = 0,

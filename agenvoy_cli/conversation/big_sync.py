@@ -131,5 +131,6 @@ def sync_big(conn: sqlite3.Connection, session_id: str, history: History,
     start = seqs[0] if len(seqs) else archive.session_rows(conn, session_id).next_seq
     if start != (rows.start_seq or 0) and (len(seqs) or rows.has_rows):
         archive.set_start(conn, session_id, start)
-    sessions.write_stats(conn, session_id, history.path, len(messages), start)
+    sessions.write_stats(conn, session_id, history.path, len(messages), start,
+                         size=history.size)
     return BigSync(start, inserted, seqs, edited, left, changed, renumbered)

@@ -117,5 +117,6 @@ def drop_oldest(store: Archive, session_id: str, cut: int, note: str = "",
     data = dump_history(list(history.messages[cut:]))  # what is kept fits the limit
     write_history(history.path, data)
     with store.transaction() as conn:
-        sessions.write_stats(conn, session_id, history.path, count - cut, new_start)
+        sessions.write_stats(conn, session_id, history.path, count - cut, new_start,
+                             size=len(data))
     return Compaction(session_id, cut, count - cut, size, len(data), start_at, new_start, note)

@@ -2,7 +2,9 @@
 
 Every writer of history.json records here (table session_stats) what `session list` shows:
 message count, size, last message time, with the file's identity (inode, size, mtime) and
-the session folder's mtime, which the writer first sets itself to the nanosecond (now). Any
+the session folder's mtime, which the writer first sets itself to the nanosecond (now). The
+row is the one record of the history.json we last wrote or aligned: an append whose file
+still has that identity skips reading it (fingerprint; #29). Any
 later create, rename or removal in the folder (Agenvoy writes history.json and summary.json
 as a temp file renamed into place, as we do) sets the kernel's own, coarser time instead:
 while the folder's mtime is still ours the row is trusted with one stat. Otherwise each
@@ -81,20 +83,36 @@ def expected(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
 
 
 def write_stats(conn: sqlite3.Connection, session_id: str, path: Path, count: int,
-           start_seq: int, new_folder: session_marks.NewFolder | None = None) -> None:
+           start_seq: int, new_folder: session_marks.NewFolder | None = None, *,
+           size: int | None = None) -> None:
     """After a write of history.json (or a sync that read it whole): its row, current. The
     folder is marked first: a change after it shows, whatever the stat below saw. new_folder:
-    the mark session_marks.make_folder set when this write created the folder."""
+    the mark session_marks.make_folder set when this write created the folder. size: the
+    bytes the caller wrote or read; a file of another size now was replaced by someone else
+    in between (Agenvoy takes no lock of ours), and the row gets no identity and no folder
+    mark, so neither the next append nor `session list` trusts the count it holds."""
     known = conn.execute("SELECT summary, sum_size, sum_mtime_ns, dir_mtime_ns "
                          "FROM session_stats WHERE session_id = ?", (session_id,)).fetchone()
-    folder_ns = mark_folder(path.parent, known[3] if known else None)
+    folder_ns: int | None = mark_folder(path.parent, known[3] if known else None)
     summary = _summary_state(path.with_name("summary.json"), known[:3] if known else None)
+    row = expected(conn, session_id, path, count, start_seq)
+    if size is not None and row[3] is not None and row[1] != size:
+        row, folder_ns = (*row[:3], None, None), None
     conn.execute(f"INSERT OR REPLACE INTO session_stats (session_id, {_COLUMNS}) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (session_id, *expected(conn, session_id, path, count, start_seq), *summary,
-                  folder_ns))
+                 (session_id, *row, *summary, folder_ns))
     if new_folder is not None:  # a folder our append created: sessions/ marked
         session_marks.record_new_folder(conn, new_folder)
+
+
+def fingerprint(conn: sqlite3.Connection, session_id: str
+                ) -> tuple[int, int, int, int] | None:
+    """(inode, size, mtime_ns, messages) of the history.json we last wrote or aligned, all
+    of its messages archived then: a file with this identity needs no reading. None: no row,
+    or one that vouches for no file."""
+    row = conn.execute("SELECT hist_ino, bytes, hist_mtime_ns, messages FROM session_stats "
+                       "WHERE session_id = ?", (session_id,)).fetchone()
+    return row if row and row[0] is not None and row[2] is not None else None
 
 
 def drop(conn: sqlite3.Connection, session_id: str) -> None:

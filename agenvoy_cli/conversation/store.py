@@ -222,7 +222,8 @@ class Store:
             start = done.seqs[0] if done.seqs else archive.session_rows(conn, session_id).next_seq
             if start != (rows.start_seq or 0) and (done.seqs or rows.has_rows):
                 archive.set_start(conn, session_id, start)
-            sessions.write_stats(conn, session_id, history.path, len(history.messages), start)
+            sessions.write_stats(conn, session_id, history.path, len(history.messages), start,
+                                 size=history.size)
         if done.left or done.edited or done.renumbered_from is not None:
             self.hooks.after_change(self, session_id, done.left + done.edited,
                                     done.renumbered_from)
@@ -247,11 +248,11 @@ class Store:
 
     def _history_for_append(self, conn: sqlite3.Connection, session_id: str,
                             rows: archive.SessionRows) -> tuple[History, int]:
-        """history.json and its message count. When the file is exactly the one our last
-        append wrote (same inode, size and mtime, recorded with the rows), it is neither read
-        nor parsed (messages=[]): the cost of an append must not grow with the history."""
+        """history.json and its message count. When the file is exactly the one we last
+        wrote or aligned (same inode, size and mtime as its session_stats row), it is neither
+        read nor parsed (messages=[]): the cost of an append must not grow with the history."""
         path = self.layout.history(session_id)
-        known = archive.fingerprint(conn, session_id)
+        known = sessions.fingerprint(conn, session_id)
         if known is not None:
             try:
                 stat = path.stat()
@@ -265,7 +266,8 @@ class Store:
 
     def _archive_append(self, session_id: str, rows: archive.SessionRows, start: int,
                         messages: list[dict[str, Any]], history: History, count: int,
-                        previous: Any, new_folder: session_marks.NewFolder | None) -> None:
+                        previous: Any, new_folder: session_marks.NewFolder | None,
+                        size: int) -> None:
         """The SQLite half of an append; on failure history.json is put back as it was (had
         we died instead, the next write or doctor would archive the extra messages)."""
         try:
@@ -274,8 +276,8 @@ class Store:
                                self._fallback_ns(history))
                 if start != (rows.start_seq or 0):
                     archive.set_start(conn, session_id, start)
-                archive.set_fingerprint(conn, session_id, history.path.stat(), count)
-                sessions.write_stats(conn, session_id, history.path, count, start, new_folder)
+                sessions.write_stats(conn, session_id, history.path, count, start, new_folder,
+                                     size=size)
         except BaseException:
             if previous is None:
                 history.path.unlink(missing_ok=True)
@@ -338,7 +340,7 @@ class Store:
             try:
                 new_size = write_appended(history.path, stamped, splice)
                 self._archive_append(session_id, rows, start, stamped, history,
-                                     count + len(stamped), previous, new_folder)
+                                     count + len(stamped), previous, new_folder, new_size)
             finally:
                 if previous is not None:
                     previous.unlink(missing_ok=True)

@@ -102,7 +102,7 @@ class Doctor(Report):
 
         def refresh() -> str:
             with self.store.transaction() as c:
-                sessions.write_stats(c, sid, history.path, count, start)
+                sessions.write_stats(c, sid, history.path, count, start, size=history.size)
             return "session row rewritten from history.json"
 
         if row is not None and (row.hist_ino, row.hist_mtime_ns) == (want[3], want[4]) and \

@@ -133,7 +133,7 @@ def _m003_error_memory(conn: sqlite3.Connection) -> None:
 
 def _m004_history_fingerprint(conn: sqlite3.Connection) -> None:
     """Identity of the history.json our last append wrote, so the next one can skip
-    parsing a file nobody else touched."""
+    parsing a file nobody else touched. Unused since migration 015 (session_stats holds it)."""
     have = _columns(conn, "session_meta")
     for name in ("hist_ino", "hist_size", "hist_mtime_ns", "hist_count"):
         if name not in have:
@@ -370,6 +370,36 @@ def _m014_import_sources(conn: sqlite3.Connection) -> None:
                  "ON import_sources(session_id)")
 
 
+def _m015_one_fingerprint(conn: sqlite3.Connection) -> None:
+    """The identity of the history.json we last wrote or aligned is kept once: the session's
+    session_stats row (inode, bytes, mtime, messages), which the append's fast path and
+    `session list` both read (#29). A session with hist_* but no row (made by a release before
+    migration 007 after a later one migrated the home) gets its row from them, as 007 seeded
+    them; a row that exists is left alone: releases since 007 wrote it with hist_* in the same
+    transaction and after every alignment and trim too, so it is never the older of the two
+    (one that differs describes a file the next append reads again). hist_* are then cleared.
+
+    The columns stay, unused: an older agenvoy-cli opens a newer schema without complaint
+    (sqlite.migrate leaves a higher user_version alone) and still reads and writes them, so
+    dropping them would fail its every append ("no such column"), and SQLite before 3.35 (a
+    Python 3.10 may bring one) has no DROP COLUMN. Cleared, they make such a release read the
+    file once; what it writes there afterwards vouches only for a file with that inode, size
+    and mtime, which our next write replaces."""
+    _script(conn,
+        """
+        INSERT OR IGNORE INTO session_stats
+            (session_id, messages, bytes, last_send_at, hist_ino, hist_mtime_ns)
+        SELECT s.session_id, s.hist_count, s.hist_size,
+               (SELECT m.send_at FROM messages m WHERE m.session_id = s.session_id
+                AND m.seq = coalesce(s.start_seq, 0) + s.hist_count - 1),
+               s.hist_ino, s.hist_mtime_ns
+        FROM session_meta s WHERE s.hist_ino IS NOT NULL;
+        UPDATE session_meta SET hist_ino = NULL, hist_size = NULL, hist_mtime_ns = NULL,
+            hist_count = NULL WHERE hist_ino IS NOT NULL OR hist_count IS NOT NULL;
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -385,5 +415,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("012_folder_marks", _m012_folder_marks),
     ("013_sender", _m013_sender),
     ("014_import_sources", _m014_import_sources),
+    ("015_one_fingerprint", _m015_one_fingerprint),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
