@@ -105,7 +105,7 @@ def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
     places = identity.places(plan.order, {c.id: c.seq for c in cands}, next_seq)
     moves = [(rid, places[item]) for item in plan.order
              if (rid := item[0]) is not None and by_id[rid].seq != places[item]]
-    renumbered = [by_id[rid].seq for rid, _ in moves if by_id[rid].seq is not None]
+    renumbered = [seq for rid, _ in moves if (seq := by_id[rid].seq) is not None]
     if moves:
         archive.renumber(conn, moves)
     for item in plan.order:  # rows of another program: their identity and full JSON

@@ -60,13 +60,14 @@ def next_seqs(conn: sqlite3.Connection) -> dict[str, int]:
 
 def has_foreign_rows(conn: sqlite3.Connection, session_id: str) -> bool:
     """Rows another program (Agenvoy) inserted that have no place yet."""
-    return conn.execute("SELECT EXISTS(SELECT 1 FROM messages WHERE session_id = ? AND "
-                        "seq IS NULL)", (session_id,)).fetchone()[0] == 1
+    return bool(conn.execute("SELECT EXISTS(SELECT 1 FROM messages WHERE session_id = ? AND "
+                             "seq IS NULL)", (session_id,)).fetchone()[0])
 
 
 def count_rows(conn: sqlite3.Connection, session_id: str) -> int:
-    return conn.execute("SELECT count(*) FROM messages WHERE session_id = ?",
-                        (session_id,)).fetchone()[0]
+    count: int = conn.execute("SELECT count(*) FROM messages WHERE session_id = ?",
+                              (session_id,)).fetchone()[0]
+    return count
 
 
 def last_send_at(conn: sqlite3.Connection, session_id: str, before_seq: int) -> int | None:

@@ -130,7 +130,7 @@ def raw_rows(conn: sqlite3.Connection | None, only: str | None = None
     """rows() as plain tuples (a listing of 10,000 sessions builds no named tuple)."""
     if conn is None:
         return {}
-    sql, args = f"SELECT session_id, {_COLUMNS} FROM session_stats", ()
+    sql, args = f"SELECT session_id, {_COLUMNS} FROM session_stats", tuple[str, ...]()
     if only is not None:
         sql, args = sql + " WHERE session_id = ?", (only,)
     try:
@@ -218,9 +218,9 @@ def local_rfc3339(zone: bool = True) -> Callable[[int], str]:
     def local(ns: int) -> str:
         sec = ns // 1_000_000_000
         day = sec // 86400
-        known = days.get(day, ())
-        if known == ():
-            known = days[day] = offset(day)
+        if day not in days:
+            days[day] = offset(day)
+        known = days[day]
         if known is None:
             text: str = rfc3339(ns)  # type: ignore[assignment]
             return text if zone else f"{text[:10]} {text[11:19]}"
@@ -249,5 +249,6 @@ def archive_rows(conn: sqlite3.Connection | None, session_id: str) -> int:
     if conn is None:
         return 0
     placed = archive.session_rows(conn, session_id).next_seq
-    return placed + conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND "
+    unplaced: int = conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND "
                                  "seq IS NULL", (session_id,)).fetchone()[0]
+    return placed + unplaced

@@ -8,7 +8,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 from agenvoy_cli.conversation import alignment, archive, dress, session_marks, sessions
 from agenvoy_cli.conversation.history import (
@@ -133,7 +133,8 @@ class Store:
             return self.db()  # a writer reads through its own connection
         if self._ro is None:
             if sqlite.is_empty(self.layout.db):
-                return salvage.refuse_lost(self.layout)  # None, or CorruptStore if lost
+                salvage.refuse_lost(self.layout)  # CorruptStore if lost
+                return None
             conn = sqlite.connect(self.layout.db, self.settings.lock_timeout, readonly=True)
             if sqlite.user_version(conn) < sqlite.SCHEMA_VERSION:
                 conn.close()
@@ -378,7 +379,8 @@ class Store:
         history = history or self.history(session_id)
         conn = self.db_readonly()
         msgs = history.messages
-        seqs, known, prev = list(range(len(msgs))), [None] * len(msgs), None
+        known: list[int | None] = [None] * len(msgs)
+        seqs, prev = list(range(len(msgs))), None
         same = alignment.unchanged_places(conn, session_id, history.path, len(msgs)) \
             if conn is not None and msgs else None
         if same is not None:
@@ -393,8 +395,9 @@ class Store:
         if any(t is None for t in known):
             guessed = assign_times(msgs, prev, self._fallback_ns(history))
             known = [k if k is not None else g for k, g in zip(known, guessed)]
+        times = cast("list[int]", known)  # every message has its time now
         return [Message(seq, t, str(m.get("role")), content_text(m.get("content")), m)
-                for seq, t, m in zip(seqs, known, msgs)]
+                for seq, t, m in zip(seqs, times, msgs)]
 
     def context(self, session_id: str, max_messages: int | None = None,
                 warn: Any = None) -> list[dict[str, Any]]:
