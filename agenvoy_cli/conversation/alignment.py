@@ -19,6 +19,7 @@ from agenvoy_cli.conversation.messages import (
 from agenvoy_cli.conversation.messages import (
     identity_key as identity_of,
 )
+from agenvoy_cli.home.files import file_identity
 
 
 class Aligned(NamedTuple):
@@ -170,11 +171,7 @@ def unchanged_places(conn: sqlite3.Connection, session_id: str, path: Any,
     """(seq, send_at) of history.json's messages when the file is the one we last wrote or
     aligned and nobody added rows since: its live rows, in order, with no matching at all."""
     known = sessions.fingerprint(conn, session_id)
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    if known is None or (stat.st_ino, stat.st_size, stat.st_mtime_ns, count) != known or \
+    if known is None or known[1] != count or file_identity(path) != known[0] or \
             archive.has_foreign_rows(conn, session_id):
         return None
     start = archive.session_rows(conn, session_id).start_seq or 0

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agenvoy_cli.conversation import archive, sessions
 from agenvoy_cli.errors import BadInput, OperationFailed, StoreBusy
 from agenvoy_cli.home import sqlite
+from agenvoy_cli.home.files import FileIdentity, file_identity
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -72,12 +73,8 @@ def _remove(path: Path) -> bool:
     return False
 
 
-def _history_state(store: Store, session_id: str) -> tuple[int, int, int] | None:
-    try:
-        st = store.layout.history(session_id).stat()
-    except FileNotFoundError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
+def _history_state(store: Store, session_id: str) -> FileIdentity | None:
+    return file_identity(store.layout.history(session_id))
 
 
 class _Changed(Exception):

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from agenvoy_cli.conversation import archive, session_marks
 from agenvoy_cli.conversation.session_marks import mark_folder
 from agenvoy_cli.errors import BadInput, CorruptStore
+from agenvoy_cli.home.files import FileIdentity
 
 
 class Stats(NamedTuple):
@@ -105,14 +106,15 @@ def write_stats(conn: sqlite3.Connection, session_id: str, path: Path, count: in
         session_marks.record_new_folder(conn, new_folder)
 
 
-def fingerprint(conn: sqlite3.Connection, session_id: str
-                ) -> tuple[int, int, int, int] | None:
-    """(inode, size, mtime_ns, messages) of the history.json we last wrote or aligned, all
-    of its messages archived then: a file with this identity needs no reading. None: no row,
-    or one that vouches for no file."""
-    row = conn.execute("SELECT hist_ino, bytes, hist_mtime_ns, messages FROM session_stats "
+def fingerprint(conn: sqlite3.Connection, session_id: str) -> tuple[FileIdentity, int] | None:
+    """(identity, messages) of the history.json we last wrote or aligned, all of its
+    messages archived then: a file with this identity (home.files.file_identity) needs no
+    reading. None: no row, or one that vouches for no file."""
+    row = conn.execute("SELECT bytes, hist_ino, hist_mtime_ns, messages FROM session_stats "
                        "WHERE session_id = ?", (session_id,)).fetchone()
-    return row if row and row[0] is not None and row[2] is not None else None
+    if not row or row[1] is None or row[2] is None:
+        return None
+    return FileIdentity(row[0], row[1], row[2]), row[3]
 
 
 def drop(conn: sqlite3.Connection, session_id: str) -> None:

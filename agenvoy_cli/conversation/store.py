@@ -28,6 +28,7 @@ from agenvoy_cli.conversation.no_index import NO_INDEX
 from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
 from agenvoy_cli.home import salvage, sqlite
 from agenvoy_cli.home.config import Settings, load_settings
+from agenvoy_cli.home.files import file_identity
 from agenvoy_cli.home.layout import Layout, validate_name
 from agenvoy_cli.home.locking import store_lock
 
@@ -254,14 +255,9 @@ class Store:
         read nor parsed (messages=[]): the cost of an append must not grow with the history."""
         path = self.layout.history(session_id)
         known = sessions.fingerprint(conn, session_id)
-        if known is not None:
-            try:
-                stat = path.stat()
-            except FileNotFoundError:
-                stat = None
-            if (stat is not None and (stat.st_ino, stat.st_size, stat.st_mtime_ns) == known[:3]
-                    and not archive.has_foreign_rows(conn, session_id)):
-                return History(path, [], None), known[3]
+        if known is not None and file_identity(path) == known[0] \
+                and not archive.has_foreign_rows(conn, session_id):
+            return History(path, [], None), known[1]
         history = load_history(path, session_id)
         return history, len(history.messages)
 

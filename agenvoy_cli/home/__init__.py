@@ -11,6 +11,7 @@ _EXPORTS: dict[str, str | None] = {
     "load_settings": "config",
     "number_setting": "config",
     "FILE_MODE": "files",
+    "FileIdentity": "files",
     "atomic_write_bytes": "files",
     "atomic_write_json": "files",
     "ensure_dir": "files",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import cast
 
 from agenvoy_cli.home.dbguard import open_guarded, wrap
-from agenvoy_cli.home.files import ensure_dir, open_regular
+from agenvoy_cli.home.files import FileIdentity, ensure_dir, file_identity, open_regular
 from agenvoy_cli.home.marker import is_empty, note_created
 from agenvoy_cli.home.schema import FTS_TOKENIZE, MIGRATIONS, SCHEMA_VERSION
 
@@ -107,15 +107,8 @@ def reclaim_space(conn: sqlite3.Connection) -> None:
         conn.execute("VACUUM")
 
 
-def change_stamp(path: Path) -> tuple[tuple[int, int, int] | None, ...]:
-    """(mtime, size, inode) of the database and its WAL: every commit by any process changes
-    it (a commit grows the WAL, a checkpoint writes the database), so an equal stamp means
+def change_stamp(path: Path) -> tuple[FileIdentity | None, FileIdentity | None]:
+    """The identity of the database and of its WAL: every commit by any process changes it
+    (a commit grows the WAL, a checkpoint writes the database), so an equal stamp means
     nothing was written since. A missing file is None."""
-    out: list[tuple[int, int, int] | None] = []
-    for file in (path, path.with_name(path.name + "-wal")):
-        try:
-            st = os.stat(file)
-            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
-        except OSError:
-            out.append(None)
-    return tuple(out)
+    return file_identity(path), file_identity(path.with_name(path.name + "-wal"))

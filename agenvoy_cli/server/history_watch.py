@@ -18,12 +18,12 @@ import sys
 
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import AgenvoyError
-from agenvoy_cli.home.files import file_identity
+from agenvoy_cli.home.files import FileIdentity, file_identity
 
 HISTORY_POLL = 1.0  # seconds between looks at the session folders
 
 
-def _recorded(store: Store, session_id: str) -> tuple[int, int, int] | None:
+def _recorded(store: Store, session_id: str) -> FileIdentity | None:
     """What our last write recorded of history.json (conversation.sessions owns the row;
     an older schema without the table has none: sync to know)."""
     from agenvoy_cli.conversation import sessions
@@ -31,7 +31,7 @@ def _recorded(store: Store, session_id: str) -> tuple[int, int, int] | None:
     row = sessions.rows(store.db_readonly(), only=session_id).get(session_id)
     if row is None or row.hist_ino is None or row.hist_mtime_ns is None:
         return None
-    return row.bytes, row.hist_ino, row.hist_mtime_ns
+    return FileIdentity(row.bytes, row.hist_ino, row.hist_mtime_ns)
 
 
 def sync_if_foreign(store: Store, session_id: str) -> int:
