@@ -20,6 +20,7 @@ import orjson
 import pytest
 
 from tests.conftest import ROOT, agenvoy, vm_steps
+from tests.helpers.home import append
 from tests.old_schemas import V8_MESSAGES_FTS
 
 AUDIT = r"""
@@ -48,14 +49,6 @@ def audited(*args: str, env: dict | None = None) -> tuple[subprocess.CompletedPr
     import ast
 
     return proc, ast.literal_eval(marker[1].decode())
-
-
-def append(run, sid: str, *contents: str) -> None:
-    batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
-             for i, c in enumerate(contents)]
-    res = run("append", sid, "--messages", "-", "--time", "2024-05-01 10:00:00",
-              input=orjson.dumps(batch))
-    assert res.exit_code == 0, res.stderr
 
 
 def listing(run) -> dict[str, dict]:

@@ -220,12 +220,23 @@ def _m006_gone(conn: sqlite3.Connection) -> None:
     )
 
 
+# session_stats rows from session_meta's history.json fingerprints, for sessions without one
+# (migration 007 seeds the new table; 015 moves the last fingerprints there).
+_SEED_STATS = """INSERT OR IGNORE INTO session_stats
+            (session_id, messages, bytes, last_send_at, hist_ino, hist_mtime_ns)
+        SELECT s.session_id, s.hist_count, s.hist_size,
+               (SELECT m.send_at FROM messages m WHERE m.session_id = s.session_id
+                AND m.seq = coalesce(s.start_seq, 0) + s.hist_count - 1),
+               s.hist_ino, s.hist_mtime_ns
+        FROM session_meta s WHERE s.hist_ino IS NOT NULL;"""
+
+
 def _m007_session_stats(conn: sqlite3.Connection) -> None:
     """One small row per session, kept by the writers: what `session list` shows, with the
     identity of the history.json and summary.json it describes (a file changed by another
     program no longer matches and is read instead). Seeded from our appends' fingerprints."""
     _script(conn,
-        """
+        f"""
         CREATE TABLE IF NOT EXISTS session_stats (
             session_id TEXT PRIMARY KEY,
             messages INTEGER NOT NULL,
@@ -237,13 +248,7 @@ def _m007_session_stats(conn: sqlite3.Connection) -> None:
             sum_size INTEGER,
             sum_mtime_ns INTEGER
         ) WITHOUT ROWID;
-        INSERT OR IGNORE INTO session_stats
-            (session_id, messages, bytes, last_send_at, hist_ino, hist_mtime_ns)
-        SELECT s.session_id, s.hist_count, s.hist_size,
-               (SELECT m.send_at FROM messages m WHERE m.session_id = s.session_id
-                AND m.seq = coalesce(s.start_seq, 0) + s.hist_count - 1),
-               s.hist_ino, s.hist_mtime_ns
-        FROM session_meta s WHERE s.hist_ino IS NOT NULL;
+        {_SEED_STATS}
         """
     )
 
@@ -386,14 +391,8 @@ def _m015_one_fingerprint(conn: sqlite3.Connection) -> None:
     file once; what it writes there afterwards vouches only for a file with that inode, size
     and mtime, which our next write replaces."""
     _script(conn,
-        """
-        INSERT OR IGNORE INTO session_stats
-            (session_id, messages, bytes, last_send_at, hist_ino, hist_mtime_ns)
-        SELECT s.session_id, s.hist_count, s.hist_size,
-               (SELECT m.send_at FROM messages m WHERE m.session_id = s.session_id
-                AND m.seq = coalesce(s.start_seq, 0) + s.hist_count - 1),
-               s.hist_ino, s.hist_mtime_ns
-        FROM session_meta s WHERE s.hist_ino IS NOT NULL;
+        f"""
+        {_SEED_STATS}
         UPDATE session_meta SET hist_ino = NULL, hist_size = NULL, hist_mtime_ns = NULL,
             hist_count = NULL WHERE hist_ino IS NOT NULL OR hist_count IS NOT NULL;
         """

@@ -13,15 +13,8 @@ import orjson
 import pytest
 
 from agenvoy_cli.conversation import sessions, store
+from tests.helpers.home import append
 from tests.old_schemas import V14_FINGERPRINT_TWICE
-
-
-def append(run, sid: str, *contents: str) -> None:
-    batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
-             for i, c in enumerate(contents)]
-    res = run("append", sid, "--messages", "-", "--time", "2024-05-01 10:00:00",
-              input=orjson.dumps(batch))
-    assert res.exit_code == 0, res.stderr
 
 
 def listed(run) -> dict[str, tuple[int, int]]:

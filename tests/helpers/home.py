@@ -34,3 +34,12 @@ def snapshot(home: Path) -> dict[str, str]:
         if path.is_file() and not path.name.endswith(("-wal", "-shm")):
             out[str(path.relative_to(home))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
+
+
+def append(run, sid: str, *contents: str) -> None:
+    """Messages alternating user/assistant appended through the CLI at a fixed time."""
+    batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
+             for i, c in enumerate(contents)]
+    res = run("append", sid, "--messages", "-", "--time", "2024-05-01 10:00:00",
+              input=orjson.dumps(batch))
+    assert res.exit_code == 0, res.stderr
