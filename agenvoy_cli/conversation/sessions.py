@@ -132,7 +132,8 @@ def raw_rows(conn: sqlite3.Connection | None, only: str | None = None
     """rows() as plain tuples (a listing of 10,000 sessions builds no named tuple)."""
     if conn is None:
         return {}
-    sql, args = f"SELECT session_id, {_COLUMNS} FROM session_stats", tuple[str, ...]()
+    sql = f"SELECT session_id, {_COLUMNS} FROM session_stats"
+    args: tuple[str, ...] = ()
     if only is not None:
         sql, args = sql + " WHERE session_id = ?", (only,)
     try:
