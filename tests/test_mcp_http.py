@@ -430,3 +430,35 @@ def test_announced_server_that_does_not_answer_is_skipped(home: Path) -> None:
     assert res.returncode == 0
     assert json.loads(res.stdout)["results"]
     assert [ln for ln in res.stderr.decode().splitlines() if "locally" in ln]
+
+
+def test_an_accepted_connection_sends_without_waiting_for_the_peers_ack() -> None:
+    """The listening socket says IPPROTO_TCP, so asyncio (which uvicorn serves on) turns on
+    TCP_NODELAY for each accepted connection; without it every reply on a kept-alive
+    connection waited ~40 ms for the client's delayed ACK."""
+    import asyncio
+    import socket
+
+    from agenvoy_cli.server.http_server import _listen
+
+    sock = _listen("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    seen: list[int] = []
+
+    async def main() -> None:
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            conn = writer.get_extra_info("socket")
+            seen.append(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(accepted, sock=sock)
+        async with server:
+            _, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 10)
+            for _ in range(100):
+                if seen:
+                    break
+                await asyncio.sleep(0.05)
+            writer.close()
+
+    asyncio.run(main())
+    assert seen and seen[0] != 0

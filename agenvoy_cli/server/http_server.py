@@ -210,7 +210,10 @@ def fast_route(app: Any, checks: Any) -> Any:
 
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto given explicitly: asyncio sets TCP_NODELAY on an accepted connection only when
+    # the socket says IPPROTO_TCP; with proto 0 every reply on a kept-alive connection
+    # waited ~40 ms for the client's delayed ACK (bench/mcp_http.py part 1)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
