@@ -336,7 +336,6 @@ KNOWN_STATE = {
     # the process's flock bookkeeping (re-entrant locks): one per process by nature
     "home/locking.py": {"_held"},
     # caches of things one process should build once (a class, a loaded model, a client)
-    "home/dbguard.py": {"_mixed"},
     "models/embedders.py": {"_local"},
     "models/local.py": {"_models"},
     "secrets.py": {"_registered"},
