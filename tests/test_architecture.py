@@ -336,8 +336,6 @@ KNOWN_STATE = {
     # the process's flock bookkeeping (re-entrant locks): one per process by nature
     "home/locking.py": {"_held"},
     # caches of things one process should build once (a class, a loaded model, a client)
-    "models/embedders.py": {"_local"},
-    "models/local.py": {"_models"},
     "secrets.py": {"_registered"},
     # one per process like chromadb's own System per directory, which it mirrors (the client,
     # the generation token it reflects, the epoch: vectors/context.py says why); the rest of
