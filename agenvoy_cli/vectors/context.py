@@ -16,6 +16,10 @@ registries on one directory would each hold a reference to the same System: one 
 reload it (the other's reference keeps it alive) and would believe the stale copy fresh. So
 `_directories` (tests/test_architecture.py's KNOWN_STATE) is the one registry, reached only
 through `directory()`, and `close_all()` is what a test calls to start as a new process would.
+A registry handed down by whoever opens Stores (as the Embedders are) would be right only as
+long as every opener of the process handed down the same one: a program's second Memory, or a
+test's Store beside in-process commands, would bring the stale copy back without a sign. A
+second Embedders costs a second model load; a second registry costs wrong answers.
 """
 
 from __future__ import annotations
