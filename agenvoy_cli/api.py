@@ -34,6 +34,7 @@ from agenvoy_cli.contract import list_document, moment
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
+    from agenvoy_cli.models.embedders import Embedders
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -43,14 +44,17 @@ class Memory:
     """An Agenvoy home: conversation memory, error memory and document RAG."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *,
-                 store: Store | None = None) -> None:
+                 store: Store | None = None, embedders: Embedders | None = None) -> None:
         """Open `home` (default: $AGENVOY_HOME, else ~/.config/agenvoy); nothing is created
-        until something is written. `store` wraps an already open Store (the CLI does)."""
+        until something is written. `store` wraps an already open Store (the CLI does).
+        `embedders` (agenvoy_cli.models.embedders.Embedders): pass one to several Memory
+        objects of a program so that they load the local model once between them."""
         if store is None:
             from agenvoy_cli.home.layout import Layout, resolve_home
             from agenvoy_cli.vectors.hooks import open_store
 
-            store = open_store(Layout(resolve_home(None if home is None else str(home))))
+            store = open_store(Layout(resolve_home(None if home is None else str(home))),
+                               embedders=embedders)
             self._owned = True
         else:
             self._owned = False

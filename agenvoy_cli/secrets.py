@@ -12,6 +12,11 @@ MASK = "****"
 # server, ...): their values are masked even when nobody registered them.
 _SECRET_NAME = re.compile(r"(?:API_?KEY|_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD)$", re.I)
 _MIN_SECRET = 6  # shorter values would mask ordinary words
+# Secrets learnt while running (a key named by agenvoy.llm.api_key_env, a URL's password from
+# config.json, the Basic token made of it). Process-wide on purpose (tests/test_architecture.py
+# KNOWN_STATE): what it guards, this process's stderr, stdout and logs, is written from every
+# layer (output.warn, the CLI's error handler) with no caller's object at hand, and a secret
+# learnt once must stay masked in every later message, whoever learnt it.
 _registered: set[str] = set()
 # scheme://user:password@host or scheme://token@host
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@:?#]*)(?::([^\s/@?#]*))?@")

@@ -41,13 +41,23 @@ class Result:
         return orjson.loads(self.stdout)
 
 
+@pytest.fixture(scope="session")
+def embedders():
+    """The test process's Embedders: every in-process command shares it (as one process's
+    Stores would), so the default model is loaded once for the whole run."""
+    from agenvoy_cli.models.embedders import Embedders
+
+    return Embedders()
+
+
 @pytest.fixture
-def run():
+def run(embedders):
     """Run the CLI in-process (CliRunner, stdout and stderr kept apart)."""
 
     def invoke(*args: str, input: str | bytes | None = None) -> Result:
         runner = CliRunner()
-        res = runner.invoke(cli, list(args), input=input, catch_exceptions=False)
+        res = runner.invoke(cli, list(args), input=input, catch_exceptions=False,
+                            obj={"embedders": embedders})
         return Result(res.exit_code, res.stdout, res.stderr)
 
     return invoke

@@ -330,19 +330,19 @@ CONTAINERS = {"dict", "list", "set", "defaultdict", "OrderedDict", "WeakKeyDicti
               "WeakValueDictionary", "WeakSet"}
 MUTATORS = {"append", "extend", "insert", "pop", "popitem", "remove", "clear", "update",
             "setdefault", "add", "discard", "sort", "reverse", "__setitem__", "__delitem__"}
-# Module state not yet moved onto an object a caller holds. Each entry is debt: the test fails
-# when one is gone (remove it here) or when a new one appears.
+# Module state that is process-wide by nature, each with the reason it cannot be on an object a
+# caller holds (the rest is: store.locks, store.vectors and its Embedders, the index objects).
+# The test fails when one is gone (remove it here) or when a new one appears.
 KNOWN_STATE = {
-    # the process's flock bookkeeping (re-entrant locks): one per process by nature
-    "home/locking.py": {"_held"},
-    # caches of things one process should build once (a class, a loaded model, a client)
-    "home/dbguard.py": {"_mixed"},
-    "models/embedders.py": {"_local"},
-    "models/local.py": {"_models"},
+    # the secrets to mask in whatever this process writes: stderr, stdout and logs are the
+    # process's, written from every layer (output.warn has no caller's object), and a secret
+    # learnt from config.json (an LLM base URL's password, a Basic token made from it) must
+    # stay masked in every later message; secrets.py says so
     "secrets.py": {"_registered"},
-    # one per process like chromadb's own System per directory, which it mirrors (the client,
-    # the generation token it reflects, the epoch: vectors/context.py says why); the rest of
-    # the vector layer's state is on the Store (store.vectors) and the index objects
+    # one per process like chromadb's own System per directory (SharedSystemClient's
+    # class-level registry), which it mirrors (the client, the generation token it reflects,
+    # the epoch): a second registry on a directory would believe a stale System fresh;
+    # vectors/context.py says why
     "vectors/context.py": {"_directories"},
 }
 

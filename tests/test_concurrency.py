@@ -89,3 +89,56 @@ def test_lock_contention_fails_busy_after_bounded_wait(home):
     assert len(hist) == 1
     # Once the holder is gone the same command succeeds: busy is retryable.
     assert agenvoy("append", "s", "--role", "user", "--content", "retry").returncode == 0
+
+
+def test_one_holder_nests_its_locks_and_two_holders_exclude_each_other(tmp_path):
+    """Locks (home/locking.py): nested uses through one holder are counted, never re-locked
+    (two descriptors on one file conflict even inside one process); another holder in the
+    same process waits like another process (a short timeout: busy at once, no hang)."""
+    import pytest
+
+    from agenvoy_cli.errors import StoreBusy
+    from agenvoy_cli.home.locking import Locks
+
+    path = tmp_path / "agenvoy.lock"
+    locks = Locks()
+    with locks.hold(path, 0.05):
+        with locks.hold(path, 0.05), locks.hold(path, 0.05, shared=True):
+            assert locks.is_held(path, exclusive=True)
+        for shared in (False, True):
+            other = Locks()
+            with pytest.raises(StoreBusy), other.hold(path, 0.05, shared=shared):
+                pass
+            assert not other.is_held(path)
+        assert locks.is_held(path)
+    assert not locks.is_held(path)
+    with Locks().hold(path, 0.05):  # released: another holder takes it at once
+        pass
+    with locks.hold(path, 0.05, shared=True), pytest.raises(RuntimeError, match="upgrade"), \
+            locks.hold(path, 0.05):
+        pass
+
+
+def test_a_store_opened_under_another_stores_lock_shares_its_locks(run, home, monkeypatch):
+    """Reading a folder of the home being imported into (transfer/agenvoy.py opens a second
+    Store of that home) under the importing Store's lock: given the importer's Locks, the
+    second Store nests; with Locks of its own it would wait for itself (busy, here at once)."""
+    import pytest
+
+    from agenvoy_cli.errors import StoreBusy
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.transfer import agenvoy as agenvoy_transfer
+    from agenvoy_cli.vectors.hooks import open_store
+
+    assert run("append", "s", "--role", "user", "--content", "kept").exit_code == 0
+    monkeypatch.setenv("AGENVOY_LOCK_TIMEOUT", "0.05")
+    store = open_store(Layout(home))
+    try:
+        with store.write_lock():
+            lines = agenvoy_transfer.folder_lines(home / "sessions" / "s", store.locks)
+            assert [x["message"]["content"].endswith("kept") for x in lines
+                    if x["type"] == "message"] == [True]
+            with pytest.raises(StoreBusy):
+                agenvoy_transfer.folder_lines(home / "sessions" / "s")  # a holder of its own
+    finally:
+        store.close()

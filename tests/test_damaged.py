@@ -179,3 +179,32 @@ def test_a_damaged_file_moved_aside_twice_in_one_second_keeps_both(tmp_path, mon
         assert target.read_text("utf-8") == f"{round_}"
         assert (tmp_path / f"{target.name}-wal").read_text("utf-8") == f"{round_}-wal"
     assert not db.exists() and len(list(tmp_path.glob("history.db.damaged-*"))) == 6
+
+
+def test_sqlite_errors_become_ours_and_stay_sqlite3_errors(tmp_path):
+    """wrap() raises a class deriving from both (the same class every time, built at import),
+    whatever sqlite3 class the error is, a subclass made elsewhere included."""
+    from agenvoy_cli.errors import AgenvoyError, CorruptStore, StoreBusy
+    from agenvoy_cli.home import dbguard
+
+    path = tmp_path / "history.db"
+    busy = dbguard.wrap(sqlite3.OperationalError("database is locked"), path)
+    again = dbguard.wrap(sqlite3.OperationalError("database is busy"), path)
+    assert isinstance(busy, StoreBusy) and isinstance(busy, sqlite3.OperationalError)
+    assert type(busy) is type(again) and "locked by another process" in str(busy)
+
+    class Odd(sqlite3.DatabaseError):
+        pass
+
+    damaged = dbguard.wrap(Odd("file is not a database"), path)
+    assert isinstance(damaged, CorruptStore) and isinstance(damaged, sqlite3.DatabaseError)
+    assert type(damaged) is type(dbguard.wrap(sqlite3.DatabaseError("malformed"), path))
+    bug = sqlite3.ProgrammingError("no such table: x")
+    assert dbguard.wrap(bug, path) is bug and not isinstance(bug, AgenvoyError)
+    conn = dbguard.open_guarded(path, path)
+    try:
+        with pytest.raises(sqlite3.OperationalError) as caught:
+            conn.execute("SELECT * FROM missing")
+        assert not isinstance(caught.value, AgenvoyError)  # a bug stays a bug
+    finally:
+        conn.close()

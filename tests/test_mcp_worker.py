@@ -12,7 +12,7 @@ import pytest
 
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.server import worker
-from agenvoy_cli.server.app import warm_app
+from agenvoy_cli.server.app import build_app
 
 
 def test_an_indexing_failure_does_not_take_the_server_down(
@@ -20,7 +20,7 @@ def test_an_indexing_failure_does_not_take_the_server_down(
     """An exception in an indexing step (it was a half-imported numpy) used to escape the task
     group and end `serve` with "internal error: ExceptionGroup": the host then waited for an
     answer that never came. It is said once on stderr and indexing goes on."""
-    app = warm_app(Layout(home), "s")
+    app = build_app(Layout(home), "s")
     calls = []
     real = app.indexer.next_job
 
@@ -57,7 +57,7 @@ def test_an_indexing_failure_does_not_take_the_server_down(
 def test_no_embedding_thread_starts_before_the_heavy_imports_end(home: Path, words) -> None:
     """numpy imported by two threads at once can be seen half-initialised. chromadb (and numpy
     with it) is imported on the store thread, and a query's embedding waits for that."""
-    app = warm_app(Layout(home), "s")
+    app = build_app(Layout(home), "s")
     assert app.indexer.queries is not None
     events: list[tuple[str, str]] = []
     real_import = app.indexer.import_heavy
@@ -96,7 +96,7 @@ def test_shutdown_ends_indexing_without_a_traceback(
         home: Path, words, capsys: pytest.CaptureFixture[str]) -> None:
     """SIGTERM stops the store thread (new jobs are refused) and sets `stopped`: the indexer
     ends quietly; the refusal is not a failure to report (the SIGTERM test saw a Traceback)."""
-    app = warm_app(Layout(home), "s")
+    app = build_app(Layout(home), "s")
     app.indexer.stopped = True
     app.stop()
 
@@ -114,7 +114,7 @@ def test_a_query_embedding_goes_on_after_its_call_ran_out_of_time(home: Path, wo
     goes on in the server, as test_mcp_http's time-limit test expects)."""
     import anyio
 
-    app = warm_app(Layout(home), "s")
+    app = build_app(Layout(home), "s")
     real_import = app.indexer.import_heavy
     embedded: list[str] = []
 

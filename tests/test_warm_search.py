@@ -45,12 +45,12 @@ def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home,
     store = warm_store(home)
     assert catchup.index_session(store, "s") == 200
     used = []
-    real = range_query.query_complement
-    monkeypatch.setattr(range_query, "query_complement",
+    real = range_query.query_then_filter
+    monkeypatch.setattr(range_query, "query_then_filter",
                         lambda *a, **k: used.append(r := real(*a, **k)) or r)
     from agenvoy_cli.vectors import messages
 
-    monkeypatch.setattr(messages, "query_complement", range_query.query_complement)
+    monkeypatch.setattr(messages, "query_then_filter", range_query.query_then_filter)
     late = TimeWindow(lo=1709539200 * 10**9)  # 2024-03-04: the last 80 only
     cases = [(0, 190, None), (10, 180, None), (0, 200, None), (0, 190, late)]
     for query in TOPICS[:4]:

@@ -22,7 +22,10 @@ def get_store(ctx: click.Context) -> Store:
     if "store" not in obj:
         from agenvoy_cli.vectors.hooks import open_store
 
-        obj["store"] = open_store(Layout(resolve_home(obj.get("home"))))
+        # obj["embedders"]: a caller running several commands in one process (tests) shares
+        # its models between their Stores
+        obj["store"] = open_store(Layout(resolve_home(obj.get("home"))),
+                                  embedders=obj.get("embedders"))
         ctx.call_on_close(obj["store"].close)
     return obj["store"]
 

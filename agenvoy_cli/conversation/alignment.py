@@ -113,7 +113,7 @@ def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
         rid, i = item
         if rid is not None and by_id[rid].seq is None:
             msg = history[i] if i is not None and i not in edits else None
-            archive.adopt_foreign_row(conn, rid, by_id[rid].hash, msg)
+            archive.complete_external_row(conn, rid, by_id[rid].hash, msg)
     if plan.gone:
         archive.mark_gone(conn, plan.gone)
     if plan.back:

@@ -142,8 +142,8 @@ def renumber(conn: sqlite3.Connection, moves: list[tuple[int, int]]) -> None:
                      [(seq, rid) for rid, seq in moves])
 
 
-def adopt_foreign_row(conn: sqlite3.Connection, rid: int, ident: str,
-                      message: dict[str, Any] | None) -> None:
+def complete_external_row(conn: sqlite3.Connection, rid: int, ident: str,
+                          message: dict[str, Any] | None) -> None:
     """A row another program inserted, first aligned: its identity, its tokens and (when
     history.json holds it unedited) its full JSON."""
     conn.execute("UPDATE messages SET hash = ?, tokens = ?, message = ? WHERE id = ?",

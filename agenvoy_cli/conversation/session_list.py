@@ -132,9 +132,8 @@ def record_listing_mark(store: Store, mark: int, gen: int, names: list[str]) -> 
     row each, if the write lock is free at once, no row was dropped since (same gen) and each
     still has its row (the database may have been replaced meanwhile: doctor's salvage).
     Best effort: a busy, read-only or damaged home just keeps its listings scanning."""
-    from agenvoy_cli.home.locking import store_lock
 
     with contextlib.suppress(AgenvoyError, OSError, sqlite3.Error), \
-            store_lock(store.layout.lock, 0), store.write_lock(), \
+            store.locks.hold(store.layout.lock, 0), store.write_lock(), \
             store.transaction() as conn:
         session_marks.write_mark(conn, mark, gen, names)

@@ -30,7 +30,7 @@ from agenvoy_cli.home import salvage, sqlite
 from agenvoy_cli.home.config import Settings, load_settings
 from agenvoy_cli.home.files import file_identity
 from agenvoy_cli.home.layout import Layout, validate_name
-from agenvoy_cli.home.locking import store_lock
+from agenvoy_cli.home.locking import Locks
 
 if TYPE_CHECKING:  # imported where used: an append pays for neither (#25 speed)
     from agenvoy_cli.conversation.compaction import Compaction
@@ -82,8 +82,11 @@ class IndexHooks(Protocol):
 
 class Store:
     def __init__(self, layout: Layout, settings: Settings | None = None,
-                 hooks: IndexHooks | None = None) -> None:
+                 hooks: IndexHooks | None = None, locks: Locks | None = None) -> None:
+        """`locks`: the holder's Locks when this Store may be used under another Store's
+        lock on the same home (home/locking.py); by default its own."""
         self.layout = layout
+        self.locks = locks or Locks()  # the store locks this Store (and its holder) holds
         self.settings = settings or load_settings(layout)
         self.hooks: IndexHooks = hooks or NO_INDEX
         self._conn: sqlite3.Connection | None = None
@@ -95,14 +98,12 @@ class Store:
     # -- locks and connections -------------------------------------------------------------
     def write_lock(self) -> contextlib.AbstractContextManager[None]:
         self._drop_reader()
-        return store_lock(self.layout.lock, self.settings.lock_timeout)
+        return self.locks.hold(self.layout.lock, self.settings.lock_timeout)
 
     def _drop_reader(self) -> None:
         """A reading connection may be immutable (it then never sees later writes): it is
         only good within the lock it was opened under, so a new lock gets a new one."""
-        from agenvoy_cli.home.locking import is_held
-
-        if self._ro is not None and not is_held(self.layout.lock):
+        if self._ro is not None and not self.locks.is_held(self.layout.lock):
             self._stale.append(self._ro)  # a caller may still hold it: closed with the Store
             self._ro = None
 
@@ -115,7 +116,7 @@ class Store:
             with contextlib.suppress(CorruptStore):  # reported where the database is used
                 self.db_readonly()
             self._drop_reader()
-        return store_lock(self.layout.lock, self.settings.lock_timeout, shared=True)
+        return self.locks.hold(self.layout.lock, self.settings.lock_timeout, shared=True)
 
     def db(self) -> sqlite3.Connection:
         """The writer connection (creates and migrates the database). Hold write_lock."""
@@ -128,9 +129,8 @@ class Store:
         (an old schema is upgraded once under the write lock)."""
         if self._conn is not None:
             return self._conn
-        from agenvoy_cli.home.locking import is_held
-
-        if is_held(self.layout.lock, exclusive=True) and not sqlite.is_empty(self.layout.db):
+        if self.locks.is_held(self.layout.lock, exclusive=True) \
+                and not sqlite.is_empty(self.layout.db):
             return self.db()  # a writer reads through its own connection
         if self._ro is None:
             if sqlite.is_empty(self.layout.db):
@@ -233,9 +233,7 @@ class Store:
                           len(done.left))
 
     def holds_lock(self) -> bool:
-        from agenvoy_cli.home.locking import is_held
-
-        return is_held(self.layout.lock)
+        return self.locks.is_held(self.layout.lock)
 
     def _preload_if_compacting(self, session_id: str, new: list[dict[str, Any]]) -> None:
         """When this append will likely compact and a vector index exists, import chromadb

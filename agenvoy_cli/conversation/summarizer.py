@@ -57,7 +57,6 @@ from agenvoy_cli.conversation.summary import (
 from agenvoy_cli.conversation.summary_chunks import chunk_messages
 from agenvoy_cli.errors import StoreBusy
 from agenvoy_cli.home.files import atomic_write_json
-from agenvoy_cli.home.locking import store_lock
 from agenvoy_cli.models.llm import Client, LLMConfig, LLMError
 
 MAX_DECISIONS = 8
@@ -287,7 +286,7 @@ def summarize_session(store: Store, session_id: str, config: LLMConfig, client: 
     timeout = store.settings.lock_timeout if wait else 0.0
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(store_lock(store.layout.task_lock("summarize", session_id),
+            stack.enter_context(store.locks.hold(store.layout.task_lock("summarize", session_id),
                                            timeout))
         except StoreBusy:
             if not wait:

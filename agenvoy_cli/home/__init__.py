@@ -25,8 +25,7 @@ _EXPORTS: dict[str, str | None] = {
     "Layout": "layout",
     "resolve_home": "layout",
     "validate_name": "layout",
-    "is_held": "locking",
-    "store_lock": "locking",
+    "Locks": "locking",
     "change_stamp": "sqlite",
 }
 __all__ = sorted(_EXPORTS)

@@ -7,14 +7,32 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import types
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
 from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed, StoreBusy
 
 _CORRUPT = ("malformed", "not a database", "file is not a database", "database corruption")
-# (our class, the sqlite3 class) -> a class deriving from both (see wrap)
-_mixed: dict[tuple[type[AgenvoyError], type[sqlite3.Error]], type[BaseException]] = {}
+# Every sqlite3 error class (sqlite3.Error and its subclasses, as the module defines them).
+_SQLITE_ERRORS: tuple[type[sqlite3.Error], ...] = tuple(
+    cls for cls in vars(sqlite3).values()
+    if isinstance(cls, type) and issubclass(cls, sqlite3.Error))
+
+
+def _both(ours: type[AgenvoyError], theirs: type[sqlite3.Error]) -> type[BaseException]:
+    # type() with three arguments builds a class mypy cannot see: it derives from both
+    return cast("type[BaseException]",
+                type(ours.__name__, (ours, theirs), {"__str__": AgenvoyError.__str__}))
+
+
+# (our class, the sqlite3 class) -> a class deriving from both (see wrap): every pair
+# classify() can produce, built once at import and never changed
+_MIXED: Mapping[tuple[type[AgenvoyError], type[sqlite3.Error]], type[BaseException]] = (
+    types.MappingProxyType({(ours, theirs): _both(ours, theirs)
+                            for ours in (CorruptStore, OperationFailed, StoreBusy)
+                            for theirs in _SQLITE_ERRORS}))
 
 
 def damaged_message(path: Path, detail: str) -> str:
@@ -70,14 +88,9 @@ def wrap(exc: sqlite3.Error, path: Path) -> BaseException:
     ours = classify(exc, path)
     if ours is None or isinstance(exc, AgenvoyError):
         return exc
-    key = (type(ours), type(exc))
-    cls = _mixed.get(key)
-    if cls is None:
-        # type() with three arguments builds a class mypy cannot see: it derives from both
-        cls = cast("type[BaseException]",
-                   type(type(ours).__name__, key, {"__str__": AgenvoyError.__str__}))
-        _mixed[key] = cls
-    return cls(Exception.__str__(ours))
+    # the nearest sqlite3 class of the error (a subclass made elsewhere maps to its base)
+    theirs = next(c for c in type(exc).__mro__ if (type(ours), c) in _MIXED)
+    return _MIXED[type(ours), theirs](Exception.__str__(ours))
 
 
 class GuardedCursor(sqlite3.Cursor):

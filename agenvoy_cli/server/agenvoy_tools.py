@@ -299,10 +299,10 @@ def chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
         raise BadInput("keyword is required when mode=search")
     from agenvoy_cli.search.engine import search
     from agenvoy_cli.search.timewindow import time_window
-    from agenvoy_cli.server.history_watch import sync_if_foreign
+    from agenvoy_cli.server.history_watch import align_if_written_elsewhere
 
     window = time_window("1mo" if span == "1m" else span)  # upstream's 1m is 30 days
-    sync_if_foreign(ctx.store, session_id)
+    align_if_written_elsewhere(ctx.store, session_id)
     result = search(ctx.store, session_id, keyword, match,
                     limit=_limit(a, SEARCH_LIMIT, SEARCH_MAX), window=window,
                     budget=handlers._budget(Args("chat_history", {}, [])))

@@ -174,7 +174,7 @@ class App:
         sys.stderr.flush()
 
 
-def warm_app(layout: Layout, bound: str | None, vocabulary: str = "spec") -> App:
+def build_app(layout: Layout, bound: str | None, vocabulary: str = "spec") -> App:
     """The server over a warm store, query vectors kept (server.attribution_vectors)."""
     from agenvoy_cli.server.attribution_vectors import QueryCache
     from agenvoy_cli.vectors import api as vectors
@@ -195,7 +195,7 @@ def run(layout: Layout, bound: str | None, vocabulary: str = "spec") -> int:
     home, its indexer is the home's only one: this server leaves indexing to it."""
     from agenvoy_cli.server.fastpath import announced
 
-    app = warm_app(layout, bound, vocabulary)
+    app = build_app(layout, bound, vocabulary)
     other = announced(layout, say=lambda message: None)
     if other is not None:
         app.index = False

@@ -20,7 +20,7 @@ from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.server import tools as T
 from agenvoy_cli.server.args import Args
-from agenvoy_cli.server.history_watch import sync_if_foreign
+from agenvoy_cli.server.history_watch import align_if_written_elsewhere
 
 Reply = tuple[str, dict[str, Any]]
 
@@ -93,7 +93,8 @@ def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     limit = a.choice("limit", T.HISTORY_LIMITS, 8)
     session_id = a.session(ctx.bound)
     budget = _budget(a)
-    sync_if_foreign(ctx.store, session_id)  # Agenvoy's writes to history.json: archived first
+    # Agenvoy's writes to history.json: archived first
+    align_if_written_elsewhere(ctx.store, session_id)
     result = search(ctx.store, session_id, keyword, mode, limit=limit, window=window,
                     budget=budget)
     if mode != "keyword":

@@ -34,7 +34,7 @@ def _recorded(store: Store, session_id: str) -> FileIdentity | None:
     return FileIdentity(row.bytes, row.hist_ino, row.hist_mtime_ns)
 
 
-def sync_if_foreign(store: Store, session_id: str) -> int:
+def align_if_written_elsewhere(store: Store, session_id: str) -> int:
     """Sync the session when its history.json is not the file our last write left; the
     number of messages that became archived (0: nothing to do). Call on the store thread."""
     stamp = file_identity(store.layout.history(session_id))
@@ -75,7 +75,7 @@ class Watcher:
                                  else name not in wanted):
                 continue
             try:
-                if sync_if_foreign(self.store, name):
+                if align_if_written_elsewhere(self.store, name):
                     out.append(name)
                 self.failed.discard(name)
             except AgenvoyError as exc:  # e.g. a file caught half-written: next look

@@ -238,7 +238,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     """Serve until SIGTERM/SIGINT; 0 after a clean stop."""
     import uvicorn
 
-    from agenvoy_cli.server.app import App, warm_app
+    from agenvoy_cli.server.app import App, build_app
 
     host, port = parse_bind(bind)
     timeout = request_timeout()
@@ -254,7 +254,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         _log_to(log_file)
     sock = _listen(host, port)
     port = sock.getsockname()[1]
-    app: App = warm_app(layout, bound, vocabulary)
+    app: App = build_app(layout, bound, vocabulary)
     app.timeout = timeout
     checks = security(host, port, allow_hosts)
     web = app.server.streamable_http_app(

@@ -23,6 +23,7 @@ from agenvoy_cli.conversation.history import read_tail
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.files import atomic_write_json, read_json
 from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.home.locking import Locks
 from agenvoy_cli.transfer.records import Record, Unit
 
 FORMAT = "agenvoy-export"
@@ -123,25 +124,29 @@ def _file_lines(path: Path) -> Iterator[tuple[bytes, dict[str, Any]]]:
                 yield line, orjson.loads(line)
 
 
-def units(path: Path, session: str | None) -> Iterator[Unit]:
+def units(path: Path, session: str | None, locks: Locks | None = None) -> Iterator[Unit]:
+    """The sessions of an export file or of another home's folders; `locks`: the importing
+    Store's, so that reading a folder of the importing home itself never waits on its own
+    lock (home/locking.py)."""
     if path.is_file():
         yield from _units_from_lines(_file_lines(path), str(path.resolve()), session)
         return
     folders = [path] if (path / "history.json").exists() else \
         sorted(p for p in (path / "sessions").iterdir() if p.is_dir())
     for folder in folders:
-        lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x) for x in folder_lines(folder)]
+        lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x)
+                 for x in folder_lines(folder, locks)]
         yield from _units_from_lines(iter(lines), str(folder.resolve()), session)
 
 
-def folder_lines(folder: Path) -> list[dict[str, Any]]:
+def folder_lines(folder: Path, locks: Locks | None = None) -> list[dict[str, Any]]:
     """Another home's session as an export of it, that home only read: its archive before
     what history.json holds, then history.json's messages at their places by the identity
     rule (what Agenvoy itself appended or trimmed there since that home's last sync too)."""
     home = folder.resolve().parent.parent
     if not (home / ".store" / "history.db").exists():
         return list(session_lines(None, folder, folder.name, home))
-    other = Store(Layout(home))
+    other = Store(Layout(home), locks=locks)
     try:
         with other.read_lock():
             lines = list(session_lines(other.db_readonly(), folder, folder.name, home))

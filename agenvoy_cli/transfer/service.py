@@ -11,7 +11,7 @@ import orjson
 
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.home.locking import store_lock
+from agenvoy_cli.home.locking import Locks
 from agenvoy_cli.transfer import agenvoy, engine
 from agenvoy_cli.transfer.records import Unit
 
@@ -60,7 +60,7 @@ def _size(path: Path) -> int:
 
 
 def _units(fmt: str, path: Path, session: str | None, sidechains: str,
-           meter: Meter) -> Iterator[Unit]:
+           meter: Meter, locks: Locks) -> Iterator[Unit]:
     if fmt == "claude-code":
         from agenvoy_cli.transfer import claude_code
 
@@ -78,7 +78,7 @@ def _units(fmt: str, path: Path, session: str | None, sidechains: str,
         from agenvoy_cli.transfer import openai
 
         return openai.units(path, session)
-    return agenvoy.units(path, session)
+    return agenvoy.units(path, session, locks)
 
 
 def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = None,
@@ -98,12 +98,12 @@ def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = N
     if not resolved:
         raise BadInput("give at least one PATH")
     results: list[dict[str, Any]] = []
-    lock = store_lock(store.layout.task_lock("import", "home"), store.settings.lock_timeout)
+    lock = store.locks.hold(store.layout.task_lock("import", "home"), store.settings.lock_timeout)
     with lock:
         meter = Meter(progress, resolved)
         for path in resolved:
             try:
-                for unit in _units(fmt, path, session, sidechains, meter):
+                for unit in _units(fmt, path, session, sidechains, meter, store.locks):
                     results.append(engine.import_unit(
                         store, unit, session=session, dry_run=dry_run, strict=strict,
                         restore=agenvoy.restore if fmt == "agenvoy" else None))

@@ -58,7 +58,7 @@ def embedder(store: Store) -> Embedder:
             raise OperationFailed(f"embedder: {exc}") from None
     if spec not in embedders:
         try:
-            embedders[spec] = get_embedder(spec or None)
+            embedders[spec] = context.of(store).models.get(spec or None)
         except EmbedderError as exc:
             raise OperationFailed(f"embedder: {exc}") from None
     return embedders[spec]

@@ -4,9 +4,10 @@
   the generation token the client reflects (vectors/guard.py), the collection names read under
   a token, an epoch bumped whenever the client is closed (collection handles must then be
   fetched again) and the collections checked whole at an epoch (vectors/range_query.py).
-- `VectorContext`: one per Store (`store.vectors`, made on first use): the embedders by spec
-  (the MCP server wraps its cache around one) and the message index kept while the directory
-  is unchanged (vectors/messages.py).
+- `VectorContext`: one per Store (`store.vectors`, given by open_store or made on first use):
+  the Embedders it takes models from (models/embedders.py: shared by every Store its holder
+  opens, so a model loads once), the embedders by spec (the MCP server wraps its cache around
+  one) and the message index kept while the directory is unchanged (vectors/messages.py).
 
 The directories themselves are one per process by nature, not per Store: chromadb keeps one
 System per directory per process (SharedSystemClient, reference-counted), whatever client
@@ -15,6 +16,10 @@ registries on one directory would each hold a reference to the same System: one 
 reload it (the other's reference keeps it alive) and would believe the stale copy fresh. So
 `_directories` (tests/test_architecture.py's KNOWN_STATE) is the one registry, reached only
 through `directory()`, and `close_all()` is what a test calls to start as a new process would.
+A registry handed down by whoever opens Stores (as the Embedders are) would be right only as
+long as every opener of the process handed down the same one: a program's second Memory, or a
+test's Store beside in-process commands, would bring the stale copy back without a sign. A
+second Embedders costs a second model load; a second registry costs wrong answers.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
+    from agenvoy_cli.models.embedders import Embedders
 
 
 class Directory:
@@ -68,7 +74,12 @@ def close_all() -> None:
 class VectorContext:
     """The vector layer's state for one Store."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: Embedders | None = None) -> None:
+        if models is None:
+            from agenvoy_cli.models.embedders import Embedders
+
+            models = Embedders()
+        self.models = models  # where local models come from (shared with the holder's Stores)
         self.embedders: dict[str, Any] = {}  # spec -> embedder ("" the default)
         self.message_index: tuple[Any, Any] | None = None  # (directory state, MessageIndex)
 

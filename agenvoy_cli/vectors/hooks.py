@@ -5,11 +5,15 @@ Kept light: append/compact import nothing heavy unless an index exists."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.config import Settings
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.vectors.location import has_vectors
+
+if TYPE_CHECKING:
+    from agenvoy_cli.models.embedders import Embedders
 
 
 def preload() -> None:
@@ -66,6 +70,14 @@ class VectorHooks:
 VECTOR_HOOKS = VectorHooks()
 
 
-def open_store(layout: Layout, settings: Settings | None = None) -> Store:
-    """A Store whose trims and clears reach the vector index (what every command uses)."""
-    return Store(layout, settings, hooks=VECTOR_HOOKS)
+def open_store(layout: Layout, settings: Settings | None = None, *,
+               embedders: Embedders | None = None) -> Store:
+    """A Store whose trims and clears reach the vector index (what every command uses).
+    `embedders`: the holder's Embedders, shared by every Store it opens (a model then loads
+    once); without it the Store makes its own on first use."""
+    store = Store(layout, settings, hooks=VECTOR_HOOKS)
+    if embedders is not None:
+        from agenvoy_cli.vectors.context import VectorContext
+
+        store.vectors = VectorContext(embedders)
+    return store

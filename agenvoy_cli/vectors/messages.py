@@ -32,7 +32,7 @@ from agenvoy_cli.vectors.collection import (
     server_name,
     server_url,
 )
-from agenvoy_cli.vectors.range_query import query_complement
+from agenvoy_cli.vectors.range_query import query_then_filter
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -138,7 +138,7 @@ class MessageIndex:
             return []
         hits = None
         if ids is None:
-            hits = query_complement(index, vector, n, lo, hi, rest)
+            hits = query_then_filter(index, vector, n, lo, hi, rest)
         if hits is not None:
             pass
         elif ids is None and lo is not None and hi is not None:

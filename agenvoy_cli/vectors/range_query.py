@@ -115,7 +115,7 @@ def _consistent(index: VectorIndex) -> bool:
     return True
 
 
-def query_complement(index: VectorIndex, vector: Sequence[float], n: int, lo: int | None,
+def query_then_filter(index: VectorIndex, vector: Sequence[float], n: int, lo: int | None,
                       hi: int | None, rest: dict[str, Any] | None) -> list[Hit] | None:
     """The filtered search as an unfiltered one for n + the excluded (see COMPLEMENT_MAX),
     or None when that does not apply (the caller filters the slow way)."""
