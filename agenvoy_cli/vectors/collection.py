@@ -29,6 +29,13 @@ BATCH = 1000
 # the rest from its log when a process first touches the collection: 0.4 s at 10,000
 # vectors with the default, 0.05 s with 100, for no measurable cost when adding.
 SYNC_THRESHOLD = 100
+# How wide Chroma's HNSW search looks (its ef_search; Chroma's default is 100). A session holds
+# many near-identical messages, and at 100 the walk misses true nearest neighbours: on
+# bench/floor.py's held-out split the exact nearest message was absent from the index's top 50
+# for 21 of 116 questions. bench/hnsw_recall.py compares recall and query time at 100 and at
+# this value (docs/benchmarks.md, "HNSW search width"). Collections we create get it; older
+# ones are given it the first time a process opens them (VectorIndex._widen).
+SEARCH_EF = 1000
 
 class IndexModelMismatch(AgenvoyError):
     exit_code = CorruptStore.exit_code
@@ -231,6 +238,7 @@ class VectorIndex:
         self._epoch = -1
         self._collection: Any = None
         self._checked = False
+        self._widened = False
         self._counted: tuple[tuple[int, str], int] | None = None  # (key, count): _count
         self.unsearchable = 0  # ids the last query found in Chroma's metadata, not in HNSW
         _ = embedder(store) if create else None  # a bad name: refused before chroma/ exists
@@ -249,8 +257,8 @@ class VectorIndex:
                 if self._create:
                     emb = embedder(self.store)
                     meta = {"hnsw:space": "cosine", "hnsw:sync_threshold": SYNC_THRESHOLD,
-                            "hnsw:batch_size": SYNC_THRESHOLD, "model_id": emb.model_id,
-                            "dim": emb.dim, **self._extra}
+                            "hnsw:batch_size": SYNC_THRESHOLD, "hnsw:search_ef": SEARCH_EF,
+                            "model_id": emb.model_id, "dim": emb.dim, **self._extra}
                     col = api.get_or_create_collection(
                         server_name(self.store, self.name), embedding_function=None, metadata=meta)
                 else:
@@ -260,8 +268,30 @@ class VectorIndex:
                 raise
             except Exception as exc:  # noqa: BLE001
                 raise OperationFailed(f"vector index {self.name}: {_one_line(exc)}") from None
+            if not self._widened and search_ef(col) < SEARCH_EF:
+                self._widened = True  # tried once per VectorIndex, whatever the outcome
+                if self._widen(col):
+                    return self.collection  # fetched again from the reopened client
             self._collection, self._epoch = col, epoch
             return col
+
+    def _widen(self, col: Any) -> bool:
+        """Give a collection made before SEARCH_EF (or by another program) the wider search,
+        once. Chroma keeps the setting in its SQLite, but a process that already loaded the
+        collection's HNSW index keeps searching it with the old width until it reopens its
+        client: so the generation token is bumped first (the others reopen at their next
+        access, vectors/guard.py) and this process reopens too. On a Chroma server the setting
+        is stored the same way; the server applies it when it loads the collection again.
+        A directory that cannot be written (or a chromadb that refuses) keeps the old width."""
+        try:
+            self._bump()
+            col.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
+        except Exception:  # noqa: BLE001 - read-only, or refused: searched as it is
+            return False
+        if server_url(self.store):
+            return False
+        directory(self.store).close()
+        return True
 
     @property
     def embedder(self) -> Embedder:
@@ -392,6 +422,15 @@ class VectorIndex:
             for i in range(0, len(ids), BATCH):  # by id lists: a `where` delete is very slow
                 col.delete(ids=ids[i:i + BATCH])
         return len(ids)
+
+
+def search_ef(col: Any) -> int:
+    """The collection's HNSW search width (ef_search) as Chroma stored it (100 if unsaid)."""
+    try:
+        hnsw = (col.configuration_json or {}).get("hnsw") or {}
+        return int(hnsw.get("ef_search", 100))
+    except Exception:  # noqa: BLE001 - a chromadb without configurations: leave it be
+        return SEARCH_EF
 
 
 def message_id(session_id: str, seq: int) -> str:
