@@ -9,6 +9,7 @@ _EXPORTS: dict[str, str | None] = {
     "IndexModelMismatch": "api",
     "KeptEmbedder": "attribution",
     "hnsw_missing": "check",
+    "SEARCH_EF": "collection",
     "embedder": "collection",
     "VECTOR_HOOKS": "hooks",
     "open_store": "hooks",
