@@ -32,9 +32,10 @@ SYNC_THRESHOLD = 100
 # How wide Chroma's HNSW search looks (its ef_search; Chroma's default is 100). A session holds
 # many near-identical messages, and at 100 the walk misses true nearest neighbours: on
 # bench/floor.py's held-out split the exact nearest message was absent from the index's top 50
-# for 21 of 116 questions. bench/hnsw_recall.py compares recall and query time at 100 and at
-# this value (docs/benchmarks.md, "HNSW search width"). Collections we create get it; older
-# ones are given it the first time a process opens them (VectorIndex._widen).
+# for 21-29 of 116 questions (6 at 1000), for ~2 ms more CPU per query at 10,000 vectors
+# (bench/hnsw_recall.py; docs/benchmarks.md, relevance floor second pass; docs/vectors.md).
+# Collections we create get it; older ones get it the first time a process opens them
+# (VectorIndex._widen).
 SEARCH_EF = 1000
 
 class IndexModelMismatch(AgenvoyError):
