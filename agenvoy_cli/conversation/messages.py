@@ -208,6 +208,14 @@ def message_hash(role: str, text: str) -> str:
     return _blake2b(data, digest_size=16).hexdigest()
 
 
+def message_hash_of(role: str, head: str, text: str) -> str:
+    """message_hash(role, head + text) without joining them (a header before a long text:
+    the text is encoded once and never copied)."""
+    digest = _blake2b(f"{role}\x00{head}".encode("utf-8", "surrogatepass"), digest_size=16)
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
 def _canonical(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _canonical(value[k]) for k in sorted(value)}
