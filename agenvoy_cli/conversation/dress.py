@@ -28,7 +28,8 @@ from agenvoy_cli.conversation.messages import (
     identity_key,
     is_blank,
     local_to_ns,
-    message_hash_of,
+    hash_prefix,
+    message_hash_from,
     message_identity,
 )
 from agenvoy_cli.errors import BadInput
@@ -198,7 +199,7 @@ def redressed_key(message: dict[str, Any], known: Container[str]) -> str | None:
     return Redress().key(message, known)
 
 
-_TWO = tuple(f"{i:02d}" for i in range(60))
+_TWO = tuple(f"{i:02d}".encode() for i in range(60))
 _HOUR_FORMAT = TIME_FORMAT.removesuffix("%M:%S")
 assert _HOUR_FORMAT + "%M:%S" == TIME_FORMAT
 
@@ -209,19 +210,22 @@ class Redress:
     of them. An hour is formatted by arithmetic only when its first and last second read as
     that one local hour at one UTC offset (else, a zone's change or a leap second in it,
     second by second), so the text is strftime's; and a wrong text could only fail to
-    match the archived identity, never match another."""
+    match the archived identity, never match another. The header is built as the bytes
+    message_hash would hash (the parts of a role's, a sender's, kept): no text is joined."""
 
-    __slots__ = ("_lo", "_hi", "_head", "_seen")
+    __slots__ = ("_lo", "_hi", "_hour", "_seen", "_starts", "_ends")
 
     def __init__(self) -> None:
         self._lo = self._hi = self._seen = -1
-        self._head = ""
+        self._hour = b""
+        self._starts: dict[str, bytes] = {}  # role -> its identity's data up to the time
+        self._ends: dict[str, bytes] = {}  # sender ("": none) -> the header after the time
 
-    def stamp(self, sec: int) -> str:
-        """time.strftime(TIME_FORMAT, time.localtime(sec))."""
+    def stamp(self, sec: int) -> bytes:
+        """time.strftime(TIME_FORMAT, time.localtime(sec)), encoded."""
         if self._lo <= sec < self._hi:
             minute, second = divmod(sec - self._lo, 60)
-            return f"{self._head}{_TWO[minute]}:{_TWO[second]}"
+            return b"".join((self._hour, _TWO[minute], b":", _TWO[second]))
         now = time.localtime(sec)
         lo = sec - now.tm_min * 60 - now.tm_sec
         if lo == self._seen:  # a second message in this hour: worth checking the hour once
@@ -230,9 +234,9 @@ class Redress:
                     and (last.tm_min, last.tm_sec) == (59, 59) \
                     and first.tm_gmtoff == last.tm_gmtoff == now.tm_gmtoff:
                 self._lo, self._hi = lo, lo + 3600
-                self._head = time.strftime(_HOUR_FORMAT, now)
+                self._hour = time.strftime(_HOUR_FORMAT, now).encode()
         self._seen = lo
-        return time.strftime(TIME_FORMAT, now)
+        return time.strftime(TIME_FORMAT, now).encode()
 
     def key(self, message: dict[str, Any], known: Container[str]) -> str | None:
         """redressed_key(message, known)."""
@@ -245,17 +249,23 @@ class Redress:
         sec = ns // 1_000_000_000
         if self._lo <= sec < self._hi:  # stamp(), inline: once per message
             minute, second = divmod(sec - self._lo, 60)
-            stamp = f"{self._head}{_TWO[minute]}:{_TWO[second]}"
+            stamp = b"".join((self._hour, _TWO[minute], b":", _TWO[second]))
         else:
             stamp = self.stamp(sec)
         role = str(message.get("role"))
+        start = self._starts.get(role)
+        if start is None:  # _block(stamp, who), split at the time
+            start = self._starts[role] = hash_prefix(role, f"---\n{HEADER_LABEL}: ")
         who = message.get(SENDER)
-        if who and type(who) is str:  # as _block(stamp, who); identity_key: not blank
-            key = message_hash_of(role, f"---\n{HEADER_LABEL}: {stamp}\n{SENDER_LABEL}: "
-                                        f"{who}\n---\n", content)
+        if who and type(who) is str:  # with the sender's line first; identity_key: not blank
+            end = self._ends.get(who)
+            if end is None:
+                end = self._ends[who] = f"\n{SENDER_LABEL}: {who}\n---\n".encode(
+                    "utf-8", "surrogatepass")
+            key = message_hash_from(start + stamp + end, content)
             if key in known:
                 return key
-        key = message_hash_of(role, f"---\n{HEADER_LABEL}: {stamp}\n---\n", content)
+        key = message_hash_from(start + stamp + b"\n---\n", content)
         return key if key in known else None
 
 
