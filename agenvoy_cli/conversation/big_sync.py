@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import alignment, archive, sessions
-from agenvoy_cli.conversation.dress import RECORD_KEYS, Redress, is_record, record_key
+from agenvoy_cli.conversation.dress import Redress, is_record, record_key
 from agenvoy_cli.conversation.history import History
 from agenvoy_cli.conversation.history_view import batches
 from agenvoy_cli.conversation.messages import content_text, is_blank, message_identity
@@ -49,9 +49,7 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
         first = lo + done
         told: dict[int, str] = {}
         if redressed or _rewritten(conn, session_id, first, part, key):
-            got = conn.execute(_TOLD, (orjson.dumps([first + i for i, m in enumerate(part)
-                                                     if m.get("content") is None]).decode(),
-                                       session_id, first, first + len(part))).fetchall()
+            got = conn.execute(_TOLD, (session_id, first, first + len(part))).fetchall()
             rows = {seq: have for seq, have, _ in got}
             told = {seq: it for seq, _, it in got if it is not None}
         else:
@@ -62,13 +60,14 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
             if have is None:
                 end = i
                 break
-            if redressed and message.keys() <= RECORD_KEYS:  # is_record
-                if message.get("content") is None:
+            if redressed:
+                if message.get("content") is not None:
+                    if key(message, (have,), True):
+                        continue
+                elif is_record(message):
                     # a tool call the rewrite left: only its row tells (_first_other, exact)
                     if told.get(first + i) != f"null {message.get('role')}":
                         blanks.append(i)
-                    continue
-                if key(message, (have,)):
                     continue
             if have == message_identity(message):
                 redressed = False
@@ -89,10 +88,10 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
 
 
 _ROWS = "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?"
-# ... and for the places given (a JSON list), 'null ROLE' when the row's JSON has a null (or
-# no) content, as _first_other's first test: the rows are read once, in order
-_TOLD = ("SELECT seq, hash, CASE WHEN seq IN (SELECT value FROM json_each(?)) AND message IS "
-         "NOT NULL THEN coalesce(json_type(message, '$.content'), 'null') || ' ' || role END "
+# ... and 'null ROLE' for a row without text whose JSON has a null (or no) content: what
+# _first_other tests first, in the same read (not a second lookup per tool call's row)
+_TOLD = ("SELECT seq, hash, CASE WHEN content = '' AND message IS NOT NULL THEN "
+         "coalesce(json_type(message, '$.content'), 'null') || ' ' || role END "
          "FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?")
 
 

@@ -24,11 +24,11 @@ from agenvoy_cli.conversation.messages import (
     HEADER_LABEL,
     TIME_FORMAT,
     content_text,
+    hash_prefix,
     header_time,
     identity_key,
     is_blank,
     local_to_ns,
-    hash_prefix,
     message_hash_from,
     message_identity,
 )
@@ -238,13 +238,17 @@ class Redress:
         self._seen = lo
         return time.strftime(TIME_FORMAT, now).encode()
 
-    def key(self, message: dict[str, Any], known: Container[str]) -> str | None:
-        """redressed_key(message, known)."""
+    def key(self, message: dict[str, Any], known: Container[str],
+            record: bool = False) -> str | None:
+        """redressed_key(message, known); record: None too unless is_record(message)."""
         ns = message.get(SEND_AT)
         content = message.get("content")
         # (what JSON gives: exact types; a blank one is told by what it carries: record_key)
         if type(ns) is not int or ns <= 0 or type(content) is not str or not content or \
                 content.isspace():
+            return None
+        # content and sendAt present: only role and sender may be there too (is_record)
+        if record and len(message) != 2 + ("role" in message) + (SENDER in message):
             return None
         sec = ns // 1_000_000_000
         if self._lo <= sec < self._hi:  # stamp(), inline: once per message
