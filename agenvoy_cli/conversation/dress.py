@@ -250,26 +250,26 @@ class Redress:
         # content and sendAt present: only role and sender may be there too (is_record)
         if record and len(message) != 2 + ("role" in message) + (SENDER in message):
             return None
-        sec = ns // 1_000_000_000
-        if self._lo <= sec < self._hi:  # stamp(), inline: once per message
-            minute, second = divmod(sec - self._lo, 60)
-            stamp = b"".join((self._hour, _TWO[minute], b":", _TWO[second]))
-        else:
-            stamp = self.stamp(sec)
         role = str(message.get("role"))
         start = self._starts.get(role)
         if start is None:  # _block(stamp, who), split at the time
             start = self._starts[role] = hash_prefix(role, f"---\n{HEADER_LABEL}: ")
+        sec = ns // 1_000_000_000
+        if self._lo <= sec < self._hi:  # stamp(), inline: once per message
+            minute, second = divmod(sec - self._lo, 60)
+            start = b"".join((start, self._hour, _TWO[minute], b":", _TWO[second]))
+        else:
+            start += self.stamp(sec)
         who = message.get(SENDER)
         if who and type(who) is str:  # with the sender's line first; identity_key: not blank
             end = self._ends.get(who)
             if end is None:
                 end = self._ends[who] = f"\n{SENDER_LABEL}: {who}\n---\n".encode(
                     "utf-8", "surrogatepass")
-            key = message_hash_from(start + stamp + end, content)
+            key = message_hash_from(start + end, content)
             if key in known:
                 return key
-        key = message_hash_from(start + stamp + b"\n---\n", content)
+        key = message_hash_from(start + b"\n---\n", content)
         return key if key in known else None
 
 
