@@ -557,3 +557,21 @@ def test_after_the_rewrite_a_real_edit_past_a_tool_call_is_still_an_edit(run, ho
     rows = archive_rows(home)
     assert [r[1] for r in rows] == list(range(len(rows)))  # edited in place, none added
     doctor_clean(run)
+
+
+@pytest.mark.parametrize(("stored", "role", "same"), [
+    ({"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}, "assistant", True),
+    ({"role": "assistant", "content": None}, "assistant", True),
+    ({"role": "assistant", "content": None}, "user", False),
+    ({"role": "assistant", "content": ""}, "assistant", False),
+    ({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "user",
+     False),
+    ({"content": None, "role": "assistant"}, "assistant", False),  # another order: exactly
+    ({"role": "assistant", "tool_calls": [{"function": {"content": None}}]}, "assistant", False),
+])
+def test_a_tool_calls_row_is_told_null_only_when_it_is(stored, role, same):
+    """The walk's quick test of a rewritten tool call's row (the start of its JSON): true
+    only when its content is null; anything else is compared exactly (_first_other)."""
+    from agenvoy_cli.conversation.big_sync import _null_content
+
+    assert _null_content(orjson.dumps(stored).decode()[:64], role, {}) is same

@@ -45,6 +45,7 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
     done = 0
     redressed = False
     key = Redress().key  # the header each rewritten message had, an hour at a time
+    starts: dict[Any, str] = {}
     for part in batches(history):
         first = lo + done
         told: dict[int, str] = {}
@@ -66,7 +67,7 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
                         continue
                 elif is_record(message):
                     # a tool call the rewrite left: only its row tells (_first_other, exact)
-                    if told.get(first + i) != f"null {message.get('role')}":
+                    if not _null_content(told.get(first + i), message.get("role"), starts):
                         blanks.append(i)
                     continue
             if have == message_identity(message):
@@ -88,11 +89,23 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
 
 
 _ROWS = "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?"
-# ... and 'null ROLE' for a row without text whose JSON has a null (or no) content: what
-# _first_other tests first, in the same read (not a second lookup per tool call's row)
-_TOLD = ("SELECT seq, hash, CASE WHEN content = '' AND message IS NOT NULL THEN "
-         "coalesce(json_type(message, '$.content'), 'null') || ' ' || role END "
+# ... and the start of the JSON of a row without text (a tool call's): _null_content, in the
+# same read (not a second lookup per tool call's row; no JSON parsed)
+_TOLD = ("SELECT seq, hash, CASE WHEN content = '' THEN substr(message, 1, 64) END "
          "FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?")
+
+
+def _null_content(start: str | None, role: Any, starts: dict[Any, str]) -> bool:
+    """Whether a row's JSON (its first 64 characters) is, as we write it (orjson, keys in
+    order), an object whose role is this one and whose content is null: what the rewrite
+    leaves of it is {"role": role, "content": null}. False is not a difference: the row
+    is then compared exactly (_first_other)."""
+    if start is None or type(role) is not str:
+        return False
+    head = starts.get(role)
+    if head is None:
+        head = starts[role] = f'{{"role":{orjson.dumps(role).decode()},"content":null'
+    return start.startswith(head) and start[len(head):len(head) + 1] in (",", "}")
 
 
 def _rewritten(conn: sqlite3.Connection, session_id: str, first: int,
