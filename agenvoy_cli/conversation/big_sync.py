@@ -41,7 +41,8 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
     tool-call fields dropped). A rewritten file is rewritten throughout, so the dress the
     previous message matched in is tried first: one identity per message either way. In a
     rewritten batch, the rows of its null-content entries (tool calls whose fields the
-    rewrite dropped) say their role and content type in the same read as the identities."""
+    rewrite dropped) are told by the start of their JSON, in the same read as the
+    identities (_null_content; any other is compared exactly, _first_other)."""
     done = 0
     redressed = False
     key = Redress().key  # the header each rewritten message had, an hour at a time
