@@ -61,8 +61,9 @@ def env_for(home: Path, src: Path | None) -> dict[str, str]:
            if not k.startswith("AGENVOY_") and k != "PYTHONPATH"}
     env["AGENVOY_HOME"] = str(home)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if src is not None:  # the old checkout shadows the installed (editable) package
-        env["PYTHONPATH"] = str(src)
+    # each source shadows the installed (editable) package: the old checkout, or this tree
+    # (a worktree of its own: the editable install may point at another)
+    env["PYTHONPATH"] = str(src if src is not None else ROOT)
     return env
 
 

@@ -433,37 +433,112 @@ def header_session_with_tools(run, exchanges: int) -> None:
 
 
 def test_the_rewrite_is_recognised_at_one_identity_per_message(run, home, go, monkeypatch):
-    from agenvoy_cli.conversation import alignment, dress, messages
+    import time as clock
+    from types import SimpleNamespace
+
+    from agenvoy_cli.conversation import alignment, big_sync, dress, messages
 
     header_session_with_tools(run, 30)
     before = archive_rows(home)
     go.say(SID, "user", "then tok999")  # normalises the whole file, then appends
     entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
     assert not any("tool_calls" in e or "當前時間" in (e["content"] or "") for e in entries)
-    hashed, handed = [0], []
-    real_hash, real_apply = messages.message_hash, alignment.apply
+    hashed, handed, stamps, looked = [0], [], [0], []
+    real_digest, real_apply, real_other = messages._blake2b, alignment.apply, \
+        big_sync._first_other
 
-    def counted(role: str, text: str) -> str:
+    def digest(*args, **kwargs):  # every identity computed, whichever function computes it
         hashed[0] += 1
-        return real_hash(role, text)
+        return real_digest(*args, **kwargs)
+
+    def strftime(*args):
+        stamps[0] += 1
+        return clock.strftime(*args)
 
     def apply(conn, session_id, history, *rest):
         handed.append(len(history))
         return real_apply(conn, session_id, history, *rest)
 
-    monkeypatch.setattr(messages, "message_hash", counted)
-    monkeypatch.setattr(dress, "message_hash", counted, raising=False)
+    def first_other(conn, session_id, first, part, blanks):
+        looked.append(len(blanks))
+        return real_other(conn, session_id, first, part, blanks)
+
+    monkeypatch.setattr(messages, "_blake2b", digest)
+    monkeypatch.setattr(dress, "time", SimpleNamespace(strftime=strftime,
+                                                       localtime=clock.localtime))
     monkeypatch.setattr(alignment, "apply", apply)
+    monkeypatch.setattr(big_sync, "_first_other", first_other)
     own_append(run, {"role": "assistant", "content": "ours tok1000"})
-    # today: the plain identity, then up to two header identities per message, and the
+    # before: the plain identity, then up to two header identities per message, and the
     # whole file after the first tool call aligned again (its fields dropped)
     assert hashed[0] <= len(entries) + 8, (hashed[0], len(entries))
     assert handed in ([], [1]), handed  # only Agenvoy's new message, if anything
+    # the local time formatted once an hour of messages (all 30 exchanges are in one), not
+    # once a message; the tool calls' rows told in the walk's one read, none looked up again
+    assert stamps[0] <= 4, stamps
+    assert not any(looked), looked
     monkeypatch.undo()
     after = archive_rows(home)
     assert after[:len(before)] == before  # nothing rewritten or renumbered
     assert tokens(home)[-2:] == ["tok999", "tok1000"]
     doctor_clean(run)
+
+
+@pytest.mark.parametrize("zone", ["Asia/Taipei", "Europe/London", "America/St_Johns",
+                                  "Australia/Lord_Howe", "Asia/Kathmandu", "UTC"])
+def test_redress_formats_the_local_time_as_strftime(zone, monkeypatch):
+    """Redress formats an hour's times by arithmetic: the same text as time.strftime every
+    second, across DST changes, half-hour changes and odd offsets."""
+    import random
+    import time as clock
+
+    from agenvoy_cli.conversation.dress import Redress
+    from agenvoy_cli.conversation.messages import TIME_FORMAT
+
+    monkeypatch.setenv("TZ", zone)
+    clock.tzset()
+    try:
+        rng = random.Random(zone)
+        seconds: list[int] = []
+        sec = 1_600_000_000
+        while len(seconds) < 20_000:  # messages seconds to hours apart, two per hour or more
+            sec += rng.choice((1, 59, 61, 600, 1799, 3599, 3600, 3601, 86400 * 7))
+            seconds.append(sec)
+        for start in (1_711_846_800, 1_729_990_800, 1_680_372_000, 1_696_089_600):
+            seconds += range(start - 7200, start + 7200, 7)  # every DST change of 2023/24
+        redress = Redress()
+        for sec in seconds:
+            assert redress.stamp(sec).decode() == clock.strftime(TIME_FORMAT,
+                                                                  clock.localtime(sec)), sec
+    finally:
+        monkeypatch.undo()
+        clock.tzset()
+
+
+@pytest.mark.parametrize("who", ["", "alice", "名字 \ud800", "a\nb"])
+@pytest.mark.parametrize("content", ["plain words", "中文的內容 and ascii", "lone \udc80 half",
+                                     "  padded  "])
+def test_redressed_key_is_the_identity_of_the_header_we_wrote(who, content):
+    """What the rewrite leaves of a header message we wrote is matched by exactly that
+    message's identity (dress.dress), and by nothing once a word or the time changes."""
+    from datetime import datetime
+
+    from agenvoy_cli.conversation.dress import Redress, dress, redressed_key
+    from agenvoy_cli.conversation.messages import message_identity
+
+    at = 1_767_600_000 * 1_000_000_000
+    record = {"role": "user", "content": content, "sendAt": at}
+    if who:
+        record["sender"] = who
+    ours = message_identity(dress(record, datetime(2000, 1, 1), "header", who))
+    redress = Redress()
+    for _ in range(3):  # the first message of an hour, the second, then from the table
+        assert redress.key(record, {ours}) == ours
+        assert redress.key(record, {ours}, True) == ours
+    assert redressed_key(record, {ours}) == ours
+    assert redress.key({**record, "content": content + "!"}, {ours}) is None
+    assert redress.key({**record, "sendAt": at + 1_000_000_000}, {ours}) is None
+    assert redress.key({**record, "name": "x"}, {ours}, True) is None  # not a record
 
 
 def test_after_the_rewrite_a_real_edit_past_a_tool_call_is_still_an_edit(run, home, go):
@@ -482,3 +557,21 @@ def test_after_the_rewrite_a_real_edit_past_a_tool_call_is_still_an_edit(run, ho
     rows = archive_rows(home)
     assert [r[1] for r in rows] == list(range(len(rows)))  # edited in place, none added
     doctor_clean(run)
+
+
+@pytest.mark.parametrize(("stored", "role", "same"), [
+    ({"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}, "assistant", True),
+    ({"role": "assistant", "content": None}, "assistant", True),
+    ({"role": "assistant", "content": None}, "user", False),
+    ({"role": "assistant", "content": ""}, "assistant", False),
+    ({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "user",
+     False),
+    ({"content": None, "role": "assistant"}, "assistant", False),  # another order: exactly
+    ({"role": "assistant", "tool_calls": [{"function": {"content": None}}]}, "assistant", False),
+])
+def test_a_tool_calls_row_is_told_null_only_when_it_is(stored, role, same):
+    """The walk's quick test of a rewritten tool call's row (the start of its JSON): true
+    only when its content is null; anything else is compared exactly (_first_other)."""
+    from agenvoy_cli.conversation.big_sync import _null_content
+
+    assert _null_content(orjson.dumps(stored).decode()[:64], role, {}) is same

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import archive, identity, sessions
-from agenvoy_cli.conversation.dress import is_record, record_key, redressed_key, time_ns
+from agenvoy_cli.conversation.dress import Redress, is_record, record_key, time_ns
 from agenvoy_cli.conversation.identity import Candidate, Plan
 from agenvoy_cli.conversation.messages import (
     content_text,
@@ -62,8 +62,9 @@ def match_keys(conn: sqlite3.Connection | None, history: Sequence[dict[str, Any]
     missing = [i for i, k in enumerate(keys) if k not in known and is_record(history[i])]
     if not missing:
         return keys
+    redress = Redress()
     for i in missing:
-        alt = redressed_key(history[i], known)
+        alt = redress.key(history[i], known)
         if alt is not None:
             keys[i] = alt
     still = [i for i in missing if keys[i] not in known]

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import alignment, archive, sessions
-from agenvoy_cli.conversation.dress import is_record, record_key, redressed_key
+from agenvoy_cli.conversation.dress import Redress, is_record, record_key
 from agenvoy_cli.conversation.history import History
 from agenvoy_cli.conversation.history_view import batches
 from agenvoy_cli.conversation.messages import content_text, is_blank, message_identity
@@ -39,41 +39,86 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
     """How many messages from the start of history are archived at places lo, lo+1, ...:
     as they are, or as Agenvoy v0.32's normalise rewrite left them (header -> sendAt,
     tool-call fields dropped). A rewritten file is rewritten throughout, so the dress the
-    previous message matched in is tried first: one identity per message either way."""
+    previous message matched in is tried first: one identity per message either way. In a
+    rewritten batch, the rows of its null-content entries (tool calls whose fields the
+    rewrite dropped) are told by the start of their JSON, in the same read as the
+    identities (_null_content; any other is compared exactly, _first_other)."""
     done = 0
     redressed = False
+    key = Redress().key  # the header each rewritten message had, an hour at a time
+    starts: dict[Any, str] = {}
     for part in batches(history):
-        rows: dict[int, str] = dict(conn.execute(
-            "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?",
-            (session_id, lo + done, lo + done + len(part))).fetchall())
+        first = lo + done
+        told: dict[int, str] = {}
+        if redressed or _rewritten(conn, session_id, first, part, key):
+            got = conn.execute(_TOLD, (session_id, first, first + len(part))).fetchall()
+            rows = {seq: have for seq, have, _ in got}
+            told = {seq: it for seq, _, it in got if it is not None}
+        else:
+            rows = dict(conn.execute(_ROWS, (session_id, first, first + len(part))).fetchall())
         end, blanks = len(part), []
         for i, message in enumerate(part):
-            have = rows.get(lo + done + i)
+            have = rows.get(first + i)
             if have is None:
                 end = i
                 break
-            if redressed and is_record(message):
-                if message.get("content") is None:
-                    blanks.append(i)  # a tool call the rewrite left: only its row tells
-                    continue
-                if redressed_key(message, (have,)):
+            if redressed:
+                if message.get("content") is not None:
+                    if key(message, (have,), True):
+                        continue
+                elif is_record(message):
+                    # a tool call the rewrite left: only its row tells (_first_other, exact)
+                    if not _null_content(told.get(first + i), message.get("role"), starts):
+                        blanks.append(i)
                     continue
             if have == message_identity(message):
                 redressed = False
                 continue
             record = is_record(message)
-            if record and not redressed and redressed_key(message, (have,)):
+            if record and not redressed and key(message, (have,)):
                 redressed = True
                 continue
             if not record or not is_blank(content_text(message.get("content"))):
                 end = i
                 break
             blanks.append(i)
-        end = min(end, _first_other(conn, session_id, lo + done, part, blanks))
+        end = min(end, _first_other(conn, session_id, first, part, blanks))
         if end < len(part):
             return done + end
         done += len(part)
     return done
+
+
+_ROWS = "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?"
+# ... and the start of the JSON of a row without text (a tool call's): _null_content, in the
+# same read (not a second lookup per tool call's row; no JSON parsed)
+_TOLD = ("SELECT seq, hash, CASE WHEN content = '' THEN substr(message, 1, 64) END "
+         "FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?")
+
+
+def _null_content(start: str | None, role: Any, starts: dict[Any, str]) -> bool:
+    """Whether a row's JSON (its first 64 characters) is, as we write it (orjson, keys in
+    order), an object whose role is this one and whose content is null: what the rewrite
+    leaves of it is {"role": role, "content": null}. False is not a difference: the row
+    is then compared exactly (_first_other)."""
+    if start is None or type(role) is not str:
+        return False
+    head = starts.get(role)
+    if head is None:
+        head = starts[role] = f'{{"role":{orjson.dumps(role).decode()},"content":null'
+    return start.startswith(head) and start[len(head):len(head) + 1] in (",", "}")
+
+
+def _rewritten(conn: sqlite3.Connection, session_id: str, first: int,
+               part: list[dict[str, Any]], key: Any) -> bool:
+    """Whether the first message of part with words is its row re-dressed by the rewrite
+    (one row read): then the batch is read with what its tool calls' rows say."""
+    for i, message in enumerate(part[:64]):
+        if type(message.get("content")) is str and is_record(message):
+            row = conn.execute("SELECT hash FROM messages WHERE session_id = ? AND seq = ?",
+                               (session_id, first + i)).fetchone()
+            return row is not None and key(message, (row[0],)) is not None
+    return False
 
 
 def _first_other(conn: sqlite3.Connection, session_id: str, first: int,

@@ -24,11 +24,12 @@ from agenvoy_cli.conversation.messages import (
     HEADER_LABEL,
     TIME_FORMAT,
     content_text,
+    hash_prefix,
     header_time,
     identity_key,
     is_blank,
     local_to_ns,
-    message_hash,
+    message_hash_from,
     message_identity,
 )
 from agenvoy_cli.errors import BadInput
@@ -194,22 +195,82 @@ def redressed_key(message: dict[str, Any], known: Container[str]) -> str | None:
     """The identity in `known` the message had in the header dress we write, if any (cheap,
     no archive read; with its sender's line first when it has a sender): Agenvoy v0.32's
     rewrite moved our header into sendAt/sender. One identity when the first one matches,
-    about what the plain identity of the message costs."""
-    ns = message.get(SEND_AT)
-    content = message.get("content")
-    # (what JSON gives: exact types; a blank one is told by what it carries: record_key)
-    if type(ns) is not int or ns <= 0 or type(content) is not str or not content or \
-            content.isspace():
-        return None
-    stamp = time.strftime(TIME_FORMAT, time.localtime(ns // 1_000_000_000))  # as header_block
-    role = str(message.get("role"))
-    who = message.get(SENDER)
-    if who and type(who) is str:
-        key = message_hash(role, _block(stamp, who) + content)  # identity_key: not blank
-        if key in known:
-            return key
-    key = message_hash(role, _block(stamp, "") + content)
-    return key if key in known else None
+    about what the plain identity of the message costs. (Many messages: Redress.key.)"""
+    return Redress().key(message, known)
+
+
+_TWO = tuple(f"{i:02d}".encode() for i in range(60))
+_HOUR_FORMAT = TIME_FORMAT.removesuffix("%M:%S")
+assert _HOUR_FORMAT + "%M:%S" == TIME_FORMAT
+
+
+class Redress:
+    """redressed_key for the many messages of one rewritten file (a walk holds one): the
+    local time of each sendAt is formatted as header_block does, time.strftime once an hour
+    of them. An hour is formatted by arithmetic only when its first and last second read as
+    that one local hour at one UTC offset (else, a zone's change or a leap second in it,
+    second by second), so the text is strftime's; and a wrong text could only fail to
+    match the archived identity, never match another. The header is built as the bytes
+    message_hash would hash (the parts of a role's, a sender's, kept): no text is joined."""
+
+    __slots__ = ("_lo", "_hi", "_hour", "_seen", "_starts", "_ends")
+
+    def __init__(self) -> None:
+        self._lo = self._hi = self._seen = -1
+        self._hour = b""
+        self._starts: dict[str, bytes] = {}  # role -> its identity's data up to the time
+        self._ends: dict[str, bytes] = {}  # sender ("": none) -> the header after the time
+
+    def stamp(self, sec: int) -> bytes:
+        """time.strftime(TIME_FORMAT, time.localtime(sec)), encoded."""
+        if self._lo <= sec < self._hi:
+            minute, second = divmod(sec - self._lo, 60)
+            return b"".join((self._hour, _TWO[minute], b":", _TWO[second]))
+        now = time.localtime(sec)
+        lo = sec - now.tm_min * 60 - now.tm_sec
+        if lo == self._seen:  # a second message in this hour: worth checking the hour once
+            first, last = time.localtime(lo), time.localtime(lo + 3599)
+            if first[:4] == last[:4] == now[:4] and (first.tm_min, first.tm_sec) == (0, 0) \
+                    and (last.tm_min, last.tm_sec) == (59, 59) \
+                    and first.tm_gmtoff == last.tm_gmtoff == now.tm_gmtoff:
+                self._lo, self._hi = lo, lo + 3600
+                self._hour = time.strftime(_HOUR_FORMAT, now).encode()
+        self._seen = lo
+        return time.strftime(TIME_FORMAT, now).encode()
+
+    def key(self, message: dict[str, Any], known: Container[str],
+            record: bool = False) -> str | None:
+        """redressed_key(message, known); record: None too unless is_record(message)."""
+        ns = message.get(SEND_AT)
+        content = message.get("content")
+        # (what JSON gives: exact types; a blank one is told by what it carries: record_key)
+        if type(ns) is not int or ns <= 0 or type(content) is not str or not content or \
+                content.isspace():
+            return None
+        # content and sendAt present: only role and sender may be there too (is_record)
+        if record and len(message) != 2 + ("role" in message) + (SENDER in message):
+            return None
+        role = str(message.get("role"))
+        start = self._starts.get(role)
+        if start is None:  # _block(stamp, who), split at the time
+            start = self._starts[role] = hash_prefix(role, f"---\n{HEADER_LABEL}: ")
+        sec = ns // 1_000_000_000
+        if self._lo <= sec < self._hi:  # stamp(), inline: once per message
+            minute, second = divmod(sec - self._lo, 60)
+            start = b"".join((start, self._hour, _TWO[minute], b":", _TWO[second]))
+        else:
+            start += self.stamp(sec)
+        who = message.get(SENDER)
+        if who and type(who) is str:  # with the sender's line first; identity_key: not blank
+            end = self._ends.get(who)
+            if end is None:
+                end = self._ends[who] = f"\n{SENDER_LABEL}: {who}\n---\n".encode(
+                    "utf-8", "surrogatepass")
+            key = message_hash_from(start + end, content)
+            if key in known:
+                return key
+        key = message_hash_from(start + b"\n---\n", content)
+        return key if key in known else None
 
 
 def record_key(message: dict[str, Any]) -> str:

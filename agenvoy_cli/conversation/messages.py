@@ -208,6 +208,20 @@ def message_hash(role: str, text: str) -> str:
     return _blake2b(data, digest_size=16).hexdigest()
 
 
+def hash_prefix(role: str, head: str) -> bytes:
+    """The start of message_hash(role, head + ...)'s data (for message_hash_from); more of
+    the head may follow it encoded as UTF-8 (surrogatepass), as message_hash encodes."""
+    return f"{role}\x00{head}".encode("utf-8", "surrogatepass")
+
+
+def message_hash_from(prefix: bytes, text: str) -> str:
+    """message_hash(role, head + text), prefix being hash_prefix(role, head): a header
+    before a long text without joining them (the text encoded once, never copied)."""
+    digest = _blake2b(prefix, digest_size=16)
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
 def _canonical(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _canonical(value[k]) for k in sorted(value)}
