@@ -518,12 +518,12 @@ def test_redress_formats_the_local_time_as_strftime(zone, monkeypatch):
 @pytest.mark.parametrize("who", ["", "alice", "名字 \ud800", "a\nb"])
 @pytest.mark.parametrize("content", ["plain words", "中文的內容 and ascii", "lone \udc80 half",
                                      "  padded  "])
-def test_redressed_key_is_the_identity_of_the_header_we_wrote(who, content):
+def test_redress_key_is_the_identity_of_the_header_we_wrote(who, content):
     """What the rewrite leaves of a header message we wrote is matched by exactly that
     message's identity (dress.dress), and by nothing once a word or the time changes."""
     from datetime import datetime
 
-    from agenvoy_cli.conversation.dress import Redress, dress, redressed_key
+    from agenvoy_cli.conversation.dress import Redress, dress
     from agenvoy_cli.conversation.messages import message_identity
 
     at = 1_767_600_000 * 1_000_000_000
@@ -535,7 +535,7 @@ def test_redressed_key_is_the_identity_of_the_header_we_wrote(who, content):
     for _ in range(3):  # the first message of an hour, the second, then from the table
         assert redress.key(record, {ours}) == ours
         assert redress.key(record, {ours}, True) == ours
-    assert redressed_key(record, {ours}) == ours
+    assert Redress().key(record, {ours}) == ours  # a fresh one: strftime's own text
     assert redress.key({**record, "content": content + "!"}, {ours}) is None
     assert redress.key({**record, "sendAt": at + 1_000_000_000}, {ours}) is None
     assert redress.key({**record, "name": "x"}, {ours}, True) is None  # not a record

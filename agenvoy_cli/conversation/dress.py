@@ -5,7 +5,7 @@
 - sendAt (Agenvoy v0.32+): `{"role", "content", "sendAt": unix ns, "sender"}`, no header; on
   every append Agenvoy rewrites the whole file through that record (normalise: the header
   moved into sendAt/sender and stripped, every other key dropped).
-The same message in either dress is the same message: `redressed_key` and `record_key`
+The same message in either dress is the same message: `Redress.key` and `record_key`
 give the identities a message had in the other dress (conversation/alignment.py matches
 by them); `model_message` is what a provider is sent (no sendAt/sender keys, the time
 shown the way the generation shows it).
@@ -191,27 +191,21 @@ def is_record(message: dict[str, Any]) -> bool:
     return message.keys() <= RECORD_KEYS
 
 
-def redressed_key(message: dict[str, Any], known: Container[str]) -> str | None:
-    """The identity in `known` the message had in the header dress we write, if any (cheap,
-    no archive read; with its sender's line first when it has a sender): Agenvoy v0.32's
-    rewrite moved our header into sendAt/sender. One identity when the first one matches,
-    about what the plain identity of the message costs. (Many messages: Redress.key.)"""
-    return Redress().key(message, known)
-
-
 _TWO = tuple(f"{i:02d}".encode() for i in range(60))
 _HOUR_FORMAT = TIME_FORMAT.removesuffix("%M:%S")
 assert _HOUR_FORMAT + "%M:%S" == TIME_FORMAT
 
 
 class Redress:
-    """redressed_key for the many messages of one rewritten file (a walk holds one): the
-    local time of each sendAt is formatted as header_block does, time.strftime once an hour
-    of them. An hour is formatted by arithmetic only when its first and last second read as
-    that one local hour at one UTC offset (else, a zone's change or a leap second in it,
-    second by second), so the text is strftime's; and a wrong text could only fail to
-    match the archived identity, never match another. The header is built as the bytes
-    message_hash would hash (the parts of a role's, a sender's, kept): no text is joined."""
+    """The identity a message Agenvoy v0.32's rewrite left had in the header dress we write
+    (cheap, no archive read; with its sender's line first when it has a sender), for the
+    many messages of one rewritten file (a walk holds one): the local time of each sendAt
+    is formatted as header_block does, time.strftime once an hour of them. An hour is
+    formatted by arithmetic only when its first and last second read as that one local hour
+    at one UTC offset (else, a zone's change or a leap second in it, second by second), so
+    the text is strftime's; and a wrong text could only fail to match the archived
+    identity, never match another. The header is built as the bytes message_hash would
+    hash (the parts of a role's, a sender's, kept): no text is joined."""
 
     __slots__ = ("_lo", "_hi", "_hour", "_seen", "_starts", "_ends")
 
@@ -240,7 +234,8 @@ class Redress:
 
     def key(self, message: dict[str, Any], known: Container[str],
             record: bool = False) -> str | None:
-        """redressed_key(message, known); record: None too unless is_record(message)."""
+        """That identity if it is in `known`, else None; record: None too unless
+        is_record(message). One identity when the first one matches."""
         ns = message.get(SEND_AT)
         content = message.get("content")
         # (what JSON gives: exact types; a blank one is told by what it carries: record_key)
