@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import api as vectors
 from agenvoy_cli.vectors.check import hnsw_missing
-from agenvoy_cli.vectors.collection import SEARCH_EF
+from agenvoy_cli.vectors.collection import searched_wide
 from agenvoy_cli.vectors.location import has_vectors, server_url
 from agenvoy_cli.vectors.messages import MessageIndex
 
@@ -151,7 +151,7 @@ def _create(doctor: Report, name: str, metadata: dict[str, Any]) -> Any:
     with doctor.store.write_lock():
         vectors.client(doctor.store).get_or_create_collection(
             vectors.server_name(doctor.store, name), embedding_function=None,
-            metadata={**metadata, "hnsw:search_ef": SEARCH_EF})
+            metadata=searched_wide(metadata))
     return vectors.open_index(doctor.store, name, create=False)
 
 

@@ -38,6 +38,12 @@ SYNC_THRESHOLD = 100
 # (VectorIndex._widen).
 SEARCH_EF = 1000
 
+
+def searched_wide(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A new collection's metadata with the search width (every collection we create:
+    VectorIndex, the per-session migration, doctor's rebuild)."""
+    return {**metadata, "hnsw:search_ef": SEARCH_EF}
+
 class IndexModelMismatch(AgenvoyError):
     exit_code = CorruptStore.exit_code
 
@@ -258,10 +264,11 @@ class VectorIndex:
                 if self._create:
                     emb = embedder(self.store)
                     meta = {"hnsw:space": "cosine", "hnsw:sync_threshold": SYNC_THRESHOLD,
-                            "hnsw:batch_size": SYNC_THRESHOLD, "hnsw:search_ef": SEARCH_EF,
-                            "model_id": emb.model_id, "dim": emb.dim, **self._extra}
+                            "hnsw:batch_size": SYNC_THRESHOLD, "model_id": emb.model_id,
+                            "dim": emb.dim, **self._extra}
                     col = api.get_or_create_collection(
-                        server_name(self.store, self.name), embedding_function=None, metadata=meta)
+                        server_name(self.store, self.name), embedding_function=None,
+                        metadata=searched_wide(meta))
                 else:
                     col = api.get_collection(server_name(self.store, self.name),
                                              embedding_function=None)

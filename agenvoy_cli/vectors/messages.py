@@ -21,7 +21,6 @@ from agenvoy_cli.vectors import context, guard
 from agenvoy_cli.vectors.collection import (
     BATCH,
     MESSAGES,
-    SEARCH_EF,
     ChromaUnavailable,
     Hit,
     VectorIndex,
@@ -30,6 +29,7 @@ from agenvoy_cli.vectors.collection import (
     directory,
     embedder,
     message_id,
+    searched_wide,
     server_name,
     server_url,
 )
@@ -269,7 +269,7 @@ def migrate(store: Store) -> int:
             for sid, rows in groups.items():
                 col = api.get_or_create_collection(
                     server_name(store, collection_for(sid)), embedding_function=None,
-                    metadata={**base, "hnsw:search_ef": SEARCH_EF, "session_id": sid})
+                    metadata=searched_wide({**base, "session_id": sid}))
                 guard.bump(store)
                 col.upsert(ids=[page["ids"][i] for i in rows],
                            embeddings=[list(page["embeddings"][i]) for i in rows],
