@@ -169,3 +169,45 @@ def test_error_lookup_by_keyword_same_rule(run, home):
     doc = lookup("ttl memcached")
     assert doc["match"] == "any" and doc["count"] == 2
     assert all(r["matched_terms"] == ["ttl"] for r in doc["records"])
+
+
+@pytest.mark.parametrize("question", ["What is the redis ttl?", "what redis ttl",
+                                      "redis ttl?", "redis ttl 嗎？"])
+def test_a_short_question_is_natural_language_and_ranks_any_term(run, home, question):
+    """A question (a question mark, or an English interrogative first) is a natural-language
+    question whatever its length: messages with every term first, then any term, `match`
+    "any" and no fallback note; the same words typed as keywords stay every-term."""
+    _session(run, home)
+    doc = find(run, "s", question)
+    assert doc["match"] == "any"
+    assert contents(doc)[0] == "the Redis TTL expired again"
+    assert set(contents(doc)) == {"the Redis TTL expired again", "TTL of the cache is 60 s",
+                                  "redis is up"}
+    assert "any_term" not in codes(doc)
+    assert all(r["matched_terms"] for r in doc["results"])
+    assert find(run, "s", question, extra=("--match", "all"))["match"] == "all"
+    assert contents(find(run, "s", "redis ttl")) == ["the Redis TTL expired again"]
+
+
+def test_rag_and_error_lookup_take_a_short_question_as_any_term(run, home, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "both.md").write_text("# Cache\n\nThe Redis TTL expired again.\n")
+    (docs / "ttl.md").write_text("# Other\n\nA TTL of 60 seconds.\n")
+    assert run("rag", "create", "docs", "--path", str(docs), "--no-vectors").exit_code == 0
+    doc = rag_mode(run, "why did the redis ttl expire?", "keyword")
+    assert doc["match"] == "any" and codes(doc) == []
+    assert [r["relpath"] for r in doc["results"]] == ["both.md", "ttl.md"]
+    assert rag_mode(run, "redis ttl", "keyword")["match"] == "all"
+    for symptom in ("the redis ttl expired before the job ended",
+                    "a ttl of zero on the session store", "redis refused the connection"):
+        res = run("errors", "record", "--tool", "cache", "-k", "cache", "--symptom", symptom,
+                  "--action", "restarted it", "--outcome", "resolved", "--no-semantic")
+        assert res.exit_code == 0, res.stderr
+    res = run("errors", "lookup", "redis ttl?", "--no-semantic", "--json")
+    assert res.exit_code == 0, res.stderr
+    doc = res.json()
+    assert doc["match"] == "any" and doc["count"] == 3
+    assert sorted(doc["records"][0]["matched_terms"]) == ["redis", "ttl"]
+    res = run("errors", "lookup", "redis ttl", "--no-semantic", "--json")
+    assert res.json()["match"] == "all" and res.json()["count"] == 1

@@ -267,7 +267,8 @@ def _render_search(doc: dict[str, Any]) -> str:
               show_default=True, help="At most this many chunks.")
 @click.option("--match", type=click.Choice(["all", "any"]), default=None,
               help="keyword: every term (default for 1-3 terms; any term when no chunk "
-                   "has every term) or any term (default for longer questions).")
+                   "has every term) or any term (default for longer queries and for "
+                   "questions: a '?' last or what/when/where/who/why/how/which first).")
 @format_option
 @json_option
 @no_server_option

@@ -115,7 +115,8 @@ def _render_rank(doc: dict[str, Any]) -> str:
               show_default=True, help="Hits per source (archive, recent).")
 @click.option("--match", type=click.Choice(["all", "any"]), default=None,
               help="keyword: every term (default for 1-3 terms; any term when no message "
-                   "has every term) or any term (default for longer questions).")
+                   "has every term) or any term (default for longer queries and for "
+                   "questions: a '?' last or what/when/where/who/why/how/which first).")
 @click.option("--budget", type=float, default=DEFAULT_BUDGET, show_default=True,
               metavar="SECONDS", envvar="AGENVOY_SEARCH_BUDGET",
               help="At most this long embedding new messages first (semantic, hybrid); "
@@ -135,7 +136,8 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
     """Search SESSION's memory for QUERY (several words are joined).
 
     keyword finds messages holding every term of a short query (1-3 terms after stop-words;
-    any term when no message has them all, or for a longer question; --match forces either;
+    any term when no message has them all, or for a longer query or one phrased as a
+    question; --match forces either;
     any order, case-insensitive; Chinese by any substring of two or more characters), in two
     groups: [archive] (trimmed out of
     history.json, from SQLite) and [recent] (history.json). semantic and hybrid leave out the

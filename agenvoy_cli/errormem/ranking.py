@@ -62,12 +62,12 @@ from agenvoy_cli.errormem.store import (
 )
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home import fts
+from agenvoy_cli.search import default_match
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 
-SHORT_QUERY_WORDS = 3  # keyword lookups of at most this many words: every word (search/)
 _STOPWORDS = frozenset((
     "a", "an", "the", "to", "of", "in", "on", "at", "for", "is", "are", "was", "were", "be",
     "been", "and", "or", "but", "with", "by", "from", "as", "it", "its", "this", "that",
@@ -358,11 +358,12 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
 
 
 def _keyword_rule(hits: list[Hit], q: Query, keyword: bool) -> tuple[list[Hit], str | None]:
-    """Ranked by keyword, as conversation keyword search: a query of 1-3 words (after
-    stop-words) keeps only the records holding every word, unless none does (then any)."""
+    """Ranked by keyword, by conversation keyword search's rule (search.default_match): a
+    keyword query of 1-3 words (after stop-words) keeps only the records holding every word,
+    unless none does (then any); a longer one or a question ranks any."""
     if not keyword or not q.text or not q.tokens:
         return hits, None
-    if len(q.tokens) > SHORT_QUERY_WORDS:
+    if default_match(q.text, len(q.tokens)) == "any":
         return hits, "any"
     every = [h for h in hits if len(h.matched_terms) == len(q.tokens)]
     return (every, "all") if every or not hits else (hits, "any")

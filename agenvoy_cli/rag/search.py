@@ -334,10 +334,10 @@ def _matched_terms(conn: sqlite3.Connection, query: str, hits: list[Hit]) -> Non
 
 def _keyword(conn: sqlite3.Connection, ids: list[int], query: str, limit: int,
              result: SearchResult, want: str | None = None) -> SearchResult:
-    """As conversation keyword search: a short query (1-3 terms after stop-words) only
-    chunks with every term, else any term (with a note); a longer one any-term, chunks with
-    every term first; `want` forces all or any."""
-    from agenvoy_cli.search.keyword import SHORT_QUERY_TERMS, term_count
+    """As conversation keyword search: a short keyword query (1-3 terms after stop-words, not
+    a question) only chunks with every term, else any term (with a note); a longer one or a
+    question any-term, chunks with every term first; `want` forces all or any."""
+    from agenvoy_cli.search.keyword import default_match, term_count
 
     match, singles, _ = match_every(query)
     if match is None and not singles:
@@ -346,7 +346,7 @@ def _keyword(conn: sqlite3.Connection, ids: list[int], query: str, limit: int,
         return result
     phrases = len(re.findall(r'"[^"]*"', query))
     count = phrases + term_count(re.sub(r'"[^"]*"', " ", query))
-    how = want or ("all" if count <= SHORT_QUERY_TERMS else "any")
+    how = want or default_match(query, count)
     ranked = fts_ranking(conn, ids, match, limit, singles)
     result.match = "all"
     if how == "any" or (not ranked and want is None and count > 1):

@@ -3,14 +3,14 @@
 ``messages_fts`` indexes every archived message (CJK runs as bigrams, the rest through
 unicode61 + porter: home/fts.py), so stemming and Chinese substrings work the same for the
 archive and for the messages still in history.json; each hit is labelled by where it is.
-A short query (at most SHORT_QUERY_TERMS terms after stop-words; a Chinese run counts one
-term per three characters) returns only messages holding every term, unless no message does:
-then, as for longer natural-language queries, messages holding any term rank (BM25 over the
-content tokens, every-term matches first) and ``match`` says "any". Each hit carries the
-query terms it holds (matched_terms). The session is a column of the index (migration
-009): MATCH ``session : "<hex>" AND tokens : (...)`` seeks the doclists to the session's
-rows, so the cost follows the session's own matches, not the home's. Never imports
-chromadb, never creates a file.
+A short keyword query (at most SHORT_QUERY_TERMS terms after stop-words; a Chinese run counts
+one term per three characters; not phrased as a question) returns only messages holding every
+term, unless no message does: then, as for longer or question-phrased queries, messages
+holding any term rank (BM25 over the content tokens, every-term matches first) and ``match``
+says "any". Each hit carries the query terms it holds (matched_terms). The session is a
+column of the index (migration 009): MATCH ``session : "<hex>" AND tokens : (...)`` seeks
+the doclists to the session's rows, so the cost follows the session's own matches, not the
+home's. Never imports chromadb, never creates a file.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ through to too under until up upon us very was we were what when where which whi
 whose why will with would you your yours yourself yourselves
 """
 STOPWORDS = frozenset(_STOPWORDS.split())
+INTERROGATIVES = frozenset(["what", "when", "where", "which", "who", "whom", "whose", "why",
+                            "how"])
 # Chinese function bigrams (question words, pronouns, fillers): in nearly every dialogue
 # turn, so they only add noise to an any-term ranking of a whole Chinese sentence.
 _CJK_STOP = """
@@ -171,9 +173,21 @@ def term_count(query: str) -> int:
                for term in content_query(query).split() for p in fts.pieces(term))
 
 
-def default_match(query: str) -> str:
-    """"all" for a short query (every term or nothing), "any" for a longer question."""
-    return "all" if term_count(query) <= SHORT_QUERY_TERMS else "any"
+def is_question(query: str) -> bool:
+    """Phrased as a question (a question mark last, or an English interrogative first): a
+    natural-language question whatever its length, not a list of keywords. "What did Caroline
+    research?" keeps two terms after stop-words, and the message that answers it need not
+    hold both."""
+    words = query.split()
+    return bool(words) and (query.rstrip()[-1] in "?？" or fold(words[0]) in INTERROGATIVES)
+
+
+def default_match(query: str, terms: int | None = None) -> str:
+    """"all" for a short keyword query (every term or nothing), "any" for a longer one or a
+    question; `terms` when the caller counts them its own way (RAG's phrases, error words).
+    The one rule of conversation, RAG and error keyword search."""
+    count = term_count(query) if terms is None else terms
+    return "any" if count > SHORT_QUERY_TERMS or is_question(query) else "all"
 
 
 def keyword_ranking(conn: sqlite3.Connection, session_id: str, query: str, n: int, *,
