@@ -459,9 +459,9 @@ def test_the_rewrite_is_recognised_at_one_identity_per_message(run, home, go, mo
         handed.append(len(history))
         return real_apply(conn, session_id, history, *rest)
 
-    def first_other(conn, session_id, first, part, blanks):
-        looked.append(len(blanks))
-        return real_other(conn, session_id, first, part, blanks)
+    def first_other(conn, session_id, first, size, unknown, derived):
+        looked.append(len(unknown))
+        return real_other(conn, session_id, first, size, unknown, derived)
 
     monkeypatch.setattr(messages, "_blake2b", digest)
     monkeypatch.setattr(dress, "time", SimpleNamespace(strftime=strftime,
@@ -470,17 +470,56 @@ def test_the_rewrite_is_recognised_at_one_identity_per_message(run, home, go, mo
     monkeypatch.setattr(big_sync, "_first_other", first_other)
     own_append(run, {"role": "assistant", "content": "ours tok1000"})
     # before: the plain identity, then up to two header identities per message, and the
-    # whole file after the first tool call aligned again (its fields dropped)
-    assert hashed[0] <= len(entries) + 8, (hashed[0], len(entries))
+    # whole file after the first tool call aligned again (its fields dropped); then one
+    # header identity per message, its local time formatted once an hour (<= 4 strftime)
+    # and the tool calls' rows told by the start of their JSON. Now: the plain identity of
+    # each message against the two its row has (record_hash), no time formatted, no row read
+    assert hashed[0] <= len(entries) + 4, (hashed[0], len(entries))
     assert handed in ([], [1]), handed  # only Agenvoy's new message, if anything
-    # the local time formatted once an hour of messages (all 30 exchanges are in one), not
-    # once a message; the tool calls' rows told in the walk's one read, none looked up again
-    assert stamps[0] <= 4, stamps
-    assert not any(looked), looked
+    assert stamps[0] == 0, stamps
+    assert not looked, looked
     monkeypatch.undo()
     after = archive_rows(home)
     assert after[:len(before)] == before  # nothing rewritten or renumbered
     assert tokens(home)[-2:] == ["tok999", "tok1000"]
+    doctor_clean(run)
+
+
+def test_rows_older_than_their_record_hash_are_derived_once(run, home, go, monkeypatch):
+    """Rows archived before migration 016 (record_hash NULL) are told from their JSON when a
+    rewrite needs them, and keep what was derived: the next walk reads no row."""
+    from agenvoy_cli.conversation import alignment, big_sync
+
+    header_session_with_tools(run, 5)
+    db = home / ".store" / "history.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE messages SET record_hash = NULL")
+    before = archive_rows(home)
+    go.say(SID, "user", "then tok999")
+    looked, handed = [], []
+    real_other, real_apply = big_sync._first_other, alignment.apply
+
+    def first_other(conn, session_id, first, size, unknown, derived):
+        looked.append(len(unknown))
+        return real_other(conn, session_id, first, size, unknown, derived)
+
+    def apply(conn, session_id, history, *rest):
+        handed.append(len(history))
+        return real_apply(conn, session_id, history, *rest)
+
+    monkeypatch.setattr(big_sync, "_first_other", first_other)
+    monkeypatch.setattr(alignment, "apply", apply)
+    own_append(run, {"role": "assistant", "content": "ours tok1000"})
+    assert looked == [20] and handed in ([], [1]), (looked, handed)  # every row had a header
+    assert archive_rows(home)[:len(before)] == before
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM messages WHERE record_hash IS NULL "
+                            "AND seq < 20").fetchone()[0] == 0
+    go.say(SID, "user", "again tok1001")
+    looked.clear()
+    own_append(run, {"role": "assistant", "content": "ours tok1002"})
+    assert not looked, looked
+    assert tokens(home)[-4:] == ["tok999", "tok1000", "tok1001", "tok1002"]
     doctor_clean(run)
 
 
@@ -559,19 +598,36 @@ def test_after_the_rewrite_a_real_edit_past_a_tool_call_is_still_an_edit(run, ho
     doctor_clean(run)
 
 
-@pytest.mark.parametrize(("stored", "role", "same"), [
-    ({"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}, "assistant", True),
-    ({"role": "assistant", "content": None}, "assistant", True),
-    ({"role": "assistant", "content": None}, "user", False),
-    ({"role": "assistant", "content": ""}, "assistant", False),
-    ({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "user",
-     False),
-    ({"content": None, "role": "assistant"}, "assistant", False),  # another order: exactly
-    ({"role": "assistant", "tool_calls": [{"function": {"content": None}}]}, "assistant", False),
+@pytest.mark.parametrize("stored", [
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]},
+    {"role": "assistant", "content": None},
+    {"role": "assistant", "content": ""},
+    {"role": "tool", "content": "---\n當前時間: 2026-01-05 12:00:00\n---\nbody",
+     "tool_call_id": "c"},
+    {"role": "user", "content": "---\n當前時間: 2026-01-05 12:00:00\n傳送者: alice\n---\nhi"},
+    {"role": "user", "content": " \n---\n當前時間: 2026-01-05 12:00:00\n工作目錄: /x\n---\nhi"},
+    {"role": "user", "content": "當前時間: 2026-01-05 12:00:00\nhi"},
+    {"role": "user", "content": "sendAt: 2026-01-05 12:00:00\nhi"},
+    {"role": "user", "content": "senders are many"},
+    {"role": "user", "content": "--- a rule, no header"},
+    {"role": "user", "content": "plain words", "reasoning_content": "why"},
+    {"role": "user", "content": "   "},
+    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+    {"role": "user", "content": [{"type": "text", "text": "---\n當前時間: 2026-01-05 "
+                                                          "12:00:00\n---\n"},
+                                 {"type": "image_url", "image_url": {"url": "x"}}]},
+    {"role": "user", "content": [{"type": "text", "text": "words"}]},
 ])
-def test_a_tool_calls_row_is_told_null_only_when_it_is(stored, role, same):
-    """The walk's quick test of a rewritten tool call's row (the start of its JSON): true
-    only when its content is null; anything else is compared exactly (_first_other)."""
-    from agenvoy_cli.conversation.big_sync import _null_content
+def test_a_rows_record_hash_is_what_the_rewrite_leaves_of_it(stored):
+    """record_hash: record_key (the identity of the rewrite's record of the message), ""
+    when that is the row's own identity; the shortcut for texts with nothing to strip gives
+    what the whole computation gives. The rewrite's record has that identity."""
+    from agenvoy_cli.conversation.dress import record_hash, record_key
+    from agenvoy_cli.conversation.messages import message_identity
+    from tests.agenvoy_sim_v032 import normalize
 
-    assert _null_content(orjson.dumps(stored).decode()[:64], role, {}) is same
+    ident = message_identity(stored)
+    full = record_key(stored)
+    assert record_hash(stored, ident) == ("" if full == ident else full)
+    rewritten = normalize([dict(stored)])[0]
+    assert message_identity(rewritten) in (ident, full)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from agenvoy_cli.conversation.dress import sender
+from agenvoy_cli.conversation.dress import record_hash, sender
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
@@ -94,11 +94,12 @@ def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
     for i, (msg, send_at) in enumerate(zip(messages, times)):
         role = str(msg.get("role"))
         text = content_text(msg.get("content"))
-        params.append((session_id, send_at, role, text, first_seq + i,
-                       identity_key(role, text, msg), orjson.dumps(msg).decode(),
-                       fts.index_text(search_body(text, msg)), sender(msg)))
+        ident = identity_key(role, text, msg)
+        params.append((session_id, send_at, role, text, first_seq + i, ident,
+                       orjson.dumps(msg).decode(), fts.index_text(search_body(text, msg)),
+                       sender(msg), record_hash(msg, ident)))
     sql = ("INSERT OR IGNORE INTO messages (session_id, send_at, role, content, seq, hash, "
-           "message, tokens, sender) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+           "message, tokens, sender, record_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
     if len(params) < BULK_ROWS:
         # rowcount: rows of this statement only (total_changes counts trigger writes too)
         return conn.executemany(sql, params).rowcount
@@ -145,12 +146,23 @@ def renumber(conn: sqlite3.Connection, moves: list[tuple[int, int]]) -> None:
 def complete_external_row(conn: sqlite3.Connection, rid: int, ident: str,
                           message: dict[str, Any] | None) -> None:
     """A row another program inserted, first aligned: its identity, its tokens and (when
-    history.json holds it unedited) its full JSON."""
-    conn.execute("UPDATE messages SET hash = ?, tokens = ?, message = ? WHERE id = ?",
+    history.json holds it unedited) its full JSON and the identity the rewrite leaves of it
+    (else that is derived when a walk needs it: set_record_hashes)."""
+    conn.execute("UPDATE messages SET hash = ?, tokens = ?, message = ?, record_hash = ? "
+                 "WHERE id = ?",
                  (ident, fts.index_text(search_body(conn.execute(
                      "SELECT content FROM messages WHERE id = ?", (rid,)).fetchone()[0],
                      message)), None if message is None else orjson.dumps(message).decode(),
-                  rid))
+                  None if message is None else record_hash(message, ident), rid))
+
+
+def set_record_hashes(conn: sqlite3.Connection, session_id: str,
+                      derived: dict[int, str]) -> None:
+    """record_hash of rows that had none (older rows: migration 016), by place, as the walk
+    derived them from their JSON (big_sync.archived_prefix)."""
+    conn.executemany("UPDATE messages SET record_hash = ? WHERE session_id = ? AND seq = ? "
+                     "AND record_hash IS NULL",
+                     [(value, session_id, seq) for seq, value in sorted(derived.items())])
 
 
 def mark_gone(conn: sqlite3.Connection, row_ids: Sequence[int]) -> None:
@@ -163,47 +175,52 @@ def mark_back(conn: sqlite3.Connection, row_ids: Sequence[int]) -> None:
     conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(r,) for r in row_ids])
 
 
-def _row_values(message: dict[str, Any]) -> tuple[str, str, str, str, str]:
+def _row_values(message: dict[str, Any]) -> tuple[str, str, str, str, str, str]:
     role = str(message.get("role"))
     text = content_text(message.get("content"))
-    return (role, text, identity_key(role, text, message), orjson.dumps(message).decode(),
-            fts.index_text(search_body(text, message)))
+    ident = identity_key(role, text, message)
+    return (role, text, ident, orjson.dumps(message).decode(),
+            fts.index_text(search_body(text, message)), record_hash(message, ident))
 
 
 def insert_placed(conn: sqlite3.Connection, session_id: str, seq: int, send_at: int,
                   message: dict[str, Any]) -> None:
     """One new message at its place (the identity rule's insert)."""
-    role, text, ident, raw, tokens = _row_values(message)
+    role, text, ident, raw, tokens, told = _row_values(message)
     conn.execute("INSERT INTO messages (session_id, send_at, role, content, seq, hash, "
-                 "message, tokens, sender) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (session_id, send_at, role, text, seq, ident, raw, tokens, sender(message)))
+                 "message, tokens, sender, record_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (session_id, send_at, role, text, seq, ident, raw, tokens, sender(message),
+                  told))
 
 
 def replace_edited(conn: sqlite3.Connection, rid: int, session_id: str, seq: int,
                    send_at: int, message: dict[str, Any]) -> None:
     """An edited message: delete + insert under the same id keeps both FTS indexes right
     (the row is back in history.json)."""
-    role, text, ident, raw, tokens = _row_values(message)
+    role, text, ident, raw, tokens, told = _row_values(message)
     conn.execute("DELETE FROM messages WHERE id = ?", (rid,))
     conn.execute("INSERT INTO messages (id, session_id, send_at, role, content, seq, "
-                 "hash, message, tokens, gone, sender) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+                 "hash, message, tokens, gone, sender, record_hash) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
                  (rid, session_id, send_at, role, text, seq, ident, raw, tokens,
-                  sender(message)))
+                  sender(message), told))
 
 
 def rederive_row(conn: sqlite3.Connection, rid: int, role: str, content: str, text: str,
                  message: dict[str, Any] | None) -> None:
-    """A row derived again from its full JSON: text (was content), identity and tokens.
-    Upstream's FTS table has no update trigger: its entry is replaced by hand."""
+    """A row derived again from its full JSON: text (was content), identity, tokens and
+    the identity the rewrite leaves of it. Upstream's FTS table has no update trigger: its
+    entry is replaced by hand."""
     if text != content:
         conn.execute("INSERT INTO messages_fts5(messages_fts5, rowid, role, content) "
                      "VALUES ('delete', ?, ?, ?)", (rid, role, content))
         conn.execute("INSERT INTO messages_fts5(rowid, role, content) VALUES (?, ?, ?)",
                      (rid, role, text))
-    conn.execute("UPDATE messages SET content = ?, hash = ?, tokens = ? WHERE id = ?",
-                 (text, identity_key(role, text, message),
-                  fts.index_text(search_body(text, message)), rid))
+    ident = identity_key(role, text, message)
+    conn.execute("UPDATE messages SET content = ?, hash = ?, tokens = ?, record_hash = ? "
+                 "WHERE id = ?",
+                 (text, ident, fts.index_text(search_body(text, message)),
+                  None if message is None else record_hash(message, ident), rid))
 
 
 def set_start(conn: sqlite3.Connection, session_id: str, start_seq: int) -> int:

@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import alignment, archive, sessions
-from agenvoy_cli.conversation.dress import Redress, is_record, record_key
+from agenvoy_cli.conversation.dress import RECORD_KEYS, is_record, record_hash
 from agenvoy_cli.conversation.history import History
 from agenvoy_cli.conversation.history_view import batches
-from agenvoy_cli.conversation.messages import content_text, is_blank, message_identity
+from agenvoy_cli.conversation.messages import message_identity
 
 
 class BigSync(NamedTuple):
@@ -35,117 +35,91 @@ class BigSync(NamedTuple):
 
 
 def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence[Any],
-                     lo: int) -> int:
+                    lo: int, derived: dict[int, str] | None = None) -> int:
     """How many messages from the start of history are archived at places lo, lo+1, ...:
-    as they are, or as Agenvoy v0.32's normalise rewrite left them (header -> sendAt,
-    tool-call fields dropped). A rewritten file is rewritten throughout, so the dress the
-    previous message matched in is tried first: one identity per message either way. In a
-    rewritten batch, the rows of its null-content entries (tool calls whose fields the
-    rewrite dropped) are told by the start of their JSON, in the same read as the
-    identities (_null_content; any other is compared exactly, _first_other)."""
+    as they are (the row's identity), or as Agenvoy v0.32's normalise rewrite left them
+    (header -> sendAt, tool-call fields dropped: the row's record_hash, for a message the
+    rewrite could have left, is_record). One identity per message either way, both read
+    from one index (idx_messages_identities), no row. A row without a record_hash (older
+    than migration 016, or Agenvoy's) has it derived from its JSON, only when the message
+    is not the row itself; derived (when given) receives them by place, for the caller to
+    store (archive.set_record_hashes)."""
     done = 0
-    redressed = False
-    key = Redress().key  # the header each rewritten message had, an hour at a time
-    starts: dict[Any, str] = {}
     for part in batches(history):
         first = lo + done
-        told: dict[int, str] = {}
-        if redressed or _rewritten(conn, session_id, first, part, key):
-            got = conn.execute(_TOLD, (session_id, first, first + len(part))).fetchall()
-            rows = {seq: have for seq, have, _ in got}
-            told = {seq: it for seq, _, it in got if it is not None}
-        else:
-            rows = dict(conn.execute(_ROWS, (session_id, first, first + len(part))).fetchall())
-        end, blanks = len(part), []
-        for i, message in enumerate(part):
-            have = rows.get(first + i)
-            if have is None:
-                end = i
-                break
-            if redressed:
-                if message.get("content") is not None:
-                    if key(message, (have,), True):
-                        continue
-                elif is_record(message):
-                    # a tool call the rewrite left: only its row tells (_first_other, exact)
-                    if not _null_content(told.get(first + i), message.get("role"), starts):
-                        blanks.append(i)
-                    continue
-            if have == message_identity(message):
-                redressed = False
+        got = conn.execute(_IDENTITIES, (session_id, first, first + len(part))).fetchall()
+        keys = [*map(message_identity, part)]
+        n = len(got)
+        if n and got[-1][0] == first + n - 1:  # a row at each of the first n places
+            # the whole batch compared at once: each message its row as it is, or (a file
+            # the rewrite left) each its row's record, every key a record's (is_record)
+            _, hashes, records = zip(*got)
+            head, some = (keys, part) if n == len(part) else (keys[:n], part[:n])
+            if tuple(head) == hashes or (tuple(head) == records
+                                         and set().union(*some) <= RECORD_KEYS):
+                if n < len(part):
+                    return done + n
+                done += n
                 continue
-            record = is_record(message)
-            if record and not redressed and key(message, (have,)):
-                redressed = True
-                continue
-            if not record or not is_blank(content_text(message.get("content"))):
-                end = i
-                break
-            blanks.append(i)
-        end = min(end, _first_other(conn, session_id, first, part, blanks))
+        end = _walk(conn, session_id, first, part, keys, got, derived)
         if end < len(part):
             return done + end
         done += len(part)
     return done
 
 
-_ROWS = "SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?"
-# ... and the start of the JSON of a row without text (a tool call's): _null_content, in the
-# same read (not a second lookup per tool call's row; no JSON parsed)
-_TOLD = ("SELECT seq, hash, CASE WHEN content = '' THEN substr(message, 1, 64) END "
-         "FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?")
+# both identities of the rows at some places, in order, from the index alone
+_IDENTITIES = ("SELECT seq, hash, record_hash FROM messages "
+               "WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq")
 
 
-def _null_content(start: str | None, role: Any, starts: dict[Any, str]) -> bool:
-    """Whether a row's JSON (its first 64 characters) is, as we write it (orjson, keys in
-    order), an object whose role is this one and whose content is null: what the rewrite
-    leaves of it is {"role": role, "content": null}. False is not a difference: the row
-    is then compared exactly (_first_other)."""
-    if start is None or type(role) is not str:
-        return False
-    head = starts.get(role)
-    if head is None:
-        head = starts[role] = f'{{"role":{orjson.dumps(role).decode()},"content":null'
-    return start.startswith(head) and start[len(head):len(head) + 1] in (",", "}")
+def _walk(conn: sqlite3.Connection, session_id: str, first: int, part: list[dict[str, Any]],
+          keys: list[str], got: list[tuple[int, str | None, str | None]],
+          derived: dict[int, str] | None) -> int:
+    """How many messages of part (at places first.., their identities keys) are archived:
+    archived_prefix's test, a message at a time (a mixed batch, or one that stops)."""
+    rows = {seq: (have, told) for seq, have, told in got}
+    end, unknown = len(part), []
+    for i, message in enumerate(part):
+        row = rows.get(first + i)
+        if row is None or row[0] is None:
+            end = i
+            break
+        key = keys[i]
+        if key == row[0]:
+            continue
+        if (key == row[1] or row[1] is None) and is_record(message):
+            if row[1] is None:  # not derived yet: from the row's JSON, below
+                unknown.append((i, key))
+            continue
+        end = i
+        break
+    if unknown:
+        end = min(end, _first_other(conn, session_id, first, len(part), unknown, derived))
+    return end
 
 
-def _rewritten(conn: sqlite3.Connection, session_id: str, first: int,
-               part: list[dict[str, Any]], key: Any) -> bool:
-    """Whether the first message of part with words is its row re-dressed by the rewrite
-    (one row read): then the batch is read with what its tool calls' rows say."""
-    for i, message in enumerate(part[:64]):
-        if type(message.get("content")) is str and is_record(message):
-            row = conn.execute("SELECT hash FROM messages WHERE session_id = ? AND seq = ?",
-                               (session_id, first + i)).fetchone()
-            return row is not None and key(message, (row[0],)) is not None
-    return False
-
-
-def _first_other(conn: sqlite3.Connection, session_id: str, first: int,
-                 part: list[dict[str, Any]], blanks: list[int]) -> int:
-    """The first of these blank entries (indexes into part, at places first + i) whose row
-    is not the message it is once the rewrite's dropped fields are left out; len(part) if
-    none is."""
-    for k in range(0, len(blanks), 500):
-        some = blanks[k:k + 500]
-        rows = {seq: (role, kind) for seq, role, kind in conn.execute(
-            f"SELECT seq, role, json_type(message, '$.content') FROM messages "
-            f"WHERE session_id = ? AND seq IN ({','.join('?' * len(some))}) "
-            f"AND message IS NOT NULL", [session_id, *(first + i for i in some)]).fetchall()}
-        for i in some:
-            message = part[i]
-            found = rows.get(first + i)
-            if found is None:
+def _first_other(conn: sqlite3.Connection, session_id: str, first: int, size: int,
+                 unknown: list[tuple[int, str]], derived: dict[int, str] | None) -> int:
+    """The first of these messages (index into their batch of `size`, identity), at places
+    first + i, whose row had no record_hash and is not the message as the rewrite leaves it
+    (the rows' JSON read and their record_hash derived: dress.record_hash); size if none."""
+    for k in range(0, len(unknown), 500):
+        some = unknown[k:k + 500]
+        told = {}
+        for seq, ident, message in conn.execute(
+                f"SELECT seq, hash, message FROM messages WHERE session_id = ? "
+                f"AND seq IN ({','.join('?' * len(some))})",
+                [session_id, *(first + i for i, _ in some)]).fetchall():
+            msg = orjson.loads(message) if message else None
+            # a row without its JSON has no other identity (as alignment.match_keys has it)
+            told[seq] = record_hash(msg, ident) if isinstance(msg, dict) else ""
+        if derived is not None:
+            derived.update(told)
+        for i, key in some:
+            if told.get(first + i) != key:
                 return i
-            if message.get("content") is None and found[1] in (None, "null") and \
-                    found[0] == str(message.get("role")):
-                continue  # a tool call's null content (record_key says the same, slower)
-            raw = conn.execute("SELECT message FROM messages WHERE session_id = ? AND seq = ?",
-                               (session_id, first + i)).fetchone()[0]
-            msg = orjson.loads(raw)
-            if not isinstance(msg, dict) or record_key(msg) != record_key(message):
-                return i
-    return len(part)
+    return size
 
 
 def sync_big(conn: sqlite3.Connection, session_id: str, history: History,
@@ -155,7 +129,10 @@ def sync_big(conn: sqlite3.Connection, session_id: str, history: History,
     alignment.rederive(conn, session_id)
     rows = archive.session_rows(conn, session_id)
     lo = rows.start_seq or 0
-    k = archived_prefix(conn, session_id, messages, lo)
+    derived: dict[int, str] = {}
+    k = archived_prefix(conn, session_id, messages, lo, derived)
+    if derived:
+        archive.set_record_hashes(conn, session_id, derived)
     rest = messages[k:]
     edited = left = 0
     changed: list[int] = []

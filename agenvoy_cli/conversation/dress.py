@@ -281,6 +281,25 @@ def record_key(message: dict[str, Any]) -> str:
     return identity_key(role, text, {"role": role, "content": content})
 
 
+# where strip_prefix may change a content: it starts (after blanks) as one of its patterns
+_MAY_PREFIX = re.compile(r"\A" + _S + r"*(?:-{3}|" + _LEGACY + r"|sendAt|sender|channelId)")
+
+
+def record_hash(message: dict[str, Any], ident: str) -> str:
+    """record_key(message), or "" when that is ident, the message's own identity (a text
+    without a prefix to strip: most messages): what the archive keeps beside a row's identity
+    (messages.record_hash), so that the walk (big_sync.archived_prefix) knows the message in
+    the rewrite's dress by the plain identity of what the file holds."""
+    content = message.get("content")
+    if isinstance(content, str):
+        if content and not content.isspace() and not _MAY_PREFIX.match(content):
+            return ""  # a text strip_prefix leaves as it is: identity_key(role, text) both
+    elif isinstance(content, list) and not is_blank(content_text(content)):
+        return ""  # the rewrite leaves a list alone: its text is the identity both
+    key = record_key(message)
+    return "" if key == ident else key
+
+
 def plain_key(message: dict[str, Any]) -> str:
     return message_identity(message)
 

@@ -399,6 +399,20 @@ def _m015_one_fingerprint(conn: sqlite3.Connection) -> None:
     )
 
 
+def _m016_record_hash(conn: sqlite3.Connection) -> None:
+    """messages.record_hash: the identity of what Agenvoy v0.32's normalise rewrite leaves of
+    the row's message (its header moved into sendAt and stripped, tool-call fields dropped;
+    "": the row's own identity, as for most; NULL: not derived yet, as for every row before
+    this migration and every row Agenvoy inserts, derived from the row's JSON when a walk
+    needs it), and an index of both identities by place: the walk (conversation/big_sync.py)
+    knows a message, rewritten or not, by the plain identity of what the file holds, reading
+    the index alone."""
+    if "record_hash" not in _columns(conn, "messages"):
+        conn.execute("ALTER TABLE messages ADD COLUMN record_hash TEXT")
+    conn.execute("CREATE INDEX IF NOT EXISTS idx_messages_identities "
+                 "ON messages(session_id, seq, hash, record_hash) WHERE seq IS NOT NULL")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -415,5 +429,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("013_sender", _m013_sender),
     ("014_import_sources", _m014_import_sources),
     ("015_one_fingerprint", _m015_one_fingerprint),
+    ("016_record_hash", _m016_record_hash),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
