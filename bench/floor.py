@@ -1,7 +1,7 @@
 """The relevance floor on its own development set, through `agenvoy search --mode semantic`.
 
-    python bench/floor.py                     # both splits: tune, then held-out
-    python bench/floor.py --split held-out    # the reported split only
+    python bench/floor.py                     # tune, then held-out
+    python bench/floor.py --split held-out    # a reported split only (also: fresh, all)
     python bench/floor.py --home /tmp/fh --features out.json   # keep the home, dump features
     python bench/floor.py --curve out.json    # the hide/nothing trade-off of those rows
 
@@ -11,8 +11,9 @@ filler messages after them (the context window). English fact sets are asked in 
 Japanese, Spanish, German and as English paraphrases without a shared content word; Chinese
 fact sets in English; every set also gets unanswerable questions (absent personal facts and
 off-topic questions, several languages). `messages` is the searched part (window excluded).
-The split is by fact set: tune.json chose the floor's margins (search/floor.py),
-heldout.json is the reported one.
+The split is by fact set: tune.json and tune_more.json chose the floor's thresholds
+(search/floor.py), heldout.json is reported; fresh.json (a second author's sets, added with
+tune_more.json) was not looked at before the floor it reports was chosen.
 
 Per split and language pair (query -> memories) it prints: answerable questions hidden by the
 floor (nothing returned; target <= 2 %) and, of those, the ones whose fact the vector
@@ -44,6 +45,10 @@ import gendata  # noqa: E402
 from probes import cli, ranked_hits  # noqa: E402
 
 DATA = ROOT / "bench" / "floor_data"
+# split -> its files; each set's session is seeded by its place in the split plus the offset
+SPLITS = {"tune": ("tune.json", "tune_more.json"), "heldout": ("heldout.json",),
+          "fresh": ("fresh.json",)}
+SEED_OFFSET = {"tune": 0, "heldout": 100, "fresh": 200}
 WINDOW = 16
 LIMIT = 8  # "hid a top-8": the floor emptied a search whose vector ranking had the fact in it
 EN_TALK = [
@@ -80,6 +85,14 @@ def filler(rng: random.Random, lang: str, i: int) -> str:
         return rng.choice(ZH_TALK) if rng.random() < 0.6 else (
             "工作紀錄：" + "".join(rng.sample(gendata.ZH, 8)) + " " + gendata.text(rng, i)[:60])
     return rng.choice(EN_TALK) if rng.random() < 0.4 else gendata.text(rng, i)
+
+
+def fact_sets(split: str) -> list[tuple[dict, int]]:
+    """(fact set, session seed) of every set of a split, in order."""
+    sets = []
+    for name in SPLITS[split]:
+        sets += json.loads((DATA / name).read_text(encoding="utf-8"))["sets"]
+    return [(fset, si + SEED_OFFSET[split]) for si, fset in enumerate(sets)]
 
 
 def session(fset: dict, seed: int) -> tuple[list[dict], list[int]]:
@@ -133,11 +146,10 @@ class Spy:
 
 
 def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
-    data = json.loads((DATA / f"{split}.json").read_text(encoding="utf-8"))
     rows = []
-    for si, fset in enumerate(data["sets"]):
+    for fset, seed in fact_sets(split):
         sid = f"floor-{fset['name']}"
-        msgs, where = session(fset, seed=si + (0 if split == "tune" else 100))
+        msgs, where = session(fset, seed=seed)
         built = home / f".bench-floor-{sid}"
         if not built.exists():
             cli("--home", str(home), "append", sid, "--messages", "-", "--no-compact",
@@ -227,7 +239,8 @@ def curve(rows: list[dict]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--split", choices=("tune", "held-out", "both"), default="both")
+    ap.add_argument("--split", choices=("tune", "held-out", "fresh", "both", "all"),
+                    default="both", help="both: tune and held-out; all: and fresh")
     ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
     ap.add_argument("--features", type=Path, help="write every question's row as JSON")
     ap.add_argument("--limit", type=int, default=8)
@@ -237,8 +250,8 @@ def main() -> None:
     if args.curve:
         curve(json.loads(args.curve.read_text(encoding="utf-8")))
         return
-    splits = ["tune", "heldout"] if args.split == "both" else [
-        "heldout" if args.split == "held-out" else "tune"]
+    splits = {"both": ["tune", "heldout"], "all": ["tune", "heldout", "fresh"],
+              "held-out": ["heldout"]}.get(args.split, [args.split])
     spy = Spy()
     spy.dump = bool(args.features)
     with tempfile.TemporaryDirectory() as tmp:

@@ -61,10 +61,9 @@ PAIRS = ("zh->en", "ja->en", "es->en", "de->en", "en->en", "en->zh", "zh->zh")
 def sessions() -> dict[str, list[str]]:
     """Message texts of every fact set, by set name (index = seq)."""
     out = {}
-    for split in ("tune", "heldout"):
-        data = json.loads((fbench.DATA / f"{split}.json").read_text(encoding="utf-8"))
-        for si, fset in enumerate(data["sets"]):
-            msgs, _ = fbench.session(fset, seed=si + (0 if split == "tune" else 100))
+    for split in fbench.SPLITS:
+        for fset, seed in fbench.fact_sets(split):
+            msgs, _ = fbench.session(fset, seed=seed)
             out[fset["name"]] = [m["content"] for m in msgs]
     return out
 
