@@ -595,6 +595,26 @@ def test_a_rewrite_over_rows_of_both_dresses_is_still_one_column(run, home, go, 
     doctor_clean(run)
 
 
+def test_a_rewrite_read_in_small_batches_is_taken_a_batch_at_a_time(run, home, go, monkeypatch):
+    """Batches of 7 (a file walked as a big one): each batch's first row, a header text or a
+    tool call's null content, says the column, and every batch is taken whole."""
+    from agenvoy_cli.conversation import history, history_view
+
+    header_session_with_tools(run, 10)
+    before = archive_rows(home)
+    go.say(SID, "user", "then tok999")
+    monkeypatch.setattr(history_view, "STREAM_BYTES", 0)
+    monkeypatch.setattr(history_view, "INSERT_ROWS", 7)
+    monkeypatch.setattr(history, "CHUNK", 512)
+    walked = count_walks(monkeypatch)
+    own_append(run, {"role": "assistant", "content": "ours tok1000"})
+    assert walked == [], walked
+    monkeypatch.undo()
+    assert archive_rows(home)[:len(before)] == before
+    assert tokens(home)[-2:] == ["tok999", "tok1000"]
+    doctor_clean(run)
+
+
 def test_a_rewritten_message_with_a_key_beyond_the_record_is_left_to_the_exact_rule(
         run, home, go, monkeypatch):
     """A message whose identity is its row's record_hash but that carries a key the rewrite
