@@ -20,7 +20,13 @@ Rewrite recognition, this tree only, on a ~5 MiB *header* session we wrote (tool
                    (header -> sendAt, tool-call fields dropped): every message recognised
 Target: rewrite / plain <= 1.0 (recognition costs no more than the plain read-and-match).
 
+--callgrind: instead of timing, the instructions (valgrind --tool=callgrind, user space,
+PYTHONHASHSEED=0; load-independent) of one `append` on a fresh copy of each of the plain
+and rewrite homes, and their ratio (--callgrind-keep DIR keeps the callgrind.out files for
+callgrind_annotate).
+
 Usage: python bench/agenvoy_v032.py [--rounds 7] [--mib 5] [--old DIR] [--skip-old]
+       python bench/agenvoy_v032.py --callgrind [--callgrind-keep DIR]
 """
 
 from __future__ import annotations
@@ -212,6 +218,7 @@ def build_rewrite(tmp: Path, limit: int, src: Path | None) -> dict[str, Path]:
     history_path(plain).parent.mkdir(parents=True)
     shutil.copy2(history_path(rewrite), history_path(plain))
     cli(plain, src, "backfill", SID)
+    GoAgentV032(plain).close()  # Agenvoy ran here too: its tables (file_history), as in rewrite
     later = time.time() + 5  # a file changed since our last look: read and matched
     os.utime(history_path(plain), (later, later))
     return {"fast": fast, "plain": plain, "rewrite": rewrite}
@@ -247,6 +254,36 @@ def report(title: str, times: dict[tuple[str, str], list[tuple[float, float]]],
         print(f"  {label}: CPU {ratio(ca, cb)}, wall {ratio(wa, wb)}")
 
 
+def callgrind(home: Path, out: Path) -> int:
+    """Instructions (Ir, user space) of one `append` in a fresh process, under callgrind."""
+    env = env_for(home, None)
+    env["PYTHONHASHSEED"] = "0"
+    got = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                          agenvoy_bin(), *command("append", 0)], env=env,
+                         cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if got.returncode:
+        raise SystemExit(f"callgrind: exit {got.returncode}\n{got.stderr}")
+    for line in got.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1])
+    raise SystemExit(f"callgrind: no total in\n{got.stderr}")
+
+
+def run_callgrind(hdr: dict[str, Path], work: Path, keep: Path | None) -> None:
+    counts = {}
+    for case in ("plain", "rewrite"):
+        home = copy_home(hdr[case], work)
+        out = (keep or work.parent) / f"callgrind.{case}.out"
+        counts[case] = callgrind(home, out)
+    print("\ninstructions of one `append` (callgrind, PYTHONHASHSEED=0)")
+    for case, n in counts.items():
+        print(f"{case:<10}{n:>16,}  ({n / 1e6:.1f} M)")
+    print(f"  rewrite/plain (target <= 1.000): {counts['rewrite'] / counts['plain']:.4f}x")
+    if keep:
+        print(f"  callgrind.out files in {keep}")
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -266,7 +303,13 @@ def main() -> None:
     parser.add_argument("--old", type=Path, default=Path("/tmp/old6afc31b"))
     parser.add_argument("--skip-old", action="store_true", help="only the rewrite cases")
     parser.add_argument("--skip-rewrite", action="store_true")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="instructions of one append, plain and rewrite (implies --skip-old)")
+    parser.add_argument("--callgrind-keep", type=Path, default=None,
+                        help="a folder to keep the callgrind.out files in")
     args = parser.parse_args()
+    if args.callgrind:
+        args.skip_old, args.skip_rewrite = True, False
     limit = int(args.mib * (1 << 20)) - (24 << 10)
     sources: dict[str, Path | None] = {"new": None}
     if not args.skip_old:
@@ -286,6 +329,11 @@ def main() -> None:
     try:
         homes = {} if args.skip_old else build_v032(tmp, limit, sources)
         hdr = {} if args.skip_rewrite else build_rewrite(tmp, limit, None)
+        if args.callgrind:
+            if args.callgrind_keep:
+                args.callgrind_keep.mkdir(parents=True, exist_ok=True)
+            run_callgrind(hdr, tmp / "run", args.callgrind_keep)
+            return
         sizes = {k: history_path(v).stat().st_size for k, v in
                  [(("v032", "own"), homes.get(("new", "own"))), (("header", ""), hdr.get("fast"))]
                  if v is not None}

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.agenvoy_sim_v032 import GoAgentV032
+from tests.agenvoy_sim_v032 import GoAgentV032, go_marshal, normalize
 
 SID = "s"
 TOKEN = re.compile(r"\btok\d+\b")
@@ -437,15 +437,30 @@ def test_the_rewrite_is_recognised_at_one_identity_per_message(run, home, go, mo
     from types import SimpleNamespace
 
     from agenvoy_cli.conversation import alignment, big_sync, dress, messages
+    from agenvoy_cli.home import sqlite as home_sqlite
 
     header_session_with_tools(run, 30)
     before = archive_rows(home)
     go.say(SID, "user", "then tok999")  # normalises the whole file, then appends
     entries = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
     assert not any("tool_calls" in e or "當前時間" in (e["content"] or "") for e in entries)
-    hashed, handed, stamps, looked = [0], [], [0], []
+    hashed, handed, stamps, looked, framed, walked = [0], [], [0], [], [0], [0]
     real_digest, real_apply, real_other = messages._blake2b, alignment.apply, \
         big_sync._first_other
+    real_identity, real_walk = messages.message_identity, big_sync._walk
+    read: list[str] = []
+
+    def identity(message):  # an identity made by a call of its own, not in the batch's loop
+        framed[0] += 1
+        return real_identity(message)
+
+    def walk(*args):
+        walked[0] += 1
+        return real_walk(*args)
+
+    def configure(conn, busy_ms):  # every statement of every connection
+        real_configure(conn, busy_ms)
+        conn.set_trace_callback(read.append)
 
     def digest(*args, **kwargs):  # every identity computed, whichever function computes it
         hashed[0] += 1
@@ -468,6 +483,11 @@ def test_the_rewrite_is_recognised_at_one_identity_per_message(run, home, go, mo
                                                        localtime=clock.localtime))
     monkeypatch.setattr(alignment, "apply", apply)
     monkeypatch.setattr(big_sync, "_first_other", first_other)
+    monkeypatch.setattr(messages, "message_identity", identity)
+    monkeypatch.setattr(big_sync, "message_identity", identity, raising=False)  # (older code)
+    monkeypatch.setattr(big_sync, "_walk", walk)
+    real_configure = home_sqlite._configure
+    monkeypatch.setattr(home_sqlite, "_configure", configure)
     own_append(run, {"role": "assistant", "content": "ours tok1000"})
     # before: the plain identity, then up to two header identities per message, and the
     # whole file after the first tool call aligned again (its fields dropped); then one
@@ -478,6 +498,15 @@ def test_the_rewrite_is_recognised_at_one_identity_per_message(run, home, go, mo
     assert handed in ([], [1]), handed  # only Agenvoy's new message, if anything
     assert stamps[0] == 0, stamps
     assert not looked, looked
+    # and the same work as for a file we wrote: every text's identity made in the batch's
+    # one loop (messages.identities), a call of its own only for the tool calls' null
+    # contents; the batch compared whole (no walk a message at a time) with one column of
+    # the rows (their record_hash): no range of rows read with both identities
+    blank = sum(not isinstance(e["content"], str) or not e["content"].strip() for e in entries)
+    assert blank and framed[0] == blank, (framed[0], blank, len(entries))
+    assert walked[0] == 0, walked
+    ranges = [q for q in read if "FROM messages" in q and "seq >= " in q and "seq < " in q]
+    assert ranges and all(q.count("hash") == 1 for q in ranges), ranges
     monkeypatch.undo()
     after = archive_rows(home)
     assert after[:len(before)] == before  # nothing rewritten or renumbered
@@ -521,6 +550,115 @@ def test_rows_older_than_their_record_hash_are_derived_once(run, home, go, monke
     assert not looked, looked
     assert tokens(home)[-4:] == ["tok999", "tok1000", "tok1001", "tok1002"]
     doctor_clean(run)
+
+
+def count_walks(monkeypatch) -> list[int]:
+    """How many messages each batch the walk decided a message at a time had."""
+    from agenvoy_cli.conversation import big_sync
+
+    walked: list[int] = []
+    real = big_sync._walk
+
+    def walk(conn, session_id, first, part, *rest):
+        walked.append(len(part))
+        return real(conn, session_id, first, part, *rest)
+
+    monkeypatch.setattr(big_sync, "_walk", walk)
+    return walked
+
+
+def rewrite_in_place(home: Path) -> None:
+    """Agenvoy's normalise of the whole file (as before an append), without the append."""
+    path = home / "sessions" / SID / "history.json"
+    path.write_bytes(go_marshal(normalize(orjson.loads(path.read_bytes()))))
+
+
+def test_a_rewrite_over_rows_of_both_dresses_is_still_one_column(run, home, go, monkeypatch):
+    """Rows we archived with a header (record_hash: the identity without it) and rows already
+    in the sendAt dress (record_hash "": their own identity) in one batch: the record_hash
+    column as it is does not match, the rewrite's identity of each row does (hash where
+    record_hash is ""), and the batch is still taken whole, no message walked one by one."""
+    header_session_with_tools(run, 5)
+    go.say(SID, "user", "theirs tok900")  # the rewrite, and a row of Agenvoy's own
+    own_append(run, {"role": "assistant", "content": "ours tok901"})  # in the sendAt dress
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        told = [r for r, in conn.execute("SELECT record_hash FROM messages ORDER BY seq")]
+    assert "" in told and any(told), told  # both kinds, and every one derived
+    before = archive_rows(home)
+    rewrite_in_place(home)
+    walked = count_walks(monkeypatch)
+    own_append(run, {"role": "assistant", "content": "ours tok902"})
+    assert walked == [], walked
+    monkeypatch.undo()
+    assert archive_rows(home)[:len(before)] == before
+    assert tokens(home)[-3:] == ["tok900", "tok901", "tok902"]
+    doctor_clean(run)
+
+
+def test_a_rewrite_read_in_small_batches_is_taken_a_batch_at_a_time(run, home, go, monkeypatch):
+    """Batches of 7 (a file walked as a big one): each batch's first row, a header text or a
+    tool call's null content, says the column, and every batch is taken whole."""
+    from agenvoy_cli.conversation import history, history_view
+
+    header_session_with_tools(run, 10)
+    before = archive_rows(home)
+    go.say(SID, "user", "then tok999")
+    monkeypatch.setattr(history_view, "STREAM_BYTES", 0)
+    monkeypatch.setattr(history_view, "INSERT_ROWS", 7)
+    monkeypatch.setattr(history, "CHUNK", 512)
+    walked = count_walks(monkeypatch)
+    own_append(run, {"role": "assistant", "content": "ours tok1000"})
+    assert walked == [], walked
+    monkeypatch.undo()
+    assert archive_rows(home)[:len(before)] == before
+    assert tokens(home)[-2:] == ["tok999", "tok1000"]
+    doctor_clean(run)
+
+
+def test_a_rewritten_message_with_a_key_beyond_the_record_is_left_to_the_exact_rule(
+        run, home, go, monkeypatch):
+    """A message whose identity is its row's record_hash but that carries a key the rewrite
+    never leaves (not is_record) is not taken by the batch's column: the walk decides it a
+    message at a time, as the identity rule does (an edit), and nothing is lost or doubled."""
+    header_session_with_tools(run, 3)
+    go.say(SID, "user", "then tok999")
+    path = home / "sessions" / SID / "history.json"
+    entries = orjson.loads(path.read_bytes())
+    entries[3]["name"] = "helper"  # "answer tok3", its header gone, one key more
+    path.write_bytes(orjson.dumps(entries))
+    walked = count_walks(monkeypatch)
+    own_append(run, {"role": "assistant", "content": "ours tok1000"})
+    assert walked, walked
+    monkeypatch.undo()
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        row = conn.execute("SELECT message FROM messages WHERE seq = 3").fetchone()[0]
+    assert orjson.loads(row).get("name") == "helper"  # the row now holds what the file holds
+    assert tokens(home) == ["tok0", "tok2", "tok3", "tok4", "tok6", "tok7", "tok8", "tok10",
+                            "tok11", "tok999", "tok1000"]
+    doctor_clean(run)
+
+
+@pytest.mark.parametrize("extra", [{}, {"sendAt": 5}, {"sender": "a", "sendAt": 5},
+                                   {"name": "x"}, {"sendAt": 5, "tool_call_id": "c"}])
+@pytest.mark.parametrize("base", [
+    {"role": "user", "content": "words"}, {"role": "user", "content": "中文 \udc80 half"},
+    {"role": "assistant", "content": None}, {"role": "assistant", "content": ""},
+    {"role": "user", "content": " \n\u3000"}, {"role": "user", "content": "  padded  "},
+    {"role": "tool", "content": [{"type": "text", "text": "x"}]}, {"role": 5, "content": "x"},
+    {"role": None, "content": "x"}, {"content": "no role"}, {"role": "user"},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]},
+])
+def test_identities_are_each_messages_identity_and_count_what_is_not_a_record(base, extra):
+    """messages.identities (the walk's one loop over a batch): message_identity of each
+    message, and how many are not records (dress.is_record), for every kind of message."""
+    from agenvoy_cli.conversation.dress import is_record
+    from agenvoy_cli.conversation.messages import identities, message_identity
+
+    message = {**base, **extra}
+    batch = [message, {"role": "user", "content": "x", "sendAt": 1}, dict(message)]
+    keys, odd = identities(batch)
+    assert keys == [message_identity(m) for m in batch]
+    assert odd == sum(not is_record(m) for m in batch)
 
 
 @pytest.mark.parametrize("zone", ["Asia/Taipei", "Europe/London", "America/St_Johns",

@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import alignment, archive, sessions
-from agenvoy_cli.conversation.dress import RECORD_KEYS, is_record, record_hash
+from agenvoy_cli.conversation.dress import is_record, record_hash
 from agenvoy_cli.conversation.history import History
 from agenvoy_cli.conversation.history_view import batches
-from agenvoy_cli.conversation.messages import message_identity
+from agenvoy_cli.conversation.messages import identities
 
 
 class BigSync(NamedTuple):
@@ -40,35 +40,57 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
     as they are (the row's identity), or as Agenvoy v0.32's normalise rewrite left them
     (header -> sendAt, tool-call fields dropped: the row's record_hash, for a message the
     rewrite could have left, is_record). One identity per message either way, both read
-    from one index (idx_messages_identities), no row. A row without a record_hash (older
-    than migration 016, or Agenvoy's) has it derived from its JSON, only when the message
-    is not the row itself; derived (when given) receives them by place, for the caller to
-    store (archive.set_record_hashes)."""
+    from one index (idx_messages_identities), no row. A batch is first compared whole with
+    one column: the one its first message's row matches (a probe of one place), each
+    message's identity made by the same code whatever its dress (messages.identities);
+    anything else (a mixed batch, a row without a record_hash, one that stops) is decided
+    a message at a time (_walk). A row without a record_hash (older than migration 016, or
+    Agenvoy's) has it derived from its JSON, only when the message is not the row itself;
+    derived (when given) receives them by place, for the caller to store
+    (archive.set_record_hashes)."""
     done = 0
     for part in batches(history):
         first = lo + done
-        got = conn.execute(_IDENTITIES, (session_id, first, first + len(part))).fetchall()
-        keys = [*map(message_identity, part)]
-        n = len(got)
-        if n and got[-1][0] == first + n - 1:  # a row at each of the first n places
-            # the whole batch compared at once: each message its row as it is, or (a file
-            # the rewrite left) each its row's record, every key a record's (is_record)
-            _, hashes, records = zip(*got)
-            head, some = (keys, part) if n == len(part) else (keys[:n], part[:n])
-            if tuple(head) == hashes or (tuple(head) == records
-                                         and set().union(*some) <= RECORD_KEYS):
-                if n < len(part):
-                    return done + n
-                done += n
-                continue
-        end = _walk(conn, session_id, first, part, keys, got, derived)
-        if end < len(part):
-            return done + end
-        done += len(part)
+        keys, odd = identities(part)
+        probe = conn.execute(_PROBE, (session_id, first)).fetchone()
+        columns: tuple[str, ...] = ()
+        if probe is not None and keys:
+            if keys[0] == probe[0]:  # the file as the rows are; or, a row the rewrite
+                # leaves as it is (record_hash ""), maybe each as the rewrite left its row
+                columns = (_HASHES, _LEFT) if probe[1] == "" and not odd else (_HASHES,)
+            elif keys[0] == probe[1] and not odd:  # each as the rewrite left its row: the
+                # rows' record_hash, or where one is "" (its own identity) the mixed column
+                columns = (_RECORDS, _LEFT)
+        for column in columns:
+            got = conn.execute(column, (session_id, first, first + len(part))).fetchall()
+            n = len(got)
+            if n and got[-1][0] == first + n - 1:  # a row at each of the first n places
+                _, idents = zip(*got)
+                if idents == tuple(keys if n == len(part) else keys[:n]):
+                    break
+        else:
+            got = conn.execute(_IDENTITIES, (session_id, first, first + len(part))).fetchall()
+            n = _walk(conn, session_id, first, part, keys, got, derived)
+        if n < len(part):
+            return done + n
+        done += n
     return done
 
 
-# both identities of the rows at some places, in order, from the index alone
+# the identities of the row at one place; then, of the rows at some places in order, one
+# column: the rows' own identities (hash), or their record_hash as it is (a file the rewrite
+# left, every row with a header or tool call: what a file we wrote holds), or what the
+# rewrite leaves of each row (record_hash, or hash where it is ""; a CASE per row: ~250
+# instructions, only when the column as it is did not match); NULL (not derived yet)
+# matches nothing here; all from the index alone
+_PROBE = "SELECT hash, record_hash FROM messages WHERE session_id = ? AND seq = ?"
+_HASHES = ("SELECT seq, hash FROM messages "
+           "WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq")
+_RECORDS = ("SELECT seq, record_hash FROM messages "
+            "WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq")
+_LEFT = ("SELECT seq, CASE record_hash WHEN '' THEN hash ELSE record_hash END "
+         "FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq")
+# both identities of the rows at some places, in order (the walk a message at a time)
 _IDENTITIES = ("SELECT seq, hash, record_hash FROM messages "
                "WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq")
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from agenvoy_cli.conversation.messages import (
     HEADER_LABEL,
+    RECORD_KEYS,
     TIME_FORMAT,
     content_text,
     hash_prefix,
@@ -36,7 +37,7 @@ from agenvoy_cli.errors import BadInput
 
 SEND_AT, SENDER = "sendAt", "sender"
 SENDER_LABEL = "傳送者"
-RECORD_KEYS = frozenset(("role", "content", SEND_AT, SENDER))
+assert frozenset(("role", "content", SEND_AT, SENDER)) == RECORD_KEYS  # messages.py's
 _FOLDED = {k.lower(): k for k in RECORD_KEYS}
 FORMATS = ("header", "sendat")
 FORMAT_ENV = "AGENVOY_HISTORY_FORMAT"

@@ -249,6 +249,38 @@ def message_identity(message: dict[str, Any]) -> str:
     return identity_key(str(message.get("role")), content_text(message.get("content")), message)
 
 
+# the keys of an entry as Agenvoy v0.32 rewrites it (its Record; dress.py names them)
+RECORD_KEYS = frozenset(("role", "content", "sendAt", "sender"))
+
+
+def identities(part: Sequence[dict[str, Any]]) -> tuple[list[str], int]:
+    """(message_identity of each message, how many of them are not records: a key beyond
+    RECORD_KEYS), in one pass over a batch with the same code whatever a message's dress
+    (big_sync.archived_prefix, for a file we wrote and one Agenvoy v0.32 rewrote alike).
+    A string content with words (nearly every message) is hashed here as message_hash
+    does, in this frame; any other message by message_identity."""
+    keys: list[str] = []
+    add = keys.append
+    digest = _blake2b
+    odd = 0
+    for message in part:
+        content = message.get("content")
+        role = message.get("role")
+        if type(content) is str and type(role) is str and content and not content.isspace():
+            # identity_key(role, content, message) of a text that is not blank (is_blank:
+            # strip() leaves nothing exactly when every character is a space)
+            add(digest(f"{role}\x00{content}".encode("utf-8", "surrogatepass"),
+                       digest_size=16).hexdigest())
+            # role and content are there: a record when any other key is sendAt or sender
+            if len(message) != 2 + ("sendAt" in message) + ("sender" in message):
+                odd += 1
+        else:
+            add(message_identity(message))
+            if not message.keys() <= RECORD_KEYS:
+                odd += 1
+    return keys, odd
+
+
 class Message(NamedTuple):
     """One message with its place in the session's full history."""
 
