@@ -37,7 +37,6 @@ from agenvoy_cli.errors import BadInput
 
 SEND_AT, SENDER = "sendAt", "sender"
 SENDER_LABEL = "傳送者"
-assert frozenset(("role", "content", SEND_AT, SENDER)) == RECORD_KEYS  # messages.py's
 _FOLDED = {k.lower(): k for k in RECORD_KEYS}
 FORMATS = ("header", "sendat")
 FORMAT_ENV = "AGENVOY_HISTORY_FORMAT"
