@@ -11,9 +11,10 @@ filler messages after them (the context window). English fact sets are asked in 
 Japanese, Spanish, German and as English paraphrases without a shared content word; Chinese
 fact sets in English; every set also gets unanswerable questions (absent personal facts and
 off-topic questions, several languages). `messages` is the searched part (window excluded).
-The split is by fact set: tune.json and tune_more.json chose the floor's thresholds
-(search/floor.py), heldout.json is reported; fresh.json (a second author's sets, added with
-tune_more.json) was not looked at before the floor it reports was chosen.
+The split is by fact set: tune.json, tune_more.json and tune_dense.json (sessions that are
+all facts) chose the floor's thresholds (search/floor.py), heldout.json is reported;
+fresh.json (a second author's sets, added with tune_more.json) and fresh_dense.json
+(fresh2: all-fact sessions) are report splits added when the second opinion was chosen.
 
 Per split and language pair (query -> memories) it prints: answerable questions hidden by the
 floor (nothing returned; target <= 2 %) and, of those, the ones whose fact the vector
@@ -46,9 +47,9 @@ from probes import cli, ranked_hits  # noqa: E402
 
 DATA = ROOT / "bench" / "floor_data"
 # split -> its files; each set's session is seeded by its place in the split plus the offset
-SPLITS = {"tune": ("tune.json", "tune_more.json"), "heldout": ("heldout.json",),
-          "fresh": ("fresh.json",)}
-SEED_OFFSET = {"tune": 0, "heldout": 100, "fresh": 200}
+SPLITS = {"tune": ("tune.json", "tune_more.json", "tune_dense.json"),
+          "heldout": ("heldout.json",), "fresh": ("fresh.json",), "fresh2": ("fresh_dense.json",)}
+SEED_OFFSET = {"tune": 0, "heldout": 100, "fresh": 200, "fresh2": 300}
 WINDOW = 16
 LIMIT = 8  # "hid a top-8": the floor emptied a search whose vector ranking had the fact in it
 EN_TALK = [
@@ -239,8 +240,8 @@ def curve(rows: list[dict]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--split", choices=("tune", "held-out", "fresh", "both", "all"),
-                    default="both", help="both: tune and held-out; all: and fresh")
+    ap.add_argument("--split", choices=("tune", "held-out", "fresh", "fresh2", "both", "all"),
+                    default="both", help="both: tune and held-out; all: and fresh, fresh2")
     ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
     ap.add_argument("--features", type=Path, help="write every question's row as JSON")
     ap.add_argument("--limit", type=int, default=8)
@@ -250,7 +251,7 @@ def main() -> None:
     if args.curve:
         curve(json.loads(args.curve.read_text(encoding="utf-8")))
         return
-    splits = {"both": ["tune", "heldout"], "all": ["tune", "heldout", "fresh"],
+    splits = {"both": ["tune", "heldout"], "all": ["tune", "heldout", "fresh", "fresh2"],
               "held-out": ["heldout"]}.get(args.split, [args.split])
     spy = Spy()
     spy.dump = bool(args.features)

@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 from agenvoy_cli.search import floor  # noqa: E402
 
 CV_HID8 = 0.015  # the most answers-the-ranking-had a rule may hide in cross-validation
-SPLITS = ("tune", "heldout", "fresh")
+SPLITS = ("tune", "heldout", "fresh", "fresh2")
 
 
 def add_lift(rows: list[dict], texts: dict[str, list[str]], cache: fs.Cache) -> None:
@@ -183,7 +183,11 @@ def main() -> None:
             else:
                 no = sum(map(hides, part))
                 print(f"     {pair:7} nothing {no}/{len(part)} ({no / len(part):3.0%})")
-    if isinstance(key, Logit):
+    if not isinstance(key, Logit):
+        print(f"\nconstants: hidden when {label} is below the class's threshold")
+        for c in classes:
+            print(f"   threshold {c}: {th[c]:.4f}")
+    else:
         # as search/floor.py states it: s0 + LIFT_WEIGHT * lift >= SECOND_THRESHOLD[class]
         k = len(key.feats)
         a = key.w[:k] / key.sd

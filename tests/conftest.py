@@ -16,8 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 pytest.register_assert_rewrite("tests.helpers")
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One derived model cache for the run (models/usem3_fast.py), never the user's."""
+    return tmp_path_factory.mktemp("model-cache")
+
+
 @pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_cache: Path) -> Path:
     """Every test gets its own Agenvoy home; nothing leaks from the real one."""
     home = tmp_path / "home"
     monkeypatch.setenv("AGENVOY_HOME", str(home))
@@ -25,6 +31,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
         if name.startswith(("AGENVOY_", "OPENAI_")) and name != "AGENVOY_HOME":
             monkeypatch.delenv(name)
+    monkeypatch.setenv("AGENVOY_MODEL_CACHE", str(model_cache))
     import time
 
     time.tzset()

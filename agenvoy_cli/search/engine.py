@@ -19,11 +19,12 @@ embed are still ranked by keyword (``unindexed_count`` says how many).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home import fts
+from agenvoy_cli.search import floor as floors
 from agenvoy_cli.search import fusion, semantic
 from agenvoy_cli.search.catchup import (
     Notice,
@@ -114,11 +115,14 @@ class _Candidates:
     typical: float | None = None  # the query's mean similarity to the session (the floor)
     unsearchable: int = 0  # vectors an inconsistent index left out
     alone: dict[int, list[float]] | None = None  # kept attribution vectors (vectors/attribution)
+    background: list[int] = field(default_factory=list)  # the floor's background sample
+    judged: dict[int, list[float]] = field(default_factory=dict)  # kept judge vectors
 
 
 def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
                 scope: Scope, window: TimeWindow, vector: Sequence[float],
-                unindexed: Sequence[int], floor: float = 0.0) -> _Candidates:
+                unindexed: Sequence[int], floor: float = 0.0,
+                second: bool = False) -> _Candidates:
     """Under the write lock: both rankings and the texts the rest needs."""
     conn = store.db_readonly()
     kw: list[tuple[int, float]] = []
@@ -145,16 +149,54 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
         late = [(seq, sc) for seq, sc in keyword_ranking(
             conn, session_id, query, POOL, hi_seq=scope.vector_hi, window=window,
             match="any")[0] if seq in wanted]
-    typical = semantic.background(store, session_id, vector, scope.start,
-                                  scope.vector_hi) if floor and vec else None
+    typical, sample = semantic.background(store, session_id, vector, scope.start,
+                                          scope.vector_hi) if floor and vec else (None, [])
     from agenvoy_cli.vectors import attribution
+
+    judged: dict[int, list[float]] = {}
+    if second and typical is not None:  # the second opinion's texts (search/floor.py)
+        want = set(sample) | {s for s, _ in vec[:floors.SECOND_TOP]}
+        by_seq.update((m.seq, m.body) for m in rows_of(conn, session_id, want - set(by_seq)))
+        judged = attribution.load(store, session_id, sorted(want), attribution.JUDGE)
 
     # semantic: attribution checks the vector ranking's top hits only (hybrid: the fused
     # ranking's too, which may hold any of by_seq)
     kept = sorted(by_seq) if mode == "hybrid" else sorted(
         {x for s, _ in vec[:semantic.ATTRIBUTION_TOP] for x in (s - 1, s)} & set(by_seq))
     alone = attribution.load(store, session_id, kept) if vec else {}
-    return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone)
+    return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone, sample,
+                       judged)
+
+
+def _evidence(store: Store, session_id: str, query: str, cand: _Candidates
+              ) -> floors.Evidence | None:
+    """The second opinion's evidence (search/floor.py): the judge model's similarity of the
+    query to the top hits and to the background sample, their vectors kept for the next
+    search (vectors/attribution JUDGE). None when the judge cannot be had (the floor then
+    decides on the similarity alone)."""
+    from agenvoy_cli.models.base import EmbedderError
+    from agenvoy_cli.vectors import api as vectors
+    from agenvoy_cli.vectors import attribution
+
+    top = [(s, x) for s, x in cand.vector[:floors.SECOND_TOP] if s in cand.bodies]
+    sample = [s for s in cand.background if s in cand.bodies]
+    if cand.typical is None or not top or not sample:
+        return None
+    seqs = [s for s, _ in top] + sample
+    texts = [cand.bodies[s] for s in seqs]
+    cut = semantic.ATTRIBUTION_CHARS
+    kept = {cand.bodies[s][:cut]: v for s, v in cand.judged.items() if s in cand.bodies}
+    try:
+        sims, new = semantic.judge_similarities(
+            vectors.local_model(store, floors.JUDGE_SPEC), query, texts, kept)
+    except EmbedderError:
+        return None
+    if new:
+        with store.write_lock():
+            attribution.save(store, session_id, {s: new[t[:cut]] for s, t in zip(seqs, texts)
+                                                 if t[:cut] in new}, attribution.JUDGE)
+    k = len(top)
+    return floors.Evidence(judge_top=sims[:k], judge_typical=sum(sims[k:]) / len(sims[k:]))
 
 
 def _kept_embedder(emb: Any, cand: _Candidates) -> Any:
@@ -201,10 +243,11 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     result.indexed, result.unindexed_count = caught.indexed, len(caught.unindexed)
     n = max(POOL, limit)
     result.floor = semantic.floor(store, emb.model_id)
+    second = semantic.second_opinion(store, emb.model_id)
     with store.write_lock():
         scope = scope_of(store, session_id, exclude_window=True)
         cand = _candidates(store, session_id, query, mode, n, scope, window, vector,
-                           caught.unindexed, result.floor)
+                           caught.unindexed, result.floor, second)
         note_unarchived(result, unarchived(store.db_readonly(), session_id, scope))
     result.unsearchable_count = cand.unsearchable
     if caught.unindexed:
@@ -228,9 +271,14 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     attribution = semantic.Attribution()
     kept = _kept_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, kept, cand.bodies, attribution)
+    if second and cand.vector:  # as bench/floor_fit.py measured it: the ranking before
+        memories = [cand.bodies.get(s, "") for s, _ in cand.vector[:semantic.ATTRIBUTION_TOP]]
+        evidence = _evidence(store, session_id, query, cand)  # attribution moved anything
+    else:
+        memories = [cand.bodies.get(s, "") for s, _ in vec[:semantic.ATTRIBUTION_TOP]]
+        evidence = None
     floored = not semantic.relevant(vec, result.floor, cand.typical, emb.model_id, query,
-                                    [cand.bodies.get(s, "") for s, _ in
-                                     vec[:semantic.ATTRIBUTION_TOP]])
+                                    memories, evidence)
     if floored:
         vec = []  # nothing clearly related: better nothing than the nearest noise
     if mode == "semantic":

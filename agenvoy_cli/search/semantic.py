@@ -13,7 +13,9 @@ with the query's typical similarity in this session (the mean over up to BACKGRO
 messages spread evenly over the searched range): when it is not at least the margin above
 that, nothing is returned. The margin is per model and per language pair of query and
 memories (search/floor.py; measured: bench/floor.py, docs/benchmarks.md), configurable
-with AGENVOY_SEARCH_FLOOR or config.json agenvoy.search_floor (0 turns it off).
+with AGENVOY_SEARCH_FLOOR or config.json agenvoy.search_floor (0 turns it off). With the
+built-in model at its default margin the floor also asks a second model (search/floor.py,
+second opinion); a margin the user sets is applied alone.
 """
 
 from __future__ import annotations
@@ -137,39 +139,70 @@ def floor(store: Store, model_id: str) -> float:
 
 
 def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: int,
-               hi_seq: int) -> float | None:
+               hi_seq: int) -> tuple[float | None, list[int]]:
     """The query's mean cosine similarity to up to BACKGROUND messages of [lo_seq, hi_seq),
-    spread evenly (None: too few vectors). Only after vector_ranking found candidates (so
-    the index exists). Hold the write lock (Chroma access)."""
+    spread evenly, and the seqs of those messages (None, []: too few vectors). Only after
+    vector_ranking found candidates (so the index exists). Hold the write lock (Chroma
+    access)."""
     from agenvoy_cli.vectors import api as vectors
 
     span = hi_seq - lo_seq
     if span < BACKGROUND_MIN:
-        return None
+        return None, []
     step = max(1, span // BACKGROUND)
     ids = [vectors.message_id(session_id, s) for s in range(lo_seq, hi_seq, step)][:BACKGROUND]
     index = vectors.open_index(store, vectors.MESSAGES, create=False)
-    got = index.collection.get(ids=ids, include=["embeddings"])
+    got = index.collection.get(ids=ids, include=["embeddings", "metadatas"])
     embs = got.get("embeddings")
     if embs is None or len(embs) < BACKGROUND_MIN:
-        return None
+        return None, []
     import numpy as np
 
     mat = np.asarray(embs, dtype=np.float64)
     q = np.asarray(vector, dtype=np.float64)
     norms = np.linalg.norm(mat, axis=1) * (np.linalg.norm(q) or 1.0)
-    return float(np.mean(mat @ q / np.where(norms > 0, norms, 1.0)))
+    seqs = [int(m["seq"]) for m in got.get("metadatas") or [] if m and "seq" in m]
+    return float(np.mean(mat @ q / np.where(norms > 0, norms, 1.0))), seqs
+
+
+def second_opinion(store: Store, model_id: str) -> bool:
+    """Whether the floor asks the second model (search/floor.py): the built-in model with the
+    floor left at its default (a margin the user sets, or 0, is applied alone as before)."""
+    import os
+
+    if not any(model_id.startswith(k) for k in FLOORS):
+        return False
+    return (os.environ.get(FLOOR_ENV) in (None, "")
+            and store.settings.section("agenvoy").get("search_floor") is None)
+
+
+def judge_similarities(judge: Any, query: str, texts: Sequence[str],
+                       kept: dict[str, list[float]]) -> tuple[list[float], dict[str, list[float]]]:
+    """The judge model's cosine similarity of the query to each text (cut to
+    ATTRIBUTION_CHARS), and the text vectors it had to embed (text -> vector, to keep)."""
+    import numpy as np
+
+    cut = [t[:ATTRIBUTION_CHARS] for t in texts]
+    missing = [t for t in dict.fromkeys(cut) if t not in kept]
+    new = dict(zip(missing, judge.embed_documents(missing))) if missing else {}
+    q = np.asarray(judge.embed_query(query), dtype=np.float64)
+    mat = np.asarray([kept.get(t) or new[t] for t in cut], dtype=np.float64).reshape(len(cut), -1)
+    norms = np.linalg.norm(mat, axis=1) * (np.linalg.norm(q) or 1.0)
+    return (mat @ q / np.where(norms > 0, norms, 1.0)).tolist(), new
 
 
 def relevant(ranked: Sequence[tuple[int, float]], margin: float, typical: float | None,
-             model_id: str, query: str = "", memories: Sequence[str] = ()) -> bool:
+             model_id: str, query: str = "", memories: Sequence[str] = (),
+             evidence: Any = None) -> bool:
     """Whether the best candidate is clearly related: far enough above the query's typical
-    similarity in the session, by the margin of the query's and the memories' languages
-    (search/floor.py)."""
+    similarity in the session, by the margin of the query's and the memories' languages;
+    with `evidence` (search/floor.py Evidence), by the second opinion's rule instead."""
     from agenvoy_cli.search import floor as floors
 
     if not ranked or not margin or typical is None:
         return True
     best = max(score for _, score in ranked)
     centre = next((v[1] for k, v in FLOORS.items() if model_id.startswith(k)), None)
+    if evidence is not None:
+        return floors.second_opinion_clears(evidence, query, memories)
     return floors.clears(best, typical, floors.pair_margin(margin, query, memories), centre)

