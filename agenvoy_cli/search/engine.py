@@ -155,7 +155,9 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
 
     judged: dict[int, list[float]] = {}
     if second and typical is not None:  # the second opinion's texts (search/floor.py)
-        want = set(sample) | {s for s, _ in vec[:floors.SECOND_TOP]}
+        # the top hits as attribution may leave them: a hit or the message before it
+        want = set(sample) | {x for s, _ in vec[:floors.SECOND_TOP] for x in (s - 1, s)
+                              if x >= 0}
         by_seq.update((m.seq, m.body) for m in rows_of(conn, session_id, want - set(by_seq)))
         judged = attribution.load(store, session_id, sorted(want), attribution.JUDGE)
 
@@ -168,17 +170,17 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
                        judged)
 
 
-def _evidence(store: Store, session_id: str, query: str, cand: _Candidates
-              ) -> floors.Evidence | None:
+def _evidence(store: Store, session_id: str, query: str, cand: _Candidates,
+              ranked: Sequence[tuple[int, float]]) -> floors.Evidence | None:
     """The second opinion's evidence (search/floor.py): the judge model's similarity of the
-    query to the top hits and to the background sample, their vectors kept for the next
-    search (vectors/attribution JUDGE). None when the judge cannot be had (the floor then
-    decides on the similarity alone)."""
+    query to the top hits as the search shows them (`ranked`: attribution done) and to the
+    background sample, their vectors kept for the next search (vectors/attribution JUDGE).
+    None when the judge cannot be had (the floor then decides on the similarity alone)."""
     from agenvoy_cli.models.base import EmbedderError
     from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors import attribution
 
-    top = [(s, x) for s, x in cand.vector[:floors.SECOND_TOP] if s in cand.bodies]
+    top = [(s, x) for s, x in ranked[:floors.SECOND_TOP] if s in cand.bodies]
     sample = [s for s in cand.background if s in cand.bodies]
     if cand.typical is None or not top or not sample:
         return None
@@ -271,9 +273,10 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     attribution = semantic.Attribution()
     kept = _kept_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, kept, cand.bodies, attribution)
-    if second and cand.vector:  # as bench/floor_fit.py measured it: the ranking before
+    if second and cand.vector:  # as bench/floor_fit.py measured it: the pair's memories
+        # from the ranking before attribution, the judge over the hits after it
         memories = [cand.bodies.get(s, "") for s, _ in cand.vector[:semantic.ATTRIBUTION_TOP]]
-        evidence = _evidence(store, session_id, query, cand)  # attribution moved anything
+        evidence = _evidence(store, session_id, query, cand, vec)
     else:
         memories = [cand.bodies.get(s, "") for s, _ in vec[:semantic.ATTRIBUTION_TOP]]
         evidence = None
