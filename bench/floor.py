@@ -4,6 +4,8 @@
     python bench/floor.py --split held-out    # a reported split only (also: fresh, all)
     python bench/floor.py --home /tmp/fh --features out.json   # keep the home, dump features
     python bench/floor.py --curve out.json    # the hide/nothing trade-off of those rows
+    python bench/floor.py --found OFF.json out.json ...   # per split: answers the floor hid
+        # that the search showed with the floor off (OFF.json: AGENVOY_SEARCH_FLOOR=0 rows)
 
 The set (bench/floor_data/, written for this bench): fact sets, each a session of its own with
 filler messages generated around the facts (one fact per message, spread evenly) and 16
@@ -238,6 +240,36 @@ def curve(rows: list[dict]) -> None:
                   f"{nothing / len(u):8.1%}   {scales if split == 'tune' else ''}")
 
 
+def found(off_path: Path, paths: list[Path]) -> None:
+    """Per features file and split: the answerable questions whose fact the floor-off search
+    showed in its top 8 (attribution done; `off_path`: rows of AGENVOY_SEARCH_FLOOR=0), how
+    many of them the floor hid (target <= 2 % of answerable), how many floor-off top-1s it
+    hid, and the unanswerable ones answered with nothing (target >= 75 %), per pair too."""
+    off = {(r["split"], r["set"], r["q"]): r["hits"]
+           for r in json.loads(off_path.read_text(encoding="utf-8"))}
+    for path in paths:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        print(f"== {path}")
+        for split in SPLITS:
+            sel = [r for r in rows if r["split"] == split]
+            if not sel:
+                continue
+            print(f"-- {split}")
+            pairs = sorted({f"{r['qlang']}->{r['mlang']}" for r in sel})
+            for pair in [*pairs, "all"]:
+                part = [r for r in sel if pair in ("all", f"{r['qlang']}->{r['mlang']}")]
+                a = [r for r in part if r["gold"] is not None]
+                u = [r for r in part if r["gold"] is None]
+                shown = [r for r in a if r["gold"] in off[(split, r["set"], r["q"])][:LIMIT]]
+                hid = sum(r["empty"] for r in shown)
+                top1 = [r for r in a if off[(split, r["set"], r["q"])][:1] == [r["gold"]]]
+                no = sum(r["empty"] for r in u)
+                ans = (f"hid {hid}/{len(a)} ({hid / len(a):.1%}) of the {len(shown)} found, "
+                       f"top-1s {sum(r['empty'] for r in top1)}/{len(top1)}; ") if a else ""
+                nothing = f"nothing {no}/{len(u)} ({no / len(u):.0%})" if u else ""
+                print(f"   {pair:8} {ans}{nothing}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("tune", "held-out", "fresh", "fresh2", "both", "all"),
@@ -245,9 +277,16 @@ def main() -> None:
     ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
     ap.add_argument("--features", type=Path, help="write every question's row as JSON")
     ap.add_argument("--limit", type=int, default=8)
+    ap.add_argument("--found", type=Path, nargs="+", metavar=("OFF", "FEATURES"),
+                    help="answers hidden that the floor-off search showed (no search run)")
     ap.add_argument("--curve", type=Path, metavar="FEATURES",
                     help="print the trade-off curve of a --features file (no search run)")
     args = ap.parse_args()
+    if args.found:
+        if len(args.found) < 2:
+            ap.error("--found takes the floor-off rows and one or more features files")
+        found(args.found[0], args.found[1:])
+        return
     if args.curve:
         curve(json.loads(args.curve.read_text(encoding="utf-8")))
         return
