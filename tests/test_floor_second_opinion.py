@@ -124,3 +124,30 @@ def test_the_judges_best_lift_over_the_top_hits_meets_the_class_threshold(query)
     assert floor.second_opinion_clears(above, query, memories)
     assert not floor.second_opinion_clears(below, query, memories)
     assert floor.second_opinion_clears(floor.Evidence([], typical), query, memories)
+
+
+def test_the_server_makes_the_second_models_vectors_ahead(run, home, judge, embedders):
+    """The server's indexer makes attribution's vectors ahead, then the second model's
+    (server.attribution_vectors, key JUDGE): a warm search then embeds its query only."""
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.search.engine import search
+    from agenvoy_cli.server.worker import Indexer
+    from agenvoy_cli.vectors import attribution
+    from agenvoy_cli.vectors.hooks import open_store
+
+    _session(run)
+    store = open_store(Layout(home), embedders=embedders)
+    indexer = Indexer(store, "s")
+    keys = []
+    while (job := indexer.ahead()) is not None:
+        key, session_id, texts = job
+        keys.append(key)
+        indexer.keep_ahead(key, session_id, texts, indexer.embed_ahead(key, texts))
+    assert keys[0] == attribution.ALONE and keys[-1] == attribution.JUDGE, keys
+    assert keys == sorted(keys, key=[attribution.ALONE, attribution.JUDGE].index)
+    made = len(judge)
+    assert made >= 60 - 16 - 1  # every searchable message (the window excluded)
+    judge.clear()
+    for query in ("我哥哥住在哪裡？", "What car did I buy?", "Wie heißt mein Chef?"):
+        search(store, "s", query, "semantic", budget=None)
+    assert judge == []  # the top hits and the background: all made ahead

@@ -6,8 +6,10 @@ the default model when none is kept. Those vectors do not depend on the query an
 in the message's own vector entry (vectors/attribution.py), so the server's background
 indexer, when all is indexed and no tool call runs, embeds the texts of every searchable
 message of the sessions it keeps indexed that lacks one, STEP at a time, and keeps them
-there: a warm search then embeds its query and nothing else. `fill` does the same at once
-(bench/mcp_http.py builds a warm home with it).
+there: a warm search then embeds its query and nothing else. The relevance floor's second
+model's vectors of the same texts (vectors/attribution JUDGE, search/floor.py) are made
+ahead the same way once those are done, when the floor asks it. `fill` does the same at
+once (bench/mcp_http.py builds a warm home with it).
 
 The query's vector is embedded before the search job reaches the store thread (in a thread
 of its own: the model needs no store) and kept in an LRU of QUERIES, so that the store
@@ -84,7 +86,7 @@ def _texts(store: Any, session_id: str, seqs: list[int]) -> dict[int, str]:
     return {m.seq: m.body[:ATTRIBUTION_CHARS] for m in rows if m.body.strip()}
 
 
-def _scan(store: Any, session_id: str, state: Ahead) -> list[int]:
+def _scan(store: Any, session_id: str, state: Ahead, key: str) -> list[int]:
     """The places of the next CHUNK of the session's searchable range that lack a kept
     vector (state.scanning: more of the range is left to look at)."""
     from agenvoy_cli.search.scope import scope_of
@@ -95,22 +97,23 @@ def _scan(store: Any, session_id: str, state: Ahead) -> list[int]:
     if lo >= hi:
         return []
     top = min(hi, lo + CHUNK)
-    lacking = attribution.lacking(store, session_id, range(lo, top))
+    lacking = attribution.lacking(store, session_id, range(lo, top), key)
     state.done[session_id] = top
     state.scanning = state.scanning or top < hi
     return lacking
 
 
-def ahead(store: Any, sessions: set[str], state: Ahead) -> tuple[str, dict[int, str]] | None:
-    """(session, place -> text) of the next STEP messages to embed ahead, or None when
-    none was found (state.scanning: in this look; else every searchable message of the
-    sessions has its vector). On the store thread; each call is short (one CHUNK looked at
-    per session at most)."""
+def ahead(store: Any, sessions: set[str], state: Ahead, key: str = "alone"
+          ) -> tuple[str, dict[int, str]] | None:
+    """(session, place -> text) of the next STEP messages to embed ahead for `key` (ALONE or
+    JUDGE of vectors/attribution), or None when none was found (state.scanning: in this
+    look; else every searchable message of the sessions has its vector). On the store
+    thread; each call is short (one CHUNK looked at per session at most)."""
     state.scanning = False
     for session_id in sorted(sessions):
         try:
             with store.write_lock():
-                todo = state.todo.get(session_id) or _scan(store, session_id, state)
+                todo = state.todo.get(session_id) or _scan(store, session_id, state, key)
                 if not todo:
                     continue
                 step, state.todo[session_id] = todo[:STEP], todo[STEP:]
@@ -125,7 +128,7 @@ def ahead(store: Any, sessions: set[str], state: Ahead) -> tuple[str, dict[int, 
 
 
 def keep(store: Any, session_id: str, texts: dict[int, str],
-         vecs: list[list[float]]) -> int:
+         vecs: list[list[float]], key: str = "alone") -> int:
     """Keep the vectors made ahead for the messages whose text is still the one embedded.
     On the store thread. How many were kept."""
     from agenvoy_cli.vectors import attribution
@@ -133,15 +136,16 @@ def keep(store: Any, session_id: str, texts: dict[int, str],
     with store.write_lock():
         now = _texts(store, session_id, sorted(texts))
         return attribution.save(store, session_id, {
-            seq: vec for (seq, text), vec in zip(texts.items(), vecs) if now.get(seq) == text})
+            seq: vec for (seq, text), vec in zip(texts.items(), vecs) if now.get(seq) == text},
+            key)
 
 
-def fill(store: Any, session_id: str, embed: Callable[[list[str]], list[list[float]]]
-         ) -> int:
-    """Every searchable message of the session with its kept vector, now (in one thread:
-    a tool, a bench). How many were made."""
+def fill(store: Any, session_id: str, embed: Callable[[list[str]], list[list[float]]],
+         key: str = "alone") -> int:
+    """Every searchable message of the session with its kept vector (`key`), now (in one
+    thread: a tool, a bench). How many were made."""
     state, made = Ahead(), 0
-    while (job := ahead(store, {session_id}, state)) is not None or state.scanning:
+    while (job := ahead(store, {session_id}, state, key)) is not None or state.scanning:
         if job is not None:
-            made += keep(store, session_id, job[1], embed(list(job[1].values())))
+            made += keep(store, session_id, job[1], embed(list(job[1].values())), key)
     return made

@@ -60,7 +60,7 @@ class Indexer:
         self.stopped = False  # set on shutdown: no new step starts
         self.watcher = Watcher(store)
         self.queries: Any = None  # attribution_vectors.QueryCache, once installed
-        self.made_ahead: Any = None  # attribution_vectors.Ahead: what was looked at
+        self.made_ahead: dict[str, Any] = {}  # kept-vector key -> attribution_vectors.Ahead
         self.ahead_after = 0.0  # monotonic time before which ahead() does not look
         self.last_call = 0.0  # monotonic end of the last tool call (set by the app)
         self.watched_at = -HISTORY_POLL
@@ -144,40 +144,68 @@ class Indexer:
         emb = vectors.embedder(self.store)
         return getattr(emb, "inner", emb).embed_documents([t.text for t in batch])  # uncached
 
-    def ahead(self) -> tuple[str, dict[int, str]] | None:
-        """Messages whose text to embed ahead for attribution (server.attribution_vectors)."""
+    def ahead(self) -> tuple[str, str, dict[int, str]] | None:
+        """(key, session, texts): messages whose text to embed ahead (server.
+        attribution_vectors): attribution's first, then the floor's second model's when the
+        floor asks it (search/floor.py)."""
         import time
 
         from agenvoy_cli.server.attribution_vectors import Ahead, ahead
+        from agenvoy_cli.vectors import attribution
 
         if self.stopped or time.monotonic() < self.ahead_after:
             return None
-        if self.made_ahead is None:
-            self.made_ahead = Ahead()
-        job = ahead(self.store, self.wanted - self.failed, self.made_ahead)
-        if job is None and not self.made_ahead.scanning:  # all made: look again later
+        keys = [attribution.ALONE] + ([attribution.JUDGE] if self.judged() else [])
+        scanning = False
+        for key in keys:
+            state = self.made_ahead.setdefault(key, Ahead())
+            job = ahead(self.store, self.wanted - self.failed, state, key)
+            if job is not None:
+                return key, *job
+            scanning = scanning or state.scanning
+            if scanning:
+                break  # the first key's look is not finished: the next waits for it
+        if not scanning:  # all made: look again later
             self.ahead_after = time.monotonic() + AHEAD_IDLE  # (each look reads recent)
-        return job
+        return None
 
-    def embed_ahead(self, texts: dict[int, str]) -> list[list[float]]:
-        """On a thread of its own, as embed()."""
+    def judged(self) -> bool:
+        """Whether searches ask the floor's second model (the built-in index model, the
+        floor at its default)."""
+        from agenvoy_cli.search import semantic
         from agenvoy_cli.vectors.collection import embedder
 
+        try:
+            return semantic.second_opinion(self.store, str(embedder(self.store).model_id))
+        except Exception:  # noqa: BLE001 - no embedder here: nothing to make ahead for it
+            return False
+
+    def embed_ahead(self, key: str, texts: dict[int, str]) -> list[list[float]]:
+        """On a thread of its own, as embed(): by the index's model, or by the floor's."""
+        from agenvoy_cli.search import floor
+        from agenvoy_cli.vectors import attribution
+        from agenvoy_cli.vectors.collection import embedder, local_model
+
+        if key == attribution.JUDGE:
+            return local_model(self.store, floor.JUDGE_SPEC).embed_documents(
+                list(texts.values()))
         emb = embedder(self.store)
         return getattr(emb, "inner", emb).embed_documents(list(texts.values()))
 
-    def keep_ahead(self, session_id: str, texts: dict[int, str], vecs: list[Any]) -> None:
+    def keep_ahead(self, key: str, session_id: str, texts: dict[int, str],
+                   vecs: list[Any]) -> None:
         from agenvoy_cli.server.attribution_vectors import keep
 
-        keep(self.store, session_id, texts, vecs)
+        keep(self.store, session_id, texts, vecs, key)
 
     def add(self, session_id: str, index: Any, batch: list[Any], vecs: list[Any]) -> None:
         from agenvoy_cli.search import catchup
 
         catchup.add(self.store, index, session_id, batch, vecs)
-        if self.made_ahead is not None and batch:  # new entries: look at them again
-            done = self.made_ahead.done
-            done[session_id] = min(done.get(session_id, 0), min(t.msg.seq for t in batch))
+        for state in self.made_ahead.values():  # new entries: look at them again
+            if batch:
+                done = state.done
+                done[session_id] = min(done.get(session_id, 0), min(t.msg.seq for t in batch))
 
 
 async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Event,
@@ -232,6 +260,8 @@ async def _index_step(thread: StoreThread, indexer: Indexer, idle: asyncio.Event
         return False
     await idle.wait()
     await thread.run(indexer.import_heavy)
-    vecs = await anyio.to_thread.run_sync(indexer.embed_ahead, made[1], abandon_on_cancel=True)
-    await thread.run(indexer.keep_ahead, made[0], made[1], vecs)
+    key, session_id, texts = made
+    vecs = await anyio.to_thread.run_sync(indexer.embed_ahead, key, texts,
+                                          abandon_on_cancel=True)
+    await thread.run(indexer.keep_ahead, key, session_id, texts, vecs)
     return True

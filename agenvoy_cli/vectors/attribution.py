@@ -68,9 +68,10 @@ def load(store: Store, session_id: str, seqs: Sequence[int], key: str = ALONE
     return out
 
 
-def lacking(store: Store, session_id: str, seqs: Iterable[int]) -> list[int]:
-    """Those of these places that have a vector entry but no kept vector, in order. Hold
-    the write lock."""
+def lacking(store: Store, session_id: str, seqs: Iterable[int], key: str = ALONE
+            ) -> list[int]:
+    """Those of these places that have a vector entry but no kept vector (under `key`), in
+    order. Hold the write lock."""
     ids = [message_id(session_id, s) for s in seqs]
     if not ids:
         return []
@@ -80,7 +81,7 @@ def lacking(store: Store, session_id: str, seqs: Iterable[int]) -> list[int]:
             return []
         got = col.get(ids=ids, include=["metadatas"])
     return sorted(int(meta["seq"]) for meta in got.get("metadatas") or []
-                  if meta and "seq" in meta and not isinstance(meta.get(ALONE), str))
+                  if meta and "seq" in meta and not isinstance(meta.get(key), str))
 
 
 def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]],
