@@ -153,19 +153,21 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
                                           scope.vector_hi) if floor and vec else (None, [])
     from agenvoy_cli.vectors import attribution
 
-    judged: dict[int, list[float]] = {}
+    want: set[int] = set()
     if second and typical is not None:  # the second opinion's texts (search/floor.py)
         # the top hits as attribution may leave them: a hit or the message before it
         want = set(sample) | {x for s, _ in vec[:floors.SECOND_TOP] for x in (s - 1, s)
                               if x >= 0}
         by_seq.update((m.seq, m.body) for m in rows_of(conn, session_id, want - set(by_seq)))
-        judged = attribution.load(store, session_id, sorted(want), attribution.JUDGE)
-
     # semantic: attribution checks the vector ranking's top hits only (hybrid: the fused
     # ranking's too, which may hold any of by_seq)
     kept = sorted(by_seq) if mode == "hybrid" else sorted(
         {x for s, _ in vec[:semantic.ATTRIBUTION_TOP] for x in (s - 1, s)} & set(by_seq))
-    alone = attribution.load(store, session_id, kept) if vec else {}
+    loaded = attribution.load_keys(store, session_id, sorted(set(kept) | want),
+                                   (attribution.ALONE, attribution.JUDGE)) if vec else {}
+    keep_at = set(kept)
+    alone = {s: v for s, v in loaded.get(attribution.ALONE, {}).items() if s in keep_at}
+    judged = loaded.get(attribution.JUDGE, {}) if want else {}
     return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone, sample,
                        judged)
 

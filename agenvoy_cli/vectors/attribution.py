@@ -54,17 +54,26 @@ def load(store: Store, session_id: str, seqs: Sequence[int], key: str = ALONE
          ) -> dict[int, list[float]]:
     """The kept vectors of these messages (those that have one; `key`: ALONE or JUDGE).
     Hold the write lock."""
+    return load_keys(store, session_id, seqs, (key,))[key]
+
+
+def load_keys(store: Store, session_id: str, seqs: Sequence[int], keys: Sequence[str]
+              ) -> dict[str, dict[int, list[float]]]:
+    """Per key, the kept vectors of these messages, in one read. Hold the write lock."""
+    out: dict[str, dict[int, list[float]]] = {key: {} for key in keys}
     if not seqs:
-        return {}
+        return out
     with guard.exclusive(store):
         col = _collection(store, session_id)
         if col is None:
-            return {}
+            return out
         got = col.get(ids=[message_id(session_id, s) for s in seqs], include=["metadatas"])
-    out: dict[int, list[float]] = {}
     for meta in got.get("metadatas") or []:
-        if meta and isinstance(meta.get(key), str) and "seq" in meta:
-            out[int(meta["seq"])] = _decode(meta[key])
+        if not meta or "seq" not in meta:
+            continue
+        for key in keys:
+            if isinstance(meta.get(key), str):
+                out[key][int(meta["seq"])] = _decode(meta[key])
     return out
 
 
