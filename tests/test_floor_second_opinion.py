@@ -81,6 +81,18 @@ def test_the_second_models_vectors_are_kept_beside_the_index(run, home, judge):
     assert not [k for k, meta in vector_ids(home).items() if "judge" in meta]
 
 
+def test_within_one_language_the_margin_decides_alone(run, home, judge):
+    """English over English memories: the similarity's margin decides, the judge is not
+    asked (on LoCoMo its rule hid answers the margin keeps)."""
+    _session(run)
+    doc = find(run, "s", "Where does my brother live these days?", mode="semantic")
+    assert _top(doc).startswith("My brother")
+    assert judge == [] and not [k for k, m in vector_ids(home).items() if "judge" in m]
+    assert not floor.asks_second_opinion("Where does my brother live?", FACTS)
+    assert floor.asks_second_opinion("我哥哥住在哪裡？", FACTS)
+    assert floor.asks_second_opinion("¿Dónde vive mi hermano?", FACTS)
+
+
 def test_a_floor_the_user_sets_is_applied_alone(run, judge, monkeypatch):
     _session(run)
     monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", str(floor_margin()))

@@ -117,6 +117,7 @@ class _Candidates:
     alone: dict[int, list[float]] | None = None  # kept attribution vectors (vectors/attribution)
     background: list[int] = field(default_factory=list)  # the floor's background sample
     judged: dict[int, list[float]] = field(default_factory=dict)  # kept judge vectors
+    second: bool = False  # the floor asks the second opinion (search/floor.py)
 
 
 def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
@@ -154,7 +155,9 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
     from agenvoy_cli.vectors import attribution
 
     want: set[int] = set()
-    if second and typical is not None:  # the second opinion's texts (search/floor.py)
+    second = second and typical is not None and floors.asks_second_opinion(
+        query, [by_seq.get(s, "") for s, _ in vec[:semantic.ATTRIBUTION_TOP]])
+    if second:  # the second opinion's texts (search/floor.py)
         # the top hits as attribution may leave them: a hit or the message before it
         want = set(sample) | {x for s, _ in vec[:floors.SECOND_TOP] for x in (s - 1, s)
                               if x >= 0}
@@ -163,13 +166,14 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
     # ranking's too, which may hold any of by_seq)
     kept = sorted(by_seq) if mode == "hybrid" else sorted(
         {x for s, _ in vec[:semantic.ATTRIBUTION_TOP] for x in (s - 1, s)} & set(by_seq))
+    keys = (attribution.ALONE, attribution.JUDGE) if want else (attribution.ALONE,)
     loaded = attribution.load_keys(store, session_id, sorted(set(kept) | want),
-                                   (attribution.ALONE, attribution.JUDGE)) if vec else {}
+                                   keys) if vec else {}
     keep_at = set(kept)
     alone = {s: v for s, v in loaded.get(attribution.ALONE, {}).items() if s in keep_at}
     judged = loaded.get(attribution.JUDGE, {}) if want else {}
     return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone, sample,
-                       judged)
+                       judged, second)
 
 
 def _evidence(store: Store, session_id: str, query: str, cand: _Candidates,
@@ -275,7 +279,7 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     attribution = semantic.Attribution()
     kept = _kept_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, kept, cand.bodies, attribution)
-    if second and cand.vector:  # as bench/floor_fit.py measured it: the pair's memories
+    if cand.second and cand.vector:  # as bench/floor_fit.py measured it: the pair's memories
         # from the ranking before attribution, the judge over the hits after it
         memories = [cand.bodies.get(s, "") for s, _ in cand.vector[:semantic.ATTRIBUTION_TOP]]
         evidence = _evidence(store, session_id, query, cand, vec)

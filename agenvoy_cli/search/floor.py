@@ -147,6 +147,15 @@ class Evidence:
         return max(self.judge_top) - self.judge_typical
 
 
+def asks_second_opinion(query: str, memories: Sequence[str]) -> bool:
+    """Whether the floor asks the judge for this query over these memories: across languages
+    only. Within one language the similarity's margin decides as before: the judge's rule
+    answered more unanswerable questions with nothing there too (held-out en->en 7/16 ->
+    12/16), but on LoCoMo (English over English) it hid answers the margin keeps (R@10
+    semantic 0.617 -> 0.612, hybrid 0.712 -> 0.709; docs/benchmarks.md)."""
+    return pair_class(language(query), memories_language(memories)) != "same"
+
+
 def second_opinion_clears(ev: Evidence, query: str, memories: Sequence[str]) -> bool:
     """Whether the judge finds a top hit related enough (the pair class's threshold)."""
     if not ev.judge_top:
