@@ -5,6 +5,8 @@ from agenvoy_cli.exports import lazy
 # What the layers above use, and the room that holds it (None: the room itself).
 _EXPORTS: dict[str, str | None] = {
     "catchup": None,
+    "floor": None,
+    "semantic": None,
     "index_session": "catchup",
     "notice_line": "catchup",
     "pending_vectors": "catchup",

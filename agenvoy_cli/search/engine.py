@@ -154,24 +154,25 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
                                           scope.vector_hi) if floor and vec else (None, [])
     from agenvoy_cli.vectors import attribution
 
-    want: set[int] = set()
+    judge_at: set[int] = set()
     second = second and typical is not None and floors.asks_second_opinion(
         query, [by_seq.get(s, "") for s, _ in vec[:semantic.ATTRIBUTION_TOP]])
     if second:  # the second opinion's texts (search/floor.py)
         # the top hits as attribution may leave them: a hit or the message before it
-        want = set(sample) | {x for s, _ in vec[:floors.SECOND_TOP] for x in (s - 1, s)
-                              if x >= 0}
-        by_seq.update((m.seq, m.body) for m in rows_of(conn, session_id, want - set(by_seq)))
+        judge_at = set(sample) | {x for s, _ in vec[:floors.SECOND_TOP] for x in (s - 1, s)
+                                  if x >= 0}
+        fresh = rows_of(conn, session_id, judge_at - set(by_seq))
+        by_seq.update((m.seq, m.body) for m in fresh)
     # semantic: attribution checks the vector ranking's top hits only (hybrid: the fused
     # ranking's too, which may hold any of by_seq)
     kept = sorted(by_seq) if mode == "hybrid" else sorted(
         {x for s, _ in vec[:semantic.ATTRIBUTION_TOP] for x in (s - 1, s)} & set(by_seq))
-    keys = (attribution.ALONE, attribution.JUDGE) if want else (attribution.ALONE,)
-    loaded = attribution.load_keys(store, session_id, sorted(set(kept) | want),
+    keys = (attribution.ALONE, attribution.JUDGE) if judge_at else (attribution.ALONE,)
+    loaded = attribution.load_keys(store, session_id, sorted(set(kept) | judge_at),
                                    keys) if vec else {}
     keep_at = set(kept)
     alone = {s: v for s, v in loaded.get(attribution.ALONE, {}).items() if s in keep_at}
-    judged = loaded.get(attribution.JUDGE, {}) if want else {}
+    judged = loaded.get(attribution.JUDGE, {}) if judge_at else {}
     return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone, sample,
                        judged, second)
 

@@ -10,6 +10,7 @@ _EXPORTS: dict[str, str | None] = {
     "KeptEmbedder": "attribution",
     "hnsw_missing": "check",
     "embedder": "collection",
+    "local_model": "collection",
     "searched_wide": "collection",
     "VECTOR_HOOKS": "hooks",
     "open_store": "hooks",
