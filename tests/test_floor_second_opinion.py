@@ -88,9 +88,9 @@ def test_within_one_language_the_margin_decides_alone(run, home, judge):
     doc = find(run, "s", "Where does my brother live these days?", mode="semantic")
     assert _top(doc).startswith("My brother")
     assert judge == [] and not [k for k, m in vector_ids(home).items() if "judge" in m]
-    assert not floor.asks_second_opinion("Where does my brother live?", FACTS)
-    assert floor.asks_second_opinion("我哥哥住在哪裡？", FACTS)
-    assert floor.asks_second_opinion("¿Dónde vive mi hermano?", FACTS)
+    assert floor.judged_pair("Where does my brother live?", FACTS) is None
+    assert floor.judged_pair("我哥哥住在哪裡？", FACTS) == "cjk->latin"
+    assert floor.judged_pair("¿Dónde vive mi hermano?", FACTS) == "latin->latin"
 
 
 def test_a_floor_the_user_sets_is_applied_alone(run, judge, monkeypatch):
@@ -131,11 +131,14 @@ def test_the_judges_best_lift_over_the_top_hits_meets_the_class_threshold(query)
     need = floor.SECOND_THRESHOLD[cls]
     typical = 0.05
     # the best of the top hits counts, wherever it is among them
-    above = floor.Evidence(judge_top=[0.0, typical + need + 1e-6, 0.01], judge_typical=typical)
-    below = floor.Evidence(judge_top=[typical + need - 1e-3, 0.0], judge_typical=typical)
-    assert floor.second_opinion_clears(above, query, memories)
-    assert not floor.second_opinion_clears(below, query, memories)
-    assert floor.second_opinion_clears(floor.Evidence([], typical), query, memories)
+    above = floor.Evidence(judge_top=[0.0, typical + need + 1e-6, 0.01], judge_typical=typical,
+                           pair=cls)
+    below = floor.Evidence(judge_top=[typical + need - 1e-3, 0.0], judge_typical=typical,
+                           pair=cls)
+    assert floor.judged_pair(query, memories) == cls
+    assert floor.second_opinion_clears(above)
+    assert not floor.second_opinion_clears(below)
+    assert floor.second_opinion_clears(floor.Evidence([], typical, cls))
 
 
 def test_the_server_makes_the_second_models_vectors_ahead(run, home, judge, embedders):

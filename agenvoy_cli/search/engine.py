@@ -117,7 +117,7 @@ class _Candidates:
     alone: dict[int, list[float]] | None = None  # kept attribution vectors (vectors/attribution)
     background: list[int] = field(default_factory=list)  # the floor's background sample
     judged: dict[int, list[float]] = field(default_factory=dict)  # kept judge vectors
-    second: bool = False  # the floor asks the second opinion (search/floor.py)
+    pair: str | None = None  # the language pair the second opinion judges (search/floor.py)
 
 
 def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
@@ -155,9 +155,11 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
     from agenvoy_cli.vectors import attribution
 
     judge_at: set[int] = set()
-    second = second and typical is not None and floors.asks_second_opinion(
-        query, [by_seq.get(s, "") for s, _ in vec[:semantic.ATTRIBUTION_TOP]])
-    if second:  # the second opinion's texts (search/floor.py)
+    pair = None
+    if second and typical is not None:
+        pair = floors.judged_pair(query, [by_seq.get(s, "") for s, _ in
+                                          vec[:semantic.ATTRIBUTION_TOP]])
+    if pair is not None:  # the second opinion's texts (search/floor.py)
         # the top hits as attribution may leave them: a hit or the message before it
         judge_at = set(sample) | {x for s, _ in vec[:floors.SECOND_TOP] for x in (s - 1, s)
                                   if x >= 0}
@@ -174,51 +176,55 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
     alone = {s: v for s, v in loaded.get(attribution.ALONE, {}).items() if s in keep_at}
     judged = loaded.get(attribution.JUDGE, {}) if judge_at else {}
     return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone, sample,
-                       judged, second)
+                       judged, pair)
 
 
 def _evidence(store: Store, session_id: str, query: str, cand: _Candidates,
               ranked: Sequence[tuple[int, float]]) -> floors.Evidence | None:
     """The second opinion's evidence (search/floor.py): the judge model's similarity of the
     query to the top hits as the search shows them (`ranked`: attribution done) and to the
-    background sample, their vectors kept for the next search (vectors/attribution JUDGE).
-    None when the judge cannot be had (the floor then decides on the similarity alone)."""
+    background sample, the text vectors it embedded kept for the next search
+    (vectors/attribution JUDGE). None when the judge cannot be had (the floor then decides
+    on the similarity alone)."""
     from agenvoy_cli.models.base import EmbedderError
     from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors import attribution
 
-    top = [(s, x) for s, x in ranked[:floors.SECOND_TOP] if s in cand.bodies]
+    top = [s for s, _ in ranked[:floors.SECOND_TOP] if s in cand.bodies]
     sample = [s for s in cand.background if s in cand.bodies]
-    if cand.typical is None or not top or not sample:
+    if cand.pair is None or not top or not sample:
         return None
-    seqs = [s for s, _ in top] + sample
-    texts = [cand.bodies[s] for s in seqs]
     cut = semantic.ATTRIBUTION_CHARS
-    kept = {cand.bodies[s][:cut]: v for s, v in cand.judged.items() if s in cand.bodies}
     try:
-        sims, new = semantic.judge_similarities(
-            vectors.local_model(store, floors.JUDGE_SPEC), query, texts, kept)
+        judge = _kept_embedder(vectors.local_model(store, floors.JUDGE_SPEC), cand,
+                               cand.judged)
+        sims = semantic.cosines(
+            judge.embed_documents([cand.bodies[s][:cut] for s in top + sample]),
+            judge.embed_query(query))
     except EmbedderError:
         return None
-    if new:
-        with store.write_lock():
-            attribution.save(store, session_id, {s: new[t[:cut]] for s, t in zip(seqs, texts)
-                                                 if t[:cut] in new}, attribution.JUDGE)
+    _keep_new(store, session_id, judge, cand, attribution.JUDGE)
     k = len(top)
-    return floors.Evidence(judge_top=sims[:k], judge_typical=sum(sims[k:]) / len(sims[k:]))
+    return floors.Evidence(judge_top=sims[:k], judge_typical=sum(sims[k:]) / len(sims[k:]),
+                           pair=cand.pair)
 
 
-def _kept_embedder(emb: Any, cand: _Candidates) -> Any:
-    """The embedder for attribution: message texts whose vector is kept cost nothing."""
+def _kept_embedder(emb: Any, cand: _Candidates, kept: dict[int, list[float]] | None = None
+                   ) -> Any:
+    """The embedder for message texts (attribution's, or with `kept` the judge's): texts
+    whose vector is kept cost nothing."""
     from agenvoy_cli.vectors.attribution import KeptEmbedder
 
     cut = semantic.ATTRIBUTION_CHARS
-    return KeptEmbedder(emb, {cand.bodies[s][:cut]: v for s, v in (cand.alone or {}).items()
+    vecs = cand.alone if kept is None else kept
+    return KeptEmbedder(emb, {cand.bodies[s][:cut]: v for s, v in (vecs or {}).items()
                               if s in cand.bodies})
 
 
-def _keep_new(store: Store, session_id: str, kept: Any, cand: _Candidates) -> None:
-    """Store the attribution vectors this search embedded (vectors/attribution.py)."""
+def _keep_new(store: Store, session_id: str, kept: Any, cand: _Candidates,
+              key: str = "alone") -> None:
+    """Store the message-text vectors this search embedded (vectors/attribution.py, under
+    `key`: attribution's ALONE or the judge's JUDGE)."""
     if not kept.new:
         return
     from agenvoy_cli.vectors import attribution
@@ -226,7 +232,7 @@ def _keep_new(store: Store, session_id: str, kept: Any, cand: _Candidates) -> No
     cut = semantic.ATTRIBUTION_CHARS
     new = {s: kept.new[b[:cut]] for s, b in cand.bodies.items() if b[:cut] in kept.new}
     with store.write_lock():
-        attribution.save(store, session_id, new)
+        attribution.save(store, session_id, new, key)
 
 
 def vector_search(store: Store, session_id: str, query: str, mode: str = "semantic", *,
@@ -280,15 +286,11 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     attribution = semantic.Attribution()
     kept = _kept_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, kept, cand.bodies, attribution)
-    if cand.second and cand.vector:  # as bench/floor_fit.py measured it: the pair's memories
-        # from the ranking before attribution, the judge over the hits after it
-        memories = [cand.bodies.get(s, "") for s, _ in cand.vector[:semantic.ATTRIBUTION_TOP]]
-        evidence = _evidence(store, session_id, query, cand, vec)
-    else:
-        memories = [cand.bodies.get(s, "") for s, _ in vec[:semantic.ATTRIBUTION_TOP]]
-        evidence = None
+    # the judge over the hits as attribution left them (bench/floor_fit.py measured that)
+    evidence = _evidence(store, session_id, query, cand, vec) if cand.pair else None
     floored = not semantic.relevant(vec, result.floor, cand.typical, emb.model_id, query,
-                                    memories, evidence)
+                                    [cand.bodies.get(s, "") for s, _ in
+                                     vec[:semantic.ATTRIBUTION_TOP]], evidence)
     if floored:
         vec = []  # nothing clearly related: better nothing than the nearest noise
     if mode == "semantic":

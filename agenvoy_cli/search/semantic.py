@@ -156,13 +156,9 @@ def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: i
     embs = got.get("embeddings")
     if embs is None or len(embs) < BACKGROUND_MIN:
         return None, []
-    import numpy as np
-
-    mat = np.asarray(embs, dtype=np.float64)
-    q = np.asarray(vector, dtype=np.float64)
-    norms = np.linalg.norm(mat, axis=1) * (np.linalg.norm(q) or 1.0)
+    sims = cosines(embs, vector)
     seqs = [int(m["seq"]) for m in got.get("metadatas") or [] if m and "seq" in m]
-    return float(np.mean(mat @ q / np.where(norms > 0, norms, 1.0))), seqs
+    return sum(sims) / len(sims), seqs
 
 
 def second_opinion(store: Store, model_id: str) -> bool:
@@ -176,19 +172,14 @@ def second_opinion(store: Store, model_id: str) -> bool:
             and store.settings.section("agenvoy").get("search_floor") is None)
 
 
-def judge_similarities(judge: Any, query: str, texts: Sequence[str],
-                       kept: dict[str, list[float]]) -> tuple[list[float], dict[str, list[float]]]:
-    """The judge model's cosine similarity of the query to each text (cut to
-    ATTRIBUTION_CHARS), and the text vectors it had to embed (text -> vector, to keep)."""
+def cosines(vectors: Any, query: Sequence[float]) -> list[float]:
+    """The cosine similarity of the query to each vector (a zero vector: 0)."""
     import numpy as np
 
-    cut = [t[:ATTRIBUTION_CHARS] for t in texts]
-    missing = [t for t in dict.fromkeys(cut) if t not in kept]
-    new = dict(zip(missing, judge.embed_documents(missing))) if missing else {}
-    q = np.asarray(judge.embed_query(query), dtype=np.float64)
-    mat = np.asarray([kept.get(t) or new[t] for t in cut], dtype=np.float64).reshape(len(cut), -1)
+    mat = np.asarray(vectors, dtype=np.float64)
+    q = np.asarray(query, dtype=np.float64)
     norms = np.linalg.norm(mat, axis=1) * (np.linalg.norm(q) or 1.0)
-    return (mat @ q / np.where(norms > 0, norms, 1.0)).tolist(), new
+    return (mat @ q / np.where(norms > 0, norms, 1.0)).tolist()  # type: ignore[no-any-return]
 
 
 def relevant(ranked: Sequence[tuple[int, float]], margin: float, typical: float | None,
@@ -204,5 +195,5 @@ def relevant(ranked: Sequence[tuple[int, float]], margin: float, typical: float 
     best = max(score for _, score in ranked)
     centre = next((v[1] for k, v in FLOORS.items() if model_id.startswith(k)), None)
     if evidence is not None:
-        return floors.second_opinion_clears(evidence, query, memories)
+        return floors.second_opinion_clears(evidence)
     return floors.clears(best, typical, floors.pair_margin(margin, query, memories), centre)

@@ -202,10 +202,11 @@ class Indexer:
         from agenvoy_cli.search import catchup
 
         catchup.add(self.store, index, session_id, batch, vecs)
+        if not batch:
+            return
+        first = min(t.msg.seq for t in batch)
         for state in self.made_ahead.values():  # new entries: look at them again
-            if batch:
-                done = state.done
-                done[session_id] = min(done.get(session_id, 0), min(t.msg.seq for t in batch))
+            state.done[session_id] = min(state.done.get(session_id, 0), first)
 
 
 async def index_forever(thread: StoreThread, indexer: Indexer, wake: asyncio.Event,
