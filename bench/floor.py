@@ -132,13 +132,20 @@ class Spy:
         from agenvoy_cli.search import engine
 
         self.engine, self.real, self.last = engine, engine._candidates, None
-        self.dump, self.full = False, None
+        self.dump, self.full, self.evidence = False, None, None
         engine._candidates = self
+        real_evidence = engine._evidence
+
+        def evidence(*args, **kwargs):  # the second opinion's evidence (search/floor.py)
+            self.evidence = real_evidence(*args, **kwargs)
+            return self.evidence
+
+        engine._evidence = evidence
 
     def __call__(self, *args, **kwargs):
         cand = self.real(*args, **kwargs)
         self.last = cand
-        self.full = None
+        self.full = self.evidence = None
         if self.dump:  # every similarity of the searched range (--features only)
             from agenvoy_cli.search import semantic
 
@@ -175,9 +182,19 @@ def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
                          "gold_rank": next((i for i, (s, _) in enumerate(vec, 1)
                                             if s == q["gold"]), None),
                          "top_texts": top, "vec": [(s, round(x, 5)) for s, x in vec],
+                         "second": second(spy.evidence),
                          **({"full": [(s, round(x, 5)) for s, x in spy.full]}
                             if spy.full is not None else {})})
     return rows
+
+
+def second(ev) -> float | str | None:
+    """What the second opinion weighed (search/floor.py Evidence), for --features."""
+    if ev is None:
+        return None
+    if ev.shared:
+        return "shared"
+    return round(ev.score(), 5) if ev.own.usable() and ev.judge.usable() else None
 
 
 def report(rows: list[dict]) -> dict:

@@ -34,6 +34,7 @@ from agenvoy_cli.search.catchup import (
 from agenvoy_cli.search.defaults import DEFAULT_LIMIT, MODES  # noqa: F401 - the interface
 from agenvoy_cli.search.fusion import fuse
 from agenvoy_cli.search.keyword import (
+    CJK_STOP_BIGRAMS,
     MATCHES,
     content_query,
     default_match,
@@ -117,7 +118,8 @@ class _Candidates:
     alone: dict[int, list[float]] | None = None  # kept attribution vectors (vectors/attribution)
     background: list[int] = field(default_factory=list)  # the floor's background sample
     judged: dict[int, list[float]] = field(default_factory=dict)  # kept judge vectors
-    pair: str | None = None  # the language pair the second opinion judges (search/floor.py)
+    ask: bool = False  # whether the floor asks its second opinion (search/floor.py)
+    indexed: dict[int, list[float]] = field(default_factory=dict)  # its index vectors
 
 
 def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
@@ -151,20 +153,20 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
             conn, session_id, query, POOL, hi_seq=scope.vector_hi, window=window,
             match="any")[0] if seq in wanted]
     typical, sample = semantic.background(store, session_id, vector, scope.start,
-                                          scope.vector_hi) if floor and vec else (None, [])
+                                          scope.vector_hi) if floor and vec else (None, {})
     from agenvoy_cli.vectors import attribution
 
+    ask = second and typical is not None
     judge_at: set[int] = set()
-    pair = None
-    if second and typical is not None:
-        pair = floors.judged_pair(query, [by_seq.get(s, "") for s, _ in
-                                          vec[:semantic.ATTRIBUTION_TOP]])
-    if pair is not None:  # the second opinion's texts (search/floor.py)
+    indexed = dict(sample)
+    if ask:  # the second opinion's texts and index vectors (search/floor.py)
         # the top hits as attribution may leave them: a hit or the message before it
         judge_at = set(sample) | {x for s, _ in vec[:floors.SECOND_TOP] for x in (s - 1, s)
                                   if x >= 0}
         fresh = rows_of(conn, session_id, judge_at - set(by_seq))
         by_seq.update((m.seq, m.body) for m in fresh)
+        indexed.update(semantic.index_vectors(store, session_id,
+                                              sorted(judge_at - set(sample))))
     # semantic: attribution checks the vector ranking's top hits only (hybrid: the fused
     # ranking's too, which may hold any of by_seq)
     kept = sorted(by_seq) if mode == "hybrid" else sorted(
@@ -175,38 +177,58 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
     keep_at = set(kept)
     alone = {s: v for s, v in loaded.get(attribution.ALONE, {}).items() if s in keep_at}
     judged = loaded.get(attribution.JUDGE, {}) if judge_at else {}
-    return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone, sample,
-                       judged, pair)
+    return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone,
+                       list(sample), judged, ask, indexed)
 
 
-def _evidence(store: Store, session_id: str, query: str, cand: _Candidates,
-              ranked: Sequence[tuple[int, float]]) -> floors.Evidence | None:
-    """The second opinion's evidence (search/floor.py): the judge model's similarity of the
-    query to the top hits as the search shows them (`ranked`: attribution done) and to the
-    background sample, the text vectors it embedded kept for the next search
-    (vectors/attribution JUDGE). None when the judge cannot be had (the floor then decides
-    on the similarity alone)."""
+def _evidence(store: Store, session_id: str, query: str, vector: Sequence[float],
+              model_id: str, cand: _Candidates, ranked: Sequence[tuple[int, float]]
+              ) -> floors.Evidence | None:
+    """The second opinion's evidence (search/floor.py): both models' similarity of the query
+    to the top hits as the search shows them (`ranked`: attribution done) and to the
+    background sample, with each message's hubness; the judge's text vectors it embedded
+    kept for the next search (vectors/attribution JUDGE). None when the judge or a model's
+    reference vectors cannot be had (the floor then decides on the similarity alone)."""
     from agenvoy_cli.models.base import EmbedderError
+    from agenvoy_cli.search.hubness import Reference
     from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors import attribution
 
     top = [s for s, _ in ranked[:floors.SECOND_TOP] if s in cand.bodies]
     sample = [s for s in cand.background if s in cand.bodies]
-    if cand.pair is None or not top or not sample:
+    if not cand.ask or not top or not sample:
+        return None
+    words = {t for term in fts.query_terms(content_query(query)) for t in term
+             if len(t) > 1 and t not in CJK_STOP_BIGRAMS}
+    if floors.shares_rare_word(words, [set(fts.term_tokens(cand.bodies[s])) for s in
+                                top[:floors.SHARED_TOP]],
+                               [set(fts.term_tokens(cand.bodies[s])) for s in sample]):
+        return floors.Evidence(floors.NO_LIFT, floors.NO_LIFT, shared=True)
+    own_ref, judge_ref = Reference.load(floors.OWN_SPEC), Reference.load(floors.JUDGE_SPEC)
+    if own_ref is None or judge_ref is None or own_ref.model_id != model_id:
         return None
     cut = semantic.ATTRIBUTION_CHARS
     try:
         judge = _kept_embedder(vectors.local_model(store, floors.JUDGE_SPEC), cand,
                                cand.judged)
-        sims = semantic.cosines(
-            judge.embed_documents([cand.bodies[s][:cut] for s in top + sample]),
-            judge.embed_query(query))
+        if judge_ref.model_id != judge.model_id:
+            return None
+        texts = judge.embed_documents([cand.bodies[s][:cut] for s in top + sample])
+        judge_query = judge.embed_query(query)
     except EmbedderError:
         return None
     _keep_new(store, session_id, judge, cand, attribution.JUDGE)
     k = len(top)
-    return floors.Evidence(judge_top=sims[:k], judge_typical=sum(sims[k:]) / len(sims[k:]),
-                           pair=cand.pair)
+    own_top = [cand.indexed[s] for s in top if s in cand.indexed]
+    own_bg = [cand.indexed[s] for s in sample if s in cand.indexed]
+    return floors.Evidence(
+        own=floors.Lift(semantic.cosines(own_top, vector) if own_top else [],
+                        own_ref.hubness(own_top),
+                        semantic.cosines(own_bg, vector) if own_bg else [],
+                        own_ref.hubness(own_bg)),
+        judge=floors.Lift(semantic.cosines(texts[:k], judge_query), judge_ref.hubness(texts[:k]),
+                          semantic.cosines(texts[k:], judge_query),
+                          judge_ref.hubness(texts[k:])))
 
 
 def _kept_embedder(emb: Any, cand: _Candidates, kept: dict[int, list[float]] | None = None
@@ -287,7 +309,8 @@ def vector_search(store: Store, session_id: str, query: str, mode: str = "semant
     kept = _kept_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, kept, cand.bodies, attribution)
     # the judge over the hits as attribution left them (bench/floor_fit.py measured that)
-    evidence = _evidence(store, session_id, query, cand, vec) if cand.pair else None
+    evidence = _evidence(store, session_id, query, vector, emb.model_id, cand,
+                         vec) if cand.ask else None
     floored = not semantic.relevant(vec, result.floor, cand.typical, emb.model_id, query,
                                     [cand.bodies.get(s, "") for s, _ in
                                      vec[:semantic.ATTRIBUTION_TOP]], evidence)

@@ -139,26 +139,38 @@ def floor(store: Store, model_id: str) -> float:
 
 
 def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: int,
-               hi_seq: int) -> tuple[float | None, list[int]]:
+               hi_seq: int) -> tuple[float | None, dict[int, list[float]]]:
     """The query's mean cosine similarity to up to BACKGROUND messages of [lo_seq, hi_seq),
-    spread evenly, and the seqs of those messages (None, []: too few vectors). Only after
-    vector_ranking found candidates (so the index exists). Hold the write lock (Chroma
-    access)."""
-    from agenvoy_cli.vectors import api as vectors
-
+    spread evenly, and those messages' index vectors by seq (None, {}: too few vectors).
+    Only after vector_ranking found candidates (so the index exists). Hold the write lock
+    (Chroma access)."""
     span = hi_seq - lo_seq
     if span < BACKGROUND_MIN:
-        return None, []
+        return None, {}
     step = max(1, span // BACKGROUND)
-    ids = [vectors.message_id(session_id, s) for s in range(lo_seq, hi_seq, step)][:BACKGROUND]
+    got = index_vectors(store, session_id, list(range(lo_seq, hi_seq, step))[:BACKGROUND])
+    if len(got) < BACKGROUND_MIN:
+        return None, {}
+    sims = cosines(list(got.values()), vector)
+    return sum(sims) / len(sims), got
+
+
+def index_vectors(store: Store, session_id: str, seqs: Sequence[int]
+                  ) -> dict[int, list[float]]:
+    """The index vectors of these messages, by seq (messages without one left out). Hold
+    the write lock (Chroma access)."""
+    from agenvoy_cli.vectors import api as vectors
+
+    if not seqs:
+        return {}
     index = vectors.open_index(store, vectors.MESSAGES, create=False)
-    got = index.collection.get(ids=ids, include=["embeddings", "metadatas"])
+    got = index.collection.get(ids=[vectors.message_id(session_id, s) for s in seqs],
+                               include=["embeddings", "metadatas"])
     embs = got.get("embeddings")
-    if embs is None or len(embs) < BACKGROUND_MIN:
-        return None, []
-    sims = cosines(embs, vector)
-    seqs = [int(m["seq"]) for m in got.get("metadatas") or [] if m and "seq" in m]
-    return sum(sims) / len(sims), seqs
+    if embs is None:
+        return {}
+    return {int(m["seq"]): list(e) for m, e in zip(got.get("metadatas") or [], embs)
+            if m and "seq" in m}
 
 
 def second_opinion(store: Store, model_id: str) -> bool:
