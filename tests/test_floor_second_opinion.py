@@ -236,6 +236,25 @@ def test_the_shipped_reference_is_the_tune_questions_and_the_models_vectors(embe
             assert float(ref.vectors[i] @ (v / np.linalg.norm(v))) > 0.999, (spec, texts[i])
 
 
+def test_the_reference_vectors_load_once_per_holder(run, monkeypatch):
+    from agenvoy_cli.search import hubness
+
+    _session(run)
+    loads: list[str] = []
+    real = hubness.Reference.load.__func__
+
+    def counted(cls, spec):
+        loads.append(spec)
+        return real(cls, spec)
+
+    monkeypatch.setattr(hubness.Reference, "load", classmethod(counted))
+    find(run, "s", "What is my blood type?", mode="semantic")
+    first = len(loads)
+    assert first <= 2
+    find(run, "s", "In which city does my sibling reside?", mode="semantic")
+    assert len(loads) == first  # the holder keeps them
+
+
 def test_without_the_reference_vectors_the_similarity_decides_alone(run, monkeypatch):
     from agenvoy_cli.search import hubness
 
@@ -244,7 +263,7 @@ def test_without_the_reference_vectors_the_similarity_decides_alone(run, monkeyp
     monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", str(floor_margin()))
     alone = [_top(find(run, "s", q, mode="semantic")) for q in queries]
     monkeypatch.delenv("AGENVOY_SEARCH_FLOOR")
-    monkeypatch.setattr(hubness.Reference, "load", classmethod(lambda cls, spec: None))
+    monkeypatch.setattr(hubness.Reference, "of", classmethod(lambda cls, store, spec: None))
     assert [_top(find(run, "s", q, mode="semantic")) for q in queries] == alone
 
 

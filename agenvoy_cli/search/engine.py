@@ -106,6 +106,9 @@ def keyword_search(store: Store, session_id: str, query: str, *, limit: int = DE
     return result
 
 
+TOKENS_KEPT = 50_000  # message texts whose tokens a holder keeps for the floor's rare words
+
+
 @dataclass
 class _Candidates:
     keyword: list[tuple[int, float]]
@@ -115,11 +118,11 @@ class _Candidates:
     unindexed: list[tuple[int, float]]  # keyword ranking of messages left without a vector
     typical: float | None = None  # the query's mean similarity to the session (the floor)
     unsearchable: int = 0  # vectors an inconsistent index left out
-    alone: dict[int, list[float]] | None = None  # kept attribution vectors (vectors/attribution)
+    alone: dict[int, Sequence[float]] | None = None  # kept attribution vectors
     background: list[int] = field(default_factory=list)  # the floor's background sample
-    judged: dict[int, list[float]] = field(default_factory=dict)  # kept judge vectors
+    judged: dict[int, Sequence[float]] = field(default_factory=dict)  # kept judge vectors
     ask: bool = False  # whether the floor asks its second opinion (search/floor.py)
-    indexed: dict[int, list[float]] = field(default_factory=dict)  # its index vectors
+    indexed: dict[int, Any] = field(default_factory=dict)  # its index vectors
 
 
 def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
@@ -152,21 +155,21 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
         late = [(seq, sc) for seq, sc in keyword_ranking(
             conn, session_id, query, POOL, hi_seq=scope.vector_hi, window=window,
             match="any")[0] if seq in wanted]
-    typical, sample = semantic.background(store, session_id, vector, scope.start,
-                                          scope.vector_hi) if floor and vec else (None, {})
+    # the top hits as attribution may leave them (a hit or the message before it): the
+    # second opinion's (search/floor.py), their vectors read with the background's
+    tops = {x for s, _ in vec[:floors.SECOND_TOP] for x in (s - 1, s) if x >= 0} \
+        if second else set()
+    typical, sample, indexed = semantic.background(
+        store, session_id, vector, scope.start, scope.vector_hi,
+        sorted(tops)) if floor and vec else (None, [], {})
     from agenvoy_cli.vectors import attribution
 
     ask = second and typical is not None
     judge_at: set[int] = set()
-    indexed = dict(sample)
-    if ask:  # the second opinion's texts and index vectors (search/floor.py)
-        # the top hits as attribution may leave them: a hit or the message before it
-        judge_at = set(sample) | {x for s, _ in vec[:floors.SECOND_TOP] for x in (s - 1, s)
-                                  if x >= 0}
+    if ask:  # the second opinion's texts
+        judge_at = set(sample) | tops
         fresh = rows_of(conn, session_id, judge_at - set(by_seq))
         by_seq.update((m.seq, m.body) for m in fresh)
-        indexed.update(semantic.index_vectors(store, session_id,
-                                              sorted(judge_at - set(sample))))
     # semantic: attribution checks the vector ranking's top hits only (hybrid: the fused
     # ranking's too, which may hold any of by_seq)
     kept = sorted(by_seq) if mode == "hybrid" else sorted(
@@ -178,7 +181,7 @@ def _candidates(store: Store, session_id: str, query: str, mode: str, n: int,
     alone = {s: v for s, v in loaded.get(attribution.ALONE, {}).items() if s in keep_at}
     judged = loaded.get(attribution.JUDGE, {}) if judge_at else {}
     return _Candidates(kw, vec, by_seq, cover, late, typical, unsearchable, alone,
-                       list(sample), judged, ask, indexed)
+                       sample, judged, ask, indexed)
 
 
 def _evidence(store: Store, session_id: str, query: str, vector: Sequence[float],
@@ -198,13 +201,11 @@ def _evidence(store: Store, session_id: str, query: str, vector: Sequence[float]
     sample = [s for s in cand.background if s in cand.bodies]
     if not cand.ask or not top or not sample:
         return None
-    words = {t for term in fts.query_terms(content_query(query)) for t in term
-             if len(t) > 1 and t not in CJK_STOP_BIGRAMS}
-    if floors.shares_rare_word(words, [set(fts.term_tokens(cand.bodies[s])) for s in
-                                top[:floors.SHARED_TOP]],
-                               [set(fts.term_tokens(cand.bodies[s])) for s in sample]):
+    if _shares_rare_word(store, query, [cand.bodies[s] for s in top[:floors.SHARED_TOP]],
+                         [cand.bodies[s] for s in sample]):
         return floors.Evidence(floors.NO_LIFT, floors.NO_LIFT, shared=True)
-    own_ref, judge_ref = Reference.load(floors.OWN_SPEC), Reference.load(floors.JUDGE_SPEC)
+    own_ref = Reference.of(store, floors.OWN_SPEC)
+    judge_ref = Reference.of(store, floors.JUDGE_SPEC)
     if own_ref is None or judge_ref is None or own_ref.model_id != model_id:
         return None
     cut = semantic.ATTRIBUTION_CHARS
@@ -231,7 +232,32 @@ def _evidence(store: Store, session_id: str, query: str, vector: Sequence[float]
                           judge_ref.hubness(texts[k:])))
 
 
-def _kept_embedder(emb: Any, cand: _Candidates, kept: dict[int, list[float]] | None = None
+def _shares_rare_word(store: Store, query: str, top: Sequence[str],
+                      background: Sequence[str]) -> bool:
+    """search/floor.py shares_rare_word over keyword mode's tokens (stop-words dropped); the
+    messages' tokens kept by the holder (a warm server's searches share their background)."""
+    from agenvoy_cli.vectors import api as vectors
+
+    known: dict[str, frozenset[str]] = vectors.model_data(store, "search-tokens", dict)
+
+    def tokens(body: str) -> frozenset[str]:
+        found = known.get(body)
+        if found is None:
+            if len(known) >= TOKENS_KEPT:
+                known.clear()
+            found = known[body] = frozenset(fts.term_tokens(body))
+        return found
+
+    words = {t for term in fts.query_terms(content_query(query)) for t in term
+             if len(t) > 1 and t not in CJK_STOP_BIGRAMS}
+    hits = [tokens(body) for body in top]
+    common = {w for w in words if any(w in hit for hit in hits)}
+    if not common:
+        return False
+    return floors.shares_rare_word(common, hits, [tokens(body) for body in background])
+
+
+def _kept_embedder(emb: Any, cand: _Candidates, kept: dict[int, Sequence[float]] | None = None
                    ) -> Any:
     """The embedder for message texts (attribution's, or with `kept` the judge's): texts
     whose vector is kept cost nothing."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 # Per model (centre): see semantic.FLOORS for the margins.
@@ -187,8 +187,8 @@ class Evidence:
         return self.own.value() + self.judge.value()
 
 
-def shares_rare_word(query: set[str], top: Sequence[set[str]],
-                     background: Sequence[set[str]]) -> bool:
+def shares_rare_word(query: set[str], top: Sequence[Set[str]],
+                     background: Sequence[Set[str]]) -> bool:
     """Whether one of the top SHARED_TOP hits (their words) holds a word of the query that
     is in at most RARE_SHARE of the background sample's messages."""
     if not background:

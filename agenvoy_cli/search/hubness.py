@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 HUB_K = 40  # nearest reference questions averaged (bench/floor_hub.py chose it on tune)
+KNOWN_MAX = 200_000  # hubness values a Reference remembers
 REFERENCE = Path(__file__).resolve().parent / "reference"
 
 
@@ -22,8 +23,23 @@ class Reference:
     """One model's vectors of the reference questions (unit length)."""
 
     def __init__(self, model_id: str, vectors: Any) -> None:
+        from agenvoy_cli.models.usem3_fast import one_blas_thread
+
         self.model_id = model_id
         self.vectors = vectors
+        self._one_thread = one_blas_thread()  # found once: it reads /proc/self/maps
+        # a message's hubness by its vector: a warm server's searches of one session share
+        # their background sample (a few MB at the bound)
+        self._known: dict[int, float] = {}
+
+    @classmethod
+    def of(cls, store: Any, spec: str) -> Reference | None:
+        """load(spec), once per holder of the store's models (a warm server loads it once)."""
+        from agenvoy_cli.vectors import api as vectors
+
+        found: Reference | None = vectors.model_data(store, f"hubness-reference:{spec}",
+                                                      lambda: cls.load(spec))
+        return found
 
     @classmethod
     def load(cls, spec: str) -> Reference | None:
@@ -44,7 +60,16 @@ class Reference:
         if not len(vectors):
             return []
         mat = np.asarray(vectors, dtype=np.float32)
-        norms = np.linalg.norm(mat, axis=1, keepdims=True)
-        sims = (mat / np.where(norms > 0, norms, 1.0)) @ self.vectors.T
-        k = min(HUB_K, sims.shape[1])
-        return np.sort(sims, axis=1)[:, -k:].mean(axis=1).tolist()  # type: ignore[no-any-return]
+        keys = [hash(row.tobytes()) for row in mat]
+        todo = [i for i, key in enumerate(keys) if key not in self._known]
+        if todo:
+            new = mat[todo]
+            norms = np.linalg.norm(new, axis=1, keepdims=True)
+            with self._one_thread:  # a small product: threads would cost more than they save
+                sims = (new / np.where(norms > 0, norms, 1.0)) @ self.vectors.T
+            k = min(HUB_K, sims.shape[1])
+            if len(self._known) + len(todo) > KNOWN_MAX:
+                self._known.clear()
+            self._known.update(zip([keys[i] for i in todo],
+                                   np.sort(sims, axis=1)[:, -k:].mean(axis=1).tolist()))
+        return [self._known[key] for key in keys]

@@ -139,24 +139,26 @@ def floor(store: Store, model_id: str) -> float:
 
 
 def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: int,
-               hi_seq: int) -> tuple[float | None, dict[int, list[float]]]:
+               hi_seq: int, also: Sequence[int] = ()
+               ) -> tuple[float | None, list[int], dict[int, Any]]:
     """The query's mean cosine similarity to up to BACKGROUND messages of [lo_seq, hi_seq),
-    spread evenly, and those messages' index vectors by seq (None, {}: too few vectors).
-    Only after vector_ranking found candidates (so the index exists). Hold the write lock
-    (Chroma access)."""
+    spread evenly, their seqs, and the index vectors by seq of those messages and of `also`
+    (one read; None, [], {}: too few vectors). Only after vector_ranking found candidates
+    (so the index exists). Hold the write lock (Chroma access)."""
     span = hi_seq - lo_seq
     if span < BACKGROUND_MIN:
-        return None, {}
+        return None, [], {}
     step = max(1, span // BACKGROUND)
-    got = index_vectors(store, session_id, list(range(lo_seq, hi_seq, step))[:BACKGROUND])
-    if len(got) < BACKGROUND_MIN:
-        return None, {}
-    sims = cosines(list(got.values()), vector)
-    return sum(sims) / len(sims), got
+    wanted = list(range(lo_seq, hi_seq, step))[:BACKGROUND]
+    got = index_vectors(store, session_id, sorted(set(wanted) | set(also)))
+    sample = [s for s in wanted if s in got]
+    if len(sample) < BACKGROUND_MIN:
+        return None, [], {}
+    sims = cosines([got[s] for s in sample], vector)
+    return sum(sims) / len(sims), sample, got
 
 
-def index_vectors(store: Store, session_id: str, seqs: Sequence[int]
-                  ) -> dict[int, list[float]]:
+def index_vectors(store: Store, session_id: str, seqs: Sequence[int]) -> dict[int, Any]:
     """The index vectors of these messages, by seq (messages without one left out). Hold
     the write lock (Chroma access)."""
     from agenvoy_cli.vectors import api as vectors
@@ -169,7 +171,7 @@ def index_vectors(store: Store, session_id: str, seqs: Sequence[int]
     embs = got.get("embeddings")
     if embs is None:
         return {}
-    return {int(m["seq"]): list(e) for m, e in zip(got.get("metadatas") or [], embs)
+    return {int(m["seq"]): e for m, e in zip(got.get("metadatas") or [], embs)
             if m and "seq" in m}
 
 

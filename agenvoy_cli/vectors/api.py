@@ -31,6 +31,7 @@ from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-e
     embedder_spec,
     local_model,
     message_id,
+    model_data,
     move_aside,
     refresh_if_stale,
     server_name,
@@ -46,8 +47,8 @@ if TYPE_CHECKING:
 __all__ = ["BATCH", "ERRORS", "MESSAGES", "SYNC_THRESHOLD", "ChromaUnavailable", "Hit",
            "IndexModelMismatch", "client", "collection_names", "drop_index", "embedder",
            "embedder_spec", "forget_before", "forget_changed", "forget_session",
-           "index_exists", "local_model", "message_id", "move_aside", "open_index",
-           "read_generation", "refresh_if_stale", "server_name", "wrap_embedder"]
+           "index_exists", "local_model", "message_id", "model_data", "move_aside",
+           "open_index", "read_generation", "refresh_if_stale", "server_name", "wrap_embedder"]
 
 
 def open_index(store: Store, name: str, *, create: bool = True,

@@ -35,8 +35,8 @@ def _encode(vec: Sequence[float]) -> str:
     return base64.b64encode(array("f", vec).tobytes()).decode("ascii")
 
 
-def _decode(text: str) -> list[float]:
-    return array("f", base64.b64decode(text)).tolist()
+def _decode(text: str) -> Sequence[float]:
+    return array("f", base64.b64decode(text))  # a sequence: no float objects made
 
 
 def _collection(store: Store, session_id: str) -> Any:
@@ -51,16 +51,16 @@ def _collection(store: Store, session_id: str) -> Any:
 
 
 def load(store: Store, session_id: str, seqs: Sequence[int], key: str = ALONE
-         ) -> dict[int, list[float]]:
+         ) -> dict[int, Sequence[float]]:
     """The kept vectors of these messages (those that have one; `key`: ALONE or JUDGE).
     Hold the write lock."""
     return load_keys(store, session_id, seqs, (key,))[key]
 
 
 def load_keys(store: Store, session_id: str, seqs: Sequence[int], keys: Sequence[str]
-              ) -> dict[str, dict[int, list[float]]]:
+              ) -> dict[str, dict[int, Sequence[float]]]:
     """Per key, the kept vectors of these messages, in one read. Hold the write lock."""
-    out: dict[str, dict[int, list[float]]] = {key: {} for key in keys}
+    out: dict[str, dict[int, Sequence[float]]] = {key: {} for key in keys}
     if not seqs:
         return out
     with guard.exclusive(store):
@@ -121,10 +121,10 @@ class KeptEmbedder:
     """The embedder as attribution sees it: texts whose vector is kept are answered from
     it; the others are embedded and remembered in `new` (text -> vector) for save()."""
 
-    def __init__(self, inner: Any, kept: dict[str, list[float]]) -> None:
+    def __init__(self, inner: Any, kept: dict[str, Sequence[float]]) -> None:
         self.inner = inner
         self.kept = kept
-        self.new: dict[str, list[float]] = {}
+        self.new: dict[str, Sequence[float]] = {}
 
     @property
     def model_id(self) -> str:
@@ -133,7 +133,7 @@ class KeptEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self.inner.embed_query(text)  # type: ignore[no-any-return]
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+    def embed_documents(self, texts: list[str]) -> list[Sequence[float]]:
         missing = [t for t in dict.fromkeys(texts) if t not in self.kept and t not in self.new]
         if missing:
             self.new.update(zip(missing, self.inner.embed_documents(missing)))
