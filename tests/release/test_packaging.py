@@ -100,7 +100,7 @@ def test_wheel_entry_point(wheel):
         ["agenvoy=agenvoy_cli.__main__:main"]  # Ctrl-C during imports: exit 130, one line
 
 
-def test_wheel_holds_the_package_and_its_prompts(wheel):
+def test_wheel_holds_the_package_its_prompts_and_reference(wheel):
     have = names(wheel)
     for path in sorted((ROOT / "agenvoy_cli").rglob("*.py")):
         if "__pycache__" not in path.parts:
@@ -111,6 +111,10 @@ def test_wheel_holds_the_package_and_its_prompts(wheel):
         rel = path.relative_to(ROOT).as_posix()
         assert read(wheel, rel) == path.read_bytes(), rel
     assert "agenvoy_cli/py.typed" in have
+    # the floor's reference questions and both models' vectors of them (search/hubness.py)
+    for path in sorted((ROOT / "agenvoy_cli" / "search" / "reference").iterdir()):
+        rel = path.relative_to(ROOT).as_posix()
+        assert read(wheel, rel) == path.read_bytes(), rel
     assert not [n for n in have if n.startswith(("tests/", "tools/", "bench/"))
                 or "__pycache__" in n or n.endswith(".pyc")]
 
