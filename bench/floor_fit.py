@@ -208,7 +208,7 @@ def main() -> None:
         for c in classes:
             print(f"   threshold {c}: {th[c]:.4f}")
     else:
-        # as search/floor.py states it: s0 + LIFT_WEIGHT * lift >= SECOND_THRESHOLD[class]
+        # a linear rule: s0 + weight * lift >= threshold[class] (the fourth pass's form)
         k = len(key.feats)
         a = key.w[:k] / key.sd
         base = float(key.w[:k] @ (key.mu / key.sd))

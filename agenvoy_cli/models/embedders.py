@@ -66,8 +66,8 @@ class Embedders:
         self._lock = threading.Lock()
 
     def derived(self, key: str, make: Callable[[], Any]) -> Any:
-        """Data a layer derives once per holder, like the models (search/hubness.py: a
-        model's vectors of the floor's reference questions); made on first use."""
+        """Data a layer derives once per holder, kept like the models (search: a model's
+        vectors of the floor's reference questions, message tokens); made on first use."""
         with self._lock:
             if key not in self._derived:
                 self._derived[key] = make()

@@ -223,10 +223,8 @@ def _evidence(store: Store, session_id: str, query: str, vector: Sequence[float]
     own_top = [cand.indexed[s] for s in top if s in cand.indexed]
     own_bg = [cand.indexed[s] for s in sample if s in cand.indexed]
     return floors.Evidence(
-        own=floors.Lift(semantic.cosines(own_top, vector) if own_top else [],
-                        own_ref.hubness(own_top),
-                        semantic.cosines(own_bg, vector) if own_bg else [],
-                        own_ref.hubness(own_bg)),
+        own=floors.Lift(semantic.cosines(own_top, vector), own_ref.hubness(own_top),
+                        semantic.cosines(own_bg, vector), own_ref.hubness(own_bg)),
         judge=floors.Lift(semantic.cosines(texts[:k], judge_query), judge_ref.hubness(texts[:k]),
                           semantic.cosines(texts[k:], judge_query),
                           judge_ref.hubness(texts[k:])))

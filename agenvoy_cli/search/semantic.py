@@ -14,8 +14,8 @@ messages spread evenly over the searched range): when it is not at least the mar
 that, nothing is returned. The margin is per model and per language pair of query and
 memories (search/floor.py; measured: bench/floor.py, docs/benchmarks.md), configurable
 with AGENVOY_SEARCH_FLOOR or config.json agenvoy.search_floor (0 turns it off). With the
-built-in model at its default margin the floor also asks a second model (search/floor.py,
-second opinion); a margin the user sets is applied alone.
+built-in model at its default margin the floor asks a second opinion instead (two models,
+hubness, a rare word in common: search/floor.py); a margin the user sets is applied alone.
 """
 
 from __future__ import annotations
@@ -176,20 +176,18 @@ def index_vectors(store: Store, session_id: str, seqs: Sequence[int]) -> dict[in
 
 
 def second_opinion(store: Store, model_id: str) -> bool:
-    """Whether the floor asks the second model (search/floor.py): the built-in model with the
-    floor left at its default (a margin the user sets, or 0, is applied alone as before)."""
-    import os
-
-    if not any(model_id.startswith(k) for k in FLOORS):
-        return False
-    return (os.environ.get(FLOOR_ENV) in (None, "")
-            and store.settings.section("agenvoy").get("search_floor") is None)
+    """Whether the floor asks the second opinion (search/floor.py): the built-in model with
+    the floor left at its default (a margin the user sets, or 0, is applied alone)."""
+    return any(model_id.startswith(k) for k in FLOORS) and store.settings.number(
+        FLOOR_ENV, "search_floor", None, minimum=0, maximum=2) is None
 
 
 def cosines(vectors: Any, query: Sequence[float]) -> list[float]:
     """The cosine similarity of the query to each vector (a zero vector: 0)."""
     import numpy as np
 
+    if not len(vectors):
+        return []
     mat = np.asarray(vectors, dtype=np.float64)
     q = np.asarray(query, dtype=np.float64)
     norms = np.linalg.norm(mat, axis=1) * (np.linalg.norm(q) or 1.0)

@@ -64,7 +64,8 @@ def local_model(store: Store, spec: str) -> Embedder:
 
 
 def model_data(store: Store, key: str, make: Callable[[], Any]) -> Any:
-    """Data derived once per holder from a model (models/embedders.py Embedders.derived)."""
+    """Data a layer derives once per holder and keeps beside its models (models/embedders.py
+    Embedders.derived: the floor's reference vectors, message tokens)."""
     return context.of(store).models.derived(key, make)
 
 
