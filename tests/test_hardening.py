@@ -499,7 +499,7 @@ def test_append_on_a_full_disk(run, monkeypatch, small_mount):
         res = run("append", sid, "--role", "user", "--content", "x" * 3000)
         assert res.exit_code == 1, res.stderr
         one_line(res.stderr)
-        assert "No space left" in res.stderr or "disk is full" in res.stderr
+        assert f"no space left on {small_mount / 'home'}" in res.stderr, res.stderr
     filler.unlink()
     assert run("doctor").exit_code == 0
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed
+from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed, io_failed, no_space
+from agenvoy_cli.home import faults
 from agenvoy_cli.output import warn
 from agenvoy_cli.vectors import context, guard
 from agenvoy_cli.vectors.location import server_url
@@ -43,6 +44,63 @@ def searched_wide(metadata: dict[str, Any]) -> dict[str, Any]:
     """A new collection's metadata with the search width (every collection we create:
     VectorIndex, the per-session migration, doctor's rebuild)."""
     return {**metadata, "hnsw:search_ef": SEARCH_EF}
+
+def _chroma_failure(code: int) -> BaseException:
+    """What chromadb raises when its SQLite hits a full or failing disk (measured: an
+    upsert on a full tmpfs), for the fault injector to fail a vector write the same way."""
+    from chromadb.errors import InternalError
+
+    what = "(code: 13) database or disk is full" if code == faults.FAILURES["enospc"] \
+        else "(code: 10) disk I/O error"
+    return InternalError(f"Database error: error returned from database: {what}")
+
+
+def before_write(what: str) -> None:
+    """Every write to Chroma passes here first: the fault injector's vector point."""
+    faults.hit("chroma", what, _chroma_failure)
+
+
+def failure(store: Store, what: str, exc: BaseException) -> AgenvoyError:
+    """Chroma's error as ours: its SQLite's full disk (code 13, or a failed write on a file
+    system with no space left) is "no space left on <home>", its I/O error (code 10) an I/O
+    error; anything else an operation that failed, naming the index. Never "internal error"
+    (Chroma calls every one of these InternalError), never damage."""
+    if isinstance(exc, AgenvoyError):
+        return exc
+    return _disk_failure(store, exc) or OperationFailed(f"vector index {what}: "
+                                                        f"{_one_line(exc)}")
+
+
+def _disk_failure(store: Store, exc: BaseException) -> AgenvoyError | None:
+    text = _one_line(exc)
+    home = store.layout.home
+    if "(code: 13)" in text or "disk is full" in text or _no_space_left(store):
+        return no_space(home, f"vector index: {text}")
+    if "(code: 10)" in text or "disk I/O error" in text:
+        return io_failed(home, f"vector index: {text}")
+    return None
+
+
+def _no_space_left(store: Store) -> bool:
+    if server_url(store):
+        return False
+    try:
+        info = os.statvfs(store.layout.store)
+    except OSError:
+        return False
+    return info.f_bavail == 0
+
+
+@contextlib.contextmanager
+def writing(store: Store, what: str) -> Iterator[None]:
+    """Around a write to Chroma: its failures as ours (see failure())."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds
+        if isinstance(exc, AgenvoyError):
+            raise
+        raise failure(store, what, exc) from None
+
 
 class IndexModelMismatch(AgenvoyError):
     exit_code = CorruptStore.exit_code
@@ -137,6 +195,9 @@ def client(store: Store) -> Any:
             if not url:
                 guard.forget(store)
                 _reset_chromadb()
+            disk = None if url else _disk_failure(store, exc)
+            if disk is not None:
+                raise disk from None  # a full or failing disk, not a damaged index
             where = url or key
             raise ChromaUnavailable(f"vector index unavailable at {where}: {_one_line(exc)}"
                                     ) from None
@@ -165,7 +226,9 @@ class _Guarded:
 
     def create_collection(self, *args: Any, **kwargs: Any) -> Any:
         guard.bump(self._store)
-        return self._api.create_collection(*args, **kwargs)
+        with writing(self._store, "create"):
+            before_write("create_collection")
+            return self._api.create_collection(*args, **kwargs)
 
     def get_or_create_collection(self, name: str, **kwargs: Any) -> Any:
         try:  # existing: no write, no reload for the others
@@ -173,11 +236,15 @@ class _Guarded:
                 "embedding_function"))
         except Exception:  # noqa: BLE001 - NotFoundError, across chromadb versions
             guard.bump(self._store)
-            return self._api.get_or_create_collection(name, **kwargs)
+            with writing(self._store, name):
+                before_write("create_collection")
+                return self._api.get_or_create_collection(name, **kwargs)
 
     def delete_collection(self, name: str) -> None:
         guard.bump(self._store)
-        self._api.delete_collection(name)
+        with writing(self._store, name):
+            before_write("delete_collection")
+            self._api.delete_collection(name)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -305,6 +372,7 @@ class VectorIndex:
         A directory that cannot be written (or a chromadb that refuses) keeps the old width."""
         try:
             self._bump()
+            before_write("modify")
             col.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
         except Exception:  # noqa: BLE001 - read-only, or refused: searched as it is
             return False
@@ -337,9 +405,11 @@ class VectorIndex:
             col = self.collection
             self._bump()
             for i in range(0, len(ids), BATCH):
-                col.upsert(ids=list(ids[i:i + BATCH]),
-                           embeddings=[list(v) for v in vectors[i:i + BATCH]],
-                           metadatas=list(metadatas[i:i + BATCH]))
+                with writing(self.store, self.name):
+                    before_write("upsert")
+                    col.upsert(ids=list(ids[i:i + BATCH]),
+                               embeddings=[list(v) for v in vectors[i:i + BATCH]],
+                               metadatas=list(metadatas[i:i + BATCH]))
 
     def _bump(self) -> None:
         if not server_url(self.store):
@@ -440,7 +510,9 @@ class VectorIndex:
             col = self.collection
             self._bump()
             for i in range(0, len(ids), BATCH):  # by id lists: a `where` delete is very slow
-                col.delete(ids=ids[i:i + BATCH])
+                with writing(self.store, self.name):
+                    before_write("delete")
+                    col.delete(ids=ids[i:i + BATCH])
         return len(ids)
 
 
