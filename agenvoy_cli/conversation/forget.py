@@ -143,11 +143,11 @@ def _undo(previous: Path | None, history: Path, intent: Path, rewrote: bool) -> 
 
 
 def _hashes(store: Store, session_id: str, seqs: list[int]) -> dict[str, str]:
-    conn = store.db()
-    marks = ",".join("?" * len(seqs))
-    return {str(seq): digest for seq, digest in conn.execute(
-        f"SELECT seq, hash FROM messages WHERE session_id = ? AND seq IN ({marks})",
-        (session_id, *seqs))}
+    """Place -> content hash of the messages to forget (what doctor --repair checks before
+    it finishes a forget: a place that holds another message since is left alone)."""
+    wanted = set(seqs)
+    return {str(seq): digest for seq, digest in store.db().execute(
+        "SELECT seq, hash FROM messages WHERE session_id = ?", (session_id,)) if seq in wanted}
 
 
 def _tidy(store: Store, session_id: str, warn: Callable[[str], None]) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -116,8 +117,29 @@ def _vectors(chroma: Path) -> dict[str, Any]:
             for k, v in sorted(out.items())}
 
 
+_NOW = re.compile(r"當前時間: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+
+
+def _timeless(value: Any) -> Any:
+    """Messages without a time of their own get the time of the run that wrote them (an
+    OpenAI import): that one time header is not compared."""
+    if isinstance(value, str):
+        return _NOW.sub("當前時間: (the run's)", value)
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_timeless(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items()}
+    return value
+
+
 def state(home: Path) -> dict[str, Any]:
     """What a user relies on in this home (see the module's docstring)."""
+    return _timeless(_state(home))
+
+
+def _state(home: Path) -> dict[str, Any]:
     db = home / ".store" / "history.db"
     sessions: dict[str, Any] = {}
     folder = home / "sessions"
@@ -394,8 +416,9 @@ def _execute_mcp(path: WritePath, home: Path, env: dict[str, str]) -> Outcome:
     text = ""
     try:
         server.initialize()
-        reply = server.call(path.mcp or "", {"session_id": "s", "messages": orjson.loads(
-            messages("a new question about the deploy"))})
+        said = f"---\n當前時間: {TIME}\n---\na new question about the deploy"  # its own time
+        reply = server.call(path.mcp or "", {"session_id": "s", "messages": [
+            {"role": "user", "content": said}]})
         result = reply.get("result") or {}
         text = " ".join(c.get("text", "") for c in result.get("content", []))
         code = 1 if result.get("isError") or "error" in reply else 0
