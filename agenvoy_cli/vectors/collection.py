@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed, io_failed, no_space
+from agenvoy_cli.errors import (
+    AgenvoyError,
+    CorruptStore,
+    OperationFailed,
+    disk_error,
+    io_failed,
+    no_space,
+)
 from agenvoy_cli.home import faults
 from agenvoy_cli.output import warn
 from agenvoy_cli.vectors import context, guard
@@ -72,8 +79,10 @@ def failure(store: Store, what: str, exc: BaseException) -> AgenvoyError:
 
 
 def _disk_failure(store: Store, exc: BaseException) -> AgenvoyError | None:
-    text = _one_line(exc)
     home = store.layout.home
+    if isinstance(exc, OSError):  # our own writes around Chroma (its folder, the token)
+        return disk_error(exc, home)
+    text = _one_line(exc)
     if "(code: 13)" in text or "disk is full" in text or _no_space_left(store):
         return no_space(home, f"vector index: {text}")
     if "(code: 10)" in text or "disk I/O error" in text:
@@ -354,7 +363,7 @@ class VectorIndex:
             except AgenvoyError:
                 raise
             except Exception as exc:  # noqa: BLE001
-                raise OperationFailed(f"vector index {self.name}: {_one_line(exc)}") from None
+                raise failure(self.store, self.name, exc) from None
             if not self._widened and search_ef(col) < SEARCH_EF:
                 self._widened = True  # tried once per VectorIndex, whatever the outcome
                 if self._widen(col):
