@@ -171,6 +171,33 @@ def test_bind_beyond_loopback_needs_an_explicit_token(home: Path, tmp_path: Path
                    timeout=60).returncode == 2
 
 
+def test_a_refused_start_writes_nothing(home: Path, tmp_path: Path) -> None:
+    """Every start refused with exit 2 leaves the home as it was: not created when missing,
+    no token file made, no log file, no announcement."""
+    from tests.helpers.home import snapshot
+
+    short = tmp_path / "short-token"
+    short.write_text("abc\n")
+    log = tmp_path / "server.log"
+    refused = [(["0.0.0.0:0"], {}), (["0.0.0.0:0", "--log-file", str(log)], {}),
+               (["nonsense"], {}), (["0", "--token-file", str(short)], {}),
+               (["0", "--token-file", str(tmp_path / "missing")], {}),
+               (["0"], {"AGENVOY_HTTP_TIMEOUT": "soon"}), (["[::1]:0"], {"AGENVOY_HTTP_TOKEN": "x"})]
+    for created in (False, True):
+        if created:
+            seed(home)
+        before = snapshot(home) if created else None
+        for args, env in refused:
+            res = agenvoy("mcp", "--http", *args, env=env, timeout=60)
+            assert res.returncode == 2, (args, res.stderr)
+            assert res.stderr.count(b"\n") == 1, res.stderr
+            if created:
+                assert snapshot(home) == before, (args, res.stderr)
+            else:
+                assert not home.exists(), (args, sorted(home.rglob("*")))
+        assert not log.exists()
+
+
 def test_token_file_is_owner_only_and_second_server_refused(home: Path) -> None:
     with HttpServer(home) as srv:
         token_file = home / ".store" / "http-token"

@@ -61,9 +61,10 @@ def loopback(host: str) -> bool:
         return False
 
 
-def load_token(layout: Layout, token_file: str | None) -> tuple[str, bool]:
+def load_token(layout: Layout, token_file: str | None) -> tuple[str | None, bool]:
     """(token, explicit): AGENVOY_HTTP_TOKEN, else --token-file, else the home's token file
-    (made now when missing: 32 random bytes, mode 0600)."""
+    (None when it has none yet: make_token makes it once the start is accepted). Writes
+    nothing but the mode of an existing home token made too open."""
     env = os.environ.get(fastpath.TOKEN_ENV, "").strip()
     if env or token_file:
         if env:
@@ -86,10 +87,14 @@ def load_token(layout: Layout, token_file: str | None) -> tuple[str, bool]:
             os.chmod(path, 0o600)  # an owner-only secret, whatever made it readable
     except FileNotFoundError:
         token = ""
-    if not token:
-        token = secrets.token_urlsafe(32)
-        atomic_write_bytes(path, token.encode() + b"\n")  # mode 0600 (home.files)
-    return token, False
+    return token or None, False
+
+
+def make_token(layout: Layout) -> str:
+    """The home's token file, made now: 32 random bytes, mode 0600."""
+    token = secrets.token_urlsafe(32)
+    atomic_write_bytes(layout.http_token, token.encode() + b"\n")  # mode 0600 (home.files)
+    return token
 
 
 class BearerAuth:
@@ -240,6 +245,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
 
     from agenvoy_cli.server.app import App, build_app
 
+    # Every check first: a refused start writes nothing (no home, token or log file).
     host, port = parse_bind(bind)
     timeout = request_timeout()
     token, explicit = load_token(layout, token_file)
@@ -250,9 +256,14 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     if other is not None and other["pid"] != os.getpid():
         raise StoreBusy(f"an HTTP server already serves this home (pid {other['pid']}, "
                         f"{other['url']})")
-    if log_file:
-        _log_to(log_file)
     sock = _listen(host, port)
+    try:
+        token = token or make_token(layout)
+        if log_file:
+            _log_to(log_file)
+    except BaseException:
+        sock.close()
+        raise
     port = sock.getsockname()[1]
     app: App = build_app(layout, bound, vocabulary)
     app.timeout = timeout
