@@ -182,7 +182,11 @@ def test_a_refused_start_writes_nothing(home: Path, tmp_path: Path) -> None:
     refused = [(["0.0.0.0:0"], {}), (["0.0.0.0:0", "--log-file", str(log)], {}),
                (["nonsense"], {}), (["0", "--token-file", str(short)], {}),
                (["0", "--token-file", str(tmp_path / "missing")], {}),
-               (["0"], {"AGENVOY_HTTP_TIMEOUT": "soon"}), (["[::1]:0"], {"AGENVOY_HTTP_TOKEN": "x"})]
+               (["0"], {"AGENVOY_HTTP_TIMEOUT": "soon"}),
+               (["[::1]:0"], {"AGENVOY_HTTP_TOKEN": "x"}),
+               (["0", "--allow-host", "evil.com:*"], {}),
+               (["0", "--allow-host", "https://memory.example.org"], {}),
+               (["0", "--allow-host", "a.org/path"], {})]
     for created in (False, True):
         if created:
             seed(home)
@@ -218,6 +222,44 @@ def test_oversized_body_is_refused(home: Path) -> None:
         assert post(srv.base, "/agenvoy/v1/call", fast, srv.token)[0] == 413
         assert post(srv.base, "/mcp", b"{}", srv.token,
                     {"Host": "evil.example:80"})[0] == 421  # DNS rebinding
+        assert srv.proc.poll() is None
+
+
+INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "host-test", "version": "0"}}}).encode()
+
+
+def test_host_and_origin_match_exactly(home: Path) -> None:
+    """DNS rebinding: the SDK matched `name:*` patterns by prefix, so `Host:
+    127.0.0.1:PORT@evil.com` and `Origin: http://localhost:x.evil.com` passed and were
+    served. Host is `name:PORT` exactly (or a name --allow-host gave), Origin that URL."""
+    with HttpServer(home, "--allow-host", "memory.example.org") as srv:
+        port = urllib.parse.urlsplit(srv.base).port
+        good = [{"Host": f"127.0.0.1:{port}"}, {"Host": f"localhost:{port}"},
+                {"Host": f"[::1]:{port}"}, {"Host": "memory.example.org"},
+                {"Host": f"memory.example.org:{port}"},
+                {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"},
+                {"Host": f"localhost:{port}", "Origin": f"http://127.0.0.1:{port}"},
+                {"Host": "memory.example.org", "Origin": "https://memory.example.org"}]
+        bad_host = [f"127.0.0.1:{port}@evil.com", f"localhost:{port}.evil.com",
+                    f"127.0.0.1:{port + 1}", "127.0.0.1", "localhost:", "evil.com",
+                    "memory.example.org.evil.com", f"memory.example.org:{port}@evil.com",
+                    f"LOCALHOST:{port}x"]
+        bad_origin = ["http://localhost:x.evil.com", f"http://localhost:{port}.evil.com",
+                      f"http://127.0.0.1:{port}@evil.com", "http://localhost:1",
+                      "https://memory.example.org.evil.com", "http://evil.com", "null"]
+        for path, body in (("/mcp", INIT), ("/agenvoy/v1/call", b"{}")):
+            for headers in good:
+                status = post(srv.base, path, body, srv.token, headers)[0]
+                assert status not in (403, 421), (path, headers, status)
+            for host in bad_host:
+                status = post(srv.base, path, body, srv.token, {"Host": host})[0]
+                assert status == 421, (path, host, status)
+            for origin in bad_origin:
+                status = post(srv.base, path, body, srv.token,
+                              {"Host": f"127.0.0.1:{port}", "Origin": origin})[0]
+                assert status == 403, (path, origin, status)
         assert srv.proc.poll() is None
 
 

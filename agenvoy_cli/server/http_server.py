@@ -16,6 +16,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+import re
 import secrets
 import signal
 import socket
@@ -121,18 +122,44 @@ class BearerAuth:
 
 
 def security(host: str, port: int, allowed: list[str]) -> Any:
-    """The SDK's DNS-rebinding protection: Host and Origin must name this server (or one of
-    --allow-host, e.g. the name a TLS reverse proxy forwards)."""
+    """The SDK's DNS-rebinding protection, given exact values only: its `name:*` patterns
+    match by prefix (`Host: 127.0.0.1:PORT@evil.com` passed). Host must be `name:PORT` of
+    this server (127.0.0.1, localhost, [::1] on loopback; the bind address otherwise) or a
+    name --allow-host gave (as given, or with this port: a TLS reverse proxy forwards its
+    own name), Origin the http(s) URL of one of them."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     names = {"127.0.0.1", "localhost", "[::1]"} if loopback(host) else {
         f"[{host}]" if ":" in host else host}
-    names.update(allowed)
-    hosts = sorted({f"{n}:*" for n in names} | names)
-    origins = sorted({f"{s}://{n}{p}" for n in names for s in ("http", "https")
-                      for p in ("", ":*")})
+    hosts = {f"{name}:{port}" for name in names}
+    origins = {f"http://{name}:{port}" for name in names}
+    for name in allowed:
+        given = {name} if _has_port(name) else {name, f"{name}:{port}"}
+        hosts |= given
+        origins |= {f"{scheme}://{h}" for h in given for scheme in ("http", "https")}
     return TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                     allowed_hosts=hosts, allowed_origins=origins)
+                                     allowed_hosts=sorted(hosts),
+                                     allowed_origins=sorted(origins))
+
+
+_HOST_NAME = re.compile(r"\A(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
+                        r"(?::[0-9]{1,5})?\Z")
+
+
+def check_allowed_hosts(names: list[str]) -> list[str]:
+    """--allow-host values: a host name or address, an optional :PORT; nothing else (a
+    `*` would turn the SDK's prefix matching back on)."""
+    for name in names:
+        if not _HOST_NAME.match(name):
+            raise BadInput(f"--allow-host {name!r}: expected a host name or address, with an "
+                           "optional :PORT (no scheme, path or wildcard)")
+    return names
+
+
+def _has_port(name: str) -> bool:
+    """'host:8443' or '[::1]:8443' (an IPv6 literal's own colons are inside brackets)."""
+    head, sep, tail = name.rpartition(":")
+    return bool(sep) and tail.isdigit() and (not head.startswith("[") or head.endswith("]"))
 
 
 def request_timeout() -> float:
@@ -247,6 +274,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
 
     # Every check first: a refused start writes nothing (no home, token or log file).
     host, port = parse_bind(bind)
+    check_allowed_hosts(allow_hosts)
     timeout = request_timeout()
     token, explicit = load_token(layout, token_file)
     if not loopback(host) and not explicit:
