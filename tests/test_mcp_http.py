@@ -48,7 +48,8 @@ def run_async(body: Any, bound: float = BOUND) -> Any:
 def seed(home: Path, session: str = "main") -> None:
     path = home.parent / "seed.json"
     path.write_text(json.dumps(messages(TOPICS + FILLER)))
-    assert agenvoy("append", session, "--messages", str(path)).returncode == 0
+    assert agenvoy("append", session, "--messages", str(path),
+                   env={"AGENVOY_HOME": str(home)}).returncode == 0
 
 
 def post(base: str, path: str, body: bytes, token: str | None,
@@ -421,6 +422,79 @@ def test_cli_search_through_the_server_prints_the_local_document(home: Path, mod
     assert imported and not any("chromadb" in ln or "onnxruntime" in ln for ln in imported)
     if mode != "keyword":  # proof that the forced one really ran locally
         assert "chromadb" in forced.stderr.decode()
+
+
+def _served_without_a_token(home: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "AGENVOY_HTTP_TOKEN"}
+    return subprocess.run([sys.executable, "-m", "agenvoy_cli", "--home", str(home), "search",
+                           "main", "-q", "Mochi vacuum", "--mode", "keyword", "--json"],
+                          capture_output=True, timeout=180, cwd=ROOT, env=env)
+
+
+@pytest.mark.parametrize("deployment", ["home token", "token file", "token in env",
+                                        "deep home"])
+def test_cli_search_goes_through_the_server_in_every_deployment(
+        home: Path, tmp_path: Path, deployment: str) -> None:
+    """The fast path whichever token the server was given: with --token-file (required
+    beyond loopback) every CLI search said "no token for the running HTTP server; searching
+    locally". The CLI asks on the home's socket (owner-only), which needs no token; the
+    announcement names no token."""
+    if deployment == "deep home":
+        home = tmp_path / ("d" * 60) / ("e" * 60) / "home"  # socket path > 107 bytes
+        home.parent.mkdir(parents=True)
+    seed(home)
+    secret = "s3cret-token-" + "x" * 30
+    token_file = tmp_path / "token"
+    token_file.write_text(secret + "\n")
+    args = ["--token-file", str(token_file)] if deployment == "token file" else []
+    env = {"AGENVOY_HTTP_TOKEN": secret} if deployment == "token in env" else {}
+    with HttpServer(home, *args, env=env) as srv:
+        res = _served_without_a_token(home)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["served_by"] == "server", res.stderr
+        assert b"locally" not in res.stderr, res.stderr
+        sock = home / ".store" / "run" / "http.sock"
+        assert sock.stat().st_mode & 0o777 == 0o600
+        assert sock.parent.stat().st_mode & 0o777 == 0o700
+        announced = json.loads((home / ".store" / "http.json").read_text())
+        assert announced["socket"] == str(sock) and "token" not in announced
+        assert secret not in (home / ".store" / "http.json").read_text()
+        if deployment == "token file":  # no socket (removed): TCP with the file it names
+            assert announced["token_file"] == str(token_file)
+            sock.unlink()
+            res = _served_without_a_token(home)
+            assert json.loads(res.stdout)["served_by"] == "server", res.stderr
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(60) == 0, srv.logged()
+    assert not sock.exists()  # removed on a clean stop (killed: the next start replaces it)
+
+
+def test_the_socket_serves_only_the_cli_routes(home: Path) -> None:
+    import socket
+
+    seed(home)
+    with HttpServer(home) as srv:
+        port = urllib.parse.urlsplit(srv.base).port
+
+        def ask(request: bytes) -> bytes:
+            with socket.socket(socket.AF_UNIX) as conn:
+                conn.settimeout(30)
+                conn.connect(str(home / ".store" / "run" / "http.sock"))
+                conn.sendall(request)
+                out = b""
+                while chunk := conn.recv(65536):
+                    out += chunk
+                return out
+        head = f"Host: 127.0.0.1:{port}\r\nConnection: close\r\n"
+        assert ask(f"GET /agenvoy/v1/ping HTTP/1.1\r\n{head}\r\n".encode()).startswith(
+            b"HTTP/1.1 200")
+        mcp = (f"POST /mcp HTTP/1.1\r\n{head}Content-Type: application/json\r\n"
+               f"Content-Length: {len(INIT)}\r\n\r\n").encode() + INIT
+        assert ask(mcp).startswith(b"HTTP/1.1 404")
+        evil = head.replace(f"127.0.0.1:{port}", f"127.0.0.1:{port}@evil.com")
+        assert ask(f"GET /agenvoy/v1/ping HTTP/1.1\r\n{evil}\r\n".encode()).startswith(
+            b"HTTP/1.1 421")
+        assert post(srv.base, "/agenvoy/v1/call", b"{}", None)[0] == 401  # TCP: the token
 
 
 def test_cli_errors_lookup_and_rag_search_through_the_server(home: Path) -> None:
