@@ -78,6 +78,10 @@ class LazyGroup(click.Group):
             sys.exit(0)
         except click.UsageError as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            if isinstance(exc, click.NoSuchOption) and exc.ctx and any(
+                    p.name == "query_text" for p in exc.ctx.command.params):
+                hint = (f" (a query that starts with '-' goes in -q/--query TEXT, or after "
+                        f"--; see '{exc.ctx.command_path} --help')")
             fail(f"{exc.format_message()}{hint}", exc.exit_code, "usage", as_json)
             sys.exit(exc.exit_code)
         except click.ClickException as exc:

@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str | None] = {
     "ROLES": "messages",
     "call_function": "messages",
     "content_text": "messages",
+    "display_text": "messages",
     "identity_key": "messages",
     "is_blank": "messages",
     "message_identity": "messages",

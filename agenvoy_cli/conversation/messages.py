@@ -103,6 +103,43 @@ def calls_text(message: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+CALL_WIDTH = 80  # characters of a call's arguments shown in text output
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def call_line(call: dict[str, Any]) -> str:
+    """A tool call for people: `→ Bash(mix phx.server)`, the arguments in short (one value
+    alone, else key=value pairs), on one line of at most CALL_WIDTH characters of them."""
+    fn = call_function(call)
+    name = fn.get("name") if isinstance(fn.get("name"), str) and fn["name"] else "?"
+    raw = fn.get("arguments")
+    try:
+        value = orjson.loads(raw) if isinstance(raw, str) else raw
+    except orjson.JSONDecodeError:
+        value = raw
+    if isinstance(value, dict):
+        items = list(value.items())
+        shown = _shown(items[0][1]) if len(items) == 1 else \
+            ", ".join(f"{k}={_shown(v)}" for k, v in items)
+    else:
+        shown = "" if value is None else _shown(value)
+    shown = " ".join(shown.split())
+    if len(shown) > CALL_WIDTH:
+        shown = shown[:CALL_WIDTH - 1] + "…"
+    return f"→ {name}({shown})"
+
+
+def display_text(message: dict[str, Any]) -> str:
+    """A message's text for people (context, get_context): its content text, then a
+    `→ name(arguments)` line per tool call (a call alone would show as nothing)."""
+    text = content_text(message.get("content"))
+    calls = [call_line(c) for c in tool_calls(message)]
+    return "\n".join([text, *calls] if text else calls)
+
+
 def search_body(text: str, message: dict[str, Any] | None) -> str:
     """What keyword search and embeddings see: the text without its header, then the tool
     calls (so function.arguments are findable)."""

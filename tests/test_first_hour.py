@@ -1,0 +1,81 @@
+"""What a newcomer meets in the first hour (issue #40's papercuts): tool calls in text
+output, `summarize --dry-run` without an LLM, a query that starts with '-', the search
+marker on the message that matched."""
+
+from __future__ import annotations
+
+import orjson
+
+TOOL_TURN = [
+    {"role": "user", "content": "please start the phoenix server"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "Bash", "arguments": '{"command": "mix phx.server"}'}},
+        {"id": "c2", "type": "function",
+         "function": {"name": "Write", "arguments": '{"path": "notes.md", "content": "' +
+                      "word " * 40 + '"}'}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "[info] Running on 127.0.0.1:4000"},
+    {"role": "tool", "tool_call_id": "c2", "content": "written"},
+    {"role": "assistant", "content": "The server runs on port 4000."},
+]
+
+
+def test_a_tool_call_shows_its_calls_in_text_output(run, tmp_path):
+    """It showed as an empty `[assistant]`."""
+    path = tmp_path / "turn.json"
+    path.write_bytes(orjson.dumps(TOOL_TURN))
+    assert run("append", "s", "--messages", str(path)).exit_code == 0
+    out = run("context", "s").stdout
+    block = out.split("[assistant]\n", 1)[1].split("\n\n", 1)[0]
+    lines = block.splitlines()
+    assert lines[0] == "→ Bash(mix phx.server)", block
+    assert lines[1].startswith("→ Write(path=notes.md, content=word word") and \
+        lines[1].endswith("…)") and len(lines[1]) <= 100, lines[1]
+    assert "[tool]" in out and "Running on 127.0.0.1:4000" in out
+
+
+def test_mcp_get_context_shows_the_calls_too(run, tmp_path):
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.server import handlers
+    from agenvoy_cli.vectors.hooks import open_store
+
+    path = tmp_path / "turn.json"
+    path.write_bytes(orjson.dumps(TOOL_TURN))
+    assert run("append", "s", "--messages", str(path)).exit_code == 0
+    import os
+    from pathlib import Path
+
+    store = open_store(Layout(Path(os.environ["AGENVOY_HOME"])))
+    try:
+        text, _ = handlers.get_context(handlers.Context(store, None), {"session_id": "s"})
+    finally:
+        store.close()
+    assert "[assistant]\n→ Bash(mix phx.server)\n→ Write(" in text
+
+
+def test_summarize_dry_run_without_an_llm_says_so(run):
+    """It printed `POST None`."""
+    for i in range(3):
+        assert run("append", "s", "--role", "user", "--content", f"note {i}").exit_code == 0
+    res = run("summarize", "s", "--dry-run")
+    assert res.exit_code == 0, res.stderr
+    assert "POST None" not in res.stdout
+    assert "no LLM configured" in res.stdout and "AGENVOY_LLM_BASE_URL" in res.stdout
+    assert "--llm-command" in res.stdout
+    doc = run("summarize", "s", "--dry-run", "--json").json()
+    assert doc["sessions"][0]["requests"][0]["url"] is None
+
+
+def test_a_query_that_starts_with_a_dash_points_to_q(run):
+    """It got click's "No such option" alone."""
+    assert run("append", "s", "--role", "user", "--content", "-v means verbose").exit_code == 0
+    for args in (("search", "s", "-v"), ("search", "s", "-v", "flag", "--mode", "keyword"),
+                 ("errors", "lookup", "--tool", "t", "-x"), ("rag", "search", "--all", "-n")):
+        res = run(*args)
+        assert res.exit_code == 2, (args, res.stderr)
+        assert res.stderr.count("\n") == 1 and res.stderr.startswith("agenvoy: "), res.stderr
+        assert "No such option" in res.stderr and "-q/--query" in res.stderr, res.stderr
+    res = run("search", "s", "-q", "-v", "--mode", "keyword")
+    assert res.exit_code == 0 and "-v means verbose" in res.stdout
+    other = run("context", "s", "--nope")  # no query there: no hint
+    assert other.exit_code == 2 and "-q" not in other.stderr
