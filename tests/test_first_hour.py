@@ -79,3 +79,25 @@ def test_a_query_that_starts_with_a_dash_points_to_q(run):
     assert res.exit_code == 0 and "-v means verbose" in res.stdout
     other = run("context", "s", "--nope")  # no query there: no hint
     assert other.exit_code == 2 and "-q" not in other.stderr
+
+
+def test_agenvoy_man_shows_the_page_from_an_editable_install():
+    """`man agenvoy` said "No manual entry" after the README's `pip install -e .` (an
+    editable install installs no data files); `agenvoy --man` finds the page wherever the
+    package came from (here: the source tree beside it)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    if shutil.which("man") is None:
+        import pytest
+
+        pytest.skip("no man(1) on this machine")
+    env = {**os.environ, "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "80"}
+    res = subprocess.run([sys.executable, "-m", "agenvoy_cli", "--man"], capture_output=True,
+                         text=True, timeout=60, env=env, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert "memory layer of an AI agent" in res.stdout and "SYNOPSIS" in res.stdout
