@@ -101,3 +101,27 @@ def test_agenvoy_man_shows_the_page_from_an_editable_install():
                          text=True, timeout=60, env=env, cwd=ROOT)
     assert res.returncode == 0, res.stderr
     assert "memory layer of an AI agent" in res.stdout and "SYNOPSIS" in res.stdout
+
+
+FACTS = ["my cat is called Miso and likes tuna", "the redis cache TTL is 300 seconds",
+         "we chose postgres 16 for the database"]
+
+
+def test_the_search_marker_is_on_the_message_that_matched(run, words):
+    """`>` marks the hit, not the reply after it (each message is embedded with the end of
+    the one before, so the reply carries the fact's words too; attribution puts the fact
+    first): three facts, each acknowledged, then chatter past the context window."""
+    batch = []
+    for fact in FACTS:
+        batch += [{"role": "user", "content": fact},
+                  {"role": "assistant", "content": "Got it, I will remember that."}]
+    batch += [{"role": ("user", "assistant")[i % 2], "content": f"small talk number {i}"}
+              for i in range(16)]
+    assert run("append", "s", "--messages", "-", input=orjson.dumps(batch)).exit_code == 0
+    for mode in ("semantic", "hybrid"):
+        for query, fact in (("cat Miso tuna", FACTS[0]), ("redis cache TTL", FACTS[1]),
+                            ("postgres database", FACTS[2])):
+            res = run("search", "s", query, "--mode", mode, "--limit", "1")
+            assert res.exit_code == 0, res.stderr
+            marked = [ln for ln in res.stdout.splitlines() if ln.startswith("> ")]
+            assert len(marked) == 1 and marked[0].endswith(fact), (mode, query, res.stdout)
