@@ -107,12 +107,13 @@ def unix_address(path: str) -> tuple[str, int | None]:
     return f"/proc/self/fd/{fd}/{name}", fd
 
 
-def _connect_unix(path: str) -> socket.socket:
+def unix_socket(path: str, use: Callable[[socket.socket, str], None]) -> socket.socket:
+    """A Unix stream socket on which `use(sock, address)` (a bind or a connect) ran with an
+    address for the socket file PATH (unix_address); closed when that fails."""
     address, fd = unix_address(path)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.settimeout(CONNECT_TIMEOUT)
-        sock.connect(address)
+        use(sock, address)
     except BaseException:
         sock.close()
         raise
@@ -120,6 +121,14 @@ def _connect_unix(path: str) -> socket.socket:
         if fd is not None:
             os.close(fd)
     return sock
+
+
+def _connect_unix(path: str) -> socket.socket:
+    def connect(sock: socket.socket, address: str) -> None:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(address)
+
+    return unix_socket(path, connect)
 
 
 def _connect(layout: Layout, info: dict[str, Any]) -> tuple[socket.socket, str] | None:

@@ -121,19 +121,14 @@ def _listen_unix(layout: Layout) -> UnixListener | None:
         os.chmod(path.parent, 0o700)
         if os.path.lexists(path):
             path.unlink()  # a killed server's: no live one is announced (checked before)
-        address, fd = fastpath.unix_address(str(path))
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
+
+        def listen(sock: socket.socket, address: str) -> None:
             sock.bind(address)
             os.chmod(path, 0o600)
             sock.listen(128)
-            return UnixListener(sock, sock.getsockname(), path, os.stat(path).st_ino)
-        except BaseException:
-            sock.close()
-            raise
-        finally:
-            if fd is not None:
-                os.close(fd)
+
+        sock = fastpath.unix_socket(str(path), listen)
+        return UnixListener(sock, sock.getsockname(), path, os.stat(path).st_ino)
     except (OSError, AgenvoyError) as exc:
         sys.stderr.write(f"agenvoy: note: no socket for the CLI's fast path ({exc}); CLI "
                          "searches on this machine need the token\n")
