@@ -4,7 +4,16 @@ marker on the message that matched."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import orjson
+import pytest
+
+from tests.conftest import ROOT
 
 TOOL_TURN = [
     {"role": "user", "content": "please start the phoenix server"},
@@ -42,9 +51,6 @@ def test_mcp_get_context_shows_the_calls_too(run, tmp_path):
     path = tmp_path / "turn.json"
     path.write_bytes(orjson.dumps(TOOL_TURN))
     assert run("append", "s", "--messages", str(path)).exit_code == 0
-    import os
-    from pathlib import Path
-
     store = open_store(Layout(Path(os.environ["AGENVOY_HOME"])))
     try:
         text, _ = handlers.get_context(handlers.Context(store, None), {"session_id": "s"})
@@ -85,16 +91,7 @@ def test_agenvoy_man_shows_the_page_from_an_editable_install():
     """`man agenvoy` said "No manual entry" after the README's `pip install -e .` (an
     editable install installs no data files); `agenvoy --man` finds the page wherever the
     package came from (here: the source tree beside it)."""
-    import os
-    import shutil
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
-
     if shutil.which("man") is None:
-        import pytest
-
         pytest.skip("no man(1) on this machine")
     env = {**os.environ, "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "80"}
     res = subprocess.run([sys.executable, "-m", "agenvoy_cli", "--man"], capture_output=True,
