@@ -318,11 +318,8 @@ def _log_to(path: str) -> None:
 def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | None,
              log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec") -> int:
     """Serve until SIGTERM/SIGINT; 0 after a clean stop."""
-    import uvicorn
-
-    from agenvoy_cli.server.app import App, build_app
-
-    # Every check first: a refused start writes nothing (no home, token or log file).
+    # Every check first (before the SDK and uvicorn are imported: a refusal is quick), and
+    # a refused start writes nothing (no home, token or log file).
     host, port = parse_bind(bind)
     check_allowed_hosts(allow_hosts)
     timeout = request_timeout()
@@ -334,6 +331,10 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     if other is not None and other["pid"] != os.getpid():
         raise StoreBusy(f"an HTTP server already serves this home (pid {other['pid']}, "
                         f"{other['url']})")
+    import uvicorn
+
+    from agenvoy_cli.server.app import App, build_app
+
     sock = _listen(host, port)
     try:
         token = token or make_token(layout)
