@@ -169,7 +169,9 @@ SLOW_MODULES = {
     "tests.conversation.test_crash", "tests.test_mcp", "tests.test_mcp_http",
     "tests.test_mcp_agenvoy_tools", "tests.test_load", "tests.test_concurrency",
     "tests.test_vectors_multiprocess", "tests.vectors.test_chroma_server", "tests.test_scale",
-    "tests.release.test_packaging",
+    "tests.release.test_packaging", "tests.test_fault_sweep", "tests.test_disk_full",
+    "tests.test_doctor_faults", "tests.conversation.test_forget_faults",
+    "tests.vectors.test_doctor_vectors",
 }
 
 

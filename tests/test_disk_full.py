@@ -20,7 +20,7 @@ from tests.helpers import fault_sweep as fs
 def small_disk(tmp_path):
     mount = tmp_path / "small"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
                       capture_output=True).returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
     yield mount
@@ -122,3 +122,51 @@ def test_backfill_vectors_failing_in_chroma_is_no_internal_error(tmp_path, failu
         assert f"I/O error in {home}" in said, said
     fs.ok(home, "backfill", "--all", "--vectors")
     assert fs.run(home, "doctor").returncode == 0
+
+
+FAMILIES = {
+    # family: (what the home holds first, the command run on the full disk)
+    "summary": (lambda h, i: fs.conversation(h, n=20), lambda i: ["summarize", "s"]),
+    "errors": (lambda h, i: fs.conversation(h),
+               lambda i: ["errors", "record", "--tool", "make", "--symptom", "linker error",
+                          "--action", "relinked", "--outcome", "resolved", "-k", "make"]),
+    "rag": (lambda h, i: fs.ok(h, "rag", "create", "docs"),
+            lambda i: ["rag", "add", "docs", str(fs._docs(i))]),
+    "compaction": (lambda h, i: fs.with_vectors(h, 20),
+                   lambda i: ["compact", "s", "--max-bytes", "1024"]),
+    "session": (lambda h, i: fs.with_vectors(h), lambda i: ["session", "remove", "s", "-y"]),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_on_a_full_disk(tmp_path, small_disk, llm, family):
+    """The injector's findings cross-checked on a real full file system: per family of write
+    paths, the command with 0 or 32 KiB free says so (or succeeds), loses nothing, and runs
+    again to the end once there is space."""
+    prepare, argv = FAMILIES[family]
+    inputs = tmp_path / "inputs"
+    made = tmp_path / "made"
+    prepare(made, inputs)
+    import shutil
+
+    codes = []
+    for leave in (0, 32 << 10):
+        home = small_disk / f"home-{leave}"
+        shutil.copytree(made, home, symlinks=True)
+        kept = _archived(home)
+        filler = _fill(small_disk, leave)
+        res = fs.run(home, *argv(inputs))
+        filler.unlink()
+        said = res.stderr.decode()
+        codes.append(res.returncode)
+        assert "internal error" not in said and res.returncode in (0, 1), said
+        if res.returncode == 1:
+            _said_disk_full(res, home)
+        assert set(kept) <= set(_archived(home))  # nothing archived before is lost
+        fs.ok(home, "doctor", "--repair")
+        assert fs.leftovers(home) == []
+        if res.returncode == 1:
+            fs.ok(home, *argv(inputs))
+        assert fs.run(home, "doctor").returncode == 0
+        shutil.rmtree(home)
+    assert 1 in codes, codes  # the full disk did stop it

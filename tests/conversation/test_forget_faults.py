@@ -121,7 +121,7 @@ def test_forget_on_a_full_disk_is_all_or_nothing(tmp_path, small_disk):
     """The issue's reproduction: 32-64 KiB free on the home's file system."""
     made = _home(tmp_path)
     seen: set[str] = set()
-    for leave in (0, 16 << 10, 32 << 10, 48 << 10, 64 << 10, 256 << 10):
+    for leave in (0, 32 << 10, 64 << 10):
         home = small_disk / f"home-{leave}"
         shutil.copytree(made, home, symlinks=True)
         filler = fill(small_disk, leave)
