@@ -167,8 +167,9 @@ def _state(home: Path) -> dict[str, Any]:
         "archive": _rows(db, "SELECT session_id, seq, role, content FROM messages "
                              "ORDER BY session_id, seq, content"),
         "trim": _rows(db, "SELECT session_id, start_seq FROM session_meta ORDER BY 1"),
-        "errors": _rows(db, "SELECT tool_name, keywords, symptom, action, outcome, "
-                            "vector_model IS NOT NULL FROM error_records ORDER BY 1, 3, 4"),
+        # (whether a record has its vector is derived, as message vectors are: it may lag)
+        "errors": _rows(db, "SELECT tool_name, keywords, symptom, action, outcome "
+                            "FROM error_records ORDER BY 1, 3, 4"),
         "rag": _rows(db, "SELECT d.name, f.path, f.state, (SELECT count(*) FROM rag_chunks c "
                          "WHERE c.file_id = f.id) FROM rag_dbs d LEFT JOIN rag_files f ON "
                          "f.db_id = d.id ORDER BY 1, 2"),
