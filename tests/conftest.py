@@ -146,6 +146,15 @@ def embed_server(monkeypatch):
     server.shutdown()
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB tmpfs to fill (tests/helpers/disk.py); skipped where mount is not allowed."""
+    from tests.helpers.disk import tmpfs
+
+    with tmpfs(tmp_path / "small") as mount:
+        yield mount
+
+
 KEY = "sk-test-SECRET-0123456789"  # the API key the `llm` fixture sets
 
 

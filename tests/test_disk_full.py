@@ -5,7 +5,6 @@ space completes it. Each on a real, small tmpfs and through the fault injector."
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -14,25 +13,7 @@ import orjson
 import pytest
 
 from tests.helpers import fault_sweep as fs
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
-def _fill(mount: Path, leave: int = 0) -> Path:
-    filler = mount / "filler"
-    info = os.statvfs(mount)
-    with open(filler, "ab") as handle:
-        handle.write(b"\0" * max(0, info.f_bavail * info.f_frsize - leave))
-    return filler
+from tests.helpers.disk import fill
 
 
 def _archived(home: Path) -> list[str]:
@@ -65,7 +46,7 @@ def test_import_on_a_full_disk_says_so_and_resumes(tmp_path, small_disk):
     source = _openai(tmp_path / "export.jsonl", 2000)  # readable, elsewhere
     home = small_disk / "home"
     fs.conversation(home)
-    filler = _fill(small_disk, 1 << 20)  # room for part of it (the WAL grows to ~2 MiB)
+    filler = fill(small_disk, 1 << 20)  # room for part of it (the WAL grows to ~2 MiB)
     res = fs.run(home, "import", "openai", str(source))
     said = _said_disk_full(res, home)
     written = [c for c in _archived(home) if "quarterly" in c]
@@ -97,7 +78,7 @@ def test_backfill_vectors_on_a_full_disk_is_no_internal_error(tmp_path, small_di
     """Chroma's SQLite answers "database or disk is full" (code 13): exit 1 naming the home."""
     home = small_disk / "home"
     fs.conversation(home, n=300)
-    filler = _fill(small_disk, 96 << 10)
+    filler = fill(small_disk, 96 << 10)
     res = fs.run(home, "backfill", "--all", "--vectors")
     filler.unlink()
     if res.returncode != 0:
@@ -154,7 +135,7 @@ def test_every_family_on_a_full_disk(tmp_path, small_disk, llm, family):
         home = small_disk / f"home-{leave}"
         shutil.copytree(made, home, symlinks=True)
         kept = _archived(home)
-        filler = _fill(small_disk, leave)
+        filler = fill(small_disk, leave)
         res = fs.run(home, *argv(inputs))
         filler.unlink()
         said = res.stderr.decode()

@@ -6,15 +6,13 @@ aside on purpose (a damaged file) is listed by `doctor` with how to remove it.""
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import orjson
-import pytest
 
 from tests.helpers import fault_sweep as fs
+from tests.helpers.disk import fill
 
 
 def _home(at: Path) -> Path:
@@ -32,23 +30,8 @@ def _rows(home: Path) -> list[tuple]:
     return rows
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
-def _fill(mount: Path, leave: int = 0) -> Path:
-    filler = mount / "filler"
-    info = os.statvfs(mount)
-    with open(filler, "ab") as handle:
-        handle.write(b"\0" * max(0, info.f_bavail * info.f_frsize - leave))
-    return filler
 
 
 def test_repair_on_a_full_disk_reports_it_and_moves_nothing(tmp_path, small_disk):
@@ -60,7 +43,7 @@ def test_repair_on_a_full_disk_reports_it_and_moves_nothing(tmp_path, small_disk
         shutil.copytree(made, home, symlinks=True)
         fs.ok(home, "append", "s", "--role", "user", "--content", "one more")  # a live WAL
         rows = _rows(home)
-        filler = _fill(small_disk, leave)
+        filler = fill(small_disk, leave)
         res = fs.run(home, "doctor", "--repair")
         said = (res.stdout + res.stderr).decode()
         filler.unlink()

@@ -434,13 +434,10 @@ def test_session_folder_that_is_a_file(run, home):
 
 @pytest.fixture
 def small_mount(tmp_path):
-    mount = tmp_path / "mnt"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
+    from tests.helpers.disk import tmpfs
+
+    with tmpfs(tmp_path / "mnt", size="2m") as mount:
+        yield mount
 
 
 def read_only_view(mount: Path) -> Path:

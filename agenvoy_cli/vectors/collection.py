@@ -90,6 +90,12 @@ def _disk_failure(store: Store, exc: BaseException) -> AgenvoyError | None:
     return None
 
 
+# Chroma's compaction can fail on a full disk with a message that names no cause ("Failed to
+# apply logs to the metadata segment"); its rolled-back write leaves some pages free again
+# (16 KiB measured on a tmpfs filled to 64 KiB), so "nearly full" is the test, not "full".
+_NEARLY_FULL = 1 << 20
+
+
 def _no_space_left(store: Store) -> bool:
     if server_url(store):
         return False
@@ -97,7 +103,7 @@ def _no_space_left(store: Store) -> bool:
         info = os.statvfs(store.layout.store)
     except OSError:
         return False
-    return info.f_bavail == 0
+    return info.f_bavail * info.f_frsize < _NEARLY_FULL
 
 
 @contextlib.contextmanager

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import orjson
 import pytest
 
 from tests.helpers import fault_sweep as fs
+from tests.helpers.disk import fill
 
 SECRET = "sk-live-leaked0042"
 
@@ -93,28 +93,6 @@ def test_a_killed_forget_is_reported_and_completed_by_repair(tmp_path, point):
     assert not any(layers(home).values()), layers(home)
     assert fs.run(home, "doctor").returncode == 0
     assert fs.leftovers(home) == []
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
-
-
-def fill(mount: Path, leave: int) -> Path:
-    """A file taking all but `leave` bytes of the file system."""
-    import os
-
-    filler = mount / "filler"
-    free = os.statvfs(mount).f_bavail * os.statvfs(mount).f_frsize
-    with open(filler, "ab") as handle:
-        handle.write(b"\0" * max(0, free - leave))
-    return filler
 
 
 def test_forget_on_a_full_disk_is_all_or_nothing(tmp_path, small_disk):
