@@ -35,6 +35,7 @@ from agenvoy_cli.contract import list_document, moment
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.models.embedders import Embedders
+    from agenvoy_cli.search.relevance import Relevance
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -44,11 +45,15 @@ class Memory:
     """An Agenvoy home: conversation memory, error memory and document RAG."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *,
-                 store: Store | None = None, embedders: Embedders | None = None) -> None:
+                 store: Store | None = None, embedders: Embedders | None = None,
+                 relevance: Relevance | None = None) -> None:
         """Open `home` (default: $AGENVOY_HOME, else ~/.config/agenvoy); nothing is created
         until something is written. `store` wraps an already open Store (the CLI does).
         `embedders` (agenvoy_cli.models.embedders.Embedders): pass one to several Memory
-        objects of a program so that they load the local model once between them."""
+        objects of a program so that they load the local model once between them.
+        `relevance` (agenvoy_cli.search.relevance.Relevance): what decides that nothing is
+        related closely enough to a semantic or hybrid search (default: the home's floor,
+        search/relevance.py choose)."""
         if store is None:
             from agenvoy_cli.home.layout import Layout, resolve_home
             from agenvoy_cli.vectors.hooks import open_store
@@ -59,6 +64,19 @@ class Memory:
         else:
             self._owned = False
         self.store = store
+        self._relevance = relevance
+
+    @property
+    def relevance(self) -> Relevance:
+        """The Relevance this Memory's searches use: made once, on the first semantic or
+        hybrid search, so that what it keeps (reference vectors, the second model) lives as
+        long as the Memory."""
+        if self._relevance is None:
+            from agenvoy_cli.search.relevance import choose
+            from agenvoy_cli.vectors.context import of
+
+            self._relevance = choose(self.store.settings, of(self.store).models)
+        return self._relevance
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -113,7 +131,8 @@ class Memory:
 
         window = time_window(range, since, until)
         result = search(self.store, session_id, query, mode, limit=limit, window=window,
-                        progress=progress, budget=budget, notice=notice, match=match)
+                        progress=progress, budget=budget, notice=notice, match=match,
+                        relevance=None if mode == "keyword" else self.relevance)
         return result.as_dict()
 
     def sessions(self) -> dict[str, Any]:

@@ -403,3 +403,65 @@ def test_the_state_check_sees_globals_and_mutated_containers() -> None:
                      "def f(k):\n    global n\n    n += 1\n    _cache['k'] = 1\n"
                      "    items.append(FIXED['a'])\n    _by[k] = 1\n")
     assert _module_state(tree) == {"global", "_cache", "items", "_by"}
+
+
+# Search is the part of the package that changes most (new ranking signals, relevance rules):
+# every function in it stays short enough to read in one go. Cyclomatic complexity as radon
+# counts it (1 + branches: if, loops, except, boolean operators, comprehension clauses,
+# assert); a nested function is measured on its own.
+MAX_COMPLEXITY = 15
+SHORT_PACKAGES = ("search",)
+
+
+def _complexity(func: ast.AST) -> int:
+    count = 1
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.If, ast.IfExp, ast.Assert)):
+            count += 1
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            count += 1 + bool(node.orelse)
+        elif isinstance(node, ast.Try):
+            count += len(node.handlers) + bool(node.orelse)
+        elif isinstance(node, ast.BoolOp):
+            count += len(node.values) - 1
+        elif isinstance(node, ast.comprehension):
+            count += 1 + len(node.ifs)
+        elif isinstance(node, ast.Match):
+            wildcard = bool(node.cases) and isinstance(node.cases[-1].pattern, ast.MatchAs) \
+                and node.cases[-1].pattern.pattern is None
+            count += len(node.cases) - wildcard
+        stack.extend(ast.iter_child_nodes(node))
+    return count
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def test_no_function_in_search_is_too_branchy() -> None:
+    found = {}
+    for package in SHORT_PACKAGES:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            for func in _functions(ast.parse(path.read_text("utf-8"))):
+                n = _complexity(func)
+                if n > MAX_COMPLEXITY:
+                    found[f"{path.relative_to(PACKAGE).as_posix()}:{func.lineno} {func.name}"] = n
+    assert not found, f"functions above cyclomatic complexity {MAX_COMPLEXITY}: {found}"
+
+
+def test_the_complexity_count_sees_every_branch() -> None:
+    tree = ast.parse("def f(x, ys):\n"
+                     "    if x and ys or not x:\n        return [y for y in ys if y if x]\n"
+                     "    for y in ys:\n        pass\n    else:\n        pass\n"
+                     "    try:\n        pass\n    except ValueError:\n        pass\n"
+                     "    except OSError:\n        pass\n"
+                     "    assert x\n    return 1 if x else 2\n"
+                     "    def inner():\n        if x:\n            pass\n")
+    outer, inner = _functions(tree)
+    # 1 + if + (and, or) + comprehension with two ifs + for/else + two handlers + assert + ifexp
+    assert _complexity(outer) == 1 + 1 + 2 + 3 + 2 + 2 + 1 + 1
+    assert _complexity(inner) == 2

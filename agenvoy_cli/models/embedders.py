@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import threading
 import urllib.parse
-from collections.abc import Callable
-from typing import Any
 
 from agenvoy_cli.models.base import (
     Embedder,
@@ -62,16 +60,7 @@ class Embedders:
 
     def __init__(self) -> None:
         self._local: dict[str, _LocalEmbedder] = {}  # provider -> its one embedder
-        self._derived: dict[str, Any] = {}  # key -> data made once from a model's output
         self._lock = threading.Lock()
-
-    def derived(self, key: str, make: Callable[[], Any]) -> Any:
-        """Data a layer derives once per holder, kept like the models (search: a model's
-        vectors of the floor's reference questions, message tokens); made on first use."""
-        with self._lock:
-            if key not in self._derived:
-                self._derived[key] = make()
-            return self._derived[key]
 
     def get(self, spec: str | None = None) -> Embedder:
         provider = _local_provider(spec)

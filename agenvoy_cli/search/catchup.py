@@ -298,7 +298,6 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
     and not older than the trim point. The quick check (default) trusts the shape the
     catch-up leaves: one run of indexed places from the trim point. full=True compares every
     vector with SQLite and deletes those it does not back (backfill --vectors, doctor)."""
-    from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.hooks import preload
 
     check_budget(budget)
@@ -322,23 +321,33 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
         timer = threading.Timer(NOTICE_AFTER, notice, (len(todo),))
         timer.daemon = True
         timer.start()
-    added = done = 0
     try:
-        emb = vectors.embedder(store)
-        while done < len(todo) and pacer.left() > 0:
-            batch = todo[done:done + pacer.size()]
-            began = time.monotonic()
-            vecs = emb.embed_documents([t.text for t in batch])
-            pacer.measured(len(batch), time.monotonic() - began)
-            with store.write_lock():
-                added += _add_checked(store, index, session_id, batch, vecs)
-            done += len(batch)
-            if progress is not None:
-                progress(done, len(todo))
+        added, done = _embed_all(store, index, session_id, todo, pacer, progress)
     finally:
         if timer is not None:
             timer.cancel()
     return CatchUp(added, [t.msg.seq for t in todo[done:]])
+
+
+def _embed_all(store: Store, index: Any, session_id: str, todo: Sequence[_Todo],
+               pacer: _Pacer, progress: Progress | None) -> tuple[int, int]:
+    """Embed the planned messages batch by batch while the pacer allows, each batch added
+    under the lock: (how many were added, how many of `todo` were embedded)."""
+    from agenvoy_cli.vectors import api as vectors
+
+    added = done = 0
+    emb = vectors.embedder(store)
+    while done < len(todo) and pacer.left() > 0:
+        batch = todo[done:done + pacer.size()]
+        began = time.monotonic()
+        vecs = emb.embed_documents([t.text for t in batch])
+        pacer.measured(len(batch), time.monotonic() - began)
+        with store.write_lock():
+            added += _add_checked(store, index, session_id, batch, vecs)
+        done += len(batch)
+        if progress is not None:
+            progress(done, len(todo))
+    return added, done
 
 
 def index_session(store: Store, session_id: str, progress: Progress | None = None, *,

