@@ -34,6 +34,7 @@ from agenvoy_cli.rag.records import (
     delete_database,
     now_ns,
 )
+from agenvoy_cli.vectors.location import has_vectors
 
 
 def mark_pending(tx: sqlite3.Connection, db_id: int) -> None:
@@ -183,7 +184,7 @@ def remove(store: Store, name: str) -> dict[str, Any]:
             "AND state = 'done'", (db.id,)).fetchone()
         with store.transaction() as tx:
             tx.execute("UPDATE rag_files SET state = 'pending' WHERE db_id = ?", (db.id,))
-        if store.layout.chroma.is_dir() or os.environ.get("AGENVOY_CHROMA_URL"):
+        if has_vectors(store):
             from agenvoy_cli.vectors import api as vectors
 
             vectors.drop_index(store, collection_name(db.id))

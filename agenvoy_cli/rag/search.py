@@ -6,7 +6,6 @@ conversation search)."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from agenvoy_cli.rag.records import (
 )
 from agenvoy_cli.search.query import Query
 from agenvoy_cli.search.results import Note
+from agenvoy_cli.vectors.location import has_vectors
 
 if TYPE_CHECKING:
     import sqlite3
@@ -261,8 +261,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
                             "--no-vectors): keyword results only; embed it with "
                             f"`agenvoy rag sync {db.name} --vectors`")
         dbs = [db for db in dbs if db.vectors]
-        if not dbs or not (store.layout.chroma.is_dir()
-                           or os.environ.get("AGENVOY_CHROMA_URL")):
+        if not dbs or not has_vectors(store):
             result.results = _hits(conn, kw[:limit])  # nothing was ever embedded
             _matched_terms(conn, parsed, result.results)
             return result
