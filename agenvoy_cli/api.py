@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.models.embedders import Embedders
     from agenvoy_cli.search.relevance import Relevance
+    from agenvoy_cli.settings import Settings
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -46,20 +47,27 @@ class Memory:
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *,
                  store: Store | None = None, embedders: Embedders | None = None,
-                 relevance: Relevance | None = None) -> None:
+                 relevance: Relevance | None = None, settings: Settings | None = None
+                 ) -> None:
         """Open `home` (default: $AGENVOY_HOME, else ~/.config/agenvoy); nothing is created
         until something is written. `store` wraps an already open Store (the CLI does).
+        `settings` (agenvoy_cli.settings.Settings): every knob (docs/guide.md); default: the
+        process environment as it is now, read once, and the home's config.json.
         `embedders` (agenvoy_cli.models.embedders.Embedders): pass one to several Memory
         objects of a program so that they load the local model once between them.
         `relevance` (agenvoy_cli.search.relevance.Relevance): what decides that nothing is
         related closely enough to a semantic or hybrid search (default: the home's floor,
         search/relevance.py choose)."""
         if store is None:
+            from agenvoy_cli.environment import environment
+            from agenvoy_cli.home.config import load_settings
             from agenvoy_cli.home.layout import Layout, resolve_home
+            from agenvoy_cli.settings import Settings
             from agenvoy_cli.vectors.hooks import open_store
 
-            store = open_store(Layout(resolve_home(None if home is None else str(home))),
-                               embedders=embedders)
+            settings = settings or Settings(environment())
+            layout = Layout(resolve_home(None if home is None else str(home), settings.env))
+            store = open_store(layout, load_settings(layout, settings), embedders=embedders)
             self._owned = True
         else:
             self._owned = False

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "agenvoy_cli"
 # a circle) and from any layer below it, never from one above. Names are package-relative
 # module prefixes; the longest matching prefix decides a module's layer.
 LAYERS: list[set[str]] = [
-    {"__init__", "errors", "secrets", "exports"},
+    {"__init__", "environment", "errors", "secrets", "exports", "settings"},
     {"output", "contract", "timespec"},
     {"home"},
     {"models"},

@@ -13,7 +13,6 @@ shown the way the generation shows it).
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Container
@@ -133,8 +132,7 @@ def wears_send_at(data: bytes) -> bool:
 def new_session_format(settings: Any) -> str:
     """agenvoy.history_format in config.json, or AGENVOY_HISTORY_FORMAT: header (default)
     or sendat."""
-    raw = os.environ.get(FORMAT_ENV) or settings.section("agenvoy").get("history_format") \
-        or "header"
+    raw = settings.history_format or "header"
     value = str(raw).strip().lower()
     if value not in FORMATS:
         raise BadInput(f"history format {raw!r} is not one of {', '.join(FORMATS)} "

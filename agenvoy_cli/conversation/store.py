@@ -27,10 +27,11 @@ from agenvoy_cli.conversation.messages import (
 from agenvoy_cli.conversation.no_index import NO_INDEX
 from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
 from agenvoy_cli.home import salvage, sqlite
-from agenvoy_cli.home.config import Settings, load_settings
+from agenvoy_cli.home.config import load_settings
 from agenvoy_cli.home.files import file_identity
 from agenvoy_cli.home.layout import Layout, validate_name
 from agenvoy_cli.home.locking import Locks
+from agenvoy_cli.settings import Settings
 
 if TYPE_CHECKING:  # imported where used: an append pays for neither (#25 speed)
     from agenvoy_cli.conversation.compaction import Compaction

@@ -312,7 +312,7 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
     if conn is None:  # no database: nothing recorded, and nothing is created
         return LookupResult([], "keyword")
     with store.read_lock():
-        want = semantic_default() if semantic is None else semantic
+        want = semantic_default(store) if semantic is None else semantic
         want = bool(want and q.text and (semantic or not _keyword_only(conn, q, tool)))
     left: int | None = None
     if want:

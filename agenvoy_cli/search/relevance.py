@@ -46,11 +46,10 @@ from agenvoy_cli.search.query import CJK_STOP_BIGRAMS, Query
 from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS, ATTRIBUTION_TOP, cosines
 
 if TYPE_CHECKING:
-    from agenvoy_cli.home.config import Settings
     from agenvoy_cli.models.embedders import Embedders
     from agenvoy_cli.search.hubness import Reference
+    from agenvoy_cli.settings import Settings
 
-FLOOR_ENV = "AGENVOY_SEARCH_FLOOR"
 # Per model (margin, centre): the best similarity must be `margin` above the query's mean
 # similarity to the session; a best similarity above `centre` lowers the margin needed by
 # half the excess (a close match in a session all about one topic stands out little), one
@@ -305,9 +304,11 @@ class TwoModelRule:
     message texts it has read (a warm server's searches of one session share their
     background sample)."""
 
-    def __init__(self, models: Embedders, fallback: MarginRule) -> None:
+    def __init__(self, models: Embedders, fallback: MarginRule,
+                 settings: Settings | None = None) -> None:
         self.models = models  # the holder's: the second model loads once
         self.fallback = fallback  # decides when the second opinion cannot be had
+        self.settings = settings  # the holder's (where the second model's cache lives)
         self._references: dict[str, Reference | None] = {}
         self._tokens: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
@@ -363,7 +364,8 @@ class TwoModelRule:
         from agenvoy_cli.vectors.attribution import KeptEmbedder
 
         try:
-            model = KeptEmbedder(self.models.get(SECOND_SPEC), dict(pool.kept))
+            model = KeptEmbedder(self.models.get(SECOND_SPEC, self.settings),
+                                 dict(pool.kept))
             if ref.model_id != model.model_id:
                 return None
             texts = model.embed_documents([str(c.text)[:ATTRIBUTION_CHARS] for c in seen])
@@ -402,12 +404,12 @@ class Floor:
 
     def __init__(self, settings: Settings, models: Embedders) -> None:
         self.settings = settings
-        self.two_models = TwoModelRule(models, MarginRule())
+        self.two_models = TwoModelRule(models, MarginRule(), settings)
 
     def rule(self, model_id: str) -> Relevance:
-        margin = self.settings.number(FLOOR_ENV, "search_floor", None, minimum=0, maximum=2)
+        margin = self.settings.search_floor
         if margin is not None:
-            return MarginRule(float(margin))
+            return MarginRule(margin)
         if any(model_id.startswith(k) for k in FLOORS):
             return self.two_models
         return MarginRule()

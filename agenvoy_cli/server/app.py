@@ -23,17 +23,19 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from agenvoy_cli import __version__
 from agenvoy_cli.contract import error_document
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import AgenvoyError, BadInput
+from agenvoy_cli.home.config import load_settings
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.search.relevance import choose
 from agenvoy_cli.server import agenvoy_tools, handlers
 from agenvoy_cli.server.recent_cache import WarmStore
 from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
+from agenvoy_cli.settings import Settings
 from agenvoy_cli.vectors import context
 from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
+from agenvoy_cli import __version__
 
 INSTRUCTIONS = (
     "Agenvoy memory: this conversation's history (search_chat_history, get_context, "
@@ -178,13 +180,15 @@ class App:
         sys.stderr.flush()
 
 
-def build_app(layout: Layout, bound: str | None, vocabulary: str = "spec") -> App:
+def build_app(layout: Layout, bound: str | None, vocabulary: str = "spec",
+              settings: Settings | None = None) -> App:
     """The server over a warm store, query vectors kept (server.attribution_vectors)."""
     from agenvoy_cli.server.attribution_vectors import QueryCache
     from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.collection import embedder
 
-    app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound, vocabulary)
+    app = App(WarmStore(layout, load_settings(layout, settings), hooks=VECTOR_HOOKS), bound,
+              vocabulary)
     try:
         cache = vectors.wrap_embedder(app.store, QueryCache)
         if embedder(app.store) is cache:  # not a python: factory's (made per call)
@@ -194,12 +198,13 @@ def build_app(layout: Layout, bound: str | None, vocabulary: str = "spec") -> Ap
     return app
 
 
-def run(layout: Layout, bound: str | None, vocabulary: str = "spec") -> int:
+def run(layout: Layout, bound: str | None, vocabulary: str = "spec",
+        settings: Settings | None = None) -> int:
     """Serve until EOF or SIGTERM; 0 after a clean stop. While an HTTP server runs for the
     home, its indexer is the home's only one: this server leaves indexing to it."""
     from agenvoy_cli.server.fastpath import announced
 
-    app = build_app(layout, bound, vocabulary)
+    app = build_app(layout, bound, vocabulary, settings)
     other = announced(layout, say=lambda message: None)
     if other is not None:
         app.index = False

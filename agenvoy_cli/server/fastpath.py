@@ -29,6 +29,7 @@ from typing import Any
 
 from agenvoy_cli.errors import AgenvoyError, BadInput, CorruptStore, NotFound, StoreBusy
 from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.settings import Settings
 
 ROUTE = "/agenvoy/v1/call"
 PING = "/agenvoy/v1/ping"
@@ -73,8 +74,8 @@ def announced(layout: Layout, say: Callable[[str], None] = _note) -> dict[str, A
     return {**info, "pid": pid, "url": url}
 
 
-def token_of(layout: Layout, info: dict[str, Any]) -> str | None:
-    token = info.get("token") or os.environ.get(TOKEN_ENV)
+def token_of(layout: Layout, info: dict[str, Any], settings: Settings) -> str | None:
+    token = info.get("token") or settings.env.get(TOKEN_ENV)
     if token:
         return str(token)
     try:
@@ -84,16 +85,16 @@ def token_of(layout: Layout, info: dict[str, Any]) -> str | None:
 
 
 def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],
-        wait: float) -> dict[str, Any] | None:
+        wait: float, settings: Settings) -> dict[str, Any] | None:
     """The server's answer to Memory.METHOD(*args, **kwargs): (doc, warnings) as
     {"doc": ..., "warnings": [...]}, or None to go local. `wait`: seconds the work itself
     may take (the search's budget); raises the CLI's error when the server refused."""
-    if os.environ.get(NO_SERVER_ENV, "").strip() not in ("", "0"):
+    if settings.no_server:
         return None
     info = announced(layout)
     if info is None:
         return None
-    token = token_of(layout, info)
+    token = token_of(layout, info, settings)
     if token is None:
         _note("no token for the running HTTP server")
         return None

@@ -72,17 +72,9 @@ def render_history(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _budget(a: Args) -> float:
-    """The call's budget, else AGENVOY_SEARCH_BUDGET (as the CLI), else 3 s."""
-    import os
-
-    from agenvoy_cli.home.config import number_setting
-    from agenvoy_cli.search.defaults import DEFAULT_BUDGET
-
-    env = os.environ.get("AGENVOY_SEARCH_BUDGET", "")
-    default = DEFAULT_BUDGET if env.strip() == "" else number_setting(
-        env, "AGENVOY_SEARCH_BUDGET", float, minimum=0, unit="of seconds")
-    return a.number("budget", lo=0, hi=T.MAX_BUDGET, default=default)
+def _budget(ctx: Context, a: Args) -> float:
+    """The call's budget, else the settings' (AGENVOY_SEARCH_BUDGET, as the CLI), else 3 s."""
+    return a.number("budget", lo=0, hi=T.MAX_BUDGET, default=ctx.store.settings.search_budget)
 
 
 def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
@@ -96,7 +88,7 @@ def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     window = time_window("1mo" if span == "1m" else span)  # upstream's 1m is 30 days
     limit = a.choice("limit", T.HISTORY_LIMITS, 8)
     session_id = a.session(ctx.bound)
-    budget = _budget(a)
+    budget = _budget(ctx, a)
     # Agenvoy's writes to history.json: archived first
     align_if_written_elsewhere(ctx.store, session_id)
     result = search(ctx.store, session_id, keyword, mode, limit=limit, window=window,
@@ -158,7 +150,7 @@ def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     keyword = a.string("keyword", required=True) or ""
     limit = a.integer("limit", lo=1, hi=T.ERROR_LIMIT_MAX, default=DEFAULT_LIMIT)
     tool = a.string("tool_name")
-    budget = _budget(a)
+    budget = _budget(ctx, a)
     if not keyword.strip():
         raise BadInput("search_error_history: keyword is empty")
     result = lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,

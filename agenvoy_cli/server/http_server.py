@@ -29,6 +29,7 @@ from agenvoy_cli.errors import AgenvoyError, BadInput, OperationFailed, StoreBus
 from agenvoy_cli.home.files import atomic_write_bytes, atomic_write_json
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.server import fastpath
+from agenvoy_cli.settings import Settings
 
 MAX_BODY = 8 * 1024 * 1024  # bytes per request (append_messages of 1000 long messages)
 FAST_MAX_BODY = 256 * 1024  # bytes per fast-path request (a query and its options)
@@ -61,10 +62,11 @@ def loopback(host: str) -> bool:
         return False
 
 
-def load_token(layout: Layout, token_file: str | None) -> tuple[str, bool]:
+def load_token(layout: Layout, token_file: str | None, settings: Settings
+               ) -> tuple[str, bool]:
     """(token, explicit): AGENVOY_HTTP_TOKEN, else --token-file, else the home's token file
     (made now when missing: 32 random bytes, mode 0600)."""
-    env = os.environ.get(fastpath.TOKEN_ENV, "").strip()
+    env = settings.http_token or ""
     if env or token_file:
         if env:
             token, where = env, fastpath.TOKEN_ENV
@@ -130,11 +132,11 @@ def security(host: str, port: int, allowed: list[str]) -> Any:
                                      allowed_hosts=hosts, allowed_origins=origins)
 
 
-def request_timeout() -> float:
+def request_timeout(settings: Settings) -> float:
     """REQUEST_TIMEOUT, or AGENVOY_HTTP_TIMEOUT seconds (BadInput when not a number > 0)."""
-    from agenvoy_cli.home.config import number_setting
+    from agenvoy_cli.settings import number_setting
 
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    raw = settings.env.get(TIMEOUT_ENV, "").strip()
     if not raw:
         return REQUEST_TIMEOUT
     return float(number_setting(raw, TIMEOUT_ENV, float, above=0, unit="of seconds"))
@@ -234,15 +236,17 @@ def _log_to(path: str) -> None:
 
 
 def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | None,
-             log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec") -> int:
-    """Serve until SIGTERM/SIGINT; 0 after a clean stop."""
+             log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec",
+             settings: Settings | None = None) -> int:
+    """Serve until SIGTERM/SIGINT; 0 after a clean stop (`settings`: the CLI's)."""
     import uvicorn
 
     from agenvoy_cli.server.app import App, build_app
 
+    settings = settings or Settings.from_environment()
     host, port = parse_bind(bind)
-    timeout = request_timeout()
-    token, explicit = load_token(layout, token_file)
+    timeout = request_timeout(settings)
+    token, explicit = load_token(layout, token_file, settings)
     if not loopback(host) and not explicit:
         raise BadInput(f"refusing to listen on {host} (beyond loopback) without an explicit "
                        f"token: give --token-file PATH or {fastpath.TOKEN_ENV}")
@@ -254,7 +258,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         _log_to(log_file)
     sock = _listen(host, port)
     port = sock.getsockname()[1]
-    app: App = build_app(layout, bound, vocabulary)
+    app: App = build_app(layout, bound, vocabulary, settings)
     app.timeout = timeout
     checks = security(host, port, allow_hosts)
     web = app.server.streamable_http_app(
@@ -268,7 +272,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}"
     announcement: dict[str, Any] = {"url": url, "pid": os.getpid(), "home": str(layout.home)}
-    if explicit and os.environ.get(fastpath.TOKEN_ENV):
+    if explicit and settings.env.get(fastpath.TOKEN_ENV):
         announcement["token"] = token  # the CLI cannot read the environment of the server
     # uvicorn re-raises the signal it caught once it has stopped; ours is a no-op, so the
     # process leaves through the cleanup below with exit 0

@@ -8,8 +8,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from agenvoy_cli.conversation.store import Store
-from agenvoy_cli.home.config import Settings
 from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.settings import Settings
 from agenvoy_cli.vectors.location import has_vectors
 
 if TYPE_CHECKING:
