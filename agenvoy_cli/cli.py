@@ -11,7 +11,7 @@ import click
 
 from agenvoy_cli.errors import INTERRUPTED, AgenvoyError, documented
 from agenvoy_cli.output import fail, wants_json
-from agenvoy_cli import __version__
+from agenvoy_cli.version import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, short help) — the help text lives here so `--help` imports nothing.

@@ -30,10 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agenvoy_cli import __version__  # noqa: E402
 from agenvoy_cli.cli import cli  # noqa: E402
 from agenvoy_cli.errors import EXIT_CODES  # noqa: E402
 from agenvoy_cli.settings import KNOBS  # noqa: E402
+from agenvoy_cli.version import __version__  # noqa: E402
 
 PROG = "agenvoy"
 TEMPLATE = ROOT / "man" / "agenvoy.1.in"

@@ -58,7 +58,7 @@ class _HTTPEmbedder:
     # -- transport
 
     def _headers(self) -> dict[str, str]:
-        from agenvoy_cli import __version__
+        from agenvoy_cli.version import __version__
 
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "User-Agent": f"agenvoy-cli/{__version__}"}

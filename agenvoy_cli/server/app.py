@@ -35,7 +35,7 @@ from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
 from agenvoy_cli.settings import Settings
 from agenvoy_cli.vectors import context
 from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
-from agenvoy_cli import __version__
+from agenvoy_cli.version import __version__
 
 INSTRUCTIONS = (
     "Agenvoy memory: this conversation's history (search_chat_history, get_context, "
