@@ -195,30 +195,32 @@ class Memory:
             with store.write_lock():
                 vector_index.drop_index(store, vector_index.MESSAGES)
         results: list[dict[str, Any]] = []
-        was, store.rebuilding = store.rebuilding, session_id is None
-        try:
-            for done, sid in enumerate(ids, 1):
+        if session_id is None and ids:
+            from agenvoy_cli.home.salvage import lost_archive
+
+            if lost_archive(store.layout):  # every session's backfill rebuilds a lost archive
                 with store.write_lock():
-                    synced = store.align(sid)
-                results.append({"session_id": sid, "inserted": synced.inserted})
-                if progress is not None and not vectors:
-                    progress(done, len(ids))
-            if vectors:  # the work that takes time: its progress is in messages
-                from agenvoy_cli.search.catchup import index_session, pending_vectors
+                    store.db(new_archive=True)
+        for done, sid in enumerate(ids, 1):
+            with store.write_lock():
+                synced = store.align(sid)
+            results.append({"session_id": sid, "inserted": synced.inserted})
+            if progress is not None and not vectors:
+                progress(done, len(ids))
+        if vectors:  # the work that takes time: its progress is in messages
+            from agenvoy_cli.search.catchup import index_session, pending_vectors
 
-                todo = {sid: pending_vectors(store, sid) if progress else 0 for sid in ids}
-                total, base = sum(todo.values()), 0
-                for row in results:
-                    sid = row["session_id"]
+            todo = {sid: pending_vectors(store, sid) if progress else 0 for sid in ids}
+            total, base = sum(todo.values()), 0
+            for row in results:
+                sid = row["session_id"]
 
-                    def step(n: int, _: int, base: int = base) -> None:
-                        if progress is not None:
-                            progress(base + n, max(total, base + n))
+                def step(n: int, _: int, base: int = base) -> None:
+                    if progress is not None:
+                        progress(base + n, max(total, base + n))
 
-                    row["embedded"] = index_session(store, sid, step, full=True)  # repairs
-                    base += max(todo[sid], row["embedded"])
-        finally:
-            store.rebuilding = was
+                row["embedded"] = index_session(store, sid, step, full=True)  # repairs
+                base += max(todo[sid], row["embedded"])
         doc = {**list_document("sessions", results),
                "inserted": sum(r["inserted"] for r in results)}
         if vectors:

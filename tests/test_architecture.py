@@ -261,7 +261,8 @@ CONTAINERS = {"dict", "list", "set", "defaultdict", "OrderedDict", "WeakKeyDicti
 MUTATORS = {"append", "extend", "insert", "pop", "popitem", "remove", "clear", "update",
             "setdefault", "add", "discard", "sort", "reverse", "__setitem__", "__delitem__"}
 # Module state that is process-wide by nature, each with the reason it cannot be on an object a
-# caller holds (the rest is: store.locks, store.vectors and its Embedders, the index objects).
+# caller holds (the rest is: store.locks, the store's VectorContext and its Embedders, the
+# index objects).
 # The test fails when one is gone (remove it here) or when a new one appears.
 KNOWN_STATE = {
     # the secrets to mask in whatever this process writes: stderr, stdout and logs are the
@@ -395,3 +396,18 @@ def test_the_complexity_count_sees_every_branch() -> None:
     # 1 + if + (and, or) + comprehension with two ifs + for/else + two handlers + assert + ifexp
     assert _complexity(outer) == 1 + 1 + 2 + 3 + 2 + 2 + 1 + 1
     assert _complexity(inner) == 2
+
+
+def test_no_getattr_on_a_store() -> None:
+    """A Store's state is its own attributes, typed; other layers' state is passed or reached
+    through a typed object (vectors/context.py of), never probed with getattr/hasattr."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("getattr", "hasattr", "setattr") and node.args:
+                target = ast.unparse(node.args[0])
+                if target == "store" or target.endswith(".store"):
+                    found.append(f"{path.relative_to(PACKAGE).as_posix()}:{node.lineno} "
+                                 f"{ast.unparse(node)}")
+    assert not found, found

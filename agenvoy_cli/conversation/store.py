@@ -93,8 +93,6 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._ro: sqlite3.Connection | None = None
         self._stale: list[sqlite3.Connection] = []
-        self.rebuilding = False  # backfill --all, doctor: may start a new archive (salvage)
-        self.vectors: Any = None  # the vector layer's state for this Store (vectors/context.py)
 
     # -- locks and connections -------------------------------------------------------------
     def write_lock(self) -> contextlib.AbstractContextManager[None]:
@@ -119,10 +117,14 @@ class Store:
             self._drop_reader()
         return self.locks.hold(self.layout.lock, self.settings.lock_timeout, shared=True)
 
-    def db(self) -> sqlite3.Connection:
-        """The writer connection (creates and migrates the database). Hold write_lock."""
+    def db(self, *, new_archive: bool = False) -> sqlite3.Connection:
+        """The writer connection (creates and migrates the database). Hold write_lock. A
+        history.db that was lost is not silently replaced by a new, empty one (salvage.py)
+        unless `new_archive` (backfill of every session, doctor --repair: the archive is
+        rebuilt from history.json)."""
         if self._conn is None:
-            self._conn = salvage.open_archive(self)  # refuses to replace a lost archive
+            self._conn = salvage.open_archive(self.layout, self.settings.lock_timeout,
+                                              new_archive=new_archive)
         return self._conn
 
     def db_readonly(self) -> sqlite3.Connection | None:

@@ -141,7 +141,7 @@ class Doctor(Report):
 
     # -- repairs ----------------------------------------------------------------------------
     def _allow_rebuild(self) -> str:
-        self.store.rebuilding = True
+        self.store.db(new_archive=True)
         return "the archive is rebuilt from history.json (session checks below)"
 
     def _salvage(self) -> str:
@@ -160,7 +160,7 @@ class Doctor(Report):
         kept = salvage.move_aside(db)
         os.replace(fresh, db)
         fsync_dir(db.parent)
-        store.rebuilding = True
+        store.db(new_archive=True)
         saved = ", ".join(f"{n} of {'?' if claimed is None else claimed} {table}"
                           for table, (n, claimed) in counts.items() if n or claimed)
         return f"salvaged the readable rows into a fresh history.db ({saved or 'no rows'}); " \

@@ -216,20 +216,21 @@ def _state(store: Store) -> tuple[Any, ...]:
 
 
 def _known_done(store: Store, session_id: str) -> tuple[Any, ...] | None:
-    """For a long-lived store (one with a `caught_up` dict, the MCP server's): None when the
-    session is known to be fully indexed in the current state (no plan needed: ~9 ms of
-    Chroma lookups per search at 10k vectors), else the state to remember if it is."""
-    memo = getattr(store, "caught_up", None)
-    if memo is None:
-        return ()
+    """None when the session is known to be fully indexed in the current state (no plan
+    needed: ~9 ms of Chroma lookups per search at 10k vectors; a long-lived holder, the MCP
+    server, asks again and again), else the state to remember if it is. What was found is
+    kept with the Store's vector state (vectors/context.py VectorContext.caught_up)."""
+    from agenvoy_cli.vectors.context import of
+
     state = _state(store)
-    return None if memo.get(session_id) == state else state
+    return None if of(store).caught_up.get(session_id) == state else state
 
 
 def _remember_done(store: Store, session_id: str, state: tuple[Any, ...]) -> None:
-    memo = getattr(store, "caught_up", None)
-    if memo is not None and state:
-        memo[session_id] = state
+    from agenvoy_cli.vectors.context import of
+
+    if state:
+        of(store).caught_up[session_id] = state
 
 
 def todo(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:

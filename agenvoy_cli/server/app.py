@@ -34,7 +34,7 @@ from agenvoy_cli.server.recent_cache import WarmStore
 from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
 from agenvoy_cli.settings import Settings
 from agenvoy_cli.vectors import context
-from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
+from agenvoy_cli.vectors.hooks import VectorHooks
 from agenvoy_cli.version import __version__
 
 INSTRUCTIONS = (
@@ -187,7 +187,7 @@ def build_app(layout: Layout, bound: str | None, vocabulary: str = "spec",
     from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.collection import embedder
 
-    app = App(WarmStore(layout, load_settings(layout, settings), hooks=VECTOR_HOOKS), bound,
+    app = App(WarmStore(layout, load_settings(layout, settings), hooks=VectorHooks()), bound,
               vocabulary)
     try:
         cache = vectors.wrap_embedder(app.store, QueryCache)
