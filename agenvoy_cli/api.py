@@ -106,7 +106,7 @@ class Memory:
                sender: str = "") -> dict[str, Any]:
         """Append OpenAI-style messages to a session (history.json, then SQLite), all or
         nothing. `time` is the local time for messages without a time header (now);
-        `sender` names who sent them (written in the session's dress)."""
+        `sender` names who sent them (written in the session's format)."""
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
@@ -231,8 +231,8 @@ class Memory:
                dry_run: bool = False) -> dict[str, Any]:
         """Remove messages (by seq, or every one containing `match`) from history.json,
         the archive and the vectors; the summary is not rewritten (see "notes")."""
-        from agenvoy_cli.conversation.dress import sender
         from agenvoy_cli.conversation.forget import forget_messages
+        from agenvoy_cli.conversation.history_format import sender
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)

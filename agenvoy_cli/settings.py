@@ -256,7 +256,7 @@ class Settings:
 
     @property
     def history_format(self) -> str | None:
-        """As given (dress.new_session_format checks it); None: not set."""
+        """As given (history_format.new_session_format checks it); None: not set."""
         raw = self.env.get("AGENVOY_HISTORY_FORMAT") or \
             self.section("agenvoy").get("history_format")
         return None if raw is None or raw == "" else str(raw)

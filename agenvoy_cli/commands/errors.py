@@ -9,12 +9,12 @@ import click
 
 from agenvoy_cli.commands.common import (
     confirm_destructive,
+    from_server,
     given_budget,
     json_option,
     memory,
     no_server_option,
     read_limited,
-    served,
 )
 from agenvoy_cli.errormem.classify import ERROR_TYPES
 from agenvoy_cli.errormem.records import (
@@ -192,7 +192,7 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
     text = _read_query(query, query_text)
     budget = given_budget(ctx, budget)
     check_budget(budget)
-    doc = served(ctx, no_server, "lookup_errors", [text], {
+    doc = from_server(ctx, no_server, "lookup_errors", [text], {
         "tool": tool, "error_type": error_type, "limit": limit, "semantic": semantic,
         "budget": budget}, wait=budget)
     doc = {**doc, "served_by": "server"} if doc is not None else {

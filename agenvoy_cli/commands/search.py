@@ -8,12 +8,12 @@ import click
 
 from agenvoy_cli.commands.common import (
     checked_session,
+    from_server,
     given_budget,
     json_option,
     memory,
     no_server_option,
     one_query,
-    served,
     session_argument,
 )
 from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, warn
@@ -151,7 +151,7 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
     text = one_query(query, query_text)
     budget = given_budget(ctx, budget)
     check_budget(budget)
-    doc = served(ctx, no_server, "search", [session_id, text], {
+    doc = from_server(ctx, no_server, "search", [session_id, text], {
         "mode": mode, "limit": limit, "range": range_, "since": since, "until": until,
         "budget": budget, "match": match}, wait=budget)
     if doc is None:  # the local path: the search engine is imported only now

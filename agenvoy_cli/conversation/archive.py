@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from agenvoy_cli.conversation.dress import record_hash, sender
+from agenvoy_cli.conversation.history_format import record_hash, sender
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,

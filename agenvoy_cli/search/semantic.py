@@ -79,12 +79,12 @@ class Attribution:
     query, and the messages already moved (each moves once, also across the checks before
     and after fusion: no chains down a conversation)."""
 
-    alone: dict[int, float] = field(default_factory=dict)
+    own: dict[int, float] = field(default_factory=dict)  # seq -> its own text's similarity
     moved: set[int] = field(default_factory=set)
     first: dict[int, int] = field(default_factory=dict)  # pair (seq-1, seq) -> the winner
 
 
-def _alone(need: Sequence[int], vector: Sequence[float], embedder: Any,
+def _own_text_similarity(need: Sequence[int], vector: Sequence[float], embedder: Any,
            bodies: dict[int, str]) -> dict[int, float]:
     """The query's similarity to each of these messages' own text (dot product: the
     embedders return unit vectors)."""
@@ -99,7 +99,7 @@ def _winner(seq: int, state: Attribution) -> int | None:
         return state.first[seq]
     if seq in state.moved or seq - 1 in state.moved:
         return None
-    win = seq - 1 if state.alone[seq - 1] > state.alone[seq] else seq
+    win = seq - 1 if state.own[seq - 1] > state.own[seq] else seq
     state.first[seq] = win
     return win
 
@@ -132,9 +132,9 @@ def attribute(ranked: list[tuple[int, float]], vector: Sequence[float], embedder
     pairs = [s for s in attribution_pairs(ranked) if s in bodies and s - 1 in bodies]
     if not pairs:
         return ranked
-    need = sorted({x for s in pairs for x in (s - 1, s)} - set(state.alone))
+    need = sorted({x for s in pairs for x in (s - 1, s)} - set(state.own))
     if need:
-        state.alone.update(_alone(need, vector, embedder, bodies))
+        state.own.update(_own_text_similarity(need, vector, embedder, bodies))
     return _reorder(ranked, pairs, state)
 
 
