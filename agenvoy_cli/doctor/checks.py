@@ -35,15 +35,9 @@ class Doctor(Report):
             self.report(None, "sqlite", f"{self.store.layout.db} is damaged (quick_check: "
                         f"{result.splitlines()[0]})", self._salvage)
             return self.repair
-        for table in ("messages_fts", "messages_fts5"):
-            try:
-                conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
-            except sqlite3.DatabaseError as exc:
-                def rebuild(table: str = table) -> str:
-                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
-                    return f"rebuilt {table}"
-
-                self.report(None, "fts", f"{table}: {exc}", rebuild)
+        for table, error in archive.fts_problems(conn):
+            self.report(None, "fts", f"{table}: {error}",
+                        lambda table=table: archive.rebuild_fts(conn, table))
         return True
 
     def check_session_folders(self) -> None:
