@@ -220,7 +220,7 @@ def test_session_reset_all_removes_the_summary_as_reset_all_does(run, home, go):
     assert not res.json()["has_summary"]
 
 
-def test_sender_goes_into_the_dress_of_the_session(run, home, go):
+def test_sender_goes_into_the_format_of_the_session(run, home, go):
     res = run("append", SID, "--role", "user", "--content", "hi tok1", "--sender", "alice",
               "--time", "2026-01-05 12:00:00")
     assert res.exit_code == 0, res.stderr
@@ -573,7 +573,7 @@ def rewrite_in_place(home: Path) -> None:
     path.write_bytes(go_marshal(normalize(orjson.loads(path.read_bytes()))))
 
 
-def test_a_rewrite_over_rows_of_both_dresses_is_still_one_column(run, home, go, monkeypatch):
+def test_a_rewrite_over_rows_of_both_formats_is_still_one_column(run, home, go, monkeypatch):
     """Rows we archived with a header (record_hash: the identity without it) and rows already
     in the sendAt format (record_hash "": their own identity) in one batch: the record_hash
     column as it is does not match, the rewrite's identity of each row does (hash where
