@@ -27,6 +27,7 @@ from agenvoy_cli.search.relevance import Needs
 from agenvoy_cli.search.results import rows_of
 from agenvoy_cli.search.scope import Scope
 from agenvoy_cli.search.timewindow import TimeWindow
+from agenvoy_cli.vectors import attribution
 
 if TYPE_CHECKING:
     import sqlite3
@@ -145,8 +146,6 @@ def _kept(store: Store, session_id: str, attribution_at: Sequence[int],
           ) -> tuple[dict[int, Sequence[float]], dict[int, Sequence[float]]]:
     """The kept text vectors attribution reads and those the Relevance reads (under `key`),
     in one read."""
-    from agenvoy_cli.vectors import attribution
-
     own = attribution.OWN_TEXT
     keys = (own, key) if relevance_at and key else (own,)
     loaded = attribution.load_keys(store, session_id,

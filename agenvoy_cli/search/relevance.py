@@ -41,13 +41,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agenvoy_cli.home import fts
+from agenvoy_cli.models.base import EmbedderError
+from agenvoy_cli.search.hubness import Reference
 from agenvoy_cli.search.language import CJK_LANGS, memories_language
 from agenvoy_cli.search.query import CJK_STOP_BIGRAMS, Query
 from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS, ATTRIBUTION_TOP, cosines
+from agenvoy_cli.vectors.attribution import KeptEmbedder
 
 if TYPE_CHECKING:
     from agenvoy_cli.models.embedders import Embedders
-    from agenvoy_cli.search.hubness import Reference
     from agenvoy_cli.settings import Settings
 
 # Per model (margin, centre): the best similarity must be `margin` above the query's mean
@@ -327,8 +329,6 @@ class TwoModelRule:
 
     def reference(self, spec: str) -> Reference | None:
         """A built-in model's reference vectors (search/hubness.py), loaded once."""
-        from agenvoy_cli.search.hubness import Reference
-
         with self._lock:
             if spec not in self._references:
                 self._references[spec] = Reference.load(spec)
@@ -360,9 +360,6 @@ class TwoModelRule:
                      ref: Reference) -> tuple[Lift, Mapping[str, Sequence[float]]] | None:
         """The second model's lift over the first k of `seen` (the top hits) and the rest
         (the background), texts kept before not embedded again."""
-        from agenvoy_cli.models.base import EmbedderError
-        from agenvoy_cli.vectors.attribution import KeptEmbedder
-
         try:
             model = KeptEmbedder(self.models.get(SECOND_SPEC, self.settings),
                                  dict(pool.kept))
