@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from functools import partial
 from typing import Any
 
 from agenvoy_cli.conversation import archive
@@ -36,8 +37,7 @@ class Doctor(Report):
                         f"{result.splitlines()[0]})", self._salvage)
             return self.repair
         for table, error in archive.fts_problems(conn):
-            self.report(None, "fts", f"{table}: {error}",
-                        lambda table=table: archive.rebuild_fts(conn, table))
+            self.report(None, "fts", f"{table}: {error}", partial(archive.rebuild_fts, conn, table))
         return True
 
     def check_session_folders(self) -> None:

@@ -22,7 +22,7 @@ BASELINE = {
     "agenvoy_cli/commands/forget.py": 1,
     "agenvoy_cli/doctor/checks.py": 2,
     "agenvoy_cli/errormem/ranking.py": 2,
-    "agenvoy_cli/errormem/records.py": 2,
+    "agenvoy_cli/errormem/records.py": 1,
     "agenvoy_cli/errormem/store.py": 1,
     "agenvoy_cli/models/embedders.py": 2,
     "agenvoy_cli/models/http.py": 1,
