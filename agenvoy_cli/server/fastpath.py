@@ -81,7 +81,7 @@ def announced(layout: Layout, say: Callable[[str], None] = _note) -> dict[str, A
 
 def token_of(layout: Layout, info: dict[str, Any], settings: Settings) -> str | None:
     """The token for the server's TCP port (see the module's docstring), or None."""
-    token = settings.env.get(TOKEN_ENV, "").strip() or info.get("token")
+    token = (settings.env.get(TOKEN_ENV) or "").strip() or info.get("token")
     if token:
         return str(token)
     for path in (info.get("token_file"), layout.http_token):

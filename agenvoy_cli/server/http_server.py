@@ -71,7 +71,7 @@ def load_token(layout: Layout, token_file: str | None, settings: Settings
     """(token, explicit): AGENVOY_HTTP_TOKEN, else --token-file, else the home's token file
     (None when it has none yet: make_token makes it once the start is accepted). Writes
     nothing but the mode of an existing home token made too open."""
-    env = settings.http_token or ""
+    env = (settings.http_token or "").strip()
     if env or token_file:
         if env:
             token, where = env, fastpath.TOKEN_ENV
@@ -366,9 +366,9 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     announcement: dict[str, Any] = {"url": url, "pid": os.getpid(), "home": str(layout.home)}
     if unix is not None:
         announcement["socket"] = str(unix.path)
-    elif explicit and settings.env.get(fastpath.TOKEN_ENV):
+    elif explicit and settings.http_token:
         announcement["token"] = token  # no socket, and the CLI cannot read our environment
-    if token_file and not settings.env.get(fastpath.TOKEN_ENV, "").strip():
+    if token_file and not (settings.http_token or "").strip():
         announcement["token_file"] = os.path.abspath(token_file)  # where, never the token
     # uvicorn re-raises the signal it caught once it has stopped; ours is a no-op, so the
     # process leaves through the cleanup below with exit 0
