@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from agenvoy_cli import __version__
 from agenvoy_cli.errors import INTERRUPTED, AgenvoyError, documented
 from agenvoy_cli.output import fail, wants_json
+from agenvoy_cli.version import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, short help) — the help text lives here so `--help` imports nothing.
@@ -158,7 +158,7 @@ def _json_errors(ctx: click.Context) -> bool:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(file_okay=False), envvar="AGENVOY_HOME",
+@click.option("--home", type=click.Path(file_okay=False),
               help="Agenvoy home (default ~/.config/agenvoy; env AGENVOY_HOME).")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.option("--json", "as_json", is_flag=True,
@@ -171,6 +171,11 @@ def _json_errors(ctx: click.Context) -> bool:
 def cli(ctx: click.Context, home: str | None, debug: bool, as_json: bool) -> None:
     """agenvoy — the memory layer of an AI agent, on Agenvoy's on-disk layout."""
     ctx.ensure_object(dict)
+    if "settings" not in ctx.obj:  # the environment, read once for the whole command
+        from agenvoy_cli.environment import environment
+        from agenvoy_cli.settings import Settings
+
+        ctx.obj["settings"] = Settings(environment())
     ctx.obj["home"] = home
     ctx.obj["debug"] = debug
     ctx.obj["json"] = as_json
@@ -202,10 +207,14 @@ def arm_faults(spec: str | None) -> None:
 
 
 def main() -> None:
+    from agenvoy_cli.environment import environment, start_program
+    from agenvoy_cli.settings import Settings
+
     # Everything the CLI creates is private, Chroma's files included (chromadb creates its
     # own with the process umask).
     os.umask(0o077)
-    arm_faults(os.environ.get("AGENVOY_FAULTS"))
+    start_program()
+    arm_faults(Settings(environment()).faults)
     try:
         cli.main(prog_name="agenvoy", windows_expand_args=False)
     except KeyboardInterrupt:

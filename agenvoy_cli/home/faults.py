@@ -9,9 +9,9 @@ the Nth of those calls fails as a full disk (ENOSPC) or a failing disk (EIO) wou
 there, or the process ends as under kill -9 (SIGKILL to itself: no cleanup, no flush).
 Unarmed (always, outside tests), hit() is the test of one empty list.
 
-A process is armed once, at its entry: `cli.main` reads AGENVOY_FAULTS (the one read of it)
-and calls `arm(parse(value))`; a test in the same process uses `armed(plan)`. The value is
-comma-separated `key=value` pairs:
+A process is armed once, at its entry: `cli.main` takes AGENVOY_FAULTS from its settings
+(settings.py `Settings.faults`) and calls `arm(parse(value))`; a test in the same process
+uses `armed(plan)`. The value is comma-separated `key=value` pairs:
 
     at=N          fail the Nth call (1-based) among `point`; without it nothing fails and
                   the calls are only counted (a dry counting run)
