@@ -353,7 +353,8 @@ class Memory:
                       semantic: bool | None = None, warn: Warn | None = None,
                       budget: float | None = None) -> dict[str, Any]:
         """Error records related to an error text (best first), and the hint to inject into
-        the agent's next turn ("" when nothing is known). Renews the records' expiry.
+        the agent's next turn: only records that describe the same failure clear the hint
+        bar ("" and the note `not_related` when none does). Renews the returned records.
         `budget`: at most this many seconds embedding records that lack a vector first."""
         from agenvoy_cli.errormem.ranking import lookup
 
@@ -366,7 +367,8 @@ class Memory:
         result = lookup(self.store, query, **options)
         return {**list_document("records", [h.as_dict() for h in result.hits]),
                 "hint": result.hint, "mode": result.mode, "match": result.match,
-                "unindexed_count": result.unindexed_count}
+                "unindexed_count": result.unindexed_count,
+                "notes": [n.as_dict() for n in result.notes]}
 
     def record_error(self, tool_name: str, keywords: Sequence[str], symptom: str,
                      action: str, outcome: str, cause: str | None = None, *,

@@ -167,7 +167,8 @@ def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
                            budget=budget)
     doc = {**list_document("records", [h.as_dict() for h in result.hits]), "hint": result.hint,
            "mode": result.mode, "match": result.match,
-           "unindexed_count": result.unindexed_count}
+           "unindexed_count": result.unindexed_count,
+           "notes": [n.as_dict() for n in result.notes]}
     return result.hint or "NONE", doc
 
 

@@ -8,9 +8,6 @@ import pytest
 
 from agenvoy_cli.errormem import records
 
-# Fails on today's lookup (#39): removed with the relevance bar.
-pytestmark = pytest.mark.xfail(strict=True, reason="hints for unrelated errors (#39)")
-
 UNRELATED = [
     "TypeError: unsupported operand type(s) for +: 'int' and 'str'",
     "bash: jq: command not found",
