@@ -9,11 +9,10 @@ passage that matches, and that passage is the hit's snippet."""
 from __future__ import annotations
 
 import re
-import time
 from typing import TYPE_CHECKING
 
 from agenvoy_cli.notes import store as note_store
-from agenvoy_cli.notes.store import NOTES, Note, Warn, one_line, quiet
+from agenvoy_cli.notes.store import NOTES, Note, Warn, quiet
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -71,23 +70,16 @@ def catch_up(store: Store, budget: float | None, warn: Warn = quiet) -> int:
     todo = pending(store)
     if not todo or budget == 0:
         return len(todo)
-    done = 0
-    try:
-        from agenvoy_cli.vectors import api as vectors
-        from agenvoy_cli.vectors.hooks import preload
+    from agenvoy_cli.vectors.budget import embed_within
 
-        preload()
-        vectors.embedder(store).embed_query("warm")  # the model load is not the budget's
-        deadline = None if budget is None else time.monotonic() + budget
-        while done < len(todo) and (deadline is None or time.monotonic() < deadline):
-            batch = todo[done:done + BATCH]
-            vecs, model = embed_notes(store, batch)
-            with store.write_lock():
-                note_store.add_vectors(store, list(zip(batch, vecs)), model)
-            done += len(batch)
-    except Exception as exc:  # noqa: BLE001 - searches never fail because of vectors
-        warn(f"agenvoy: warning: could not embed the notes without a vector "
-             f"({one_line(exc)}); they are found by keyword")
+    def step(batch: list[Note]) -> None:
+        vecs, model = embed_notes(store, batch)
+        with store.write_lock():
+            note_store.add_vectors(store, list(zip(batch, vecs)), model)
+
+    done = embed_within(store, todo, BATCH, budget, step, warn,
+                        "could not embed the notes without a vector; they are found by "
+                        "keyword")
     return len(todo) - done
 
 

@@ -8,6 +8,7 @@ _EXPORTS: dict[str, str | None] = {
     "attribution": None,
     "IndexModelMismatch": "api",
     "KeptEmbedder": "attribution",
+    "embed_within": "budget",
     "hnsw_missing": "check",
     "embedder": "collection",
     "local_model": "collection",
