@@ -8,7 +8,7 @@ The scratch folder is shown as /home/dev/work in the messages, and the local ser
 on fixed ports, so a re-capture on another machine differs only where the programs'
 versions word things differently.
 
-    python bench/hint_data/capture.py            # rewrites bench/hint_data/captured.json
+    python bench/hint_data/capture.py            # adds new scenarios to captured.json
     python bench/hint_data/capture.py --only ID  # one scenario, printed
 
 Needs bash, git, python3 (with requests), pip, node/npm, gcc, cargo, javac, make, sqlite3,
@@ -258,6 +258,97 @@ SCENARIOS: dict[str, str] = {
     "gcc-missing-source": "gcc -o app main_missing.c",
     "make-no-dir": "make -C services/api",
     "tar-create-fail": "tar czf /nonexistent/backup.tgz scripts",
+    # --- held out (captured after the first report, for the second fit's report) ---------
+    "h-py-module-pandas": "venv/bin/python -c 'import pandas as pd'",
+    "h-py-module-bs4": "venv/bin/python -c 'from bs4 import BeautifulSoup'",
+    "h-py-m-pytest": "venv/bin/python -m pytest -q",
+    "h-sh-perm-release": "./scripts/release.sh v2",
+    "h-sh-perm-start": "./bin/start --port 8080",
+    "h-compose-logs": "docker-compose logs -f api",
+    "h-git-push-develop": "cd clone3 && git push origin master:develop",
+    "h-git-nonrepo-status": "cd /var && git status -s",
+    "h-git-nonrepo-branch": "cd /tmp && git branch -a",
+    "h-git-conflict-feature": "cd conflict3 && git merge feature",
+    "h-git-identity-commit": "cd identnew && env -u GIT_AUTHOR_NAME -u GIT_AUTHOR_EMAIL -u "
+                             "GIT_COMMITTER_NAME -u GIT_COMMITTER_EMAIL git commit -q -m init",
+    "h-pip-no-version-numpy": "pip install --no-cache-dir 'numpy==0.0.1' 2>&1 | "
+                              "grep -v '^WARNING'",
+    "h-npm-missing-start": "cd web && npm run start:prod",
+    "h-node-cannot-find-chalk": "cd web && node -e 'require(\"chalk\")'",
+    "h-npm-ci-scripts": "cd web && npm ci --ignore-scripts",
+    "h-make-separator-docs": "make -C badmake4 docs",
+    "h-make-no-rule-release": "make -C proj release",
+    "h-gcc-header-yaml": "gcc -c uses_yaml.c",
+    "h-gcc-undefined-exp": "gcc growth.c -o growth",
+    "h-cargo-moved-config": "cd rs && cp variants/moved_config.rs src/main.rs && cargo build "
+                            "-q --offline",
+    "h-cargo-unresolved-regex": "cd rs && cp variants/regex.rs src/main.rs && cargo build -q "
+                                "--offline",
+    "h-javac-symbol-random": "javac -d out java/Dice.java",
+    "h-docker-daemon-ps": "docker ps -a",
+    "h-docker-daemon-info": "docker info 2>&1 | tail -3",
+    "h-kubectl-svc": "kubectl get svc 2>&1 | tail -1",
+    "h-kubectl-describe": "kubectl describe pod api-0 2>&1 | tail -1",
+    "h-ssh-refused-git": "ssh -o BatchMode=yes -p 9 git@127.0.0.1",
+    "h-psql-refused-dt": "psql -h 127.0.0.1 -p 9 -U app appdb -c '\\dt'",
+    "h-curl-resolve-grafana": "curl -sS https://grafana.internal.invalid/api/health",
+    "h-git-clone-resolve": "git clone https://git.internal.invalid/acme/api.git",
+    "h-curl-selfsigned-health": f"curl -sS https://localhost:{TLS_PORT}/health",
+    "h-req-429-other": PY_REQ.format(f"r = requests.get('http://127.0.0.1:{HTTP_PORT}/v1/rate/"
+                                     "other')\nr.raise_for_status()"),
+    "h-req-401-me": PY_REQ.format(f"r = requests.get('http://127.0.0.1:{HTTP_PORT}/v1/me', "
+                                  "params={'fields': 'name'})\nr.raise_for_status()"),
+    "h-req-refused-healthz": PY_REQ.format(f"requests.get('http://localhost:{HTTP_PORT + 7}"
+                                           "/healthz')"),
+    "h-req-timeout-slow": PY_REQ.format(f"requests.get('http://127.0.0.1:{SLOW_PORT}/slow', "
+                                        "timeout=1)"),
+    "h-urllib-json-html": f"python3 -c 'import json, urllib.request; json.loads(urllib.request"
+                          f".urlopen(\"http://127.0.0.1:{HTTP_PORT}/v1/orders/html\").read())'",
+    "h-sqlite-no-table-payments": "sqlite3 app.db 'SELECT * FROM payments'",
+    "h-sqlite-unique-members-py": "python3 -c 'import sqlite3; c = sqlite3.connect(\"app.db\")"
+                                  "; c.execute(\"INSERT INTO members (username) VALUES (?)\","
+                                  " (\"ada\",))'",
+    "h-py-unicode-export": "python3 -c 'open(\"export.txt\", encoding=\"utf-8\").read()'",
+    "h-py-recursion-fib": "python3 -c 'import sys; sys.setrecursionlimit(90)\ndef fib(n): "
+                          "return fib(n - 1) + fib(n - 2) if n > 1 else n\nfib(500)'",
+    "h-py-filenotfound-toml": "python3 -c 'open(\"settings.toml\")'",
+    "h-tar-not-gzip-notes": "tar xzf notes.txt -C restore/",
+    "h-jq-html-data": "jq .data page.html",
+    # unrelated
+    "h-py-name": "python3 -c 'print(total_count)'",
+    "h-py-exists": "python3 -c 'import os; os.mkdir(\"scripts\")'",
+    "h-py-isdir": "python3 -c 'open(\"scripts\").read()'",
+    "h-py-unbound": "python3 -c 'def f():\n    x += 1\nf()'",
+    "h-py-dict-size": "python3 -c 'd = {1: 1}\nfor k in d: d[k + 1] = 0'",
+    "h-py-not-serializable": "python3 -c 'import json, datetime; json.dumps(datetime.date.today"
+                             "())'",
+    "h-py-none-subscript": "python3 -c 'x = None; x[0]'",
+    "h-git-unknown-revision": "cd clone1 && git log nosuchref",
+    "h-git-refspec": "cd clone1 && git push origin nosuchbranch",
+    "h-git-dest-exists": "git clone -q remote.git clone1",
+    "h-npm-ejsonparse": "cd badjson && npm install",
+    "h-node-reference": "cd web && node -e 'console.log(totalCount)'",
+    "h-node-stack": "cd web && node -e 'function f(){ return f() } f()'",
+    "h-gcc-expected-semicolon": "gcc -c missing_semicolon.c",
+    "h-cargo-cannot-find-value": "cd rs && cp variants/value.rs src/main.rs && cargo build -q "
+                                 "--offline",
+    "h-javac-semicolon": "javac -d out java/Semi.java",
+    "h-make-recipe-failed": "make -C failing",
+    "h-sqlite-check": "sqlite3 app.db 'CREATE TABLE IF NOT EXISTS ages (n INTEGER CHECK (n > 0))"
+                      "; INSERT INTO ages VALUES (-1)'",
+    "h-sqlite-mismatch": "sqlite3 app.db 'INSERT INTO accounts (id, email) VALUES (\"x\", "
+                         "\"b@x.io\")'",
+    "h-docker-bad-reference": "docker run UPPERCASE/Image:latest",
+    "h-kubectl-unknown-command": "kubectl gett pods 2>&1 | head -3",
+    "h-ssh-bad-port": "ssh -p abc 127.0.0.1",
+    "h-curl-bad-format": "curl -sS 'http://exa mple.com/'",
+    "h-tar-not-tar": "tar xf notes.txt",
+    "h-unzip-not-zip": "unzip -q notes.txt",
+    "h-jq-syntax": "echo '{}' | jq '.a |'",
+    "h-sed-unterminated": "echo x | sed -e 's/x/'",
+    "h-grep-unmatched": "grep -E '(' notes.txt",
+    "h-find-missing": "find /nope -name '*.py'",
+    "h-ln-exists": "ln -s notes.txt deploy.sh",
     # --- archives and JSON tools --------------------------------------------------------
     "tar-not-gzip": "tar xzf release.tar.gz",
     "tar-not-gzip-2": "tar -xzvf backup-2024.tgz -C restore/",
@@ -400,6 +491,11 @@ def setup(work: Path) -> None:
         "tokio.rs": "use tokio::time::sleep;\nfn main() {}\n",
         "rand.rs": "use rand::Rng;\nfn main() { let n: u8 = rand::thread_rng().gen(); }\n",
         "anyhow.rs": "use anyhow::Result;\nfn main() -> Result<()> { Ok(()) }\n",
+        "moved_config.rs": "struct Config { name: String }\nfn load(c: Config) {}\nfn main() {"
+                           "\n    let cfg = Config { name: String::new() };\n    load(cfg);\n"
+                           "    println!(\"{}\", cfg.name);\n}\n",
+        "regex.rs": "use regex::Regex;\nfn main() {}\n",
+        "value.rs": "fn main() {\n    println!(\"{}\", retries);\n}\n",
         "mismatch.rs": 'fn main() {\n    let port: u16 = "8080";\n    println!("{}", port);\n}\n',
     }
     for name, text in variants.items():
@@ -427,7 +523,30 @@ def setup(work: Path) -> None:
     sh(f"{git} init -q identmerge && cd identmerge && echo a > a && git add a && "
        f"{git} commit -qm a && git checkout -qb topic && echo b > b && git add b && "
        f"{git} commit -qm b && git checkout -q master", work)
+    (work / "scripts" / "release.sh").write_text("#!/bin/sh\necho release\n")
+    (work / "bin").mkdir()
+    (work / "bin" / "start").write_text("#!/bin/sh\necho start\n")
+    sh(f"{git} init -q conflict3 && cd conflict3 && echo base > g.txt && git add g.txt && "
+       f"{git} commit -qm base && git checkout -qb feature && echo feature > g.txt && "
+       f"{git} commit -qam feature && git checkout -q master && echo master > g.txt && "
+       f"{git} commit -qam master", work)
+    sh("git init -q identnew && cd identnew && echo x > x && git add x", work)
+    (work / "badmake4").mkdir()
+    (work / "badmake4" / "Makefile").write_text("docs:\n   mkdocs build\n")
+    (work / "failing").mkdir()
+    (work / "failing" / "Makefile").write_text("all:\n\tfalse\n")
+    (work / "uses_yaml.c").write_text("#include <yaml_missing/yaml.h>\nint main(void) "
+                                      "{ return 0; }\n")
+    (work / "growth.c").write_text("#include <math.h>\nint main(int c, char **v) "
+                                   "{ return (int)exp(c * 0.5); }\n")
+    (work / "missing_semicolon.c").write_text("int main(void) {\n  int x = 1\n  return x;\n}\n")
+    (work / "badjson").mkdir()
+    (work / "badjson" / "package.json").write_text('{"name": "x", "version": "1.0.0",}\n')
     (work / "java").mkdir()
+    (work / "java" / "Dice.java").write_text(
+        "public class Dice {\n    static Random rng = new Random();\n}\n")
+    (work / "java" / "Semi.java").write_text(
+        "public class Semi {\n    int x = 1\n}\n")
     (work / "java" / "Ask.java").write_text(
         "public class Ask {\n    public static void main(String[] args) {\n"
         "        Scanner in = new Scanner(System.in);\n    }\n}\n")
@@ -522,13 +641,17 @@ def capture(only: str | None = None) -> dict[str, dict[str, str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="capture one scenario and print it")
+    parser.add_argument("--again", action="store_true",
+                        help="replace the captures already in the file too")
     args = parser.parse_args()
     got = capture(args.only)
     if args.only:
         print(json.dumps(got, indent=2, ensure_ascii=False))
         return 0
     old = json.loads(OUT.read_text("utf-8")) if OUT.exists() else {}
-    merged = {**old, **got}
+    # what a set was tuned or reported on stays as it was captured: only new scenarios
+    # are added, unless --again
+    merged = {**old, **got} if args.again else {**got, **old}
     OUT.write_text(json.dumps(dict(sorted(merged.items())), indent=1, ensure_ascii=False)
                    + "\n", "utf-8")
     print(f"{len(got)} captured, {len(merged)} in {OUT}", file=sys.stderr)
