@@ -91,7 +91,7 @@ class SearchResult:
 
 
 def _terms(query: str) -> list[str]:
-    from agenvoy_cli.search.keyword import content_query
+    from agenvoy_cli.search.query import content_query
 
     return [t for t in content_query(query).split() if fts.term_tokens(t)]
 
@@ -124,7 +124,7 @@ def _matched(conn: sqlite3.Connection, terms: Sequence[str], ids: Sequence[int]
 
 def keyword_ranking(conn: sqlite3.Connection, query: str, n: int, want: str | None,
                     result: SearchResult) -> list[tuple[int, float]]:
-    from agenvoy_cli.search.keyword import default_match
+    from agenvoy_cli.search.query import default_match
 
     terms = _terms(query)
     if not terms:
@@ -159,7 +159,7 @@ def snippet(text: str, terms: Sequence[str] = ()) -> str:
     """The text around the first term found in it (case-insensitively; a word's first five
     letters stand in for its stemmed forms), else its beginning; at most SNIPPET characters,
     cut at spaces."""
-    from agenvoy_cli.search.keyword import fold
+    from agenvoy_cli.search.query import fold
 
     low = fold(text) if len(fold(text)) == len(text) else text.lower()
     at = -1
@@ -286,7 +286,7 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
         unembedded = {n.id for n in note_store.fetch(conn, "vector_model IS NULL")}
         kw: list[tuple[int, float]] = []
         if mode == "hybrid" or unembedded or vector is None:
-            from agenvoy_cli.search.keyword import content_query
+            from agenvoy_cli.search.query import content_query
 
             expr = fts.match_any(content_query(query)) if terms else None
             kw = fts_ranking(conn, expr, POOL)
@@ -304,16 +304,18 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
             order = [(i, s, None) for i, s in kw[:limit]]
             result.score_kind = "bm25"
         else:
-            from agenvoy_cli.search.fusion import coverage, fuse, weights
+            from agenvoy_cli.search.fusion import Ranking, coverage, fuse, weights
+            from agenvoy_cli.search.query import Query
 
             memories = [alive[i].content[:500] for i, _, _ in vec[:5]]
             best_kw = note_store.by_ids(conn, [kw[0][0]]).get(kw[0][0])
             cov = coverage(fts.term_tokens(" ".join(terms)),
                            fts.term_tokens(best_kw.name + " " + best_kw.content)) \
                 if best_kw and terms else None
-            w = weights(query, memories, cov)
-            fused = fuse(kw, [(i, s) for i, s, _ in vec], w_keyword=w.keyword,
-                         w_vector=w.vector, neighbour=0.0)
+            w = weights(Query.of(query), memories, cov)
+            fused = fuse([Ranking("keyword", kw, w.keyword),
+                          Ranking("vector", [(i, s) for i, s, _ in vec], w.vector)],
+                         neighbour=0.0)
             order = [(i, s, passage.get(i)) for i, s in fused[:limit]]
             result.score_kind = "rrf"
         result.results = _hits(conn, order, terms)
