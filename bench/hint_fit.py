@@ -60,13 +60,13 @@ def features(split: str) -> list[dict[str, object]]:
                     split == "fit" and lk.split in ("tune", "report")):
                 continue
             query = texts[lk.id]
-            bar = HintBar.for_store(store, query, semantic=True)
+            bar = HintBar.for_store(store, semantic=True).judge_for(query)
             bar._vectors = shared  # the records' texts are embedded once for the run
             for key, rec in zip([r.key for r in RECORDS], records):
                 if lk.tool and rec.tool_name != lk.tool:
                     continue  # --tool: only that tool's records are candidates (#17)
                 theirs = signature(rec.symptom)
-                verdict = bar.judge(rec)
+                verdict = bar.judge(rec.symptom, plain(rec.keywords))
                 rows.append({"lookup": lookup_key(lk), "record": key, "tool": lk.tool,
                              "positive": lk.expect == key, "related": lk.expect is not None,
                              "wjac": weighted_overlap(bar.signature, theirs),

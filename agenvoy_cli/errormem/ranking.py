@@ -363,8 +363,8 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
         hits, match = _keyword_rule(_score(found, q, tool, sem, rarity, floor=keywords), q,
                                     sem is None)
     notes: list[Note] = []
-    if not keywords:  # an error text: only records of the same failure (judged outside
-        hits = _related(store, q, hits, sem is not None, warn) if hits else []  # the lock)
+    if not keywords:  # an error text: only records of the same failure (outside the lock)
+        hits = _related(store, q, hits, sem is not None, warn, model) if hits else []
         if not hits:
             said = (f"{len(found)} record(s) share words with this error, but none describes "
                     "the same failure" if found else "no record shares a word with this error")
@@ -384,23 +384,29 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
     return LookupResult(hits, mode, left, match, notes)
 
 
-def _related(store: Store, q: ErrorQuery, hits: list[Hit], semantic: bool, warn: Warn) -> list[Hit]:
-    """The hits the hint bar (errormem/relevance.py) finds related to the error text, in
-    their order; each says why in `matched`."""
-    from agenvoy_cli.errormem.relevance import HintBar
+def _related(store: Store, q: ErrorQuery, hits: list[Hit], semantic: bool, warn: Warn,
+             model: str) -> list[Hit]:
+    """The hits the hint bar (errormem/relevance.py, a search Relevance) finds related to
+    the error text, in their order; each says why in `matched`."""
+    from agenvoy_cli.errormem.relevance import HintBar, RecordCandidate
+    from agenvoy_cli.search.relevance import Pool, Relevance
 
+    bar: Relevance  # the search pipeline's interface (mypy checks HintBar keeps to it)
     try:
-        bar = HintBar.for_store(store, q.lines, semantic)
+        bar = HintBar.for_store(store, semantic)
     except Exception as exc:  # noqa: BLE001 - no embedder now: the words decide
         warn(f"agenvoy: warning: the hint bar judges by words only ({one_line(exc)})")
-        bar = HintBar(q.lines)
-    kept = []
+        bar = HintBar()
+    # similarity: the lookup's semantic signal (0 without vectors); the bar does not read it
+    pool = Pool([RecordCandidate(h.record.id, h.signals.get("sem", 0.0), h.record.symptom,
+                                 keywords=tuple(plain(h.record.keywords))) for h in hits],
+                background=(), typical=None, query_vector=(), model_id=model)
+    decision = bar.decide(Query.of(q.lines), pool)  # the bar reads the output line by line
+    kept = set(decision.related)
     for h in hits:
-        verdict = bar.judge(h.record)
-        if verdict.related:
-            h.matched.append(verdict.why)
-            kept.append(h)
-    return kept
+        if h.record.id in kept:
+            h.matched.append(decision.evidence[h.record.id].why)
+    return [h for h in hits if h.record.id in kept]
 
 
 def _keyword_rule(hits: list[Hit], q: ErrorQuery, keyword: bool) -> tuple[list[Hit], str | None]:

