@@ -120,12 +120,13 @@ class Memory:
                 warn: Warn | None = None) -> dict[str, Any]:
         """The messages to send to the model this turn: the rolling summary (as a system
         message) and the last `max_messages` (max_history_messages, 16); and how many
-        knowledge notes the home keeps (when any, Agenvoy has its agent search them first)."""
-        from agenvoy_cli.notes.files import note_count
+        knowledge notes the home keeps (when any, Agenvoy has its agent search them first;
+        None when history.db cannot be read: the messages come from history.json)."""
+        from agenvoy_cli.notes.files import context_note_count
 
         messages = self.store.context(session_id, max_messages, warn=warn)
         return {"session_id": session_id, **list_document("messages", messages),
-                "knowledge_note_count": note_count(self.store)}
+                "knowledge_note_count": context_note_count(self.store, **_warn(warn))}
 
     def search(self, session_id: str, query: str, *, mode: str = "semantic",
                limit: int = 8, range: str = "all", since: str | None = None,

@@ -17,10 +17,10 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.errors import AgenvoyError, BadInput
+from agenvoy_cli.errors import AgenvoyError, BadInput, CorruptStore
 from agenvoy_cli.notes import store as note_store
 from agenvoy_cli.notes.names import MAX_CONTENT_BYTES, check_name, decode_content, note_name
-from agenvoy_cli.notes.store import Warn, quiet
+from agenvoy_cli.notes.store import Warn, one_line, quiet
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -126,6 +126,16 @@ def note_count(store: Store) -> int:
         have = note_store.count(conn)
         known = note_store.taken_files(conn, LEGACY) if entries else {}
     return have + sum(1 for e in entries if LEGACY + e.name not in known)
+
+
+def context_note_count(store: Store, warn: Warn = quiet) -> int | None:
+    """note_count for `context` and get_context, which read history.json only and so must
+    answer without a readable database: None (unknown, with a warning) when it is damaged."""
+    try:
+        return note_count(store)
+    except CorruptStore as exc:
+        warn(f"agenvoy: warning: the knowledge notes were not counted ({one_line(exc)})")
+        return None
 
 
 # --------------------------------------------------------------------------- another home

@@ -130,14 +130,15 @@ def get(store: Store, name: str) -> Note:
     return note
 
 
-def list_notes(store: Store) -> list[Note]:
-    """Every note, by name (bytewise, as upstream's sort.Strings)."""
+def list_notes(store: Store, where: str = "1", *, order: str = "name") -> list[Note]:
+    """The notes `where` holds (default: every one), by name (bytewise, as upstream's
+    sort.Strings) unless `order` says otherwise; none in a home without a database."""
     conn = store.db_readonly()
     if conn is None:
         return []
     with store.read_lock():
         conn = store.db_readonly()
-        return fetch(conn) if conn is not None else []
+        return fetch(conn, where, order=order) if conn is not None else []
 
 
 def count(conn: sqlite3.Connection | None) -> int:

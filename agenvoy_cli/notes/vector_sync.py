@@ -56,12 +56,7 @@ def embed_notes(store: Store, notes: list[Note]) -> tuple[list[list[list[float]]
 
 def pending(store: Store) -> list[Note]:
     """Notes without vectors yet."""
-    conn = store.db_readonly()
-    if conn is None:
-        return []
-    with store.read_lock():
-        conn = store.db_readonly()
-        return note_store.fetch(conn, "vector_model IS NULL", order="id") if conn else []
+    return note_store.list_notes(store, "vector_model IS NULL", order="id")
 
 
 def catch_up(store: Store, budget: float | None, warn: Warn = quiet) -> int:

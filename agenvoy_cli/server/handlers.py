@@ -121,9 +121,9 @@ def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
     session_id = a.session(ctx.bound)
     limit = a.integer("max_messages", lo=0)
     messages = ctx.store.context(session_id, limit, warn=ctx.warn)
-    from agenvoy_cli.notes.files import note_count
+    from agenvoy_cli.notes.files import context_note_count
 
-    notes = note_count(ctx.store)
+    notes = context_note_count(ctx.store, ctx.warn)
     blocks = [f"[{m.get('role')}]\n{display_text(m)}" for m in messages]
     text = "\n\n".join(blocks) or "(no messages)"
     if notes:

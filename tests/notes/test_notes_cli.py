@@ -345,3 +345,20 @@ def test_import_agenvoy_brings_another_homes_notes(run, home, tmp_path):
     assert run("notes", "remove", "theirs", "--yes").exit_code == 0
     res = run("import", "agenvoy", str(other), "--json")
     assert res.json()["notes_added"] == 0  # taken once: a removed note is not brought back
+
+
+def test_context_does_not_need_a_readable_database_for_the_notes_count(run, home):
+    """`context` reads history.json only (tests/test_damaged.py): with history.db damaged it
+    still answers, the notes count unknown (null) and a warning saying why, instead of
+    failing with exit 4 because it counted the notes."""
+    assert run("notes", "add", "--content", DEPLOY).exit_code == 0
+    assert run("append", "s", "--role", "user", "--content", "hello").exit_code == 0
+    for suffix in ("-wal", "-shm"):
+        (home / ".store" / f"history.db{suffix}").unlink(missing_ok=True)
+    (home / ".store" / "history.db").write_bytes(b"this is not a database" * 100)
+    res = run("context", "s", "--json")
+    assert res.exit_code == 0, res.stderr
+    doc = res.json()
+    assert doc["knowledge_note_count"] is None
+    assert [m["content"].endswith("hello") for m in doc["messages"]] == [True]
+    assert "agenvoy: warning: " in res.stderr and "notes" in res.stderr
