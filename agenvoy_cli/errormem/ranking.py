@@ -62,7 +62,7 @@ from agenvoy_cli.errormem.store import (
 )
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home import fts
-from agenvoy_cli.search.query import Query
+from agenvoy_cli.search.query import SHORT_QUERY_TERMS, Query
 from agenvoy_cli.search.results import Note
 
 # What an errors lookup's notes say (docs/json-vocabulary.md lists the codes).
@@ -141,6 +141,15 @@ def _keyword_only(conn: sqlite3.Connection, q: ErrorQuery, tool: str | None) -> 
     low = q.text.lower()
     return any(all(known(" ".join(p.split())) for p in parts)
                for parts in (low.split(","), low.split()))
+
+
+def _typed_words(q: ErrorQuery) -> bool:
+    """A few plain words (`ttl redis`, `redis ttl?`: at most SHORT_QUERY_TERMS, one line,
+    without the colon or quotes of a program's error line) are someone searching by
+    keyword, ranked by the keyword rule, not an error output for the hint bar. None of the
+    237 error outputs of the bar's calibration set (bench/hint_cases.py) is such a query."""
+    return (len(q.tokens) <= SHORT_QUERY_TERMS and "\n" not in q.lines
+            and not any(mark in q.text for mark in ":'\"`‘’“”"))
 
 
 def _has_vectors(conn: sqlite3.Connection, now: int) -> bool:
@@ -349,7 +358,8 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
                  "keyword matching only")
     with store.write_lock():  # Chroma needs the lock
         conn = store.db()
-        keywords = _keyword_only(conn, q, tool)  # a search by keywords, not an error text
+        # a search by keywords, not an error text: no hint bar, the ranking's floor
+        keywords = _keyword_only(conn, q, tool) or _typed_words(q)
         found = _candidates(conn, q, tool, now)
         sem: dict[str, float] | None = None
         if qvec is not None:
