@@ -359,7 +359,8 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
     with store.write_lock():  # Chroma needs the lock
         conn = store.db()
         # a search by keywords, not an error text: no hint bar, the ranking's floor
-        keywords = _keyword_only(conn, q, tool) or _typed_words(q)
+        keywords = _keyword_only(conn, q, tool)
+        typed = not keywords and _typed_words(q)
         found = _candidates(conn, q, tool, now)
         sem: dict[str, float] | None = None
         if qvec is not None:
@@ -370,10 +371,14 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
                      f"({one_line(exc)}); keyword matching only "
                      "(`agenvoy doctor --repair` rebuilds it)")
         rarity = _rarity(conn, q.tokens) if q.tokens else {}
-        hits, match = _keyword_rule(_score(found, q, tool, sem, rarity, floor=keywords), q,
-                                    sem is None)
+        scored = _score(found, q, tool, sem, rarity, floor=keywords or typed)
+        if typed:  # words typed to search by: the records holding them, by the keyword rule
+            scored = [h for h in scored if h.matched_terms]
+        hits, match = _keyword_rule(scored, q, sem is None or typed)
     notes: list[Note] = []
-    if not keywords:  # an error text: only records of the same failure (outside the lock)
+    if typed and not hits:
+        notes.append(Note("not_related", "no record holds these words; no hint"))
+    elif not keywords and not typed:  # an error text: the same failure (outside the lock)
         hits = _related(store, q, hits, sem is not None, warn, model) if hits else []
         if not hits:
             said = (f"{len(found)} record(s) share words with this error, but none describes "

@@ -157,8 +157,8 @@ def test_nothing_found_prints_nothing(run, home, keyword_only):
     assert lookup(run, "--tool", "shell", "disk quota") == {
         "schema_version": 1, "records": [], "count": 0, "hint": "", "mode": "keyword",
         "match": "all", "unindexed_count": None, "notes": [
-            {"code": "not_related", "message": "no record shares a word with this error; "
-                                               "no hint"}], "served_by": "local"}
+            {"code": "not_related", "message": "no record holds these words; no hint"}],
+        "served_by": "local"}
     res = run("errors", "lookup", "--tool", "shell", "disk quota")
     assert res.stdout == "" and "no related error records" in res.stderr
 
