@@ -103,15 +103,16 @@ class Memory:
 
     def append(self, session_id: str, messages: Sequence[dict[str, Any]], *,
                time: datetime | None = None, compact: bool = True,
-               sender: str = "") -> dict[str, Any]:
+               sender: str = "", warn: Warn | None = None) -> dict[str, Any]:
         """Append OpenAI-style messages to a session (history.json, then SQLite), all or
         nothing. `time` is the local time for messages without a time header (now);
-        `sender` names who sent them (written in the session's format)."""
+        `sender` names who sent them (written in the session's format). A compaction that
+        fails after the append is reported through `warn`."""
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
         result = self.store.append(session_id, list(messages), time, compact=compact,
-                                   sender=sender)
+                                   sender=sender, warn=warn)
         return {"session_id": result.session_id, "appended": result.appended,
                 "message_count": result.messages, "bytes": result.bytes,
                 "compaction": result.compaction.as_dict() if result.compaction else None}
@@ -233,15 +234,17 @@ class Memory:
         return doc
 
     def forget(self, session_id: str, seqs: Sequence[int] = (), match: str | None = None, *,
-               dry_run: bool = False) -> dict[str, Any]:
+               dry_run: bool = False, warn: Warn | None = None) -> dict[str, Any]:
         """Remove messages (by seq, or every one containing `match`) from history.json,
-        the archive and the vectors; the summary is not rewritten (see "notes")."""
+        the archive and the vectors, from all of them or (an error says so) from none; the
+        summary is not rewritten (see "notes")."""
         from agenvoy_cli.conversation.forget import forget_messages
         from agenvoy_cli.conversation.history_format import sender
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
-        result = forget_messages(self.store, session_id, tuple(seqs), match, dry_run=dry_run)
+        result = forget_messages(self.store, session_id, tuple(seqs), match, dry_run=dry_run,
+                                 warn=warn)
         messages = [{"seq": m.seq, "role": m.role, **moment("sent", m.send_at),
                      "sender": sender(m.raw) or None, "content": m.body}
                     for m in result.messages]
@@ -345,15 +348,17 @@ class Memory:
     def doctor(self, session_id: str | None = None, *, repair: bool = False
                ) -> dict[str, Any]:
         """Check the home's invariants (one session, or all); `repair` fixes what can be
-        fixed from what is on disk. "remaining": the problems left (0: healthy)."""
-        from agenvoy_cli.doctor.checks import run_doctor
+        fixed from what is on disk. "remaining": the problems left (0: healthy);
+        "kept_aside": damaged files a repair kept (path, bytes, remove_with)."""
+        from agenvoy_cli.doctor.checks import kept_aside, run_doctor
 
         if session_id is not None:
             self.store.require(session_id)
         ids = [session_id] if session_id else self.store.session_ids()
         problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
         return {"session_count": len(ids), **list_document("problems", problems),
-                "remaining": sum(1 for p in problems if not p["repaired"])}
+                "remaining": sum(1 for p in problems if not p["repaired"]),
+                "kept_aside": kept_aside(self.store, ids)}
 
     def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False, sidechains: str = "apart",

@@ -106,7 +106,7 @@ def append_messages(ctx: Context, raw: dict[str, Any]) -> Reply:
     if len(batch) > T.MAX_APPEND:
         raise BadInput(f"append_messages: {len(batch)} messages (at most {T.MAX_APPEND} per "
                        "call)")
-    result = ctx.store.append(session_id, batch)
+    result = ctx.store.append(session_id, batch, warn=ctx.warn)
     ctx.touched(session_id)
     doc = {"session_id": result.session_id, "appended": result.appended,
            "message_count": result.messages, "bytes": result.bytes,
