@@ -323,15 +323,17 @@ class Memory:
 
     def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False, sidechains: str = "apart",
-                progress: Progress | None = None) -> dict[str, Any]:
-        """Import histories (claude-code, codex, chatgpt, openai, agenvoy) into sessions,
-        exactly once and incrementally; nothing is embedded (backfill --vectors catches
-        up). Per source: session_id, status, added, malformed and the first reasons.
+                progress: Progress | None = None, now: bool = False) -> dict[str, Any]:
+        """Import histories (auto, claude-code, codex, chatgpt, openai, agenvoy) into
+        sessions, exactly once and incrementally; nothing is embedded (backfill --vectors
+        catches up). Per source: session_id, status, added, skipped and the first reasons;
+        "complete" when every source was read whole, "sessions_written". `now`: a message
+        its writer may still be adding to is taken as it is (the turn has ended).
         progress(bytes read, bytes in all) as it goes."""
         from agenvoy_cli.transfer.service import import_
 
         return import_(self.store, format, list(paths), session=session, dry_run=dry_run,
-                       strict=strict, sidechains=sidechains, progress=progress)
+                       strict=strict, sidechains=sidechains, progress=progress, now=now)
 
     def export(self, session_ids: Sequence[str] = (), *, all_sessions: bool = False,
                format: str = "jsonl", output: str | None = None) -> dict[str, Any]:

@@ -171,6 +171,11 @@ def dress(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") ->
         # Agenvoy v0.32's Record.WithPrefix puts a prefix; its normalise leaves lists alone
         out["content"] = [{"type": "text", "text": header_block(moment, who)}, *content]
         return out
+    if at is not None and content in (None, "") and out.get("tool_calls"):
+        # a tool call given its own time (sendAt, e.g. by an import): the header is its
+        # content, or the call would take the previous message's time
+        out["content"] = header_block(moment, who)
+        return out
     if is_blank(text) or header_time(text) is not None:
         return out
     block = header_block(moment, who)
@@ -317,12 +322,16 @@ def prefix(message: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+ARCHIVE_ONLY = (SEND_AT, SENDER, "original_parts")  # kept, never sent to a provider
+
+
 def model_message(message: dict[str, Any]) -> dict[str, Any]:
-    """The message a provider accepts: no sendAt/sender keys; a sendAt-dress message shows its
+    """The message a provider accepts: no sendAt/sender keys, nor the parts an import
+    turned into ones a provider takes (original_parts); a sendAt-dress message shows its
     time the way Agenvoy v0.32 does (Record.WithPrefix), a header message keeps its header."""
-    if SEND_AT not in message and SENDER not in message:
+    if SEND_AT not in message and SENDER not in message and "original_parts" not in message:
         return message
-    out = {k: v for k, v in message.items() if k not in (SEND_AT, SENDER)}
+    out = {k: v for k, v in message.items() if k not in ARCHIVE_ONLY}
     head = prefix(message)
     content = out.get("content")
     if not head:

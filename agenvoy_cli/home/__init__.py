@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str | None] = {
     "read_json": "files",
     "stale_temp_files": "files",
     "Layout": "layout",
+    "NAME_MAX_BYTES": "layout",
     "resolve_home": "layout",
     "validate_name": "layout",
     "Locks": "locking",
