@@ -120,18 +120,22 @@ class Memory:
         """Every session: message_count, bytes, last_message_at, has_summary."""
         from agenvoy_cli.conversation.session_list import list_all
         from agenvoy_cli.conversation.sessions import as_dicts
-        from agenvoy_cli.transfer.sources import origins
+        from agenvoy_cli.transfer.sources import origins, parents
 
         docs = as_dicts(list_all(self.store))
         with self.store.read_lock():
             came = origins(self.store.db_readonly())
+            started = parents(self.store.db_readonly())
         for doc in docs:
             doc["source"] = came.get(doc["session_id"])  # where `import` brought it from
+            doc["parent"] = started.get(doc["session_id"])  # a sub-agent's session's
         return list_document("sessions", docs)
 
     def session(self, session_id: str) -> dict[str, Any]:
-        """One session with its archive row_count, trim point and path (NotFound)."""
+        """One session with its archive row_count, trim point, path, where `import` brought
+        it from (source) and the session that started it (parent: a sub-agent's), NotFound."""
         from agenvoy_cli.conversation import session_list, sessions
+        from agenvoy_cli.transfer.sources import origins, parents
 
         store = self.store
         with store.read_lock():
@@ -141,6 +145,8 @@ class Memory:
             info["row_count"] = sessions.archive_rows(store.db_readonly(), session_id)
             info["trim_point"] = {"start_seq": start_seq, **moment("start", start_at or None)}
             info["path"] = str(store.layout.session_dir(session_id))
+            info["source"] = origins(store.db_readonly()).get(session_id)
+            info["parent"] = parents(store.db_readonly()).get(session_id)
         return info
 
     def compact(self, session_id: str | None = None,

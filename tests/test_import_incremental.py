@@ -13,13 +13,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.test_transfer import provider_errors
+from tests.helpers.transfer import CODEX, DATA, TURN, provider_errors
 
-DATA = Path(__file__).resolve().parent / "data" / "transfer"
-TURN = next((DATA / "claude-turn").rglob("*.jsonl"))  # thinking, text, two tool_use, two
-LINES = TURN.read_bytes().splitlines(keepends=True)  # results, a second answer
+LINES = TURN.read_bytes().splitlines(keepends=True)
 SID = "cc-shop-5b0d8e21"
-CODEX = next((DATA / "codex").rglob("rollout-*.jsonl"))
 
 
 def rows(home: Path, sid: str = SID) -> list[tuple]:

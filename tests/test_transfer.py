@@ -9,30 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.helpers.transfer import provider_errors
+
 DATA = Path(__file__).resolve().parent / "data" / "transfer"
 CLAUDE = DATA / "claude" / "-home-ada-src-shop" / "7f3c2a10-5b1e-4c2d-9a8f-0e1d2c3b4a59.jsonl"
-
-
-def provider_errors(messages: list[dict]) -> list[str]:
-    """OpenAI chat-completions rules for a message list: roles known; an assistant message
-    has content or tool_calls; every tool message answers a call of the assistant message
-    before its run of tool messages, each call at most once."""
-    errors, open_calls = [], set()
-    for i, m in enumerate(messages):
-        role = m.get("role")
-        if role not in ("system", "user", "assistant", "tool"):
-            errors.append(f"{i}: role {role!r}")
-        if role == "assistant":
-            if not m.get("content") and not m.get("tool_calls"):
-                errors.append(f"{i}: assistant with neither content nor tool_calls")
-            open_calls = {c["id"] for c in m.get("tool_calls") or []}
-        elif role == "tool":
-            if m.get("tool_call_id") not in open_calls:
-                errors.append(f"{i}: tool message without its call")
-            open_calls.discard(m.get("tool_call_id"))
-        else:
-            open_calls = set()
-    return errors
 
 
 def context(run, sid: str) -> list[dict]:

@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str | None] = {
     "dry_run": "summarizer",
     "pending_sessions": "summarizer",
     "summarize_session": "summarizer",
+    "context_message": "summary",
     "read_summary": "summary",
 }
 __all__ = sorted(_EXPORTS)

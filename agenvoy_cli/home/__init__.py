@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str | None] = {
     "file_identity": "files",
     "fsync_dir": "files",
     "move_aside": "files",
+    "open_regular": "files",
     "parse_json": "files",
     "read_bytes": "files",
     "read_json": "files",

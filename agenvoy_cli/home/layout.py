@@ -177,6 +177,12 @@ class Layout(NamedTuple):
     def http_announce(self) -> Path:
         return _checked(self.store / "http.json")
 
+    @property
+    def hook_log(self) -> Path:
+        """Where `agenvoy hook` writes a line on any trouble (it never fails the host's turn,
+        and its stdout is the host's)."""
+        return _checked(self.store / "hook.log")
+
     def task_lock(self, task: str, name: str) -> Path:
         """Lock file of one long task (e.g. summarizing one session) that must not hold the
         store lock for its whole length (an LLM call). Never deleted, like the store lock."""
