@@ -101,7 +101,8 @@ def test_a_quiet_transcript_gives_its_last_message(run, home, tmp_path):
 
 def old_home(home: Path, fixture: Path, transcript_path: Path) -> None:
     """The home as agenvoy-cli before #41 left it (rows, cursor and history.json as that
-    version wrote them: tests/data/transfer/old-partial, made by its import)."""
+    version wrote them: tests/data/transfer/old-partial, made by its import). A cursor that
+    read the whole file is given the file's size and time (nothing changed since)."""
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.home.layout import Layout
 
@@ -112,9 +113,12 @@ def old_home(home: Path, fixture: Path, transcript_path: Path) -> None:
             for row in state["messages"]:
                 conn.execute(f"INSERT INTO messages ({', '.join(row)}) VALUES "
                              f"({', '.join('?' * len(row))})", list(row.values()))
+            info = transcript_path.stat()
             for src in state["import_sources"]:
                 src = {**src, "meta": orjson.dumps({**src["meta"],
                                                     "path": str(transcript_path)}).decode()}
+                if src["size"] == info.st_size:
+                    src.update(mtime_ns=info.st_mtime_ns)
                 conn.execute(f"INSERT INTO import_sources ({', '.join(src)}) VALUES "
                              f"({', '.join('?' * len(src))})", list(src.values()))
     finally:
@@ -186,3 +190,25 @@ def test_codex_a_call_without_its_output_waits(run, home, tmp_path):
     assert run("import", "codex", str(path), "--now").exit_code == 0
     roles = [r[2] for r in rows(home, sid)]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+
+
+def test_a_home_whose_cron_import_lost_the_rest_of_a_message_is_completed(run, home, tmp_path,
+                                                                          one_shot):
+    """The issue's case: an import mid-turn kept the first blocks of a message, the next
+    one (after the turn) read on and lost the others: a tool result without its call, the
+    answer's text and a call gone; the file has not changed since."""
+    path = transcript(tmp_path / "p", LINES)
+    past = time.time() - 3600  # written an hour ago, untouched since
+    os.utime(path, (past, past))
+    old_home(home, DATA / "old-partial" / "after-5-records-then-all.json", path)
+    doctor = run("doctor", "--json")
+    assert doctor.exit_code == 1
+    found = [p for p in doctor.json()["problems"] if p["check"] == "tool-pairs"]
+    assert len(found) == 1 and "1 tool result(s) without their call (seq 3)" in \
+        found[0]["detail"], found
+    doc = importing(run, path)  # the file is whole and unchanged: read again, once
+    assert doc["sources"][0]["completed"] == 1 and doc["added"] == 0
+    assert rows(home) == one_shot
+    assert run("doctor").exit_code == 0
+    again = importing(run, path)
+    assert again["sources"][0]["status"] == "unchanged" and rows(home) == one_shot

@@ -126,8 +126,10 @@ def test_changed_old_part_is_reported_not_duplicated(run, tmp_path, home):
     path.write_bytes(path.read_bytes().replace(b"permission denied", b"permission DENIED")
                      + b"\n")
     res = run("import", "claude-code", str(path), "--now", "--json")
-    assert res.exit_code == 1 and "has changed" in res.stderr  # not read whole
-    assert res.json()["sources"][0]["status"] == "changed"
+    assert res.exit_code == 2 and "has changed" in res.stderr  # nothing written
+    doc = run("import", "auto", str(path), str(DATA / "openai.jsonl"), "--now", "--json")
+    assert doc.exit_code == 1  # another source written: the document, and why not 0
+    assert [s["status"] for s in doc.json()["sources"]] == ["changed", "changed", "imported"]
     assert len(rows(home, sid)) == 7
 
 

@@ -25,8 +25,7 @@ def _render(doc: dict[str, Any]) -> str:
 
 def outcome(doc: dict[str, Any]) -> tuple[int, str | None]:
     """The exit code and the line that says why it is not 0: 0 when every source was read
-    whole; 1 when one was not but something was written (or its imported part changed);
-    2 when nothing could be read and nothing was written."""
+    whole; 1 when one was not but something was written; 2 when nothing was written."""
     if doc["complete"]:
         return 0, None
     bad = [r for r in doc["sources"] if r["status"] not in ("imported", "unchanged")]
@@ -36,10 +35,8 @@ def outcome(doc: dict[str, Any]) -> tuple[int, str | None]:
         reason = "the part imported before has changed since; nothing imported from it"
     head = f"{len(bad)} source(s) not read whole (first: {first['source']}: {reason})"
     written = doc["sessions_written"]
-    if not written and all(r["status"] == "unreadable" for r in bad):
-        return 2, f"{head}; nothing was written"
     if not written:
-        return FAILED, f"{head}; nothing new was written"
+        return 2, f"{head}; nothing was written"
     names = ", ".join(written[:SHOWN]) + (f" and {len(written) - SHOWN} more"
                                            if len(written) > SHOWN else "")
     return FAILED, (f"{head}; written: {len(written)} session(s) ({names}); run the same "

@@ -22,10 +22,17 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.conversation.messages import content_text, strip_header
 from agenvoy_cli.home.layout import NAME_MAX_BYTES
 from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, files, lines, open_input, too_long
-from agenvoy_cli.transfer.records import Record, Unit, decode_error, moment_ns, slug, text_parts
+from agenvoy_cli.transfer.records import (
+    Record,
+    Unit,
+    decode_error,
+    moment_ns,
+    part_of,
+    slug,
+    text_parts,
+)
 
 QUIET_SECONDS = 120.0  # a transcript this long untouched is not being written
 KIND = "claude-code"
@@ -117,21 +124,6 @@ def merge(into: dict[str, Any] | None, more: dict[str, Any]) -> dict[str, Any]:
         into["reasoning_content"] = "\n".join(
             t for t in (into.get("reasoning_content"), more["reasoning_content"]) if t)
     return into
-
-
-def part_of(old: dict[str, Any], full: dict[str, Any]) -> bool:
-    """Whether an archived assistant message is what an older import made of the first
-    blocks of `full` (each of its text, reasoning and tool calls a prefix of full's)."""
-    if old.get("role") != "assistant" or full.get("role") != "assistant":
-        return False
-    calls = old.get("tool_calls") or []
-    if calls != (full.get("tool_calls") or [])[:len(calls)]:
-        return False
-    if not str(full.get("reasoning_content") or "").startswith(
-            str(old.get("reasoning_content") or "")):
-        return False
-    text = strip_header(content_text(old.get("content"))).strip()
-    return strip_header(content_text(full.get("content"))).strip().startswith(text)
 
 
 class _Open:
@@ -300,4 +292,4 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
         yield Unit(f"{KIND}:{stem}" + ("#sidechain" if side else ""), KIND, sid,
                    partial(read, file, side, meta, settled, report, limit), meta,
                    stat.st_size, stat.st_mtime_ns, report=report, part_of=part_of,
-                   parent=parent)
+                   rescan=True, parent=parent)

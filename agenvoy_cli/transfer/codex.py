@@ -4,9 +4,10 @@ assistant; developer -> system), reasoning (-> reasoning_content of the next ass
 message), function_call / custom_tool_call / local_shell_call (-> assistant tool_calls) and
 their outputs (-> tool messages), web_search_call (-> a web_search tool call with its query,
 and a tool message saying the rollout keeps no results). session_meta gives the id and cwd;
-the rest is skipped. Codex writes each item once it is complete; a call whose output is not
-written yet is held back (with what follows it) until it is, or the rollout has been quiet
-for `quiet` seconds."""
+the rest is skipped. Codex writes each item once it is complete; calls made together
+(no output between them) are one assistant message; a call whose output is not written yet
+is held back (with what follows it) until it is, or the rollout has been quiet for `quiet`
+seconds."""
 
 from __future__ import annotations
 
@@ -19,7 +20,15 @@ from typing import Any
 import orjson
 
 from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, files, lines, open_input, too_long
-from agenvoy_cli.transfer.records import Record, Unit, decode_error, moment_ns, slug, text_parts
+from agenvoy_cli.transfer.records import (
+    Record,
+    Unit,
+    decode_error,
+    moment_ns,
+    part_of,
+    slug,
+    text_parts,
+)
 
 QUIET_SECONDS = 120.0
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
@@ -100,10 +109,31 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _merged(held: list[Record], first: int) -> list[Record]:
+    """Held records whose calls were made together (no output between them): one assistant
+    message with every call, on the last call's record (`start`: the first's number)."""
+    places = [i for i, r in enumerate(held) if r.messages]
+    if len(places) < 2:
+        return held
+    message = dict(held[places[0]].messages[0][0])
+    moment = held[places[0]].messages[0][1]
+    reasoning = [message.get("reasoning_content")]
+    for i in places[1:]:
+        more = held[i].messages[0][0]
+        message["tool_calls"] = message["tool_calls"] + more["tool_calls"]
+        reasoning.append(more.get("reasoning_content"))
+    if any(reasoning):
+        message["reasoning_content"] = "\n".join(t for t in reasoning if t)
+    out = [r._replace(messages=[]) for r in held]
+    out[places[-1]] = out[places[-1]]._replace(messages=[(message, moment)], start=first)
+    return out
+
+
 def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any],
          limit: int = MAX_RECORD_BYTES) -> Iterator[Record]:
     reasoning: list[str] = []
     held: list[Record] = []  # from a call whose output is not there yet
+    count = 0  # records yielded
     report["open"] = 0
     with open_input(path) as handle:
         for line in lines(handle, limit):
@@ -117,15 +147,18 @@ def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any]
             answered = any(m.get("role") != "assistant" or not m.get("tool_calls")
                            for m, _ in record.messages)
             if held and (answered or record.error):
-                yield from held
+                for done in _merged(held, count + 1):
+                    count += 1
+                    yield done
                 held = []
             if held or (calls and not answered):
                 held.append(record)
                 continue
+            count += 1
             yield record
     if held:
         if settled:
-            yield from held
+            yield from _merged(held, count + 1)
         else:
             report["open"] = len(held)
 
@@ -190,4 +223,4 @@ def file_unit(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
     settled = now or time.time() - stat.st_mtime >= quiet
     return Unit(f"codex:{ident}", "codex", session or f"codex-{name}-{ident[:8]}",
                 partial(read, file, meta, settled, report, limit), meta, stat.st_size,
-                stat.st_mtime_ns, report=report)
+                stat.st_mtime_ns, report=report, part_of=part_of)

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
+import orjson
+
 from agenvoy_cli.conversation import dress
 from agenvoy_cli.conversation.messages import message_identity, validate_message
 from agenvoy_cli.conversation.store import Store
@@ -132,6 +134,53 @@ def check_strict(unit: Unit) -> None:
                        f"(--strict): {bad[0]}")
 
 
+SCANNED = "whole_messages"  # in a cursor's meta: its rows were checked for incomplete ones
+WINDOW = 64  # archived rows looked ahead for a message's own
+
+
+class Completions:
+    """One pass, in order, over a session's archived assistant rows beside the messages its
+    source had before the cursor: a row that is an incomplete form of its message (an older
+    version archived it while the message was still being written, and lost the rest) is
+    completed, once, when the source is next imported (the cursor's meta then says so)."""
+
+    def __init__(self, store: Store, sid: str, part_of: Callable[[dict[str, Any],
+                                                                   dict[str, Any]], bool]):
+        self.store, self.sid, self.part_of = store, sid, part_of
+        conn = store.db_readonly()
+        self.rows: Iterator[tuple[int, str | None]] | None = iter(()) if conn is None else \
+            iter(conn.execute("SELECT seq, message FROM messages WHERE session_id = ? AND "
+                              "role = 'assistant' AND seq IS NOT NULL ORDER BY seq", (sid,)))
+        self.ahead: list[tuple[int, dict[str, Any]]] = []
+        self.found: list[tuple[int, Timed]] = []
+
+    def see(self, record: Record) -> None:
+        for message, moment in record.messages:
+            if message.get("role") == "assistant" and self.rows is not None:
+                self._match(message, moment, bool(record.start))
+
+    def _match(self, message: dict[str, Any], moment: int | None, grouped: bool) -> None:
+        assert self.rows is not None
+        while len(self.ahead) < WINDOW:
+            row = next(self.rows, None)
+            if row is None:
+                break
+            if row[1]:
+                self.ahead.append((row[0], orjson.loads(row[1])))
+        for i, (seq, archived) in enumerate(self.ahead):
+            if self.part_of(archived, message):
+                if grouped and not self.part_of(message, archived):
+                    self.found.append((seq, (message, moment)))
+                del self.ahead[:i + 1]
+                return
+
+    def close(self) -> list[tuple[int, Timed]]:
+        """The rows to complete (seq, message); the pass is over."""
+        self.rows = None
+        self.ahead = []
+        return self.found
+
+
 class _Import:
     """One unit's import, record by record."""
 
@@ -146,6 +195,11 @@ class _Import:
         self.tail = _tail(store, sid, cursor.seq_end) if cursor and not dry_run else []
         self.pending: list[Timed] = []
         self.total = 0  # messages the unit has
+        self.scan = Completions(store, sid, unit.part_of) if cursor is not None and \
+            unit.part_of is not None and unit.rescan and not cursor.meta.get(SCANNED) and \
+            not dry_run else None
+        if unit.rescan:
+            unit.meta[SCANNED] = 1
         self.claimed = cursor is not None
         # a message with no time of its own and none before it: the source's (stable
         # across runs, so a re-run recognises what a killed one appended)
@@ -227,6 +281,20 @@ class _Import:
         self.doc["completed"] = self.doc.get("completed", 0) + 1
         return record.messages[1:]
 
+    def complete_scanned(self, records: int) -> None:
+        """Complete the rows the pass over what was read before found incomplete."""
+        if self.scan is None:
+            return
+        found, self.scan = self.scan.close(), None
+        assert self.unit.part_of is not None
+        for seq, item in found:
+            checked = self.checked([item], records)
+            if checked:
+                with self.store.write_lock():
+                    if self.store.complete_message(self.sid, seq, checked[0],
+                                                   self.unit.part_of):
+                        self.doc["completed"] = self.doc.get("completed", 0) + 1
+
     def run(self) -> None:
         cursor, doc = self.cursor, self.doc
         done = cursor.records if cursor else 0
@@ -238,12 +306,16 @@ class _Import:
                 self.total += len(record.messages)
                 self.seen.update(len(record.raw).to_bytes(8, "little") + record.raw)
                 if count <= done:
+                    if self.scan is not None:
+                        self.scan.see(record)
                     if count == done and cursor is not None and \
                             self.seen.hexdigest() != cursor.digest:
                         doc.update(status="changed", record_count=count)
                         return
                     for message, moment in record.messages:
                         self.last_time = dress.time_ns(message) or moment or self.last_time
+                    if count == done:
+                        self.complete_scanned(count)
                     continue
                 if record.error:
                     self.out.skip(record.error)
@@ -281,7 +353,8 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
                 ) -> dict[str, Any]:
     cursor = sources.get(store.db_readonly(), unit.key)
     if cursor is not None and unit.size is not None and \
-            (cursor.size, cursor.mtime_ns) == (unit.size, unit.mtime_ns):
+            (cursor.size, cursor.mtime_ns) == (unit.size, unit.mtime_ns) and \
+            (not unit.rescan or cursor.meta.get(SCANNED) or dry_run):
         doc = Outcome(unit).doc
         doc.update(session_id=cursor.session_id, status="unchanged",
                    record_count=cursor.records, **unit.report)

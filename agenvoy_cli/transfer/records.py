@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from agenvoy_cli.conversation.messages import MAX_YEAR, MIN_YEAR
+from agenvoy_cli.conversation.messages import MAX_YEAR, MIN_YEAR, content_text, strip_header
 
 Timed = tuple[dict[str, Any], int | None]  # a message and its time (UTC unix ns; None: unknown)
 NS = 1_000_000_000
@@ -56,6 +56,7 @@ class Unit:
     report: dict[str, Any] = field(default_factory=dict)  # what the reader tells the result
     # whether an archived message is an incomplete form of a complete one (see Record.start)
     part_of: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None
+    rescan: bool = False  # its older reader lost blocks: rows before the cursor checked once
     parent: str | None = None  # the key of the unit whose session started this one
 
 
@@ -90,6 +91,21 @@ def moment_ns(value: Any) -> int | None:
             return None
         ns = (delta // timedelta(microseconds=1)) * 1000
     return ns if MIN_NS <= ns <= MAX_NS else None
+
+
+def part_of(old: dict[str, Any], full: dict[str, Any]) -> bool:
+    """Whether an archived assistant message is what an older import made of the first
+    records of `full` (each of its text, reasoning and tool calls a prefix of full's)."""
+    if old.get("role") != "assistant" or full.get("role") != "assistant":
+        return False
+    calls = old.get("tool_calls") or []
+    if calls != (full.get("tool_calls") or [])[:len(calls)]:
+        return False
+    if not str(full.get("reasoning_content") or "").startswith(
+            str(old.get("reasoning_content") or "")):
+        return False
+    text = strip_header(content_text(old.get("content"))).strip()
+    return strip_header(content_text(full.get("content"))).strip().startswith(text)
 
 
 def slug(text: str, size: int = 32) -> str:
