@@ -34,11 +34,12 @@ def _line_format(entry: Any) -> str | None:
     if not isinstance(entry, dict):
         return None
     kind = entry.get("type")
+    kind = kind if isinstance(kind, str) else None
     if kind == "session" and entry.get("format") == "agenvoy-export":
         return "agenvoy"
     if kind in _CODEX and "payload" in entry:
         return "codex"
-    if isinstance(kind, str) and any(k in entry for k in _CLAUDE_KEYS):
+    if kind is not None and any(k in entry for k in _CLAUDE_KEYS):
         return "claude-code"
     if isinstance(entry.get("role"), str):
         return "openai"

@@ -157,6 +157,26 @@ def problem(value: Any) -> str | None:
     return "it cannot be written as JSON"
 
 
+def storable(value: Any, depth: int = 0) -> Any:
+    """A value read, made fit to store as JSON (a source's metadata): a lone surrogate
+    replaced, a number beyond 64 bits written as text, what is nested too deep left out."""
+    if problem(value) is None:
+        return value
+    if depth > MAX_DEPTH // 4:
+        return "[nested too deep]"
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if -(2**63) <= value < 2**64 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {storable(k, depth): storable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable(v, depth + 1) for v in value]
+    return value if value is None or isinstance(value, bool) else repr(value)
+
+
 def _depth(value: Any) -> int:
     """Nesting of a value, counted only as deep as MAX_DEPTH + 1 (cheap for a message: its
     few containers are looked at once)."""

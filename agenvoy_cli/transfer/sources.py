@@ -8,6 +8,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from agenvoy_cli.transfer.records import storable
+
 
 class Cursor(NamedTuple):
     key: str
@@ -38,7 +40,7 @@ def get(conn: sqlite3.Connection | None, key: str) -> Cursor | None:
 def put(conn: sqlite3.Connection, cursor: Cursor) -> None:
     conn.execute(f"INSERT OR REPLACE INTO import_sources ({_COLUMNS}, updated_at) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (*cursor[:8], orjson.dumps(cursor.meta).decode(), time.time_ns()))
+                 (*cursor[:8], orjson.dumps(storable(cursor.meta)).decode(), time.time_ns()))
 
 
 def session_owner(conn: sqlite3.Connection | None, session_id: str) -> str | None:
