@@ -183,7 +183,7 @@ def test_codex_a_call_without_its_output_waits(run, home, tmp_path):
     path = tmp_path / CODEX.name
     path.write_bytes(b"".join(lines[:at + 1]))
     doc = run("import", "codex", str(path), "--json").json()
-    assert doc["sources"][0]["open"] == 1
+    assert doc["sources"][0]["open"] == 2  # the reasoning, and the call it led to
     sid = doc["sources"][0]["session_id"]
     assert "tool_calls" not in rows(home, sid)[-1][4]
     shutil.copy(CODEX, path)

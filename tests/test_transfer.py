@@ -234,8 +234,8 @@ def test_an_empty_source_then_the_grown_one_imports_every_record(run, tmp_path, 
     path.write_bytes(b"".join(x for x in lines if x not in side))  # no sub-agent yet
     grown = imported(run, "claude-code", str(path))
     assert [(s["session_id"], s["added"]) for s in grown["sources"]] == [
-        ("cc-shop-7f3c2a10", 7), ("cc-shop-7f3c2a10-side", 0)]
-    with path.open("ab") as handle:  # the sub-agent starts: its side had a cursor, empty
+        ("cc-shop-7f3c2a10", 7)]  # no sidechain record yet: that pass is not made
+    with path.open("ab") as handle:  # the sub-agent starts: its side is read from the start
         handle.writelines(side)
     again = imported(run, "claude-code", str(path))
     assert [s["added"] for s in again["sources"]] == [0, 2]
@@ -357,7 +357,7 @@ def test_kill_9_in_the_middle_then_doctor_and_a_second_import_complete_it(home, 
     from tests.conftest import ROOT, agenvoy
 
     path = tmp_path / "conversations.json"
-    total = chatgpt_export(path, 12, 300)  # 600 messages a conversation: two batches each
+    total = chatgpt_export(path, 12, 300)  # 600 messages a conversation
     db = home / ".store" / "history.db"
 
     def archived() -> int:
@@ -415,8 +415,11 @@ def test_a_crash_between_a_batchs_two_writes_is_found_by_doctor_and_completed(ho
 
     from tests.conftest import ROOT, agenvoy
 
+    from agenvoy_cli.transfer.engine import BATCH
+
     path = tmp_path / "conversations.json"
-    total = chatgpt_export(path, 3, 300)
+    turns = (BATCH + 100) // 2  # two batches a conversation
+    total = chatgpt_export(path, 3, turns)
     script = (
         "import os, sys\n"
         "from agenvoy_cli.conversation.store import Store\n"
@@ -436,14 +439,15 @@ def test_a_crash_between_a_batchs_two_writes_is_found_by_doctor_and_completed(ho
     doctor = agenvoy("doctor", "--json")
     problems = orjson.loads(doctor.stdout)["problems"]
     assert doctor.returncode == 1 and len(problems) == 1, problems
-    assert problems[0]["check"] == "archive" and "500 message(s) of history.json are not in " \
-        "SQLite" in problems[0]["detail"], problems
+    assert problems[0]["check"] == "archive" and f"{BATCH} message(s) of history.json are " \
+        "not in SQLite" in problems[0]["detail"], problems
     again = agenvoy("import", "chatgpt", str(path), "--json", timeout=300)
     assert again.returncode == 0, again.stderr
     with sqlite3.connect(home / ".store" / "history.db") as conn:
         per = conn.execute("SELECT count(*), count(DISTINCT hash), min(seq), max(seq) "
                            "FROM messages GROUP BY session_id").fetchall()
-    assert sum(r[0] for r in per) == total and all(r == (600, 600, 0, 599) for r in per), per
+    want = (2 * turns, 2 * turns, 0, 2 * turns - 1)
+    assert sum(r[0] for r in per) == total and all(r == want for r in per), per
     assert agenvoy("doctor").returncode == 0
 
 
@@ -518,8 +522,11 @@ def test_killed_between_a_batch_and_its_cursor(home, tmp_path, appends):
 
     from tests.conftest import ROOT, agenvoy
 
+    from agenvoy_cli.transfer.engine import BATCH
+
     path = tmp_path / "conversations.json"
-    total = chatgpt_export(path, 2, 300)  # two batches a conversation (BATCH = 500)
+    turns = (BATCH + 100) // 2
+    total = chatgpt_export(path, 2, turns)  # two batches a conversation
     child = subprocess.run([sys.executable, "-c", KILLED_AFTER_APPEND, str(appends),
                             str(path)], cwd=ROOT, capture_output=True, timeout=120)
     assert child.returncode == -signal.SIGKILL, child.stderr
@@ -530,8 +537,8 @@ def test_killed_between_a_batch_and_its_cursor(home, tmp_path, appends):
     with sqlite3.connect(home / ".store" / "history.db") as conn:
         per = conn.execute("SELECT session_id, count(*), count(DISTINCT hash) FROM messages "
                            "GROUP BY session_id ORDER BY 1").fetchall()
-    assert per == [("chatgpt-generated-0-0000-gen", 600, 600),
-                   ("chatgpt-generated-1-0001-gen", 600, 600)]
+    assert per == [("chatgpt-generated-0-0000-gen", 2 * turns, 2 * turns),
+                   ("chatgpt-generated-1-0001-gen", 2 * turns, 2 * turns)]
     assert sum(len(orjson.loads((home / "sessions" / s / "history.json").read_bytes()))
                for s, _, _ in per) <= total
 

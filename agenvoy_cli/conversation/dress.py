@@ -54,6 +54,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 def strip_prefix(content: str) -> str:
     """Agenvoy's StripPrefix: the legacy block or lines, then a `sendAt:` line."""
+    own = _OWN_BLOCK.match(content)
+    if own and not _MAY_PREFIX.match(content, own.end()):
+        return content[own.end():]  # header_block's own form, nothing after it to strip
     content = _LEGACY_BLOCK.sub("", content, count=1)
     while True:
         trimmed = _LEGACY_LINE.sub("", content, count=1)
@@ -287,7 +290,9 @@ def record_key(message: dict[str, Any]) -> str:
 
 
 # where strip_prefix may change a content: it starts (after blanks) as one of its patterns
-_MAY_PREFIX = re.compile(r"\A" + _S + r"*(?:-{3}|" + _LEGACY + r"|sendAt|sender|channelId)")
+_MAY_PREFIX = re.compile(_S + r"*(?:-{3}|" + _LEGACY + r"|sendAt|sender|channelId)")
+# header_block's own block (no sender): what _LEGACY_BLOCK removes of it, in one match
+_OWN_BLOCK = re.compile(r"---\n" + HEADER_LABEL + r": \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n---\n")
 
 
 def record_hash(message: dict[str, Any], ident: str) -> str:

@@ -28,6 +28,7 @@ _BLOCK = re.compile(
 _BARE = re.compile(r"\A[ \t\r\n]*(?=" + HEADER_LABEL + r")[^\n]*(?:\r?\n|\Z)")
 _TIME_IN = re.compile(HEADER_LABEL + r"[:：][ \t]*" + _TIME_RE)
 _PLAIN_TIME = re.compile(r"\A" + _TIME_RE + r"\Z")
+_STAMP = re.compile(_TIME_RE)
 NS = 1_000_000_000
 # send_at is a signed 64-bit count of nanoseconds: 1677-09-21 to 2262-04-11 (whole years kept)
 MIN_YEAR, MAX_YEAR = 1678, 2261
@@ -104,8 +105,17 @@ def search_body(text: str, message: dict[str, Any] | None) -> str:
     return f"{body}\n{extra}" if body and extra else body or extra
 
 
+_OWN_HEAD = f"---\n{HEADER_LABEL}: "  # header_for's form, then the time and "\n---\n"
+_OWN_END = len(_OWN_HEAD) + 19
+
+
 def _header(text: str) -> tuple[str | None, int]:
     """(time text, end of the header) of a content's leading time header."""
+    if text.startswith(_OWN_HEAD) and text[_OWN_END:_OWN_END + 5] == "\n---\n" and \
+            _STAMP.fullmatch(text, len(_OWN_HEAD), _OWN_END):
+        # the form this tool writes (as the patterns below read it): every import and
+        # append pays this once per message, several times (bench/import_memory.py)
+        return text[len(_OWN_HEAD):_OWN_END], _OWN_END + 5
     head = text[:2000]
     if HEADER_LABEL not in head:
         return None, 0

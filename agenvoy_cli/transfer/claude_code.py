@@ -153,44 +153,56 @@ class _Open:
         return out
 
 
+_MAIN = (b'"isSidechain":false', b'"isSidechain": false')  # as Claude Code writes it
+_SIDE = (b'"isSidechain":true', b'"isSidechain": true')
+
+
 def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
-         report: dict[str, Any], limit: int = MAX_RECORD_BYTES) -> Iterator[Record]:
+         report: dict[str, Any], limit: int = MAX_RECORD_BYTES, skip: int = 0
+         ) -> Iterator[Record]:
     """The records of a transcript for the main conversation or for its sidechains; an
     assistant message still being written (see the module) is held back, with the records
-    after it."""
+    after it. The first `skip` records are passed unparsed (Unit.skips)."""
     count = 0  # records yielded
     current: _Open | None = None
     report["open"] = 0
+    loads = orjson.loads
     with open_input(path) as handle:
         for line in lines(handle, limit):
+            data = line.data
             if not line.complete:
                 break  # still being written: the next import reads it whole
+            raw = data if data is not None else line.raw
+            if not sidechain and data is not None and (_SIDE[0] in data or _SIDE[1] in data):
+                report["sidechain"] = True  # its sidechains' pass is worth reading
+            record: Record | None = None
             entry: Any = None
-            error = None
-            if line.data is None:
-                error = too_long(line, limit)
+            if count < skip or (sidechain and data is not None and (
+                    _MAIN[0] in data or _MAIN[1] in data)):
+                record = Record(raw, [])  # before the cursor, or the main one's (a side pass)
+            elif data is None:  # a line no side can claim: counted once, by the main one
+                record = Record(raw, [], None if sidechain else too_long(line, limit))
             else:
                 try:
-                    entry = orjson.loads(line.data)
+                    entry = loads(data)
                     if not isinstance(entry, dict):
                         raise ValueError("not a JSON object")
                 except ValueError as exc:
-                    error = f"line {line.number}: {decode_error(exc)}"
-            record: Record | None = None
-            messages: list[dict[str, Any]] = []
-            if error is not None:  # a line no side can claim: counted once, by the main one
-                record = Record(line.raw, [], None if sidechain else error)
-            elif entry.get("type") not in ("user", "assistant") or \
-                    bool(entry.get("isSidechain")) != sidechain:
-                record = Record(line.raw, [])
-            else:
+                    record = Record(raw, [], None if sidechain else
+                                    f"line {line.number}: {decode_error(exc)}")
+            kind = entry.get("type") if record is None else None
+            if record is None and (kind not in ("user", "assistant") or
+                                   bool(entry.get("isSidechain")) != sidechain):
+                record = Record(raw, [])
+            if record is None:
                 for name, key in (("cwd", "cwd"), ("gitBranch", "git_branch")):
-                    if isinstance(entry.get(name), str) and entry[name]:
-                        meta[key] = entry[name]
+                    value = entry.get(name)
+                    if value and isinstance(value, str):
+                        meta[key] = value
                 try:
                     messages = convert(entry)
                 except (ValueError, AttributeError, TypeError) as exc:
-                    record = Record(line.raw, [], f"line {line.number}: {exc}")
+                    record = Record(raw, [], f"line {line.number}: {exc}")
             if record is not None:  # bookkeeping: it neither opens nor closes a message
                 if current is not None:
                     current.records.append(record)
@@ -200,11 +212,10 @@ def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
                 continue
             moment = moment_ns(entry.get("timestamp"))
             body = entry.get("message")
-            msg_id = body.get("id") if isinstance(body, dict) else None
-            msg_id = msg_id if entry.get("type") == "assistant" and isinstance(msg_id, str) \
-                and msg_id else None
+            msg_id = body.get("id") if kind == "assistant" and isinstance(body, dict) else None
+            msg_id = msg_id if msg_id and isinstance(msg_id, str) else None
             if current is not None and msg_id == current.msg_id and len(messages) <= 1:
-                current.add(line.raw, messages[0] if messages else None, moment)
+                current.add(raw, messages[0] if messages else None, moment)
                 continue
             if current is not None:  # a record of another message: that one is complete
                 for done in current.done():
@@ -213,10 +224,10 @@ def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
                 current = None
             if msg_id is not None and len(messages) <= 1:
                 current = _Open(msg_id, count + 1)
-                current.add(line.raw, messages[0] if messages else None, moment)
+                current.add(raw, messages[0] if messages else None, moment)
                 continue
             count += 1
-            yield Record(line.raw, [(m, moment) for m in messages])
+            yield Record(raw, [(m, moment) for m in messages])
     if current is not None:
         if settled:
             yield from current.done()
@@ -277,11 +288,14 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
     parent_uuid = str(head.get("sessionId") or (file.parent.parent.name if in_subagents
                                                  else stem))
     parent_sid = f"cc-{name}-{parent_uuid[:8]}"
+    main: dict[str, Any] = {}
     for side in (False, True):
         if (side and sidechains == "skip") or (agent and not side):
             continue
+        if side and not agent and not main.get("sidechain"):
+            continue  # the main pass read no sidechain record (or nothing changed)
         meta: dict[str, Any] = {"path": str(file.resolve()), "project": project}
-        report: dict[str, Any] = {}
+        report: dict[str, Any] = main if not side else {}
         if agent:  # a sub-agent's own transcript, named after its parent and its full id
             agent_id = str(head.get("agentId") or stem.removeprefix("agent-"))
             sid = session or _fit(f"{parent_sid}-agent-{slug(agent_id, 120) or 'x'}")
@@ -292,4 +306,4 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
         yield Unit(f"{KIND}:{stem}" + ("#sidechain" if side else ""), KIND, sid,
                    partial(read, file, side, meta, settled, report, limit), meta,
                    stat.st_size, stat.st_mtime_ns, report=report, part_of=part_of,
-                   rescan=True, parent=parent)
+                   rescan=True, skips=True, parent=parent)

@@ -130,15 +130,22 @@ def _merged(held: list[Record], first: int) -> list[Record]:
 
 
 def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any],
-         limit: int = MAX_RECORD_BYTES) -> Iterator[Record]:
+         limit: int = MAX_RECORD_BYTES, skip: int = 0) -> Iterator[Record]:
+    """The records of a rollout; a call without its output, or reasoning without the message
+    it leads to, is held back with what follows it. The first `skip` records are passed
+    unparsed (Unit.skips)."""
     reasoning: list[str] = []
-    held: list[Record] = []  # from a call whose output is not there yet
+    held: list[Record] = []  # from a call whose output, or reasoning whose message, is not there
     count = 0  # records yielded
     report["open"] = 0
     with open_input(path) as handle:
         for line in lines(handle, limit):
             if not line.complete:
                 break  # still being written: the next import reads it whole
+            if count < skip:
+                count += 1
+                yield Record(line.raw, [])
+                continue
             if line.data is None:
                 record = Record(line.raw, [], too_long(line, limit))
             else:
@@ -146,13 +153,13 @@ def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any]
             calls = [m for m, _ in record.messages if m.get("tool_calls")]
             answered = any(m.get("role") != "assistant" or not m.get("tool_calls")
                            for m, _ in record.messages)
-            if held and (answered or record.error):
+            if held and answered:
                 for done in _merged(held, count + 1):
                     count += 1
                     yield done
                 held = []
-            if held or (calls and not answered):
-                held.append(record)
+            if held or (calls and not answered) or reasoning:
+                held.append(record)  # (reasoning waits for the message it leads to)
                 continue
             count += 1
             yield record
@@ -223,4 +230,4 @@ def file_unit(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
     settled = now or time.time() - stat.st_mtime >= quiet
     return Unit(f"codex:{ident}", "codex", session or f"codex-{name}-{ident[:8]}",
                 partial(read, file, meta, settled, report, limit), meta, stat.st_size,
-                stat.st_mtime_ns, report=report, part_of=part_of)
+                stat.st_mtime_ns, report=report, part_of=part_of, skips=True)

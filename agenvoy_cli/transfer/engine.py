@@ -22,6 +22,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 import orjson
@@ -32,9 +33,21 @@ from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import validate_name
 from agenvoy_cli.transfer import sources
-from agenvoy_cli.transfer.records import ReadFailure, Record, Timed, Unit, problem
+from agenvoy_cli.transfer.records import (
+    MAX_NS,
+    MIN_NS,
+    ReadFailure,
+    Record,
+    Timed,
+    Unit,
+    problem,
+)
 
-BATCH = 500  # messages per append (one lock, one transaction each)
+BATCH = 2000  # messages per append (one lock, one transaction each)
+# history.json is compacted once it is this many times over its limit (and at the end):
+# each compaction rewrites the file, so an import compacting at every batch spends a tenth
+# of its time there (bench/import_memory.py --format claude-code)
+COMPACT_OVER = 2
 REASONS = 5  # skipped records named in the result
 T = TypeVar("T")
 
@@ -44,8 +57,8 @@ def _stamp(message: dict[str, Any], moment: int | None, last: int) -> tuple[dict
     a header, or sendAt): its own when it has one (sendAt, a header), else the record's,
     else the previous message's."""
     own = dress.time_ns(message)
-    if own is not None:
-        return message, own
+    if own is not None or dress.SEND_AT in message:  # (a bad one is refused with it)
+        return message, own if own is not None and MIN_NS <= own <= MAX_NS else last
     at = moment if moment is not None else last
     return {**message, dress.SEND_AT: at}, at
 
@@ -135,6 +148,7 @@ def check_strict(unit: Unit) -> None:
 
 
 SCANNED = "whole_messages"  # in a cursor's meta: its rows were checked for incomplete ones
+BOUNDARY = "between_messages"  # in a cursor's meta: written where no message was open
 WINDOW = 64  # archived rows looked ahead for a message's own
 
 
@@ -194,12 +208,17 @@ class _Import:
         self.seen = hashlib.blake2b(digest_size=16)
         self.tail = _tail(store, sid, cursor.seq_end) if cursor and not dry_run else []
         self.pending: list[Timed] = []
+        self.size = 0  # of history.json after this import's last append (0: not known)
         self.total = 0  # messages the unit has
         self.scan = Completions(store, sid, unit.part_of) if cursor is not None and \
             unit.part_of is not None and unit.rescan and not cursor.meta.get(SCANNED) and \
             not dry_run else None
         if unit.rescan:
             unit.meta[SCANNED] = 1
+        for key, value in (cursor.meta if cursor else {}).items():
+            unit.meta.setdefault(key, value)  # what the reader learns only from skipped records
+        self.skip = cursor.records if cursor and unit.skips and self.scan is None and \
+            cursor.meta.get(BOUNDARY) else 0
         self.claimed = cursor is not None
         # a message with no time of its own and none before it: the source's (stable
         # across runs, so a re-run recognises what a killed one appended)
@@ -215,26 +234,34 @@ class _Import:
                 None, None, self.unit.meta))
         self.claimed = True
 
-    def checked(self, items: list[Timed], records: int) -> list[dict[str, Any]]:
-        """The messages that can be stored, stamped with their times; the others skipped."""
-        out: list[dict[str, Any]] = []
-        limit = self.store.settings.max_history_bytes
+    def stamped(self, items: list[Timed]) -> list[dict[str, Any]]:
+        out = []
         for message, moment in items:
-            why = problem(message)
-            if why is None:
-                try:
-                    valid = validate_message(message, len(out), limit)
-                    dress.validate(valid, f"message {len(out)}")
-                except BadInput as exc:
-                    why = str(exc)
-            if why is not None:
-                self.out.skip(f"record {records}: {why}")
-                continue
-            stamped, self.last_time = _stamp(valid, moment, self.last_time)
-            out.append(stamped)
+            message, self.last_time = _stamp(message, moment, self.last_time)
+            out.append(message)
         return out
 
+    def valid(self, messages: list[dict[str, Any]], records: int) -> list[dict[str, Any]]:
+        """The messages Store.append takes; the others skipped with their reasons (asked
+        only when a batch was refused, or to count a dry run: the Store checks every batch)."""
+        out: list[dict[str, Any]] = []
+        limit = self.store.settings.max_history_bytes
+        for message in messages:
+            try:
+                dress.validate(validate_message(message, len(out), limit), "message")
+            except BadInput as exc:  # the bounds' own words when one of them is the cause
+                self.out.skip(f"record {records}: {problem(message) or exc}")
+                continue
+            out.append(message)
+        return out
+
+    def checked(self, items: list[Timed], records: int) -> list[dict[str, Any]]:
+        """The messages that can be stored, stamped with their times; the others skipped."""
+        return self.valid(self.stamped(items), records)
+
     def cursor_put(self, records: int) -> None:
+        if self.unit.skips:
+            self.unit.meta[BOUNDARY] = 1
         top = self.store.db().execute("SELECT max(seq) FROM messages WHERE session_id = ?",
                                       (self.sid,)).fetchone()[0]
         with self.store.transaction() as conn:
@@ -243,23 +270,53 @@ class _Import:
                 0 if top is None else top + 1, None, None, self.unit.meta))
 
     def flush(self, records: int) -> None:
-        checked = self.checked(self.pending, records)
+        checked = self.stamped(self.pending)
         self.pending = []
+        if self.dry_run:
+            self.doc["added"] += len(self.valid(checked, records))
+            return
+        if self.tail:  # (rare: a killed run's last batch) compared as the Store wrote them
+            checked = self.valid(checked, records)
         while checked and self.tail and self.tail[0] in _identities(checked[0]):
             self.tail.pop(0)  # appended by a run that died before writing its cursor
             checked.pop(0)
         self.tail = [] if checked else self.tail
-        if self.dry_run:
-            self.doc["added"] += len(checked)
-            return
         with self.store.write_lock():
             if checked and not self.claimed:
                 self.claim()
-            if checked:  # an export's session keeps its own dress and trim point
-                self.store.append(self.sid, checked, compact=self.unit.trim is None,
-                                  history_format=self.unit.history_format)
+            if checked:
+                checked = self.append(checked, records)
             self.cursor_put(records)
         self.doc["added"] += len(checked)
+
+    def append(self, messages: list[dict[str, Any]], records: int) -> list[dict[str, Any]]:
+        """Append a batch (an export's session keeps its own dress and trim point); a batch
+        the Store refuses goes in without the messages it refuses. What went in."""
+        try:
+            done = self.store.append(self.sid, messages, compact=False,
+                                     history_format=self.unit.history_format)
+        except BadInput:
+            messages = self.valid(messages, records)
+            if not messages:
+                return messages
+            done = self.store.append(self.sid, messages, compact=False,
+                                     history_format=self.unit.history_format)
+        self.compact(done.bytes, COMPACT_OVER)
+        return messages
+
+    def finish(self) -> None:
+        """The session within its limit, as an append leaves it."""
+        if self.size and not self.dry_run:
+            with self.store.write_lock():
+                self.compact(self.size, 1)
+
+    def compact(self, size: int, over: float) -> None:
+        """Trim history.json once it is `over` times its limit (never an export's session:
+        it restores its own trim point)."""
+        self.size = size
+        if self.unit.trim is None and size > over * self.store.settings.max_history_bytes:
+            self.store.compact(self.sid)
+            self.size = 0
 
     def complete(self, record: Record, records: int) -> list[Timed]:
         """The first message of `record` completes the row an older import archived of it
@@ -301,7 +358,9 @@ class _Import:
         count = 0
         last: int | None = None
         try:
-            for record in guarded(self.unit.records):
+            reader = partial(self.unit.records, skip=self.skip) if self.skip else \
+                self.unit.records
+            for record in guarded(reader):
                 count += 1
                 self.total += len(record.messages)
                 self.seen.update(len(record.raw).to_bytes(8, "little") + record.raw)
@@ -331,6 +390,7 @@ class _Import:
             doc["record_count"] = count
             if self.pending or (last is not None and not self.dry_run):
                 self.flush(count)
+            self.finish()
             self.out.failed("partial" if count else "unreadable", str(exc))
             return
         doc["record_count"] = count
@@ -341,6 +401,7 @@ class _Import:
             return
         if self.pending or (last is not None and not self.dry_run):
             self.flush(count)
+        self.finish()
         if count and not self.total and doc["skipped"] == count and not done:
             self.out.failed("unreadable", f"no record of it can be read as {self.unit.format}")
         if cursor is not None and not doc["added"] and last is None:

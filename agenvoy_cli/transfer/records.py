@@ -18,7 +18,7 @@ from agenvoy_cli.conversation.messages import MAX_YEAR, MIN_YEAR, content_text, 
 
 Timed = tuple[dict[str, Any], int | None]  # a message and its time (UTC unix ns; None: unknown)
 NS = 1_000_000_000
-MAX_DEPTH = 200  # nesting of one message (orjson writes at most 254 levels)
+MAX_DEPTH = 200  # the nesting named in a refusal (orjson writes at most 254 levels)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # send_at is a signed 64-bit count of nanoseconds: whole years of it, as `append --time` takes
 MIN_NS = int((datetime(MIN_YEAR, 1, 1, tzinfo=timezone.utc) - _EPOCH).total_seconds()) * NS
@@ -57,6 +57,9 @@ class Unit:
     # whether an archived message is an incomplete form of a complete one (see Record.start)
     part_of: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None
     rescan: bool = False  # its older reader lost blocks: rows before the cursor checked once
+    # records(skip=n) passes the first n records unparsed: its cursors always sit between
+    # two messages (the reader holds an open one back), so nothing before them is needed
+    skips: bool = False
     parent: str | None = None  # the key of the unit whose session started this one
 
 
@@ -84,12 +87,10 @@ def moment_ns(value: Any) -> int | None:
         except (OverflowError, ValueError):
             return None
         ns = seconds * NS + moment.microsecond * 1000
+    elif moment.year < 2200:  # microseconds since 1970 fit a float's 53 bits exactly
+        ns = round(moment.timestamp() * 1_000_000) * 1000
     else:
-        try:
-            delta = moment - _EPOCH
-        except OverflowError:
-            return None
-        ns = (delta // timedelta(microseconds=1)) * 1000
+        ns = (moment - _EPOCH) // timedelta(microseconds=1) * 1000
     return ns if MIN_NS <= ns <= MAX_NS else None
 
 
@@ -123,12 +124,12 @@ def text_parts(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None
 
 
 def problem(value: Any) -> str | None:
-    """Why a value read cannot be stored (None: it can): nested deeper than MAX_DEPTH, a
-    string that is not valid UTF-8 (a lone surrogate), an integer beyond 64 bits. The common
-    case costs one orjson encoding; the walk that names the reason runs only on failure."""
+    """Why a value read cannot be stored as JSON (None: it can): nested too deep, a string
+    that is not valid UTF-8 (a lone surrogate), an integer beyond 64 bits. The common case
+    costs one orjson encoding; the walk that names the reason runs only on failure."""
     try:
         orjson.dumps(value)
-        return None if _depth(value) <= MAX_DEPTH else f"nested deeper than {MAX_DEPTH} levels"
+        return None
     except (TypeError, RecursionError):
         pass
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -175,24 +176,6 @@ def storable(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list):
         return [storable(v, depth + 1) for v in value]
     return value if value is None or isinstance(value, bool) else repr(value)
-
-
-def _depth(value: Any) -> int:
-    """Nesting of a value, counted only as deep as MAX_DEPTH + 1 (cheap for a message: its
-    few containers are looked at once)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list):
-            continue
-        deepest = max(deepest, depth)
-        if depth > MAX_DEPTH:
-            return depth
-        stack.extend((child, depth + 1) for child in item
-                     if isinstance(child, (dict, list)))
-    return deepest
 
 
 def raw_bytes(value: Any) -> bytes:
