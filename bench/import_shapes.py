@@ -22,7 +22,12 @@ from typing import Any
 
 import orjson
 
-_WORDS = ["the", "deploy", "script", "needs", "a", "retry", "budget", "because", "the", "database", "migration", "can", "time", "out", "while", "the", "cache", "warms", "up", "so", "we", "measure", "the", "queue", "and", "the", "worker", "before", "the", "release", "please", "review", "this", "function", "and", "explain", "why", "the", "test", "fails", "on", "the", "second", "run", "only", "kernel", "network", "docker", "python", "golang", "sqlite", "vector", "index", "search", "summary", "token", "window"]
+_TEXT = ("the deploy script needs a retry budget because the database migration can time "
+         "out while the cache warms up so we measure the queue and the worker before the "
+         "release please review this function and explain why the test fails on the second "
+         "run only kernel network docker python golang sqlite vector index search summary "
+         "token window")
+_WORDS = _TEXT.split(" ")
 _ZH = ("記憶層讓代理在每一輪對話前取得過去會話的摘要與最近訊息"
        "部署腳本失敗時應先檢查權限與設定資料庫遷移需要備份")
 

@@ -413,9 +413,8 @@ def test_a_crash_between_a_batchs_two_writes_is_found_by_doctor_and_completed(ho
     import subprocess
     import sys
 
-    from tests.conftest import ROOT, agenvoy
-
     from agenvoy_cli.transfer.engine import BATCH
+    from tests.conftest import ROOT, agenvoy
 
     path = tmp_path / "conversations.json"
     turns = (BATCH + 100) // 2  # two batches a conversation
@@ -520,9 +519,8 @@ def test_killed_between_a_batch_and_its_cursor(home, tmp_path, appends):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT, agenvoy
-
     from agenvoy_cli.transfer.engine import BATCH
+    from tests.conftest import ROOT, agenvoy
 
     path = tmp_path / "conversations.json"
     turns = (BATCH + 100) // 2
