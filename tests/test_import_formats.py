@@ -353,3 +353,34 @@ def test_doctor_reports_unpaired_tool_calls_and_results(run, home):
     assert details[0].startswith("1 tool call(s) without their result (seq 1: b)")
     assert details[1].startswith("1 tool result(s) without their call (seq 3)")
     # the last call ("c") is still running: not reported
+
+
+def test_openai_messages_keep_their_own_times(run, home, tmp_path):
+    path = tmp_path / "timed.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in [
+        {"role": "user", "content": "with sendAt", "sendAt": 1_700_000_000_000_000_000},
+        {"role": "assistant", "content": "---\n當前時間: 2024-01-02 03:04:05\n---\nheader"},
+        {"role": "user", "content": "none: the one before's"}]))
+    sid = imported(run, "openai", str(path))["sources"][0]["session_id"]
+    got = [r[1] for r in rows(home, sid)]
+    header = 1704135845 * 10**9  # 2024-01-02 03:04:05 in Asia/Taipei
+    assert got == [1_700_000_000 * 10**9, header, header]
+
+
+def test_codex_images_and_claude_images_become_image_url_parts(run, home, tmp_path):
+    items = [{"type": "session_meta", "payload": {"id": "0199eeee-0000-7000-8000-00000000000e",
+                                                  "cwd": "/w"}},
+             {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                                   "content": [
+                                                       {"type": "input_text", "text": "this?"},
+                                                       {"type": "input_image",
+                                                        "image_url": "data:image/png;base64,AA=="}]}}]
+    path = tmp_path / "rollout-2025-11-01T10-00-00-0199eeee-0000-7000-8000-00000000000e.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"timestamp": "2025-11-01T10:00:00Z", **x}) + b"\n"
+                              for x in items))
+    (src,) = imported(run, "codex", str(path), "--now")["sources"]
+    parts = context(run, src["session_id"])[0]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url"]
+    imported(run, "claude-code", str(CLAUDE), "--now", "--sidechains", "skip")
+    shot = context(run, "cc-shop-7f3c2a10")[5]["content"][1]
+    assert shot == {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
