@@ -368,13 +368,11 @@ def test_openai_messages_keep_their_own_times(run, home, tmp_path):
 
 
 def test_codex_images_and_claude_images_become_image_url_parts(run, home, tmp_path):
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AA=="}
     items = [{"type": "session_meta", "payload": {"id": "0199eeee-0000-7000-8000-00000000000e",
                                                   "cwd": "/w"}},
-             {"type": "response_item", "payload": {"type": "message", "role": "user",
-                                                   "content": [
-                                                       {"type": "input_text", "text": "this?"},
-                                                       {"type": "input_image",
-                                                        "image_url": "data:image/png;base64,AA=="}]}}]
+             {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [
+                 {"type": "input_text", "text": "this?"}, image]}}]
     path = tmp_path / "rollout-2025-11-01T10-00-00-0199eeee-0000-7000-8000-00000000000e.jsonl"
     path.write_bytes(b"".join(orjson.dumps({"timestamp": "2025-11-01T10:00:00Z", **x}) + b"\n"
                               for x in items))
