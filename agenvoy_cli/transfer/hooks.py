@@ -50,14 +50,19 @@ def _path(value: str) -> Path | None:
     return Path(value).expanduser() if value and "\x00" not in value else None
 
 
+def _document(data: bytes | str, what: str) -> Any:
+    """The JSON a host handed over (BadInput when too long or not JSON)."""
+    if len(data) > MAX_INPUT:
+        raise BadInput(f"{what} is over {MAX_INPUT:,} bytes")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise BadInput(f"{what} is not JSON ({exc})") from None
+
+
 def parse_event(data: bytes) -> Event:
     """Claude Code's hook input (BadInput when it is not one)."""
-    if len(data) > MAX_INPUT:
-        raise BadInput(f"the hook's input is over {MAX_INPUT:,} bytes")
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise BadInput(f"the hook's input is not JSON ({exc})") from None
+    doc = _document(data, "the hook's input")
     if not isinstance(doc, dict) or not _text(doc, "hook_event_name"):
         raise BadInput("the hook's input has no hook_event_name")
     return Event(_text(doc, "hook_event_name"), _text(doc, "session_id"),
@@ -121,12 +126,7 @@ def codex_rollout(codex_home: Path, thread_id: str) -> Path | None:
 
 def codex_notify(store: Store, payload: str, codex_home: Path) -> list[dict[str, Any]]:
     """Codex's notify: on agent-turn-complete, the thread's rollout taken whole."""
-    if len(payload) > MAX_INPUT:
-        raise BadInput(f"the notification is over {MAX_INPUT:,} bytes")
-    try:
-        doc = orjson.loads(payload)
-    except orjson.JSONDecodeError as exc:
-        raise BadInput(f"the notification is not JSON ({exc})") from None
+    doc = _document(payload, "the notification")
     if not isinstance(doc, dict) or doc.get("type") != "agent-turn-complete":
         return []
     thread = doc.get("thread-id")

@@ -46,7 +46,7 @@ class Unit:
     key: str  # stable name of the source (survives a new export of the same data)
     format: str
     session_id: str  # the proposed readable id
-    records: Callable[[], Iterable[Record]]  # may be called twice (--strict checks first)
+    records: Callable[..., Iterable[Record]]  # may be called twice (--strict checks first)
     meta: dict[str, Any] = field(default_factory=dict)  # kept with the cursor
     size: int | None = None  # of the file, when the unit is a whole file: unchanged = skip
     mtime_ns: int | None = None
