@@ -188,3 +188,13 @@ def test_codex_notify_imports_the_thread_rollout(home, tmp_path):
     bad = agenvoy("hook", "codex", '{"type": "agent-turn-complete", "thread-id": "nope"}',
                   env={"AGENVOY_HOME": str(home), "CODEX_HOME": str(codex_home)})
     assert bad.returncode == 0 and "no rollout" in (home / ".store" / "hook.log").read_text()
+
+
+def test_auto_names_a_sub_agent_after_its_parent(home, tmp_path):
+    folder = project(tmp_path)
+    res = agenvoy("import", "auto", str(folder.parent), "--now", "--json",
+                  env={"AGENVOY_HOME": str(home)})
+    assert res.returncode == 0, res.stderr
+    shown = orjson.loads(agenvoy("session", "show", "cc-shop-5b0d8e21-agent-a91c4e2f",
+                                 "--json", env={"AGENVOY_HOME": str(home)}).stdout)
+    assert shown["parent"] == "cc-shop-5b0d8e21"

@@ -129,9 +129,10 @@ def plan(fmt: str, paths: list[Path], limit: int) -> list[tuple[str, Path, Looks
             if fmt == "agenvoy" or whole == "agenvoy":
                 out.append(("agenvoy", path, None))
                 continue
-            if fmt == "auto":
-                targets = [path / "conversations.json"] if whole == "chatgpt" else \
-                    list(files(path, (".json", ".jsonl")))
+            if fmt == "auto":  # (sub-agents' transcripts after their parents')
+                targets = [path / "conversations.json"] if whole == "chatgpt" else sorted(
+                    files(path, (".json", ".jsonl")), key=lambda p: (p.name.startswith(
+                        "agent-"), p))
             else:
                 targets = _format_files(fmt, path)
             for file in targets:
