@@ -35,7 +35,8 @@ from agenvoy_cli.transfer.stream import Malformed, elements
 
 ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
 MAX_IMAGE_BYTES = 20 << 20  # an image file inlined as a data URL at most
-MAX_ASSET_FILES = 200_000  # files of the export folder looked at for assets
+MAX_ASSET_FILES = 200_000  # entries of the export folder looked at for assets
+ASSET_DEPTH = 3  # folders below it (an export keeps assets at most a few levels down)
 _MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
          ".gif": "image/gif", ".webp": "image/webp"}
 
@@ -51,12 +52,15 @@ class Assets:
     def _index(self) -> list[tuple[str, str]]:
         if self._names is None:
             found: list[tuple[str, str]] = []
+            seen = 0
             if self.folder is not None:
+                top = len(self.folder.parts)
                 for root, dirs, names in os.walk(self.folder):
-                    dirs.sort()
+                    dirs[:] = sorted(dirs) if len(Path(root).parts) - top < ASSET_DEPTH else []
                     found.extend((n, os.path.join(root, n)) for n in names
                                  if n.startswith(("file-", "file_")))
-                    if len(found) > MAX_ASSET_FILES:
+                    seen += len(names) + len(dirs)
+                    if seen > MAX_ASSET_FILES:
                         break
             self._names = sorted(found)
         return self._names
