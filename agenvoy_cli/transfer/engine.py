@@ -44,10 +44,12 @@ from agenvoy_cli.transfer.records import (
 )
 
 BATCH = 2000  # messages per append (one lock, one transaction each)
-# history.json is compacted once it is this many times over its limit (and at the end):
-# each compaction rewrites the file, so an import compacting at every batch spends a tenth
-# of its time there (bench/import_memory.py --format claude-code)
-COMPACT_OVER = 2
+# history.json is compacted once it is this many times its limit (and at the end): each
+# compaction reads and rewrites the file, so compacting at every batch over the limit costs
+# ~10 % of an import's CPU; up to twice the limit, the file read whole (a list below
+# history_view.STREAM_BYTES) lifts the peak to ~93 MiB; at 1.25 it is ~72 MiB for about
+# the CPU of 2 (bench/import_memory.py --format claude-code, 50 MiB)
+COMPACT_OVER = 1.25
 REASONS = 5  # skipped records named in the result
 T = TypeVar("T")
 
