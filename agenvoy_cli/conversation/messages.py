@@ -193,25 +193,6 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
     return dict(obj)
 
 
-def with_header(message: dict[str, Any], moment: datetime) -> dict[str, Any]:
-    """The message with a time header, unless it already carries one or has no text (a
-    tool call or an image alone is kept exactly as it came)."""
-    content = message.get("content")
-    text = content_text(content)
-    if is_blank(text) or header_time(text) is not None:
-        return message
-    out = dict(message)
-    if isinstance(content, str):
-        out["content"] = header_for(moment) + content
-    elif isinstance(content, list):  # the only other content with text (see content_text)
-        at = next(j for j, p in enumerate(content) if isinstance(p, dict)
-                  and p.get("type") == "text" and p.get("text"))
-        first = dict(content[at])
-        first["text"] = header_for(moment) + first["text"]
-        out["content"] = [*content[:at], first, *content[at + 1:]]
-    return out
-
-
 def message_hash(role: str, text: str) -> str:
     """Identity used to align history.json with SQLite rows (also rows the Go daemon wrote)."""
     data = f"{role}\x00{text}".encode("utf-8", "surrogatepass")

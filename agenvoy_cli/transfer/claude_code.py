@@ -265,12 +265,6 @@ def transcripts(path: Path) -> list[Path]:
     return sorted(found, key=lambda p: (p.name.startswith("agent-"), p))
 
 
-def units(path: Path, session: str | None, sidechains: str, *, quiet: float = QUIET_SECONDS,
-          now: bool = False, limit: int = MAX_RECORD_BYTES) -> Iterator[Unit]:
-    for file in transcripts(path):
-        yield from file_units(file, session, sidechains, quiet=quiet, now=now, limit=limit)
-
-
 def file_units(file: Path, session: str | None, sidechains: str, *,
                quiet: float = QUIET_SECONDS, now: bool = False,
                limit: int = MAX_RECORD_BYTES) -> Iterator[Unit]:

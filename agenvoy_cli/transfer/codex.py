@@ -210,12 +210,6 @@ def rollouts(path: Path) -> list[Path]:
     return [path] if not path.is_dir() else list(files(path, (".jsonl",), "rollout-*"))
 
 
-def units(path: Path, session: str | None, *, quiet: float = QUIET_SECONDS, now: bool = False,
-          limit: int = MAX_RECORD_BYTES) -> Iterator[Unit]:
-    for file in rollouts(path):
-        yield file_unit(file, session, quiet=quiet, now=now, limit=limit)
-
-
 def file_unit(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
               now: bool = False, limit: int = MAX_RECORD_BYTES) -> Unit:
     stat = file.stat()

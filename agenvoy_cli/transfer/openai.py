@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, files, lines, open_input, too_long
+from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, lines, open_input, too_long
 from agenvoy_cli.transfer.records import (
     ReadFailure,
     Record,
@@ -177,13 +177,6 @@ def read_request(path: Path, meta: dict[str, Any], limit: int) -> Iterator[Recor
                 meta["request"] = request
         except Malformed as exc:
             raise ReadFailure(str(exc)) from None
-
-
-def units(path: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
-          now: bool = False, limit: int = MAX_RECORD_BYTES) -> Iterator[Unit]:
-    found = [path] if not path.is_dir() else list(files(path, (".json", ".jsonl")))
-    for file in found:
-        yield from file_units(file, session, quiet=quiet, now=now, limit=limit)
 
 
 def file_units(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
