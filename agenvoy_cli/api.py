@@ -325,7 +325,8 @@ class Memory:
         ids = [session_id] if session_id else self.store.session_ids()
         problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
         return {"session_count": len(ids), **list_document("problems", problems),
-                "remaining": sum(1 for p in problems if not p["repaired"])}
+                "remaining": sum(1 for p in problems if not p["repaired"]
+                                 and not p.get("note"))}
 
     def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False, sidechains: str = "apart",

@@ -10,13 +10,15 @@ from agenvoy_cli.output import emit, format_option
 
 
 def _render(doc: dict) -> str:
-    if not doc["problems"]:
-        return f"ok: {doc['session_count']} session(s) checked, no problems"
-    lines = []
+    if not doc["remaining"] and not any(p["repaired"] for p in doc["problems"]):
+        lines = [f"ok: {doc['session_count']} session(s) checked, no problems"]
+    else:
+        lines = []
     for p in doc["problems"]:
         where = p["session_id"] or "(home)"
         fixed = f"  -> repaired: {p['repaired']}" if p["repaired"] else ""
-        lines.append(f"{where}: {p['check']}: {p['detail']}{fixed}")
+        note = "note: " if p.get("note") else ""
+        lines.append(f"{note}{where}: {p['check']}: {p['detail']}{fixed}")
     return "\n".join(lines)
 
 
