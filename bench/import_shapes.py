@@ -8,7 +8,8 @@
 - codex: one rollout (session_meta, turn_context, event_msg, response_item: messages,
   reasoning, function calls and outputs, web searches);
 - openai-jsonl: messages, one a line; openai-request: one request body {"model", "messages",
-  "tools"}, pretty-printed; openai-batch: Batch API lines ({"custom_id", "body"});
+  "tools"}, pretty-printed; openai-batch: Batch API lines ({"custom_id", "body"}) of 10-40
+  turns each (a session each: 1 GiB is ~25,000 sessions);
 - agenvoy: this tool's export (session, message and summary lines).
 """
 
@@ -267,7 +268,7 @@ def openai_batch(path: Path, size: int, seed: int = 7) -> int:
         n = 0
         while True:
             n += 1
-            chat = _chat(rng, text, rng.randint(1, 6))
+            chat = _chat(rng, text, rng.randint(10, 40))  # fine-tuning-length conversations
             counted[0] += len(chat)
             yield orjson.dumps({"custom_id": f"request-{n}", "method": "POST",
                                 "url": "/v1/chat/completions",

@@ -384,3 +384,16 @@ def test_codex_images_and_claude_images_become_image_url_parts(run, home, tmp_pa
     imported(run, "claude-code", str(CLAUDE), "--now", "--sidechains", "skip")
     shot = context(run, "cc-shop-7f3c2a10")[5]["content"][1]
     assert shot == {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+
+
+def test_a_file_of_many_requests_keeps_the_document_bounded(run, home, tmp_path, monkeypatch):
+    from agenvoy_cli.transfer import service
+
+    monkeypatch.setattr(service, "SHOWN", 3)
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"custom_id": f"r{i}", "body": {"messages": [
+        {"role": "user", "content": f"q{i}"}]}}) + b"\n" for i in range(7)))
+    doc = imported(run, "openai", str(path))
+    assert len(doc["sources"]) == 4 and doc["sources"][-1]["folded"] == 4
+    assert doc["sources"][-1]["written_count"] == 4 and doc["written_count"] == 7
+    assert doc["added"] == 7 and len(doc["sessions_written"]) == 3

@@ -34,12 +34,12 @@ def outcome(doc: dict[str, Any]) -> tuple[int, str | None]:
     if first["status"] == "changed":
         reason = "the part imported before has changed since; nothing imported from it"
     head = f"{len(bad)} source(s) not read whole (first: {first['source']}: {reason})"
-    written = doc["sessions_written"]
-    if not written:
+    written, count = doc["sessions_written"], doc["written_count"]
+    if not count:
         return 2, f"{head}; nothing was written"
-    names = ", ".join(written[:SHOWN]) + (f" and {len(written) - SHOWN} more"
-                                           if len(written) > SHOWN else "")
-    return FAILED, (f"{head}; written: {len(written)} session(s) ({names}); run the same "
+    names = ", ".join(written[:SHOWN]) + (f" and {count - SHOWN} more" if count > SHOWN
+                                           else "")
+    return FAILED, (f"{head}; written: {count} session(s) ({names}); run the same "
                     "import again once the input is whole to finish: nothing is imported twice")
 
 

@@ -21,6 +21,8 @@ FORMATS = ("claude-code", "codex", "chatgpt", "openai", "agenvoy")
 IMPORT_FORMATS = (*FORMATS, "auto")
 EXPORT_FORMATS = ("jsonl", "markdown")
 WHOLE = ("imported", "unchanged")  # a source read to its end
+SHOWN = 1000  # sources of one input listed one by one; the rest folded into one entry
+_WORST = ("unchanged", "imported", "changed", "partial", "unreadable")
 
 
 class Meter:
@@ -232,9 +234,13 @@ def _import_path(store: Store, fmt: str, path: Path, found: Looks | None, job: J
         _file_units(fmt, path, job, meter)
     try:
         for unit in engine.guarded(lambda: units):
-            results.append(engine.import_unit(
-                store, unit, session=job.session, dry_run=dry_run, strict=strict,
-                restore=agenvoy.restore if fmt == "agenvoy" else None))
+            done = engine.import_unit(store, unit, session=job.session, dry_run=dry_run,
+                                      strict=strict,
+                                      restore=agenvoy.restore if fmt == "agenvoy" else None)
+            if len(results) < SHOWN:
+                results.append(done)
+            else:  # (a batch file of a million requests: the document stays bounded)
+                fold(results, done, f"{_source_key(fmt, path)}#more")
             meter.unit_done(unit)
     except ReadFailure as exc:
         status = "partial" if results else "unreadable"
@@ -242,12 +248,30 @@ def _import_path(store: Store, fmt: str, path: Path, found: Looks | None, job: J
     return results
 
 
+def fold(results: list[dict[str, Any]], done: dict[str, Any], key: str) -> None:
+    """Count a source's result into the one entry that stands for the sources of an input
+    beyond SHOWN (`folded`: how many; `written_count`: the sessions they wrote)."""
+    last = results[-1]
+    if not last.get("folded"):
+        last = {"source": key, "format": done["format"], "session_id": None,
+                "status": "unchanged", "added": 0, "record_count": 0, "skipped": 0,
+                "malformed": 0, "reasons": [], "folded": 0, "written_count": 0}
+        results.append(last)
+    last["folded"] += 1
+    last["written_count"] += bool(done["added"] or done.get("completed"))
+    for name in ("added", "record_count", "skipped", "malformed"):
+        last[name] += done[name]
+    last["reasons"] = (last["reasons"] + done["reasons"])[:engine.REASONS]
+    last["status"] = max(last["status"], done["status"], key=_WORST.index)
+
+
 def summary(fmt: str, dry_run: bool, results: list[dict[str, Any]]) -> dict[str, Any]:
     """The result document: per source, the totals, whether every source was read whole,
-    and the sessions written."""
+    and the sessions written (those of folded sources counted in written_count)."""
     written = sorted({r["session_id"] for r in results
                       if r["session_id"] and (r["added"] or r.get("completed"))})
     return {"format": fmt, "dry_run": dry_run, "sources": results,
+            "written_count": len(written) + sum(r.get("written_count", 0) for r in results),
             "added": sum(r["added"] for r in results),
             "skipped": sum(r["skipped"] for r in results),
             "malformed": sum(r["malformed"] for r in results),
