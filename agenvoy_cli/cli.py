@@ -79,6 +79,10 @@ class LazyGroup(click.Group):
             sys.exit(0)
         except click.UsageError as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            if isinstance(exc, click.NoSuchOption) and exc.ctx and any(
+                    p.name == "query_text" for p in exc.ctx.command.params):
+                hint = (f" (a query that starts with '-' goes in -q/--query TEXT, or after "
+                        f"--; see '{exc.ctx.command_path} --help')")
             fail(f"{exc.format_message()}{hint}", exc.exit_code, "usage", as_json)
             sys.exit(_code(argv, exc.exit_code))
         except click.ClickException as exc:
@@ -120,6 +124,40 @@ def _code(argv: list[str], code: int) -> int:
     return 0 if "hook" in argv[:3] else code
 
 
+def manual_page() -> str | None:
+    """Where agenvoy(1) is: beside the package in a source tree (an editable install, which
+    installs no data files), else under the environment's share/man (pip, pipx: the wheel
+    puts it there), else under the user's (pip install --user)."""
+    import site
+    import sysconfig
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    places = [os.path.join(here, "man"),
+              os.path.join(sysconfig.get_path("data"), "share", "man", "man1"),
+              os.path.join(sys.prefix, "share", "man", "man1"),
+              os.path.join(site.getuserbase(), "share", "man", "man1")]
+    return next((os.path.join(p, "agenvoy.1") for p in places
+                 if os.path.isfile(os.path.join(p, "agenvoy.1"))), None)
+
+
+def _show_manual(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--man: agenvoy(1) through man(1), wherever the package was installed from."""
+    if not value or ctx.resilient_parsing:
+        return
+    import shutil
+    import subprocess
+
+    page, man = manual_page(), shutil.which("man")
+    if page is None:
+        fail("the manual page is not installed with this copy of agenvoy-cli (it is "
+             "man/agenvoy.1 in the source tree)", 1, "failed", False)
+        ctx.exit(1)
+    if man is None:
+        fail(f"no man(1) on this machine to show {page}", 1, "failed", False)
+        ctx.exit(1)
+    ctx.exit(subprocess.call([man, "-l", str(page)]))
+
+
 def _json_errors(ctx: click.Context) -> bool:
     return bool(ctx.obj and (ctx.obj.get("json_errors") or ctx.obj.get("json")))
 
@@ -131,6 +169,9 @@ def _json_errors(ctx: click.Context) -> bool:
 @click.option("--json", "as_json", is_flag=True,
               help="Every command prints exactly one JSON document (same as its --json).")
 @click.version_option(__version__, "-V", "--version", prog_name="agenvoy")
+@click.option("--man", is_flag=True, expose_value=False, is_eager=True,
+              callback=_show_manual,
+              help="Show the manual page (agenvoy(1)) from wherever this copy came from.")
 @click.pass_context
 def cli(ctx: click.Context, home: str | None, debug: bool, as_json: bool) -> None:
     """agenvoy — the memory layer of an AI agent, on Agenvoy's on-disk layout."""

@@ -161,3 +161,21 @@ def llm(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
         monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
         yield server
+
+
+# Whole modules whose tests spawn servers or many processes, build the wheel or load a second
+# model: `pytest -m 'not slow'` (the README's fast subset) leaves them out. CI runs them all.
+SLOW_MODULES = {
+    "tests.conversation.test_crash", "tests.test_mcp", "tests.test_mcp_http",
+    "tests.test_mcp_agenvoy_tools", "tests.test_load", "tests.test_concurrency",
+    "tests.test_vectors_multiprocess", "tests.vectors.test_chroma_server", "tests.test_scale",
+    "tests.release.test_packaging",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__ in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

@@ -17,8 +17,9 @@ from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
               help="--http: the bearer token is in PATH (else AGENVOY_HTTP_TOKEN, else the "
                    "home's .store/http-token, made at the first start). Needed beyond "
                    "loopback.")
-@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
-              help="--http: also accept this Host/Origin name (e.g. a TLS reverse proxy's).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME[:PORT]",
+              help="--http: also accept this Host (exactly; with the server's port too when "
+                   "none is given) and its http(s) Origin, e.g. a TLS reverse proxy's name.")
 @click.option("--log-file", type=click.Path(dir_okay=False), metavar="PATH",
               help="--http: append stderr (start, stop, warnings) to PATH.")
 @click.option("--tools", "vocabulary", type=click.Choice(["spec", "agenvoy", "both"]),

@@ -90,6 +90,8 @@ def _checked(path: Path, want: str = "file") -> Path:
         raise CorruptStore(f"{path} is a symbolic link; refusing to follow it out of the home")
     if want == "dir" and not stat.S_ISDIR(mode):
         raise CorruptStore(f"{path} is not a directory; move it out of the way")
+    if want == "socket" and not stat.S_ISSOCK(mode):
+        raise CorruptStore(f"{path} is not a socket; move it out of the way")
     if want == "file" and not stat.S_ISREG(mode):
         kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise CorruptStore(f"{path} is {kind}; move it out of the way")
@@ -182,6 +184,12 @@ class Layout(NamedTuple):
         """Where `agenvoy hook` writes a line on any trouble (it never fails the host's turn,
         and its stdout is the host's)."""
         return _checked(self.store / "hook.log")
+
+    @property
+    def http_socket(self) -> Path:
+        """The running HTTP server's Unix socket for the CLI's fast path: only the home's
+        owner can reach it (0600, in `.store/run/`, 0700), so it needs no token."""
+        return _checked(_checked(self.store / "run", "dir") / "http.sock", "socket")
 
     def task_lock(self, task: str, name: str) -> Path:
         """Lock file of one long task (e.g. summarizing one session) that must not hold the

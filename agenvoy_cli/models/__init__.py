@@ -9,6 +9,7 @@ _EXPORTS: dict[str, str | None] = {
     "Embedders": "embedders",
     "get_embedder": "embedders",
     "Client": "llm",
+    "HOW_TO_CONFIGURE": "llm",
     "LLMConfig": "llm",
     "LLMError": "llm",
     "NotConfigured": "llm",

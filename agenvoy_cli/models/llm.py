@@ -28,6 +28,9 @@ from agenvoy_cli.home.config import Settings, number_setting
 from agenvoy_cli.models.http import Endpoint, HTTPFailure, credentials
 from agenvoy_cli.secrets import MASK, mask, register, register_url
 
+HOW_TO_CONFIGURE = ("set AGENVOY_LLM_BASE_URL and AGENVOY_LLM_MODEL (or agenvoy.llm.base_url "
+                    "and agenvoy.llm.model in config.json), or pass --llm-command CMD; see "
+                    "docs/summarize.md")
 DEFAULT_TIMEOUT = 120.0
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _SNIPPET = 200  # characters of a failing reply shown in the error

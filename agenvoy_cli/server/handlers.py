@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from agenvoy_cli.contract import document, list_document
-from agenvoy_cli.conversation.messages import content_text
+from agenvoy_cli.conversation.messages import display_text
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.server import tools as T
@@ -125,7 +125,7 @@ def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
     session_id = a.session(ctx.bound)
     limit = a.integer("max_messages", lo=0)
     messages = ctx.store.context(session_id, limit, warn=ctx.warn)
-    blocks = [f"[{m.get('role')}]\n{content_text(m.get('content'))}" for m in messages]
+    blocks = [f"[{m.get('role')}]\n{display_text(m)}" for m in messages]
     return "\n\n".join(blocks) or "(no messages)", {"session_id": session_id,
                                                      **list_document("messages", messages)}
 

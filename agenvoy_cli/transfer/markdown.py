@@ -10,7 +10,13 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.conversation.messages import content_text, ns_to_local, strip_header
+from agenvoy_cli.conversation.messages import (
+    call_function,
+    content_text,
+    ns_to_local,
+    strip_header,
+    tool_calls,
+)
 
 
 def _fence(text: str) -> str:
@@ -73,9 +79,8 @@ def render(lines: Iterable[dict[str, Any]]) -> str:
             shown = _parts(msg.get("content"))
             if shown:
                 out.append("\n".join(shown) + "\n")
-            for call in msg.get("tool_calls") or []:
-                fn = call.get("function") if isinstance(call, dict) else None
-                fn = fn if isinstance(fn, dict) else {}
+            for call in tool_calls(msg):
+                fn = call_function(call)
                 out.append(_folded(f"tool call {fn.get('name')}",
                                    _fence(str(fn.get("arguments")))))
         elif line["type"] == "summary" and line.get("summary"):
