@@ -64,7 +64,7 @@ def command(ctx: click.Context, fmt: str, paths: tuple[str, ...], session: str |
     session per transcript or conversation, only what is new since the last import (cron
     ready), nothing embedded (`backfill --vectors` catches up). `auto` reads each file or
     folder as what it looks like. Exit 0 when every source was read whole, 1 when one was
-    not (what was written is listed: run it again to finish), 2 when nothing could be read
+    not (what was written is listed: run it again to finish), 2 when nothing was written
     (a file that does not fit FORMAT is refused, naming what it looks like)."""
     bar = ProgressBar("import", 2, not as_json, unit="MiB")  # a bar from 2 MiB of input
     shown = [(-1, -1)]
