@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from agenvoy_cli import __version__
 from agenvoy_cli.errors import INTERRUPTED, AgenvoyError, documented
 from agenvoy_cli.output import fail, wants_json
+from agenvoy_cli.version import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, short help) — the help text lives here so `--help` imports nothing.
@@ -163,7 +163,7 @@ def _json_errors(ctx: click.Context) -> bool:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(file_okay=False), envvar="AGENVOY_HOME",
+@click.option("--home", type=click.Path(file_okay=False),
               help="Agenvoy home (default ~/.config/agenvoy; env AGENVOY_HOME).")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.option("--json", "as_json", is_flag=True,
@@ -176,6 +176,11 @@ def _json_errors(ctx: click.Context) -> bool:
 def cli(ctx: click.Context, home: str | None, debug: bool, as_json: bool) -> None:
     """agenvoy — the memory layer of an AI agent, on Agenvoy's on-disk layout."""
     ctx.ensure_object(dict)
+    if "settings" not in ctx.obj:  # the environment, read once for the whole command
+        from agenvoy_cli.environment import environment
+        from agenvoy_cli.settings import Settings
+
+        ctx.obj["settings"] = Settings(environment())
     ctx.obj["home"] = home
     ctx.obj["debug"] = debug
     ctx.obj["json"] = as_json
@@ -193,9 +198,12 @@ def interrupts_raise() -> None:
 
 
 def main() -> None:
+    from agenvoy_cli.environment import start_program
+
     # Everything the CLI creates is private, Chroma's files included (chromadb creates its
     # own with the process umask).
     os.umask(0o077)
+    start_program()
     try:
         cli.main(prog_name="agenvoy", windows_expand_args=False)
     except KeyboardInterrupt:

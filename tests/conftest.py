@@ -9,9 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from agenvoy_cli.cli import cli
+from agenvoy_cli.environment import start_program
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The test run is a program like the CLI: its OpenMP threads set where it starts (the commands
+# it runs in-process never set them).
+start_program()
 # The helpers test modules share (tests/helpers/) get pytest's assert messages, as tests do.
 pytest.register_assert_rewrite("tests.helpers")
 

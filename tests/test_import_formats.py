@@ -260,10 +260,10 @@ def test_chatgpt_tool_calls_keep_their_own_time(run, home):
     assert call[1] == 1727773301 * 10**9  # its create_time, not the previous message's
 
 
-@pytest.mark.parametrize("dress", ["header", "sendat"])
-def test_every_format_keeps_each_message_time_in_either_dress(run, home, tmp_path,
-                                                              monkeypatch, dress):
-    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", dress)
+@pytest.mark.parametrize("history_format", ["header", "sendat"])
+def test_every_format_keeps_each_message_time_in_either_history_format(
+        run, home, tmp_path, monkeypatch, history_format):
+    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", history_format)
     imported(run, "claude-code", str(TURN), "--now", "--sidechains", "skip")
     times = [r[1] // 10**9 for r in rows(home, "cc-shop-5b0d8e21")]
     assert times == [1762179600, 1762179604, 1762179608, 1762179608, 1762179612]

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from agenvoy_cli.commands.common import get_store
+from agenvoy_cli.commands.common import get_store, settings_of
 
 TIME_LIMIT = 20.0  # seconds; Claude Code's own limit for a hook is 60 s
 
@@ -131,18 +131,21 @@ def claude_code(ctx: click.Context, give_context: bool, time_limit: float) -> No
 
 @command.command("codex")
 @click.argument("payload", metavar="JSON", required=False, default="")
-@click.option("--codex-home", type=click.Path(), envvar="CODEX_HOME", default="~/.codex",
-              show_default=True, help="Codex's home (its sessions/ holds the rollouts).")
+@click.option("--codex-home", type=click.Path(), default=None,
+              help="Codex's home (its sessions/ holds the rollouts; default $CODEX_HOME, "
+                   "else ~/.codex).")
 @click.option("--time-limit", type=click.FloatRange(0.1, 600), default=TIME_LIMIT,
               show_default=True, help="Seconds before the hook stops (what it wrote stays).")
 @click.pass_context
-def codex(ctx: click.Context, payload: str, codex_home: str, time_limit: float) -> None:
+def codex(ctx: click.Context, payload: str, codex_home: str | None,
+          time_limit: float) -> None:
     """Codex CLI's notify program: the notification's JSON is the last argument; on
     agent-turn-complete the thread's rollout is imported at once."""
 
     def job(store: Any) -> tuple[list[dict[str, Any]], str]:
         from agenvoy_cli.transfer.hooks import codex_notify as run
 
-        return run(store, payload, Path(codex_home).expanduser()), ""
+        folder = codex_home or settings_of(ctx).codex_home
+        return run(store, payload, Path(folder).expanduser()), ""
 
     quietly(ctx, "codex", time_limit, job)

@@ -285,13 +285,13 @@ def message_identity(message: dict[str, Any]) -> str:
     return identity_key(str(message.get("role")), content_text(message.get("content")), message)
 
 
-# the keys of an entry as Agenvoy v0.32 rewrites it (its Record; dress.py names them)
+# the keys of an entry as Agenvoy v0.32 rewrites it (its Record; history_format.py names them)
 RECORD_KEYS = frozenset(("role", "content", "sendAt", "sender"))
 
 
 def identities(part: Sequence[dict[str, Any]]) -> tuple[list[str], int]:
     """(message_identity of each message, how many of them are not records: a key beyond
-    RECORD_KEYS), in one pass over a batch with the same code whatever a message's dress
+    RECORD_KEYS), in one pass over a batch with the same code whatever a message's format
     (big_sync.archived_prefix, for a file we wrote and one Agenvoy v0.32 rewrote alike).
     A string content with words (nearly every message) is hashed here as message_hash
     does, in this frame; any other message by message_identity."""
@@ -340,7 +340,7 @@ class Message(NamedTuple):
 
 
 def _own_time(message: dict[str, Any]) -> datetime | int | None:
-    """sendAt (unix ns) when the message wears it, else its header time."""
+    """sendAt (unix ns) when the message has it, else its header time."""
     ns = message.get("sendAt")
     if isinstance(ns, int) and not isinstance(ns, bool) and ns > 0:
         return ns
@@ -357,7 +357,7 @@ def assign_times(messages: Sequence[dict[str, Any]], prev_ns: int | None,
     headers = [_own_time(m) for m in messages]
     out: list[int] = []
     for i, moment in enumerate(headers):
-        if isinstance(moment, int):  # sendAt (Agenvoy v0.32's dress)
+        if isinstance(moment, int):  # sendAt (Agenvoy v0.32's format)
             prev_ns = moment
         elif moment is not None:
             prev_ns = local_to_ns(moment)

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.conversation.dress import model_message, record_key, send_at
+from agenvoy_cli.conversation.history_format import model_message, record_key, send_at
 from agenvoy_cli.conversation.messages import content_text, header_time, is_blank, tool_calls
 
 RESTORED = ("tool_calls", "tool_call_id", "reasoning_content")
@@ -124,7 +124,7 @@ def window_cutoff(window: list[dict[str, Any]]) -> datetime | None:
     (sendAt, or a header in a string content), not only window[0]'s."""
     for message in window:
         ns = send_at(message)
-        if ns is not None:  # Agenvoy v0.32's dress
+        if ns is not None:  # Agenvoy v0.32's format
             return datetime.fromtimestamp(ns // 1_000_000_000)
         content = message.get("content")
         if isinstance(content, str):

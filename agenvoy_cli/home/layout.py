@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -18,14 +19,20 @@ def default_home() -> Path:
     return Path.home() / ".config" / "agenvoy"
 
 
-def resolve_home(option: str | os.PathLike[str] | None = None) -> Path:
-    """--home, else AGENVOY_HOME, else the default. An empty value is a mistake (an unset
-    shell variable), not a request for the default home: refused (exit 2)."""
+def resolve_home(option: str | os.PathLike[str] | None = None,
+                 environ: Mapping[str, str] | None = None) -> Path:
+    """--home, else AGENVOY_HOME (of `environ`, an entry point's; None: the process's), else
+    the default. An empty value is a mistake (an unset shell variable), not a request for the
+    default home: refused (exit 2)."""
     if option is not None and not str(option):
         raise BadInput("--home is empty")
     if option:
         return check_home(Path(option).expanduser())
-    env = os.environ.get(HOME_ENV)
+    if environ is None:
+        from agenvoy_cli.environment import environment
+
+        environ = environment()
+    env = environ.get(HOME_ENV)
     if env is not None:
         if not env:
             raise BadInput(f"{HOME_ENV} is set but empty")

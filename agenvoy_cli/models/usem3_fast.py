@@ -42,6 +42,7 @@ import marshal
 import os
 import sys
 from array import array
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from zlib import crc32
@@ -144,13 +145,18 @@ class _OneBlasThread:
             self._restore = 0
 
 
-def default_cache_root() -> Path:
+def default_cache_root(env: Mapping[str, str] | None = None) -> Path:
     """Where the derived model caches live: AGENVOY_MODEL_CACHE, else
-    $XDG_CACHE_HOME/agenvoy-cli, else ~/.cache/agenvoy-cli."""
-    explicit = os.environ.get(CACHE_ENV, "").strip()
+    $XDG_CACHE_HOME/agenvoy-cli, else ~/.cache/agenvoy-cli (`env`: an entry point's
+    environment; None: the process's)."""
+    if env is None:
+        from agenvoy_cli.environment import environment
+
+        env = environment()
+    explicit = env.get(CACHE_ENV, "").strip()
     if explicit:
         return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    xdg = env.get("XDG_CACHE_HOME", "").strip()
     base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) \
         else Path.home() / ".cache"
     return base / "agenvoy-cli"

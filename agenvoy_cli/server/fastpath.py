@@ -34,6 +34,7 @@ from typing import Any
 
 from agenvoy_cli.errors import AgenvoyError, BadInput, CorruptStore, NotFound, StoreBusy
 from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.settings import Settings
 
 ROUTE = "/agenvoy/v1/call"
 PING = "/agenvoy/v1/ping"
@@ -78,9 +79,9 @@ def announced(layout: Layout, say: Callable[[str], None] = _note) -> dict[str, A
     return {**info, "pid": pid, "url": url}
 
 
-def token_of(layout: Layout, info: dict[str, Any]) -> str | None:
+def token_of(layout: Layout, info: dict[str, Any], settings: Settings) -> str | None:
     """The token for the server's TCP port (see the module's docstring), or None."""
-    token = os.environ.get(TOKEN_ENV, "").strip() or info.get("token")
+    token = (settings.env.get(TOKEN_ENV) or "").strip() or info.get("token")
     if token:
         return str(token)
     for path in (info.get("token_file"), layout.http_token):
@@ -131,7 +132,8 @@ def _connect_unix(path: str) -> socket.socket:
     return unix_socket(path, connect)
 
 
-def _connect(layout: Layout, info: dict[str, Any]) -> tuple[socket.socket, str] | None:
+def _connect(layout: Layout, info: dict[str, Any], settings: Settings
+             ) -> tuple[socket.socket, str] | None:
     """(a connected socket, the Authorization header line it needs), or None (told why):
     the home's Unix socket when the server made one, else its TCP port with a token."""
     failed = ""
@@ -140,7 +142,7 @@ def _connect(layout: Layout, info: dict[str, Any]) -> tuple[socket.socket, str] 
             return _connect_unix(str(layout.http_socket)), ""
         except (OSError, AgenvoyError) as exc:
             failed = f" (its socket: {type(exc).__name__})"
-    token = token_of(layout, info)
+    token = token_of(layout, info, settings)
     if token is None:
         _note(f"no token for the running HTTP server{failed}")
         return None
@@ -152,11 +154,11 @@ def _connect(layout: Layout, info: dict[str, Any]) -> tuple[socket.socket, str] 
 
 
 def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],
-        wait: float) -> dict[str, Any] | None:
+        wait: float, settings: Settings) -> dict[str, Any] | None:
     """The server's answer to Memory.METHOD(*args, **kwargs): (doc, warnings) as
     {"doc": ..., "warnings": [...]}, or None to go local. `wait`: seconds the work itself
     may take (the search's budget); raises the CLI's error when the server refused."""
-    if os.environ.get(NO_SERVER_ENV, "").strip() not in ("", "0"):
+    if settings.no_server:
         return None
     info = announced(layout)
     if info is None:
@@ -164,7 +166,7 @@ def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],
     url = urllib.parse.urlsplit(info["url"])
     body = json.dumps({"method": method, "args": args, "kwargs": kwargs}).encode()
     try:
-        connected = _connect(layout, info)
+        connected = _connect(layout, info, settings)
         if connected is None:
             return None
         with connected[0] as sock:

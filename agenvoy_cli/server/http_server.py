@@ -33,6 +33,7 @@ from agenvoy_cli.errors import AgenvoyError, BadInput, OperationFailed, StoreBus
 from agenvoy_cli.home.files import atomic_write_bytes, atomic_write_json
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.server import fastpath
+from agenvoy_cli.settings import Settings
 
 MAX_BODY = 8 * 1024 * 1024  # bytes per request (append_messages of 1000 long messages)
 FAST_MAX_BODY = 256 * 1024  # bytes per fast-path request (a query and its options)
@@ -65,11 +66,12 @@ def loopback(host: str) -> bool:
         return False
 
 
-def load_token(layout: Layout, token_file: str | None) -> tuple[str | None, bool]:
+def load_token(layout: Layout, token_file: str | None, settings: Settings
+               ) -> tuple[str | None, bool]:
     """(token, explicit): AGENVOY_HTTP_TOKEN, else --token-file, else the home's token file
     (None when it has none yet: make_token makes it once the start is accepted). Writes
     nothing but the mode of an existing home token made too open."""
-    env = os.environ.get(fastpath.TOKEN_ENV, "").strip()
+    env = (settings.http_token or "").strip()
     if env or token_file:
         if env:
             token, where = env, fastpath.TOKEN_ENV
@@ -212,11 +214,11 @@ def _has_port(name: str) -> bool:
     return bool(sep) and tail.isdigit() and (not head.startswith("[") or head.endswith("]"))
 
 
-def request_timeout() -> float:
+def request_timeout(settings: Settings) -> float:
     """REQUEST_TIMEOUT, or AGENVOY_HTTP_TIMEOUT seconds (BadInput when not a number > 0)."""
-    from agenvoy_cli.home.config import number_setting
+    from agenvoy_cli.settings import number_setting
 
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    raw = settings.env.get(TIMEOUT_ENV, "").strip()
     if not raw:
         return REQUEST_TIMEOUT
     return float(number_setting(raw, TIMEOUT_ENV, float, above=0, unit="of seconds"))
@@ -230,7 +232,7 @@ def fast_call(app: Any, method: str, args: list[Any], kwargs: dict[str, Any]
     warnings: list[str] = []
     if method == "lookup_errors":
         kwargs = {**kwargs, "warn": warnings.append}
-    doc = getattr(Memory(store=app.store), method)(*args, **kwargs)
+    doc = getattr(Memory(store=app.store, relevance=app.relevance), method)(*args, **kwargs)
     if method == "search" and kwargs.get("mode", "semantic") != "keyword":
         app.indexer.touched(args[0])  # keep the session indexed, as a tool call does
     return {"ok": True, "doc": doc, "warnings": warnings}
@@ -316,14 +318,16 @@ def _log_to(path: str) -> None:
 
 
 def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | None,
-             log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec") -> int:
-    """Serve until SIGTERM/SIGINT; 0 after a clean stop."""
+             log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec",
+             settings: Settings | None = None) -> int:
+    """Serve until SIGTERM/SIGINT; 0 after a clean stop (`settings`: the CLI's)."""
     # Every check first (before the SDK and uvicorn are imported: a refusal is quick), and
     # a refused start writes nothing (no home, token or log file).
+    settings = settings or Settings.from_environment()
     host, port = parse_bind(bind)
     check_allowed_hosts(allow_hosts)
-    timeout = request_timeout()
-    token, explicit = load_token(layout, token_file)
+    timeout = request_timeout(settings)
+    token, explicit = load_token(layout, token_file, settings)
     if not loopback(host) and not explicit:
         raise BadInput(f"refusing to listen on {host} (beyond loopback) without an explicit "
                        f"token: give --token-file PATH or {fastpath.TOKEN_ENV}")
@@ -344,7 +348,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         sock.close()
         raise
     port = sock.getsockname()[1]
-    app: App = build_app(layout, bound, vocabulary)
+    app: App = build_app(layout, bound, vocabulary, settings)
     unix = _listen_unix(layout)
     app.timeout = timeout
     checks = security(host, port, allow_hosts)
@@ -362,9 +366,9 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     announcement: dict[str, Any] = {"url": url, "pid": os.getpid(), "home": str(layout.home)}
     if unix is not None:
         announcement["socket"] = str(unix.path)
-    elif explicit and os.environ.get(fastpath.TOKEN_ENV):
+    elif explicit and settings.http_token:
         announcement["token"] = token  # no socket, and the CLI cannot read our environment
-    if token_file and not os.environ.get(fastpath.TOKEN_ENV, "").strip():
+    if token_file and not (settings.http_token or "").strip():
         announcement["token_file"] = os.path.abspath(token_file)  # where, never the token
     # uvicorn re-raises the signal it caught once it has stopped; ours is a no-op, so the
     # process leaves through the cleanup below with exit 0

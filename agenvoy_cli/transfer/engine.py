@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from agenvoy_cli.conversation import dress
+from agenvoy_cli.conversation import history_format
 from agenvoy_cli.conversation.messages import message_identity, validate_message
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
@@ -55,20 +55,21 @@ T = TypeVar("T")
 
 
 def _stamp(message: dict[str, Any], moment: int | None, last: int) -> tuple[dict[str, Any], int]:
-    """The message with its time as sendAt (Store.append writes it in the session's dress:
+    """The message with its time as sendAt (Store.append writes it in the session's format:
     a header, or sendAt): its own when it has one (sendAt, a header), else the record's,
     else the previous message's."""
-    own = dress.time_ns(message)
-    if own is not None or dress.SEND_AT in message:  # (a bad one is refused with it)
+    own = history_format.time_ns(message)
+    if own is not None or history_format.SEND_AT in message:  # (a bad one is refused with it)
         return message, own if own is not None and MIN_NS <= own <= MAX_NS else last
     at = moment if moment is not None else last
-    return {**message, dress.SEND_AT: at}, at
+    return {**message, history_format.SEND_AT: at}, at
 
 
 def _identities(message: dict[str, Any]) -> set[str]:
-    """The identity of the row the message becomes, in either dress."""
+    """The identity of the row the message becomes, in either format."""
     moment = datetime.now()
-    return {message_identity(dress.dress(message, moment, fmt)) for fmt in dress.FORMATS}
+    return {message_identity(history_format.in_format(message, moment, fmt))
+            for fmt in history_format.FORMATS}
 
 
 def _choose_session(store: Store, unit: Unit, forced: str | None) -> str:
@@ -250,7 +251,7 @@ class _Import:
         limit = self.store.settings.max_history_bytes
         for message in messages:
             try:
-                dress.validate(validate_message(message, len(out), limit), "message")
+                history_format.validate(validate_message(message, len(out), limit), "message")
             except BadInput as exc:  # the bounds' own words when one of them is the cause
                 self.out.skip(f"record {records}: {problem(message) or exc}")
                 continue
@@ -292,7 +293,7 @@ class _Import:
         self.doc["added"] += len(checked)
 
     def append(self, messages: list[dict[str, Any]], records: int) -> list[dict[str, Any]]:
-        """Append a batch (an export's session keeps its own dress and trim point); a batch
+        """Append a batch (an export's session keeps its own format and trim point); a batch
         the Store refuses goes in without the messages it refuses. What went in."""
         try:
             done = self.store.append(self.sid, messages, compact=False,
@@ -374,7 +375,7 @@ class _Import:
                         doc.update(status="changed", record_count=count)
                         return
                     for message, moment in record.messages:
-                        self.last_time = dress.time_ns(message) or moment or self.last_time
+                        self.last_time = history_format.time_ns(message) or moment or self.last_time
                     if count == done:
                         self.complete_scanned(count)
                     continue

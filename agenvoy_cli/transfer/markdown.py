@@ -68,8 +68,8 @@ def render(lines: Iterable[dict[str, Any]]) -> str:
             out.append(f"## {when} · {role}\n".replace(" · ", " · " if when else ""))
             text = strip_header(content_text(msg.get("content"))).strip()
             if role == "tool":
-                call = str(msg.get("tool_call_id"))
-                out.append(_folded(f"tool result {call}", _fence(text)))
+                call_id = str(msg.get("tool_call_id"))
+                out.append(_folded(f"tool result {call_id}", _fence(text)))
                 continue
             reasoning = msg.get("reasoning_content")
             if isinstance(reasoning, str) and reasoning.strip():

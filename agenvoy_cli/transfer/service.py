@@ -196,10 +196,9 @@ def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = N
         resolved.append(path)
     if not resolved:
         raise BadInput("give at least one PATH")
-    limit = store.settings.number("AGENVOY_IMPORT_MAX_RECORD_BYTES", "import_max_record_bytes",
-                                  MAX_RECORD_BYTES, int, minimum=1024)
-    quiet = store.settings.number("AGENVOY_IMPORT_QUIET_SECONDS", "import_quiet_seconds",
-                                  QUIET_SECONDS, float, minimum=0)
+    limit = store.settings.number("import_max_record_bytes", MAX_RECORD_BYTES, int,
+                                  minimum=1024)
+    quiet = store.settings.number("import_quiet_seconds", QUIET_SECONDS, float, minimum=0)
     job = Job(session, sidechains, now, quiet, limit)
     work = plan(fmt, resolved, limit)
     results: list[dict[str, Any]] = []

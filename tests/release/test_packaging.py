@@ -223,5 +223,5 @@ def test_version_has_one_source(run):
     res = run("--version")
     assert res.exit_code == 0 and res.stdout.strip() == f"agenvoy, version {__version__}"
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'version = { attr = "agenvoy_cli.__version__" }' in pyproject
+    assert 'version = { attr = "agenvoy_cli.version.__version__" }' in pyproject
     assert '\nversion = "' not in pyproject
