@@ -450,6 +450,49 @@ def test_a_crash_between_a_batchs_two_writes_is_found_by_doctor_and_completed(ho
     assert agenvoy("doctor").returncode == 0
 
 
+def test_a_crash_before_the_cursor_of_messages_without_times_adds_them_once(home, tmp_path):
+    """OpenAI messages carry no time: a run gives them the file's (not its own clock), so
+    the next run knows the batch a killed one appended before writing its cursor."""
+    import subprocess
+    import sys
+
+    from agenvoy_cli.transfer.engine import BATCH
+    from tests.conftest import ROOT, agenvoy
+
+    path = tmp_path / "chat.jsonl"
+    total = BATCH + 300  # two batches
+    path.write_bytes(b"".join(orjson.dumps({"role": ("user", "assistant")[i % 2],
+                                            "content": f"message {i}"}) + b"\n"
+                              for i in range(total)))
+    script = (
+        "import os, sys\n"
+        "from agenvoy_cli.transfer import sources\n"
+        "real, calls = sources.put, []\n"
+        "def dying(*a, **k):\n"
+        "    calls.append(1)\n"
+        "    if len(calls) == 2:  # the claim, then the first batch's cursor\n"
+        "        os._exit(9)\n"
+        "    return real(*a, **k)\n"
+        "sources.put = dying\n"
+        "from agenvoy_cli.cli import main\n"
+        "sys.argv = ['agenvoy', 'import', 'openai', sys.argv[1]]\n"
+        "main()\n")
+    died = subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT,
+                          capture_output=True, timeout=120)
+    assert died.returncode == 9, died.stderr
+    db = home / ".store" / "history.db"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == BATCH
+    again = agenvoy("import", "openai", str(path), "--json", timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert orjson.loads(again.stdout)["added"] == total - BATCH
+    with sqlite3.connect(db) as conn:
+        got = conn.execute("SELECT count(*), count(DISTINCT hash), min(seq), max(seq) "
+                           "FROM messages").fetchone()
+    assert got == (total, total, 0, total - 1)
+    assert agenvoy("doctor").returncode == 0
+
+
 def test_stream_offsets_grow_to_the_size(tmp_path):
     import io
 
