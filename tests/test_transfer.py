@@ -407,33 +407,44 @@ def test_kill_9_in_the_middle_then_doctor_and_a_second_import_complete_it(home, 
     assert agenvoy("doctor").returncode == 0
 
 
-def test_a_crash_between_a_batchs_two_writes_is_found_by_doctor_and_completed(home, tmp_path):
-    """The kill above lands anywhere; this one lands exactly between a batch's history.json
-    write and its SQLite commit (the process exits inside the archive write)."""
+def import_dying_at(module: str, name: str, nth: int, fmt: str, path: Path):
+    """`agenvoy import FMT PATH` in a process that exits (9) at the nth call of
+    module's `name` (an attribute path: "Store._archive_append"), before it runs."""
     import subprocess
     import sys
 
+    from tests.conftest import ROOT
+
+    owner, _, attr = f"target.{name}".rpartition(".")
+    script = (
+        "import importlib, os, sys\n"
+        f"target = importlib.import_module({module!r})\n"
+        f"owner, real, calls = {owner}, {owner}.{attr}, []\n"
+        "def dying(*a, **k):\n"
+        "    calls.append(1)\n"
+        f"    if len(calls) == {nth}:\n"
+        "        os._exit(9)\n"
+        "    return real(*a, **k)\n"
+        f"setattr(owner, {attr!r}, dying)\n"
+        "from agenvoy_cli.cli import main\n"
+        f"sys.argv = ['agenvoy', 'import', {fmt!r}, sys.argv[1]]\n"
+        "main()\n")
+    return subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT,
+                          capture_output=True, timeout=120)
+
+
+def test_a_crash_between_a_batchs_two_writes_is_found_by_doctor_and_completed(home, tmp_path):
+    """The kill above lands anywhere; this one lands exactly between a batch's history.json
+    write and its SQLite commit (the process exits inside the archive write)."""
+
     from agenvoy_cli.transfer.engine import BATCH
-    from tests.conftest import ROOT, agenvoy
+    from tests.conftest import agenvoy
 
     path = tmp_path / "conversations.json"
     turns = (BATCH + 100) // 2  # two batches a conversation
     total = chatgpt_export(path, 3, turns)
-    script = (
-        "import os, sys\n"
-        "from agenvoy_cli.conversation.store import Store\n"
-        "real, calls = Store._archive_append, []\n"
-        "def dying(self, *a, **k):\n"
-        "    calls.append(1)\n"
-        "    if len(calls) == 3:\n"
-        "        os._exit(9)\n"
-        "    return real(self, *a, **k)\n"
-        "Store._archive_append = dying\n"
-        "from agenvoy_cli.cli import main\n"
-        "sys.argv = ['agenvoy', 'import', 'chatgpt', sys.argv[1]]\n"
-        "main()\n")
-    died = subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT,
-                          capture_output=True, timeout=120)
+    died = import_dying_at("agenvoy_cli.conversation.store", "Store._archive_append", 3,
+                           "chatgpt", path)
     assert died.returncode == 9, died.stderr
     doctor = agenvoy("doctor", "--json")
     problems = orjson.loads(doctor.stdout)["problems"]
@@ -453,32 +464,17 @@ def test_a_crash_between_a_batchs_two_writes_is_found_by_doctor_and_completed(ho
 def test_a_crash_before_the_cursor_of_messages_without_times_adds_them_once(home, tmp_path):
     """OpenAI messages carry no time: a run gives them the file's (not its own clock), so
     the next run knows the batch a killed one appended before writing its cursor."""
-    import subprocess
-    import sys
 
     from agenvoy_cli.transfer.engine import BATCH
-    from tests.conftest import ROOT, agenvoy
+    from tests.conftest import agenvoy
 
     path = tmp_path / "chat.jsonl"
     total = BATCH + 300  # two batches
     path.write_bytes(b"".join(orjson.dumps({"role": ("user", "assistant")[i % 2],
                                             "content": f"message {i}"}) + b"\n"
                               for i in range(total)))
-    script = (
-        "import os, sys\n"
-        "from agenvoy_cli.transfer import sources\n"
-        "real, calls = sources.put, []\n"
-        "def dying(*a, **k):\n"
-        "    calls.append(1)\n"
-        "    if len(calls) == 2:  # the claim, then the first batch's cursor\n"
-        "        os._exit(9)\n"
-        "    return real(*a, **k)\n"
-        "sources.put = dying\n"
-        "from agenvoy_cli.cli import main\n"
-        "sys.argv = ['agenvoy', 'import', 'openai', sys.argv[1]]\n"
-        "main()\n")
-    died = subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT,
-                          capture_output=True, timeout=120)
+    # the claim, then the first batch's cursor
+    died = import_dying_at("agenvoy_cli.transfer.sources", "put", 2, "openai", path)
     assert died.returncode == 9, died.stderr
     db = home / ".store" / "history.db"
     with sqlite3.connect(db) as conn:
