@@ -109,7 +109,7 @@ KNOBS: tuple[Knob, ...] = (
          "agenvoy.import_quiet_seconds", "120", "seconds a transcript must be untouched "
          "before `import` takes a message its writer may still be adding to (`--now`: at once)"),
     Knob("import_max_record_bytes", ("AGENVOY_IMPORT_MAX_RECORD_BYTES",),
-         "agenvoy.import_max_record_bytes", "64 MiB", "`import`: a longer line or JSON value "
+         "agenvoy.import_max_record_bytes", "32 MiB", "`import`: a longer line or JSON value "
          "is skipped with its reason"),
     Knob("codex_home", ("CODEX_HOME",), None, "`~/.codex`",
          "Codex CLI's home, where `hook codex` finds a thread's rollout (`--codex-home`)"),

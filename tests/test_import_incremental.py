@@ -99,6 +99,18 @@ def test_a_quiet_transcript_gives_its_last_message(run, home, tmp_path):
     assert orjson.loads(rows(home)[1][4])["reasoning_content"]
 
 
+def test_how_long_quiet_is_a_setting(run, home, tmp_path, monkeypatch):
+    path = transcript(tmp_path / "p", LINES[:4])
+    past = time.time() - 30
+    os.utime(path, (past, past))  # quiet for 30 s: open under the default 120
+    assert importing(run, path)["sources"][0]["open"] == 2
+    (home / "config.json").write_bytes(orjson.dumps({"agenvoy": {"import_quiet_seconds": 20}}))
+    assert importing(run, path)["added"] == 1  # config.json's 20 s
+    monkeypatch.setenv("AGENVOY_IMPORT_QUIET_SECONDS", "soon")
+    res = run("import", "claude-code", str(path), "--json")
+    assert res.exit_code == 2 and "AGENVOY_IMPORT_QUIET_SECONDS='soon'" in res.stderr
+
+
 def old_home(home: Path, fixture: Path, transcript_path: Path) -> None:
     """The home as agenvoy-cli before #41 left it (rows, cursor and history.json as that
     version wrote them: tests/data/transfer/old-partial, made by its import). A cursor that

@@ -23,7 +23,14 @@ from typing import Any
 import orjson
 
 from agenvoy_cli.home.layout import NAME_MAX_BYTES
-from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, files, lines, open_input, too_long
+from agenvoy_cli.transfer.inputs import (
+    MAX_RECORD_BYTES,
+    QUIET_SECONDS,
+    files,
+    lines,
+    open_input,
+    too_long,
+)
 from agenvoy_cli.transfer.records import (
     Record,
     Unit,
@@ -34,7 +41,6 @@ from agenvoy_cli.transfer.records import (
     text_parts,
 )
 
-QUIET_SECONDS = 120.0  # a transcript this long untouched is not being written
 KIND = "claude-code"
 
 

@@ -19,7 +19,14 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, files, lines, open_input, too_long
+from agenvoy_cli.transfer.inputs import (
+    MAX_RECORD_BYTES,
+    QUIET_SECONDS,
+    files,
+    lines,
+    open_input,
+    too_long,
+)
 from agenvoy_cli.transfer.records import (
     Record,
     Unit,
@@ -30,7 +37,6 @@ from agenvoy_cli.transfer.records import (
     text_parts,
 )
 
-QUIET_SECONDS = 120.0
 CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 OUTPUTS = ("function_call_output", "custom_tool_call_output")
 

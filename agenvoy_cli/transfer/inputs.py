@@ -13,6 +13,8 @@ from typing import BinaryIO
 from agenvoy_cli.transfer.records import ReadFailure
 
 MAX_RECORD_BYTES = 32 << 20  # one line or array element; a longer one is skipped
+# a file this long untouched is not being written: what its writer left open is complete
+QUIET_SECONDS = 120.0
 _CHUNK = 1 << 20
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR,
           "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))

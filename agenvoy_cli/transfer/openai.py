@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, lines, open_input, too_long
+from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, QUIET_SECONDS, lines, open_input, too_long
 from agenvoy_cli.transfer.records import (
     ReadFailure,
     Record,
@@ -35,7 +35,6 @@ from agenvoy_cli.transfer.records import (
 from agenvoy_cli.transfer.stream import JsonStream, Malformed
 
 SHAPES = ("messages-jsonl", "messages-array", "request", "requests-array", "requests-jsonl")
-QUIET_SECONDS = 120.0
 
 
 def request_messages(item: Any) -> list[Any] | None:

@@ -12,9 +12,8 @@ import orjson
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.transfer import agenvoy, engine
-from agenvoy_cli.transfer.claude_code import QUIET_SECONDS
 from agenvoy_cli.transfer.detect import Looks, folder_format, looks, refusal
-from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, files
+from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, QUIET_SECONDS, files
 from agenvoy_cli.transfer.records import ReadFailure, Unit
 
 FORMATS = ("claude-code", "codex", "chatgpt", "openai", "agenvoy")
