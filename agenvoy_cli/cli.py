@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "Check (and --repair) the invariants of a home."),
     "forget": ("forget", "Remove messages everywhere they live (e.g. a leaked secret)."),
     "rag": ("rag", "Named document databases: create, add, sync, search."),
+    "notes": ("notes", "The operator's knowledge notes: add, list, show, search, edit."),
     "import": ("import_history", "Import Claude Code, Codex, ChatGPT, OpenAI or agenvoy history."),
     "export": ("export", "Export sessions as lossless JSON Lines or Markdown."),
     "hook": ("hook", "Import when another agent's turn ends (Claude Code hooks, Codex notify)."),

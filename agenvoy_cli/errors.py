@@ -18,7 +18,7 @@ EXIT_CODES: dict[int, str] = {
     OK: "success",
     FAILED: "the operation failed (or doctor found problems that remain)",
     USAGE: "bad usage or bad input; nothing was changed",
-    NOT_FOUND: "unknown session, error record or RAG database",
+    NOT_FOUND: "unknown session, error record, note or RAG database",
     CORRUPT: "a file or store in the home is damaged; nothing was written (see doctor)",
     BUSY: "another process held the store lock too long; retry",
     INTERRUPTED: "interrupted (Ctrl-C)",

@@ -20,6 +20,7 @@ LAYERS: list[set[str]] = [
     {"vectors"},
     {"search"},
     {"errormem", "rag"},
+    {"notes"},
     {"doctor"},
     {"transfer"},
     {"api"},

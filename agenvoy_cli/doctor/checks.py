@@ -136,6 +136,23 @@ class Doctor(Report):
             self.report(None, "error-memory", detail,
                         repair if i == 0 else (lambda: "repaired with the line above"))
 
+    def check_notes(self) -> None:
+        from agenvoy_cli.notes.vector_sync import check_note_index, repair_note_index
+        from agenvoy_cli.vectors.location import has_vectors
+
+        if has_vectors(self.store) and not self.vectors_usable:
+            return  # reported (and not repaired) by the vector check
+        problems = check_note_index(self.store)
+        done: list[str] = []
+
+        def repair() -> str:
+            done.extend(repair_note_index(self.store))
+            return "; ".join(done) or "nothing to do"
+
+        for i, detail in enumerate(problems):  # one repair fixes them all, as above
+            self.report(None, "notes", detail,
+                        repair if i == 0 else (lambda: "repaired with the line above"))
+
     # -- repairs ----------------------------------------------------------------------------
     def _allow_rebuild(self) -> str:
         self.store.db(new_archive=True)
@@ -187,4 +204,5 @@ def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Probl
             for sid in session_ids:
                 doctor.check_session(sid)
             doctor.check_error_memory()
+            doctor.check_notes()
     return doctor.problems

@@ -153,6 +153,13 @@ class Layout(NamedTuple):
         return [folder / "history", folder / "pending", folder / "action.log"]
 
     @property
+    def knowledge(self) -> Path:
+        """Agenvoy's knowledge notes through v0.32.5, one <name>.md each (v0.32.6 moved them
+        into its own store; agenvoy notes takes them in once, notes/files.py). Only ever
+        read: a linked folder is followed, a linked file in it is not (as upstream)."""
+        return self.home / "knowledge"
+
+    @property
     def store(self) -> Path:
         return _checked(self.home / ".store", "dir")
 

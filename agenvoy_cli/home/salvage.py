@@ -20,7 +20,7 @@ from agenvoy_cli.home.marker import archive_was_created, is_empty
 
 # Parents before children (foreign keys); the FTS tables are derived and rebuilt.
 TABLES = ("messages", "session_meta", "error_records", "error_keywords", "rag_dbs",
-          "rag_sources", "rag_files", "rag_chunks")
+          "rag_sources", "rag_files", "rag_chunks", "notes", "note_files")
 MAX_PROBES = 2_000_000  # rowids probed one by one across a damaged stretch
 
 

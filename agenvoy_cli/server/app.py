@@ -40,7 +40,9 @@ from agenvoy_cli.version import __version__
 INSTRUCTIONS = (
     "Agenvoy memory: this conversation's history (search_chat_history, get_context, "
     "append_messages), a cross-session memory of tool failures (search_error_history before "
-    "a 2nd retry, remember_error once an error is resolved or given up, read_error) and "
+    "a 2nd retry, remember_error once an error is resolved or given up, read_error), the "
+    "operator's knowledge notes, which outrank anything else (search_notes with a request's "
+    "key terms before answering when get_context says notes exist, read_note, save_note) and "
     "document knowledge bases (list_rag, search_rag). Each session's rolling summary is a "
     "resource: agenvoy://sessions/<id>/summary.")
 SUMMARY_URI = "agenvoy://sessions/{}/summary"

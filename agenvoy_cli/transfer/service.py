@@ -207,7 +207,10 @@ def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = N
         for kind, path, found in work:
             results.extend(_import_path(store, kind, path, found, job, meter, dry_run, strict))
             meter.path_done(path)
-    return summary(fmt, dry_run, results)
+    doc = summary(fmt, dry_run, results)
+    homes = [path for kind, path, _ in work if kind == "agenvoy"]
+    doc["notes_added"] = len(_notes_of_homes(store, homes, dry_run)) if homes else 0
+    return doc
 
 
 def _import_path(store: Store, fmt: str, path: Path, found: Looks | None, job: Job,
@@ -276,6 +279,19 @@ def summary(fmt: str, dry_run: bool, results: list[dict[str, Any]]) -> dict[str,
             "changed": sum(1 for r in results if r["status"] == "changed"),
             "complete": all(r["status"] in WHOLE for r in results),
             "sessions_written": written}
+
+
+def _notes_of_homes(store: Store, paths: list[Path], dry_run: bool) -> list[str]:
+    """`import agenvoy HOME`: the knowledge notes of each other home (a folder with
+    sessions/, .store/ or knowledge/), whose names are free here (notes/files.py)."""
+    from agenvoy_cli.notes.files import take_from_home
+
+    added: list[str] = []
+    for path in paths:
+        if path.is_dir() and path.resolve() != store.layout.home.resolve() and any(
+                (path / part).exists() for part in ("sessions", ".store", "knowledge")):
+            added += take_from_home(store, path, dry_run=dry_run)["added"]
+    return added
 
 
 def _outside_home(store: Store, output: Path) -> Path:
