@@ -153,18 +153,22 @@ class Memory:
         """Every session: message_count, bytes, last_message_at, has_summary."""
         from agenvoy_cli.conversation.session_list import list_all
         from agenvoy_cli.conversation.sessions import as_dicts
-        from agenvoy_cli.transfer.sources import origins
+        from agenvoy_cli.transfer.sources import origins, parents
 
         docs = as_dicts(list_all(self.store))
         with self.store.read_lock():
             came = origins(self.store.db_readonly())
+            started = parents(self.store.db_readonly())
         for doc in docs:
             doc["source"] = came.get(doc["session_id"])  # where `import` brought it from
+            doc["parent"] = started.get(doc["session_id"])  # a sub-agent's session's
         return list_document("sessions", docs)
 
     def session(self, session_id: str) -> dict[str, Any]:
-        """One session with its archive row_count, trim point and path (NotFound)."""
+        """One session with its archive row_count, trim point, path, where `import` brought
+        it from (source) and the session that started it (parent: a sub-agent's), NotFound."""
         from agenvoy_cli.conversation import session_list, sessions
+        from agenvoy_cli.transfer.sources import origins, parents
 
         store = self.store
         with store.read_lock():
@@ -174,6 +178,8 @@ class Memory:
             info["row_count"] = sessions.archive_rows(store.db_readonly(), session_id)
             info["trim_point"] = {"start_seq": start_seq, **moment("start", start_at or None)}
             info["path"] = str(store.layout.session_dir(session_id))
+            info["source"] = origins(store.db_readonly()).get(session_id)
+            info["parent"] = parents(store.db_readonly()).get(session_id)
         return info
 
     def compact(self, session_id: str | None = None,
@@ -357,20 +363,23 @@ class Memory:
         ids = [session_id] if session_id else self.store.session_ids()
         problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
         return {"session_count": len(ids), **list_document("problems", problems),
-                "remaining": sum(1 for p in problems if not p["repaired"]),
+                "remaining": sum(1 for p in problems if not p["repaired"]
+                                 and not p.get("note")),
                 "kept_aside": kept_aside(self.store, ids)}
 
     def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False, sidechains: str = "apart",
-                progress: Progress | None = None) -> dict[str, Any]:
-        """Import histories (claude-code, codex, chatgpt, openai, agenvoy) into sessions,
-        exactly once and incrementally; nothing is embedded (backfill --vectors catches
-        up). Per source: session_id, status, added, malformed and the first reasons.
+                progress: Progress | None = None, now: bool = False) -> dict[str, Any]:
+        """Import histories (auto, claude-code, codex, chatgpt, openai, agenvoy) into
+        sessions, exactly once and incrementally; nothing is embedded (backfill --vectors
+        catches up). Per source: session_id, status, added, skipped and the first reasons;
+        "complete" when every source was read whole, "sessions_written". `now`: a message
+        its writer may still be adding to is taken as it is (the turn has ended).
         progress(bytes read, bytes in all) as it goes."""
         from agenvoy_cli.transfer.service import import_
 
         return import_(self.store, format, list(paths), session=session, dry_run=dry_run,
-                       strict=strict, sidechains=sidechains, progress=progress)
+                       strict=strict, sidechains=sidechains, progress=progress, now=now)
 
     def export(self, session_ids: Sequence[str] = (), *, all_sessions: bool = False,
                format: str = "jsonl", output: str | None = None) -> dict[str, Any]:

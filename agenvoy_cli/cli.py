@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "notes": ("notes", "The operator's knowledge notes: add, list, show, search, edit."),
     "import": ("import_history", "Import Claude Code, Codex, ChatGPT, OpenAI or agenvoy history."),
     "export": ("export", "Export sessions as lossless JSON Lines or Markdown."),
+    "hook": ("hook", "Import when another agent's turn ends (Claude Code hooks, Codex notify)."),
     "mcp": ("mcp", "Serve the memory to agents as a stdio MCP server (warm, indexing ahead)."),
 }
 
@@ -84,10 +85,10 @@ class LazyGroup(click.Group):
                 hint = (f" (a query that starts with '-' goes in -q/--query TEXT, or after "
                         f"--; see '{exc.ctx.command_path} --help')")
             fail(f"{exc.format_message()}{hint}", exc.exit_code, "usage", as_json)
-            sys.exit(exc.exit_code)
+            sys.exit(_code(argv, exc.exit_code))
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code, "usage", as_json)
-            sys.exit(exc.exit_code)
+            sys.exit(_code(argv, exc.exit_code))
         except click.Abort:
             fail("aborted", 1, "failed", as_json, prefix="")
             sys.exit(1)
@@ -118,6 +119,12 @@ class LazyGroup(click.Group):
             fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", 1,
                  "internal", _json_errors(ctx), prefix="internal error")
             ctx.exit(1)
+
+
+def _code(argv: list[str], code: int) -> int:
+    """A hook (`agenvoy hook ...`, run by another agent) never fails its host's turn: even
+    a command line it cannot parse (a bad AGENVOY_HOME) exits 0, the line on stderr."""
+    return 0 if "hook" in argv[:3] else code
 
 
 def manual_page() -> str | None:

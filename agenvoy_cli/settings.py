@@ -110,6 +110,14 @@ KNOBS: tuple[Knob, ...] = (
     Knob("faults", ("AGENVOY_FAULTS",), None, "off",
          "tests only: fail the Nth write of the home as a full or failing disk, or kill "
          "the process there (home/faults.py, docs/reliability.md)"),
+    Knob("import_quiet_seconds", ("AGENVOY_IMPORT_QUIET_SECONDS",),
+         "agenvoy.import_quiet_seconds", "120", "seconds a transcript must be untouched "
+         "before `import` takes a message its writer may still be adding to (`--now`: at once)"),
+    Knob("import_max_record_bytes", ("AGENVOY_IMPORT_MAX_RECORD_BYTES",),
+         "agenvoy.import_max_record_bytes", "32 MiB", "`import`: a longer line or JSON value "
+         "is skipped with its reason"),
+    Knob("codex_home", ("CODEX_HOME",), None, "`~/.codex`",
+         "Codex CLI's home, where `hook codex` finds a thread's rollout (`--codex-home`)"),
 )
 BY_NAME = {knob.name: knob for knob in KNOBS}
 
@@ -314,6 +322,10 @@ class Settings:
                                                DEFAULT_PROGRESS_SECONDS)))
         except ValueError:
             return DEFAULT_PROGRESS_SECONDS
+
+    @property
+    def codex_home(self) -> str:
+        return self.env.get("CODEX_HOME", "").strip() or "~/.codex"
 
     @property
     def max_input_bytes(self) -> int:

@@ -1,16 +1,22 @@
-"""bench/import_memory: peak memory (ru_maxrss of the child) and time of
-`agenvoy import chatgpt conversations.json` for generated exports of growing size.
+"""bench/import_memory: peak memory (ru_maxrss of the child), time and messages per second
+of `agenvoy import FORMAT FILE` for generated inputs of growing size, through the CLI.
 
-The target (issue #28): a 1 GiB conversations.json imports in at most 300 MiB. The reader
-streams the top-level array (transfer/stream.py), so the peak must stay flat as the input
-grows: the bench prints it per size, beside a tiny import's (the interpreter and imports).
+The targets (issue #41): any file size imports in at most 100 MiB (a 1 GiB input of each
+format), Claude Code and Codex at 10,000 messages/s or more. Every reader streams (JSON
+Lines a line at a time, a JSON array or request body a value at a time:
+transfer/stream.py), so the peak must stay flat as the input grows: the bench prints it per
+size, beside a tiny import's (the interpreter and imports). `--format` picks the input
+(chatgpt, the default, or one of bench/import_shapes.py's: claude-code, codex,
+openai-jsonl, openai-request, openai-batch, agenvoy); `--code DIR` runs another checkout's
+agenvoy_cli (A/B, interleaved with this one's by --rounds).
 
 The export is generated, deterministic (--seed) and shaped like a real one: a mapping tree
 per conversation with a hidden system root, regenerated answers (branches; current_node
 follows the last), long English and CJK texts, code-interpreter calls and their outputs,
 image parts in multimodal_text, and the metadata padding real exports carry.
 
-Usage: python bench/import_memory.py [--sizes 50,100,200] [--seed 7] [--keep DIR]
+Usage: python bench/import_memory.py [--format F] [--sizes 50,100,200] [--seed 7] [--keep DIR]
+       python bench/import_memory.py --format claude-code --sizes 20 --rounds 3 --code /old
        python bench/import_memory.py --generate 200 --output conversations.json
 """
 
@@ -21,6 +27,7 @@ import os
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -151,14 +158,18 @@ def chatgpt_export(path: Path, size: int, seed: int = 7) -> tuple[int, int]:
     return convs, msgs
 
 
-def measure(argv: list[str], home: Path) -> tuple[float, float, int, bytes]:
-    """(wall s, CPU s, peak RSS bytes, stdout) of a child run to the end."""
+def measure(argv: list[str], home: Path, code: str | None = None
+            ) -> tuple[float, float, int, bytes]:
+    """(wall s, CPU s, peak RSS bytes, stdout) of a child run to the end (code: the folder
+    whose agenvoy_cli runs, on PYTHONPATH)."""
     env = {**os.environ, "AGENVOY_HOME": str(home), "AGENVOY_PROGRESS_SECONDS": "30"}
     exe = Path(sys.executable).with_name("agenvoy")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "agenvoy_cli"]
+    cmd = [str(exe)] if exe.exists() and not code else [sys.executable, "-m", "agenvoy_cli"]
+    if code:
+        env["PYTHONPATH"] = code
     with tempfile.TemporaryFile() as out:
         start = time.perf_counter()
-        proc = subprocess.Popen([*cmd, *argv], env=env, stdout=out)
+        proc = subprocess.Popen([*cmd, *argv], env=env, stdout=out, cwd=code or None)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -169,47 +180,82 @@ def measure(argv: list[str], home: Path) -> tuple[float, float, int, bytes]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, data
 
 
+def make_input(fmt: str, path: Path, size: int, seed: int) -> tuple[str, int, int | None]:
+    """Write an input of `fmt`: (import format, messages, conversations or None)."""
+    if fmt == "chatgpt":
+        convs, msgs = chatgpt_export(path, size, seed)
+        return "chatgpt", msgs, convs
+    sys.path.insert(0, str(Path(__file__).parent))
+    from import_shapes import GENERATORS
+
+    make, kind, _ = GENERATORS[fmt]
+    return kind, make(path, size, seed), None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--format", default="chatgpt",
+                        help="chatgpt, claude-code, codex, openai-jsonl, openai-request, "
+                             "openai-batch or agenvoy")
     parser.add_argument("--sizes", default="50,100,200", help="MiB, comma separated")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=1, help="runs per size (medians)")
+    parser.add_argument("--code", help="also run this checkout's agenvoy_cli (A/B)")
     parser.add_argument("--keep", help="keep the generated files and homes here")
-    parser.add_argument("--generate", type=int, metavar="MIB", help="only write an export")
+    parser.add_argument("--generate", type=int, metavar="MIB", help="only write an input")
     parser.add_argument("--output", default="conversations.json")
     args = parser.parse_args()
     if args.generate is not None:
-        convs, msgs = chatgpt_export(Path(args.output), args.generate * MiB, args.seed)
-        print(f"{args.output}: {convs} conversations, {msgs} messages")
+        kind, msgs, convs = make_input(args.format, Path(args.output), args.generate * MiB,
+                                       args.seed)
+        print(f"{args.output}: {args.format}, {msgs} messages")
         return
     import agenvoy_cli
 
-    subprocess.run([sys.executable, "-m", "compileall", "-q",
-                    str(Path(agenvoy_cli.__file__).parent)], check=True)
+    codes: list[str | None] = [None] + ([args.code] if args.code else [])
+    for code in codes:
+        root = Path(code) / "agenvoy_cli" if code else Path(agenvoy_cli.__file__).parent
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(root)], check=True)
     work = Path(args.keep or tempfile.mkdtemp(prefix="import-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    print(f"load average before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
-    tiny = work / "tiny.json"
-    chatgpt_export(tiny, 1, args.seed)
-    _, _, floor, _ = measure(["import", "chatgpt", str(tiny), "--json"], work / "home-tiny")
-    print(f"floor (one small conversation): peak RSS {floor / MiB:.0f} MiB")
-    print(f"{'input MiB':>9} {'convs':>6} {'messages':>8} {'peak RSS MiB':>12} "
-          f"{'wall s':>7} {'CPU s':>6} {'MiB/s':>6}")
+    print(f"format {args.format}; load average before: {os.getloadavg()[0]:.2f} "
+          f"{os.getloadavg()[1]:.2f}")
+    tiny = work / "tiny.input"
+    kind, _, _ = make_input(args.format, tiny, 64 << 10, args.seed)
+    _, _, floor, _ = measure(["import", kind, str(tiny), "--now", "--json"], work / "home-tiny")
+    print(f"floor (a 64 KiB input): peak RSS {floor / MiB:.0f} MiB")
+    print(f"{'code':>5} {'input MiB':>9} {'messages':>9} {'peak RSS MiB':>12} {'wall s':>7} "
+          f"{'CPU s':>6} {'msg/s wall':>10} {'msg/s CPU':>9}")
     for size in (int(s) for s in args.sizes.split(",")):
-        path = work / f"conversations-{size}.json"
-        convs, msgs = chatgpt_export(path, size * MiB, args.seed)
-        home = work / f"home-{size}"
-        shutil.rmtree(home, ignore_errors=True)
-        wall, cpu, rss, out = measure(["import", "chatgpt", str(path), "--json"], home)
-        doc = orjson.loads(out)
-        if doc["added"] != msgs or len(doc["sources"]) != convs:
-            raise SystemExit(f"{size} MiB: imported {doc['added']} of {msgs} messages, "
-                             f"{len(doc['sources'])} of {convs} conversations")
+        path = work / f"input-{size}"
+        kind, msgs, convs = make_input(args.format, path, size * MiB, args.seed)
+        runs: dict[str | None, list[tuple[float, float, int]]] = {c: [] for c in codes}
+        added: dict[str | None, int] = {}
+        for _ in range(args.rounds):
+            for code in codes:  # interleaved: a busy moment falls on both
+                home = work / f"home-{size}"
+                shutil.rmtree(home, ignore_errors=True)
+                now = [] if code else ["--now"]  # (an older checkout has no --now)
+                wall, cpu, rss, out = measure(["import", kind, str(path), *now, "--json"],
+                                              home, code)
+                doc = orjson.loads(out)
+                # sources beyond the first 1,000 are folded into one entry ("folded")
+                read = sum(s.get("folded") or 1 for s in doc["sources"])
+                if code is None and (doc["added"] != msgs or (convs and read != convs)):
+                    raise SystemExit(f"{size} MiB: imported {doc['added']} of {msgs} messages")
+                added[code] = doc["added"]  # (an older checkout may keep fewer: its own count)
+                runs[code].append((wall, cpu, rss))
+                shutil.rmtree(home)
         real = path.stat().st_size / MiB
-        print(f"{real:9.0f} {convs:6d} {msgs:8d} {rss / MiB:12.0f} {wall:7.1f} {cpu:6.1f} "
-              f"{real / wall:6.2f}", flush=True)
+        for code, got in runs.items():
+            wall = statistics.median(r[0] for r in got)
+            cpu = statistics.median(r[1] for r in got)
+            rss = max(r[2] for r in got)
+            count = added[code]
+            print(f"{'B' if code else 'A':>5} {real:9.0f} {count:9d} {rss / MiB:12.0f} "
+                  f"{wall:7.1f} {cpu:6.1f} {count / wall:10.0f} {count / cpu:9.0f}", flush=True)
         if not args.keep:
             path.unlink()
-            shutil.rmtree(home)
     print(f"load average after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; "
           f"this process's own peak: "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")

@@ -363,6 +363,133 @@ def test_planted_files_are_refused_without_harm(where, kind, command):
         home.close()
 
 
+# -- issue #37: every importer, whatever its input ----------------------------------------------
+
+EDGE_TIMES = st.one_of(st.sampled_from(["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z",
+                                        "2262-04-12T00:00:00Z", "1677-09-21T00:12:43Z",
+                                        "2025-10-01T09:00:00.000Z", "2025-13-01T00:00:00Z",
+                                        "", "now"]),
+                       st.floats(allow_nan=True, allow_infinity=True), st.integers(),
+                       st.text(max_size=12))
+BIG = st.sampled_from([2**63, 2**64 + 5, -(2**63) - 1, 10**30])
+ODD = st.one_of(JSON, BIG, st.just("a\ud800b"), st.just({"x": [[[[[]]]]]}), EDGE_TIMES)
+PART = st.fixed_dictionaries({"type": st.one_of(st.sampled_from(
+    ["text", "image", "thinking", "tool_use", "tool_result", "image_url", "input_text",
+     "output_text", "input_image"]), ODD)}, optional={
+    "text": ODD, "thinking": ODD, "id": ODD, "name": ODD, "input": ODD, "tool_use_id": ODD,
+    "content": ODD, "source": ODD, "image_url": ODD})
+CONTENT = st.one_of(st.text(max_size=20), ODD, st.lists(PART, max_size=3))
+
+
+def _claude_line():
+    return st.fixed_dictionaries({"type": st.one_of(st.sampled_from(
+        ["user", "assistant", "summary", "system", "progress"]), ODD)}, optional={
+        "message": st.one_of(ODD, st.fixed_dictionaries({"role": ODD, "content": CONTENT},
+                                                        optional={"id": st.one_of(
+                                                            st.sampled_from(["m1", "m2"]),
+                                                            ODD)})),
+        "timestamp": EDGE_TIMES, "isSidechain": ODD, "cwd": ODD, "sessionId": ODD,
+        "agentId": ODD, "uuid": st.just("u")})
+
+
+def _codex_line():
+    payload = st.fixed_dictionaries({"type": st.one_of(st.sampled_from(
+        ["message", "reasoning", "function_call", "function_call_output", "web_search_call",
+         "local_shell_call", "custom_tool_call", "custom_tool_call_output"]), ODD)}, optional={
+        "role": ODD, "content": CONTENT, "summary": ODD, "name": ODD, "arguments": ODD,
+        "call_id": ODD, "output": ODD, "action": ODD, "input": ODD, "git": ODD, "cwd": ODD,
+        "id": ODD, "status": ODD})
+    return st.fixed_dictionaries({"type": st.one_of(st.sampled_from(
+        ["session_meta", "response_item", "event_msg"]), ODD), "payload": st.one_of(payload,
+                                                                                   ODD)},
+        optional={"timestamp": EDGE_TIMES})
+
+
+def _chatgpt():
+    message = st.fixed_dictionaries({}, optional={
+        "author": st.one_of(ODD, st.fixed_dictionaries({"role": ODD}, optional={"name": ODD})),
+        "content": st.one_of(ODD, st.fixed_dictionaries({"content_type": st.one_of(
+            st.sampled_from(["text", "multimodal_text", "code", "execution_output",
+                             "thoughts"]), ODD)}, optional={
+            "parts": st.lists(st.one_of(st.text(max_size=10), PART, ODD), max_size=3),
+            "text": ODD, "thoughts": ODD})),
+        "create_time": EDGE_TIMES, "recipient": ODD, "metadata": ODD})
+    node = st.fixed_dictionaries({"message": st.one_of(message, ODD)}, optional={
+        "parent": st.one_of(st.sampled_from(["a", "b", "c"]), ODD),
+        "children": st.one_of(st.lists(st.sampled_from(["a", "b", "c"]), max_size=2), ODD)})
+    conversation = st.fixed_dictionaries({}, optional={
+        "mapping": st.one_of(st.dictionaries(st.sampled_from(["a", "b", "c"]), node,
+                                             max_size=3), ODD),
+        "current_node": st.one_of(st.sampled_from(["a", "b", "c"]), ODD),
+        "conversation_id": ODD, "title": ODD, "create_time": EDGE_TIMES})
+    return st.lists(st.one_of(conversation, ODD), max_size=3)
+
+
+def _openai():
+    message = st.fixed_dictionaries({"role": st.one_of(st.sampled_from(
+        ["user", "assistant", "system", "tool"]), ODD), "content": CONTENT}, optional={
+        "tool_calls": ODD, "tool_call_id": ODD, "sendAt": st.one_of(BIG, ODD), "extra": ODD})
+    messages = st.lists(st.one_of(message, ODD), max_size=4)
+    request = st.fixed_dictionaries({"messages": messages}, optional={"model": ODD,
+                                                                      "custom_id": ODD})
+    return st.one_of(messages, request, st.lists(request, max_size=3))
+
+
+def _encode(value, jsonl: bool) -> bytes:
+    import json
+
+    def one(item) -> bytes:
+        try:
+            return orjson.dumps(item)
+        except TypeError:  # lone surrogates, huge numbers: what a careless writer writes
+            return json.dumps(item).encode()
+
+    if jsonl and isinstance(value, list):
+        return b"".join(one(item) + b"\n" for item in value)
+    return one(value)
+
+
+IMPORTS = {
+    "claude-code": (st.lists(st.one_of(_claude_line(), ODD), max_size=6), True, ".jsonl"),
+    "codex": (st.lists(st.one_of(_codex_line(), ODD), max_size=6), True, ".jsonl"),
+    "chatgpt": (_chatgpt(), False, ".json"),
+    "openai": (_openai(), False, ".json"),
+    "openai-jsonl": (_openai(), True, ".jsonl"),
+}
+
+
+@FUZZ
+@given(data=st.data(), which=st.sampled_from(sorted(IMPORTS)), garbage=st.binary(max_size=40),
+       cut=st.integers(0, 64))
+def test_every_importer_never_breaks(data, which, garbage, cut):
+    strategy, jsonl, suffix = IMPORTS[which]
+    raw = _encode(data.draw(strategy), jsonl)
+    if cut:  # cut short, or with bytes of anything after it
+        raw = raw[:-cut] if cut < 32 else raw + garbage
+    home = populated()
+    try:
+        folder = home.path.parent / "input"
+        folder.mkdir()
+        path = folder / (f"rollout-x{suffix}" if which == "codex" else f"in{suffix}")
+        path.write_bytes(raw)
+        fmt = which.removesuffix("-jsonl")
+        for args in (("import", fmt, str(path), "--now"), ("import", "auto", str(folder))):
+            res = home.runner.invoke(cli, [*args, "--json"], catch_exceptions=True,
+                                     env={"AGENVOY_HOME": str(home.path)})
+            assert res.exception is None or isinstance(res.exception, SystemExit), (
+                f"{args!r} raised {res.exception!r}")
+            assert res.exit_code in (0, 1, 2), (res.exit_code, res.stderr)
+            assert "internal error" not in res.stderr and "Traceback" not in res.stderr, \
+                res.stderr
+            assert all(line.startswith("agenvoy: ") for line in res.stderr.splitlines()), \
+                res.stderr
+            doc = orjson.loads(res.stdout)
+            assert ("error" in doc) == (res.exit_code == 2), doc
+        assert home.run("doctor").exit_code in (0, 1)
+    finally:
+        home.close()
+
+
 # -- message field shapes: what Agenvoy's Go structs read, and JSON values only ------------
 
 CALL = {"id": "call_1", "type": "function",

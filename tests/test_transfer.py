@@ -9,30 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.helpers.transfer import provider_errors
+
 DATA = Path(__file__).resolve().parent / "data" / "transfer"
 CLAUDE = DATA / "claude" / "-home-ada-src-shop" / "7f3c2a10-5b1e-4c2d-9a8f-0e1d2c3b4a59.jsonl"
-
-
-def provider_errors(messages: list[dict]) -> list[str]:
-    """OpenAI chat-completions rules for a message list: roles known; an assistant message
-    has content or tool_calls; every tool message answers a call of the assistant message
-    before its run of tool messages, each call at most once."""
-    errors, open_calls = [], set()
-    for i, m in enumerate(messages):
-        role = m.get("role")
-        if role not in ("system", "user", "assistant", "tool"):
-            errors.append(f"{i}: role {role!r}")
-        if role == "assistant":
-            if not m.get("content") and not m.get("tool_calls"):
-                errors.append(f"{i}: assistant with neither content nor tool_calls")
-            open_calls = {c["id"] for c in m.get("tool_calls") or []}
-        elif role == "tool":
-            if m.get("tool_call_id") not in open_calls:
-                errors.append(f"{i}: tool message without its call")
-            open_calls.discard(m.get("tool_call_id"))
-        else:
-            open_calls = set()
-    return errors
 
 
 def context(run, sid: str) -> list[dict]:
@@ -48,7 +28,10 @@ def rows(home: Path, sid: str) -> list[tuple]:
 
 
 def imported(run, *args: str) -> dict:
-    res = run("import", *args, "--json")
+    """An import of files that are whole (--now: their last message is not still being
+    written, whatever their age)."""
+    now = ("--now",) if args and args[0] in ("claude-code", "codex") else ()
+    res = run("import", *args, *now, "--json")
     assert res.exit_code == 0, res.stderr
     return res.json()
 
@@ -103,7 +86,10 @@ def test_chatgpt_follows_the_current_branch(run):
     assert "Mochi" in text and "Whiskers" not in text
     assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "tool",
                                          "assistant"]
-    assert msgs[2]["content"][0]["type"] == "image_asset_pointer"  # kept as a part
+    # an image the export folder lacks: a text part naming it (a provider takes that), the
+    # original part in the archive's full JSON (never sent: context leaves it out)
+    assert "file-service://file-abc" in msgs[2]["content"] and "not in the export" in \
+        msgs[2]["content"] and "original_parts" not in msgs[2]
     assert provider_errors(msgs) == []
     assert "2024-10-01" in msgs[0]["content"]
 
@@ -139,9 +125,11 @@ def test_changed_old_part_is_reported_not_duplicated(run, tmp_path, home):
     sid = imported(run, "claude-code", str(path))["sources"][0]["session_id"]
     path.write_bytes(path.read_bytes().replace(b"permission denied", b"permission DENIED")
                      + b"\n")
-    res = run("import", "claude-code", str(path), "--json")
-    assert res.exit_code == 0 and "has changed" in res.stderr
-    assert res.json()["sources"][0]["status"] == "changed"
+    res = run("import", "claude-code", str(path), "--now", "--json")
+    assert res.exit_code == 2 and "has changed" in res.stderr  # nothing written
+    doc = run("import", "auto", str(path), str(DATA / "openai.jsonl"), "--now", "--json")
+    assert doc.exit_code == 1  # another source written: the document, and why not 0
+    assert [s["status"] for s in doc.json()["sources"]] == ["changed", "changed", "imported"]
     assert len(rows(home, sid)) == 7
 
 
@@ -246,8 +234,8 @@ def test_an_empty_source_then_the_grown_one_imports_every_record(run, tmp_path, 
     path.write_bytes(b"".join(x for x in lines if x not in side))  # no sub-agent yet
     grown = imported(run, "claude-code", str(path))
     assert [(s["session_id"], s["added"]) for s in grown["sources"]] == [
-        ("cc-shop-7f3c2a10", 7), ("cc-shop-7f3c2a10-side", 0)]
-    with path.open("ab") as handle:  # the sub-agent starts: its side had a cursor, empty
+        ("cc-shop-7f3c2a10", 7)]  # no sidechain record yet: that pass is not made
+    with path.open("ab") as handle:  # the sub-agent starts: its side is read from the start
         handle.writelines(side)
     again = imported(run, "claude-code", str(path))
     assert [s["added"] for s in again["sources"]] == [0, 2]
@@ -369,7 +357,7 @@ def test_kill_9_in_the_middle_then_doctor_and_a_second_import_complete_it(home, 
     from tests.conftest import ROOT, agenvoy
 
     path = tmp_path / "conversations.json"
-    total = chatgpt_export(path, 12, 300)  # 600 messages a conversation: two batches each
+    total = chatgpt_export(path, 12, 300)  # 600 messages a conversation
     db = home / ".store" / "history.db"
 
     def archived() -> int:
@@ -419,43 +407,85 @@ def test_kill_9_in_the_middle_then_doctor_and_a_second_import_complete_it(home, 
     assert agenvoy("doctor").returncode == 0
 
 
-def test_a_crash_between_a_batchs_two_writes_is_found_by_doctor_and_completed(home, tmp_path):
-    """The kill above lands anywhere; this one lands exactly between a batch's history.json
-    write and its SQLite commit (the process exits inside the archive write)."""
+def import_dying_at(module: str, name: str, nth: int, fmt: str, path: Path):
+    """`agenvoy import FMT PATH` in a process that exits (9) at the nth call of
+    module's `name` (an attribute path: "Store._archive_append"), before it runs."""
     import subprocess
     import sys
 
-    from tests.conftest import ROOT, agenvoy
+    from tests.conftest import ROOT
+
+    owner, _, attr = f"target.{name}".rpartition(".")
+    script = (
+        "import importlib, os, sys\n"
+        f"target = importlib.import_module({module!r})\n"
+        f"owner, real, calls = {owner}, {owner}.{attr}, []\n"
+        "def dying(*a, **k):\n"
+        "    calls.append(1)\n"
+        f"    if len(calls) == {nth}:\n"
+        "        os._exit(9)\n"
+        "    return real(*a, **k)\n"
+        f"setattr(owner, {attr!r}, dying)\n"
+        "from agenvoy_cli.cli import main\n"
+        f"sys.argv = ['agenvoy', 'import', {fmt!r}, sys.argv[1]]\n"
+        "main()\n")
+    return subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT,
+                          capture_output=True, timeout=120)
+
+
+def test_a_crash_between_a_batchs_two_writes_is_found_by_doctor_and_completed(home, tmp_path):
+    """The kill above lands anywhere; this one lands exactly between a batch's history.json
+    write and its SQLite commit (the process exits inside the archive write)."""
+
+    from agenvoy_cli.transfer.engine import BATCH
+    from tests.conftest import agenvoy
 
     path = tmp_path / "conversations.json"
-    total = chatgpt_export(path, 3, 300)
-    script = (
-        "import os, sys\n"
-        "from agenvoy_cli.conversation.store import Store\n"
-        "real, calls = Store._archive_append, []\n"
-        "def dying(self, *a, **k):\n"
-        "    calls.append(1)\n"
-        "    if len(calls) == 3:\n"
-        "        os._exit(9)\n"
-        "    return real(self, *a, **k)\n"
-        "Store._archive_append = dying\n"
-        "from agenvoy_cli.cli import main\n"
-        "sys.argv = ['agenvoy', 'import', 'chatgpt', sys.argv[1]]\n"
-        "main()\n")
-    died = subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT,
-                          capture_output=True, timeout=120)
+    turns = (BATCH + 100) // 2  # two batches a conversation
+    total = chatgpt_export(path, 3, turns)
+    died = import_dying_at("agenvoy_cli.conversation.store", "Store._archive_append", 3,
+                           "chatgpt", path)
     assert died.returncode == 9, died.stderr
     doctor = agenvoy("doctor", "--json")
     problems = orjson.loads(doctor.stdout)["problems"]
     assert doctor.returncode == 1 and len(problems) == 1, problems
-    assert problems[0]["check"] == "archive" and "500 message(s) of history.json are not in " \
-        "SQLite" in problems[0]["detail"], problems
+    assert problems[0]["check"] == "archive" and f"{BATCH} message(s) of history.json are " \
+        "not in SQLite" in problems[0]["detail"], problems
     again = agenvoy("import", "chatgpt", str(path), "--json", timeout=300)
     assert again.returncode == 0, again.stderr
     with sqlite3.connect(home / ".store" / "history.db") as conn:
         per = conn.execute("SELECT count(*), count(DISTINCT hash), min(seq), max(seq) "
                            "FROM messages GROUP BY session_id").fetchall()
-    assert sum(r[0] for r in per) == total and all(r == (600, 600, 0, 599) for r in per), per
+    want = (2 * turns, 2 * turns, 0, 2 * turns - 1)
+    assert sum(r[0] for r in per) == total and all(r == want for r in per), per
+    assert agenvoy("doctor").returncode == 0
+
+
+def test_a_crash_before_the_cursor_of_messages_without_times_adds_them_once(home, tmp_path):
+    """OpenAI messages carry no time: a run gives them the file's (not its own clock), so
+    the next run knows the batch a killed one appended before writing its cursor."""
+
+    from agenvoy_cli.transfer.engine import BATCH
+    from tests.conftest import agenvoy
+
+    path = tmp_path / "chat.jsonl"
+    total = BATCH + 300  # two batches
+    path.write_bytes(b"".join(orjson.dumps({"role": ("user", "assistant")[i % 2],
+                                            "content": f"message {i}"}) + b"\n"
+                              for i in range(total)))
+    # the claim, then the first batch's cursor
+    died = import_dying_at("agenvoy_cli.transfer.sources", "put", 2, "openai", path)
+    assert died.returncode == 9, died.stderr
+    db = home / ".store" / "history.db"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == BATCH
+    again = agenvoy("import", "openai", str(path), "--json", timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert orjson.loads(again.stdout)["added"] == total - BATCH
+    with sqlite3.connect(db) as conn:
+        got = conn.execute("SELECT count(*), count(DISTINCT hash), min(seq), max(seq) "
+                           "FROM messages").fetchone()
+    assert got == (total, total, 0, total - 1)
     assert agenvoy("doctor").returncode == 0
 
 
@@ -528,10 +558,12 @@ def test_killed_between_a_batch_and_its_cursor(home, tmp_path, appends):
     import subprocess
     import sys
 
+    from agenvoy_cli.transfer.engine import BATCH
     from tests.conftest import ROOT, agenvoy
 
     path = tmp_path / "conversations.json"
-    total = chatgpt_export(path, 2, 300)  # two batches a conversation (BATCH = 500)
+    turns = (BATCH + 100) // 2
+    total = chatgpt_export(path, 2, turns)  # two batches a conversation
     child = subprocess.run([sys.executable, "-c", KILLED_AFTER_APPEND, str(appends),
                             str(path)], cwd=ROOT, capture_output=True, timeout=120)
     assert child.returncode == -signal.SIGKILL, child.stderr
@@ -542,8 +574,8 @@ def test_killed_between_a_batch_and_its_cursor(home, tmp_path, appends):
     with sqlite3.connect(home / ".store" / "history.db") as conn:
         per = conn.execute("SELECT session_id, count(*), count(DISTINCT hash) FROM messages "
                            "GROUP BY session_id ORDER BY 1").fetchall()
-    assert per == [("chatgpt-generated-0-0000-gen", 600, 600),
-                   ("chatgpt-generated-1-0001-gen", 600, 600)]
+    assert per == [("chatgpt-generated-0-0000-gen", 2 * turns, 2 * turns),
+                   ("chatgpt-generated-1-0001-gen", 2 * turns, 2 * turns)]
     assert sum(len(orjson.loads((home / "sessions" / s / "history.json").read_bytes()))
                for s, _, _ in per) <= total
 

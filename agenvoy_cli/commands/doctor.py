@@ -13,14 +13,15 @@ def _render(doc: dict) -> str:
     kept = [f"kept aside: {k['path']} ({k['bytes']} bytes), damaged when a repair moved it; "
             f"remove it with `{k['remove_with']}` once you no longer need it"
             for k in doc.get("kept_aside", [])]
-    if not doc["problems"]:
-        return "\n".join([f"ok: {doc['session_count']} session(s) checked, no problems",
-                          *kept])
-    lines = []
+    if not doc["remaining"] and not any(p["repaired"] for p in doc["problems"]):
+        lines = [f"ok: {doc['session_count']} session(s) checked, no problems"]
+    else:
+        lines = []
     for p in doc["problems"]:
         where = p["session_id"] or "(home)"
         fixed = f"  -> repaired: {p['repaired']}" if p["repaired"] else ""
-        lines.append(f"{where}: {p['check']}: {p['detail']}{fixed}")
+        note = "note: " if p.get("note") else ""
+        lines.append(f"{note}{where}: {p['check']}: {p['detail']}{fixed}")
     return "\n".join(lines + kept)
 
 

@@ -194,15 +194,15 @@ def insert_placed(conn: sqlite3.Connection, session_id: str, seq: int, send_at: 
 
 
 def replace_edited(conn: sqlite3.Connection, rid: int, session_id: str, seq: int,
-                   send_at: int, message: dict[str, Any]) -> None:
+                   send_at: int, message: dict[str, Any], gone: int = 0) -> None:
     """An edited message: delete + insert under the same id keeps both FTS indexes right
-    (the row is back in history.json)."""
+    (the row is back in history.json, unless `gone`: a completed message already trimmed)."""
     role, text, ident, raw, tokens, told = _row_values(message)
     conn.execute("DELETE FROM messages WHERE id = ?", (rid,))
     conn.execute("INSERT INTO messages (id, session_id, send_at, role, content, seq, "
                  "hash, message, tokens, gone, sender, record_hash) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
-                 (rid, session_id, send_at, role, text, seq, ident, raw, tokens,
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 (rid, session_id, send_at, role, text, seq, ident, raw, tokens, gone,
                   sender(message), told))
 
 

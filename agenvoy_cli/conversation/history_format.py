@@ -54,6 +54,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 def strip_prefix(content: str) -> str:
     """Agenvoy's StripPrefix: the legacy block or lines, then a `sendAt:` line."""
+    own = _OWN_BLOCK.match(content)
+    if own and not _MAY_PREFIX.match(content, own.end()):
+        return content[own.end():]  # header_block's own form, nothing after it to strip
     content = _LEGACY_BLOCK.sub("", content, count=1)
     while True:
         trimmed = _LEGACY_LINE.sub("", content, count=1)
@@ -170,6 +173,11 @@ def in_format(message: dict[str, Any], moment: datetime, fmt: str, who: str = ""
         # Agenvoy v0.32's Record.WithPrefix puts a prefix; its normalise leaves lists alone
         out["content"] = [{"type": "text", "text": header_block(moment, who)}, *content]
         return out
+    if at is not None and content in (None, "") and out.get("tool_calls"):
+        # a tool call given its own time (sendAt, e.g. by an import): the header is its
+        # content, or the call would take the previous message's time
+        out["content"] = header_block(moment, who)
+        return out
     if is_blank(text) or header_time(text) is not None:
         return out
     block = header_block(moment, who)
@@ -281,7 +289,9 @@ def record_key(message: dict[str, Any]) -> str:
 
 
 # where strip_prefix may change a content: it starts (after blanks) as one of its patterns
-_MAY_PREFIX = re.compile(r"\A" + _S + r"*(?:-{3}|" + _LEGACY + r"|sendAt|sender|channelId)")
+_MAY_PREFIX = re.compile(_S + r"*(?:-{3}|" + _LEGACY + r"|sendAt|sender|channelId)")
+# header_block's own block (no sender): what _LEGACY_BLOCK removes of it, in one match
+_OWN_BLOCK = re.compile(r"---\n" + HEADER_LABEL + r": \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n---\n")
 
 
 def record_hash(message: dict[str, Any], ident: str) -> str:
@@ -316,12 +326,16 @@ def prefix(message: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+ARCHIVE_ONLY = (SEND_AT, SENDER, "original_parts")  # kept, never sent to a provider
+
+
 def model_message(message: dict[str, Any]) -> dict[str, Any]:
-    """The message a provider accepts: no sendAt/sender keys; a sendAt-format message shows its
+    """The message a provider accepts: no sendAt/sender keys, nor the parts an import
+    turned into ones a provider takes (original_parts); a sendAt-format message shows its
     time the way Agenvoy v0.32 does (Record.WithPrefix), a header message keeps its header."""
-    if SEND_AT not in message and SENDER not in message:
+    if SEND_AT not in message and SENDER not in message and "original_parts" not in message:
         return message
-    out = {k: v for k, v in message.items() if k not in (SEND_AT, SENDER)}
+    out = {k: v for k, v in message.items() if k not in ARCHIVE_ONLY}
     head = prefix(message)
     content = out.get("content")
     if not head:

@@ -29,6 +29,7 @@ _BLOCK = re.compile(
 _BARE = re.compile(r"\A[ \t\r\n]*(?=" + HEADER_LABEL + r")[^\n]*(?:\r?\n|\Z)")
 _TIME_IN = re.compile(HEADER_LABEL + r"[:：][ \t]*" + _TIME_RE)
 _PLAIN_TIME = re.compile(r"\A" + _TIME_RE + r"\Z")
+_STAMP = re.compile(_TIME_RE)
 NS = 1_000_000_000
 # send_at is a signed 64-bit count of nanoseconds: 1677-09-21 to 2262-04-11 (whole years kept)
 MIN_YEAR, MAX_YEAR = 1678, 2261
@@ -148,8 +149,17 @@ def search_body(text: str, message: dict[str, Any] | None) -> str:
     return f"{body}\n{extra}" if body and extra else body or extra
 
 
+_OWN_HEAD = f"---\n{HEADER_LABEL}: "  # header_for's form, then the time and "\n---\n"
+_OWN_END = len(_OWN_HEAD) + 19
+
+
 def _header(text: str) -> tuple[str | None, int]:
     """(time text, end of the header) of a content's leading time header."""
+    if text.startswith(_OWN_HEAD) and text[_OWN_END:_OWN_END + 5] == "\n---\n" and \
+            _STAMP.fullmatch(text, len(_OWN_HEAD), _OWN_END):
+        # the form this tool writes (as the patterns below read it): every import and
+        # append pays this once per message, several times (bench/import_memory.py)
+        return text[len(_OWN_HEAD):_OWN_END], _OWN_END + 5
     head = text[:2000]
     if HEADER_LABEL not in head:
         return None, 0
@@ -226,25 +236,6 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
         raise BadInput(f"{where}: the message is {size} bytes as JSON, over "
                        f"max_history_bytes ({max_bytes})")
     return dict(obj)
-
-
-def with_header(message: dict[str, Any], moment: datetime) -> dict[str, Any]:
-    """The message with a time header, unless it already carries one or has no text (a
-    tool call or an image alone is kept exactly as it came)."""
-    content = message.get("content")
-    text = content_text(content)
-    if is_blank(text) or header_time(text) is not None:
-        return message
-    out = dict(message)
-    if isinstance(content, str):
-        out["content"] = header_for(moment) + content
-    elif isinstance(content, list):  # the only other content with text (see content_text)
-        at = next(j for j, p in enumerate(content) if isinstance(p, dict)
-                  and p.get("type") == "text" and p.get("text"))
-        first = dict(content[at])
-        first["text"] = header_for(moment) + first["text"]
-        out["content"] = [*content[:at], first, *content[at + 1:]]
-    return out
 
 
 def message_hash(role: str, text: str) -> str:

@@ -9,19 +9,25 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
+import orjson
+
 from agenvoy_cli.conversation import alignment, archive, session_marks, sessions
 from agenvoy_cli.conversation.history import (
     History,
+    dump_history,
     load_history,
     read_tail,
     read_window,
     splice_point,
     write_appended,
+    write_history,
 )
 from agenvoy_cli.conversation.history_format import (
     check_sender,
     in_format,
     new_session_format,
+    send_at,
+    time_ns,
     uses_send_at,
 )
 from agenvoy_cli.conversation.history_format import validate as validate_record
@@ -390,6 +396,41 @@ class Store:
                 warn(f"agenvoy: warning: appended, but history.json was not compacted "
                      f"({said})")
             return None
+    def complete_message(self, session_id: str, seq: int, message: dict[str, Any],
+                         part_of: Callable[[dict[str, Any], dict[str, Any]], bool]) -> bool:
+        """Replace the message at place `seq` by `message`, when the archived one is an
+        incomplete form of it (part_of(archived, message)): an import of an older version
+        archived a message its writer was still adding to. The row keeps its id and place;
+        history.json's entry, while the message is there, is rewritten in the file's format.
+        False, nothing changed, when the row at seq is not such a form. Hold write_lock."""
+        history = self.history(session_id)
+        synced = self.align(session_id, history)
+        row = self.db().execute("SELECT id, send_at, role, content, message, gone FROM "
+                                "messages WHERE session_id = ? AND seq = ?",
+                                (session_id, seq)).fetchone()
+        if row is None:
+            return False
+        rid, at, role, content, raw, gone = row
+        if not part_of(orjson.loads(raw) if raw else {"role": role, "content": content},
+                       message):
+            return False
+        checked = validate_message(message, 0, self.settings.max_history_bytes)
+        validate_record(checked, "message 0")
+        where = synced.seqs.index(seq) if seq in synced.seqs else None
+        fmt = "sendat" if where is not None and \
+            send_at(history.messages[where]) is not None else "header"
+        new = in_format(checked, datetime.fromtimestamp(at // 1_000_000_000), fmt)
+        if where is not None:  # history.json first: the next align repairs a crash between
+            kept = list(history.messages)
+            kept[where] = new
+            write_history(history.path, dump_history(kept))
+        with self.transaction() as conn:
+            archive.replace_edited(conn, rid, session_id, seq,
+                                   time_ns(new) or at, new, gone)
+        self.hooks.after_change(self, session_id, [seq])
+        if where is not None:
+            self.align(session_id)  # the rewritten file's identity in session_stats
+        return True
 
     def compact(self, session_id: str, max_bytes: int | None = None, *,
                 force: bool = False) -> Compaction:

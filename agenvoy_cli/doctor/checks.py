@@ -116,6 +116,9 @@ class Doctor(Report):
         rows = archive.session_rows(store.db(), sid)
         if len(self.problems) == before:  # the archive repairs record the row themselves
             self.check_stats(sid, history, rows.start_seq or 0)
+        from agenvoy_cli.doctor.tool_pairs import check_tool_pairs
+
+        check_tool_pairs(self, sid)
         self.check_vectors(sid, rows.start_seq or 0, rows.next_seq)
 
     def check_stats(self, sid: str, history: Any, start: int) -> None:

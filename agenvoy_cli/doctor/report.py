@@ -16,10 +16,12 @@ class Problem:
     check: str
     detail: str
     repaired: str | None = None
+    note: bool = False  # said, not a problem that remains (nothing on disk can repair it)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "check": self.check, "detail": self.detail,
-                "repaired": self.repaired}
+        doc = {"session_id": self.session_id, "check": self.check, "detail": self.detail,
+               "repaired": self.repaired}
+        return {**doc, "note": True} if self.note else doc
 
 
 class Report:
@@ -32,8 +34,8 @@ class Report:
         self.vectors_usable = False  # set by the home-level vector check
 
     def report(self, sid: str | None, check: str, detail: str,
-               fix: Callable[[], str] | None = None) -> None:
-        problem = Problem(sid, check, detail)
+               fix: Callable[[], str] | None = None, *, note: bool = False) -> None:
+        problem = Problem(sid, check, detail, note=note)
         if self.repair and fix is not None:
             problem.repaired = fix()
         self.problems.append(problem)

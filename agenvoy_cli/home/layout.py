@@ -217,6 +217,12 @@ class Layout(NamedTuple):
         return _checked(self.store / "http.json")
 
     @property
+    def hook_log(self) -> Path:
+        """Where `agenvoy hook` writes a line on any trouble (it never fails the host's turn,
+        and its stdout is the host's)."""
+        return _checked(self.store / "hook.log")
+
+    @property
     def http_socket(self) -> Path:
         """The running HTTP server's Unix socket for the CLI's fast path: only the home's
         owner can reach it (0600, in `.store/run/`, 0700), so it needs no token."""

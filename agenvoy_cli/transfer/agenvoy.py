@@ -24,7 +24,8 @@ from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.files import atomic_write_json, read_json
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.home.locking import Locks
-from agenvoy_cli.transfer.records import Record, Unit
+from agenvoy_cli.transfer.inputs import lines, open_input
+from agenvoy_cli.transfer.records import ReadFailure, Record, Unit, decode_error
 
 FORMAT = "agenvoy-export"
 VERSION = 1
@@ -118,10 +119,17 @@ def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any]]], where: str,
 
 
 def _file_lines(path: Path) -> Iterator[tuple[bytes, dict[str, Any]]]:
-    with open(path, "rb") as handle:
-        for line in handle:
-            if line.strip():
-                yield line, orjson.loads(line)
+    """An export's lines (a regular file, each line bounded): one that is not a JSON object
+    ends the read (ReadFailure), the sessions before it imported."""
+    with open_input(path) as handle:
+        for line in lines(handle):
+            try:
+                value = orjson.loads(line.data) if line.data is not None else None
+            except orjson.JSONDecodeError as exc:
+                raise ReadFailure(f"line {line.number}: {decode_error(exc)}") from None
+            if not isinstance(value, dict):
+                raise ReadFailure(f"line {line.number}: not an export line")
+            yield line.raw, value
 
 
 def units(path: Path, session: str | None, locks: Locks | None = None) -> Iterator[Unit]:

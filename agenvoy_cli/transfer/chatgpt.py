@@ -1,12 +1,18 @@
 """ChatGPT's data export: conversations.json, a list of conversations, each a tree of
 messages (mapping {id: {message, parent, children}}) whose shown branch ends at
-current_node. One session per conversation; create_time is the time; parts that are not
-text (images, files) are kept as parts; an assistant message sent to a tool (recipient)
-becomes a tool call, the tool's answer its tool message."""
+current_node. One session per conversation; each message's own create_time is its time
+(the conversation's when it has none). An assistant message sent to a tool (recipient)
+becomes a tool call, the tool's answer its tool message; "thoughts" become the next
+answer's reasoning_content. Parts a provider does not take are turned into ones it does:
+an image asset becomes an image_url with the bytes when the export folder has the file,
+else a text part naming it; the original parts are kept in `original_parts`."""
 
 from __future__ import annotations
 
+import base64
+import bisect
 import hashlib
+import os
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -14,108 +20,245 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.transfer.records import Record, Timed, Unit, local_time, slug, text_parts
-from agenvoy_cli.transfer.stream import elements
+from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, open_input
+from agenvoy_cli.transfer.records import (
+    ReadFailure,
+    Record,
+    Timed,
+    Unit,
+    moment_ns,
+    raw_bytes,
+    slug,
+    text_parts,
+)
+from agenvoy_cli.transfer.stream import Malformed, elements
 
 ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool"}
+MAX_IMAGE_BYTES = 20 << 20  # an image file inlined as a data URL at most
+MAX_ASSET_FILES = 200_000  # entries of the export folder looked at for assets
+ASSET_DEPTH = 3  # folders below it (an export keeps assets at most a few levels down)
+_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+         ".gif": "image/gif", ".webp": "image/webp"}
 
 
-def branch(conversation: dict[str, Any]) -> list[dict[str, Any]]:
-    """The nodes from the root to current_node (the branch the user last saw)."""
-    mapping = conversation.get("mapping") or {}
-    node_id = conversation.get("current_node")
-    if node_id not in mapping:  # no current node: the newest leaf
-        leaves = [k for k, v in mapping.items() if not v.get("children")]
-        node_id = leaves[-1] if leaves else None
-    path, seen = [], set()
-    while node_id is not None and node_id in mapping and node_id not in seen:
-        seen.add(node_id)
-        path.append(mapping[node_id])
-        node_id = mapping[node_id].get("parent")
-    return path[::-1]
+class Assets:
+    """The files of an export folder by name, to find an asset pointer's file
+    (file-service://file-abc -> file-abc-<name>.png; sediment://file_0.. -> file_0..-<id>.png)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self._names: list[tuple[str, str]] | None = None
+
+    def _index(self) -> list[tuple[str, str]]:
+        if self._names is None:
+            found: list[tuple[str, str]] = []
+            seen = 0
+            if self.folder is not None:
+                top = len(self.folder.parts)
+                for root, dirs, names in os.walk(self.folder):
+                    dirs[:] = sorted(dirs) if len(Path(root).parts) - top < ASSET_DEPTH else []
+                    found.extend((n, os.path.join(root, n)) for n in names
+                                 if n.startswith(("file-", "file_")))
+                    seen += len(names) + len(dirs)
+                    if seen > MAX_ASSET_FILES:
+                        break
+            self._names = sorted(found)
+        return self._names
+
+    def find(self, pointer: str) -> Path | None:
+        ident = pointer.rsplit("://", 1)[-1].rsplit("/", 1)[-1]
+        if not ident.startswith(("file-", "file_")):
+            return None
+        names = self._index()
+        at = bisect.bisect_left(names, (ident, ""))
+        while at < len(names) and names[at][0].startswith(ident):
+            name = names[at][0]
+            if name[len(ident):][:1] in ("-", ".", ""):
+                return Path(names[at][1])
+            at += 1
+        return None
 
 
-def _content(content: dict[str, Any]) -> str | list[dict[str, Any]] | None:
+def _asset(part: dict[str, Any], assets: Assets) -> dict[str, Any]:
+    """An asset pointer as a part a provider accepts."""
+    pointer = part.get("asset_pointer")
+    kind = str(part.get("content_type") or "asset")
+    if isinstance(pointer, str) and kind == "image_asset_pointer":
+        path = assets.find(pointer)
+        mime = _MIME.get(path.suffix.lower()) if path is not None else None
+        if path is not None and mime is not None:
+            try:
+                with open_input(path) as handle:
+                    data = handle.read(MAX_IMAGE_BYTES + 1)
+            except (OSError, ReadFailure):
+                data = b""
+            if data and len(data) <= MAX_IMAGE_BYTES:
+                url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+                return {"type": "image_url", "image_url": {"url": url}}
+    size = [f"{part[k]}" for k in ("width", "height") if isinstance(part.get(k), int)]
+    about = [" x ".join(size)] if len(size) == 2 else []
+    if isinstance(part.get("size_bytes"), int):
+        about.append(f"{part['size_bytes']:,} bytes")
+    what = kind.removesuffix("_asset_pointer").replace("_", " ")
+    detail = f" ({', '.join(about)})" if about else ""
+    return {"type": "text", "text": f"[{what} {pointer}{detail}: not in the export]"}
+
+
+def _content(content: dict[str, Any], assets: Assets
+             ) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    """(content, the original parts that were turned into others)."""
     kind = content.get("content_type")
     if kind in ("text", "multimodal_text"):
-        parts = []
-        for part in content.get("parts") or []:
+        parts: list[dict[str, Any]] = []
+        originals: list[dict[str, Any]] = []
+        raw_parts = content.get("parts")
+        for part in raw_parts if isinstance(raw_parts, list) else []:
             if isinstance(part, str):
                 if part.strip():
                     parts.append({"type": "text", "text": part})
             elif isinstance(part, dict):
-                parts.append({"type": str(part.get("content_type") or "part"),
-                              **{k: v for k, v in part.items() if k != "content_type"}})
-        return text_parts(parts)
+                text = part.get("text")
+                if "asset_pointer" in part:
+                    made = _asset(part, assets)
+                elif isinstance(text, str) and text.strip():
+                    made = {"type": "text", "text": text}
+                else:
+                    kind_name = str(part.get("content_type") or "part")
+                    made = {"type": "text", "text": f"[{kind_name.replace('_', ' ')}]"}
+                originals.append({"index": len(parts), "part": part})
+                parts.append(made)
+        return text_parts(parts), originals
     if kind in ("code", "execution_output"):
-        return content.get("text") or None
+        text = content.get("text")
+        return (text or None) if isinstance(text, str) else None, []
     text = content.get("text") or content.get("result") or content.get("content")
     if isinstance(text, str) and text.strip():
-        return text
-    return None
+        return text, []
+    return None, []
 
 
-def messages(conversation: dict[str, Any]) -> Iterator[tuple[bytes, list[Timed]]]:
-    default = local_time(conversation.get("create_time"))
+def _thoughts(content: dict[str, Any]) -> str:
+    out: list[str] = []
+    items = content.get("thoughts")
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            out.extend(str(item[k]) for k in ("summary", "content")
+                       if isinstance(item.get(k), str) and item[k].strip())
+    return "\n".join(out)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def branch(conversation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The nodes from the root to current_node (the branch the user last saw)."""
+    mapping = conversation.get("mapping")
+    mapping = mapping if isinstance(mapping, dict) else {}
+    node_id = conversation.get("current_node")
+    if not isinstance(node_id, str) or node_id not in mapping:  # no current node: newest leaf
+        leaves = [k for k, v in mapping.items() if isinstance(v, dict) and not v.get("children")]
+        node_id = leaves[-1] if leaves else None
+    path, seen = [], set()
+    while isinstance(node_id, str) and node_id in mapping and node_id not in seen:
+        seen.add(node_id)
+        node = mapping[node_id]
+        if not isinstance(node, dict):
+            break
+        path.append(node)
+        node_id = node.get("parent")
+    return path[::-1]
+
+
+def messages(conversation: dict[str, Any], assets: Assets | None = None
+             ) -> Iterator[tuple[bytes, list[Timed]]]:
+    assets = assets or Assets(None)
+    default = moment_ns(conversation.get("create_time"))
     call: str | None = None
+    reasoning: list[str] = []
     for node in branch(conversation):
         message = node.get("message")
-        raw = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+        raw = raw_bytes(message)
         if not isinstance(message, dict):
             yield raw, []
             continue
-        role = ROLES.get(str((message.get("author") or {}).get("role")))
-        meta = message.get("metadata") or {}
-        content = _content(message.get("content") or {})
-        moment = local_time(message.get("create_time")) or default
+        author = _dict(message.get("author"))
+        role = ROLES.get(str(author.get("role")))
+        meta = _dict(message.get("metadata"))
+        body = _dict(message.get("content"))
+        moment = moment_ns(message.get("create_time")) or default
         recipient = message.get("recipient") or "all"
+        if body.get("content_type") == "thoughts":
+            thought = _thoughts(body)
+            if thought:
+                reasoning.append(thought)
+            yield raw, []
+            continue
+        content, originals = _content(body, assets)
         if role is None or content is None or meta.get("is_visually_hidden_from_conversation"):
             yield raw, []
             continue
+        extra: dict[str, Any] = {"original_parts": originals} if originals else {}
+        if role == "assistant" and reasoning:
+            extra["reasoning_content"] = "\n".join(reasoning)
+            reasoning = []
         if role == "assistant" and recipient != "all":
             call = str(node.get("id") or message.get("id"))
             text = content if isinstance(content, str) else orjson.dumps(content).decode()
             yield raw, [({"role": "assistant", "content": None, "tool_calls": [
                 {"id": call, "type": "function", "function": {
-                    "name": recipient, "arguments": orjson.dumps({"input": text}).decode()}}]},
-                moment)]
+                    "name": str(recipient), "arguments": orjson.dumps({"input": text}).decode()}}],
+                **extra}, moment)]
             continue
         if role == "tool":
             if call is not None:
-                yield raw, [({"role": "tool", "tool_call_id": call, "content": content},
-                             moment)]
+                yield raw, [({"role": "tool", "tool_call_id": call, "content": content,
+                              **extra}, moment)]
                 call = None
             else:  # a tool's output no call asked for (an image generator, a browser)
-                name = (message.get("author") or {}).get("name") or "tool"
-                yield raw, [({"role": "assistant", "name": name, "content": content}, moment)]
+                name = author.get("name") or "tool"
+                yield raw, [({"role": "assistant", "name": name, "content": content, **extra},
+                             moment)]
             continue
         call = None
-        yield raw, [({"role": role, "content": content}, moment)]
+        yield raw, [({"role": role, "content": content, **extra}, moment)]
 
 
 def units(path: Path, session: str | None,
-          progress_bytes: Callable[[int], None] | None = None) -> Iterator[Unit]:
-    with open(path, "rb") as handle:
-        for index, (conversation, read) in enumerate(elements(handle)):
-            if progress_bytes is not None:
-                progress_bytes(read)
-            if not isinstance(conversation, dict):
-                yield _bad(path, index, "not a conversation object")
-                continue
-            cid = str(conversation.get("conversation_id") or conversation.get("id") or "")
-            if not cid:
-                cid = hashlib.blake2b(orjson.dumps(conversation.get("title")) + str(
-                    conversation.get("create_time")).encode(), digest_size=8).hexdigest()
-            try:
-                done = [Record(raw, msgs) for raw, msgs in messages(conversation)]
-            except (AttributeError, TypeError, ValueError) as exc:
-                yield _bad(path, index, f"conversation {cid}: {exc}")
-                continue
-            title = str(conversation.get("title") or "")
-            name = slug(title, 24)
-            sid = session or f"chatgpt-{name + '-' if name else ''}{cid[:8]}"
-            yield Unit(f"chatgpt:{cid}", "chatgpt", sid, partial(list, done),
-                       {"title": title, "path": str(path.resolve())})
+          progress_bytes: Callable[[int], None] | None = None,
+          limit: int = MAX_RECORD_BYTES) -> Iterator[Unit]:
+    """A unit per conversation; a stream that cannot be read on raises ReadFailure after the
+    units before it."""
+    assets = Assets(path.resolve().parent)
+    with open_input(path) as handle:
+        try:
+            for index, (conversation, read) in enumerate(elements(handle, limit=limit)):
+                if progress_bytes is not None:
+                    progress_bytes(read)
+                yield conversation_unit(path, index, conversation, session, assets)
+        except Malformed as exc:
+            raise ReadFailure(str(exc)) from None
+
+
+def conversation_unit(path: Path, index: int, conversation: Any, session: str | None,
+                      assets: Assets) -> Unit:
+    if not isinstance(conversation, dict):
+        return _bad(path, index, "not a conversation object")
+    ident = conversation.get("conversation_id") or conversation.get("id")
+    cid: str = ident if isinstance(ident, str) and ident else ""
+    if not cid:
+        cid = hashlib.blake2b(raw_bytes(conversation.get("title")) + str(
+            conversation.get("create_time")).encode(), digest_size=8).hexdigest()
+    try:
+        done = [Record(raw, msgs) for raw, msgs in messages(conversation, assets)]
+    except (AttributeError, TypeError, ValueError, RecursionError) as exc:
+        return _bad(path, index, f"conversation {cid}: {exc}")
+    title = conversation.get("title")
+    title = title if isinstance(title, str) else ""
+    name = slug(title, 24)
+    sid = session or f"chatgpt-{name + '-' if name else ''}{slug(cid, 8) or 'x'}"
+    return Unit(f"chatgpt:{cid}", "chatgpt", sid, partial(list, done),
+                {"title": title, "path": str(path.resolve())})
 
 
 def _bad(path: Path, index: int, reason: str) -> Unit:

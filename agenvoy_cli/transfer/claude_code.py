@@ -1,14 +1,20 @@
-"""Claude Code transcripts: ~/.claude/projects/<project>/<session uuid>.jsonl.
+"""Claude Code transcripts: ~/.claude/projects/<project>/<session uuid>.jsonl, and the
+sub-agents' (<session uuid>/subagents/agent-<id>.jsonl, or agent-<id>.jsonl beside it).
 
 user/assistant records become messages (tool_use parts -> assistant tool_calls, tool_result
 parts -> tool messages with their tool_call_id, thinking -> reasoning_content, images ->
-image_url parts); summary, file-history-snapshot, queue-operation and every other record
-are skipped. Claude Code writes one assistant record per content block: consecutive blocks
-of one message.id are one assistant message. Sidechain (sub-agent) records go to a
-session of their own ("<id>-side"), or are skipped."""
+image_url parts); summary, file-history-snapshot, queue-operation, progress and every other
+record are skipped. Claude Code writes one assistant record per content block as the blocks
+stream (thinking, text, each tool_use), all with the message's `message.id`, seconds apart:
+those records are one message, archived only once it is complete - a record of another
+message follows, or the transcript has been quiet for `quiet` seconds (or the caller knows
+the turn ended: `settled`). Until then the cursor stays before its first record.
+Sidechain (sub-agent) records go to a session of their own, named after the parent session
+and the agent's id, or are skipped."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -16,11 +22,31 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.transfer.records import Record, Unit, local_time, slug, text_parts
+from agenvoy_cli.home.layout import NAME_MAX_BYTES
+from agenvoy_cli.transfer.inputs import (
+    MAX_RECORD_BYTES,
+    QUIET_SECONDS,
+    files,
+    lines,
+    open_input,
+    too_long,
+)
+from agenvoy_cli.transfer.records import (
+    Record,
+    Unit,
+    decode_error,
+    moment_ns,
+    part_of,
+    slug,
+    text_parts,
+)
+
+KIND = "claude-code"
 
 
 def _image(part: dict[str, Any]) -> dict[str, Any]:
-    source = part.get("source") or {}
+    source = part.get("source")
+    source = source if isinstance(source, dict) else {}
     if source.get("type") == "base64":
         url = f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
     else:
@@ -42,7 +68,8 @@ def _tool_output(content: Any) -> str | list[dict[str, Any]]:
 
 def convert(entry: dict[str, Any]) -> list[dict[str, Any]]:
     """The messages of one user or assistant record."""
-    message = entry.get("message") or {}
+    message = entry.get("message")
+    message = message if isinstance(message, dict) else {}
     role = message.get("role") or entry.get("type")
     content = message.get("content")
     if isinstance(content, str):
@@ -54,11 +81,11 @@ def convert(entry: dict[str, Any]) -> list[dict[str, Any]]:
     calls, thinking = [], []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text" and str(part.get("text", "")).strip():
+        if kind == "text" and isinstance(part.get("text"), str) and part["text"].strip():
             parts.append({"type": "text", "text": part["text"]})
         elif kind == "image":
             parts.append(_image(part))
-        elif kind == "thinking" and part.get("thinking"):
+        elif kind == "thinking" and isinstance(part.get("thinking"), str) and part["thinking"]:
             thinking.append(part["thinking"])
         elif kind == "tool_use":
             calls.append({"id": part.get("id"), "type": "function", "function": {
@@ -81,8 +108,14 @@ def convert(entry: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
-    """A later block of the same assistant message."""
+def _listed(content: Any) -> list[Any]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def merge(into: dict[str, Any] | None, more: dict[str, Any]) -> dict[str, Any]:
+    """A later block of the same assistant message added to what it had."""
+    if into is None:
+        return dict(more)
     if more.get("content"):
         a, b = into.get("content"), more["content"]
         if not a:
@@ -90,96 +123,187 @@ def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
         elif isinstance(a, str) and isinstance(b, str):
             into["content"] = f"{a}\n{b}"
         else:
-            def listed(c: Any) -> list[Any]:
-                return [{"type": "text", "text": c}] if isinstance(c, str) else list(c)
-            into["content"] = listed(a) + listed(b)
+            into["content"] = _listed(a) + _listed(b)
     if more.get("tool_calls"):
         into["tool_calls"] = into.get("tool_calls", []) + more["tool_calls"]
     if more.get("reasoning_content"):
         into["reasoning_content"] = "\n".join(
             t for t in (into.get("reasoning_content"), more["reasoning_content"]) if t)
+    return into
 
 
-def read(path: Path, sidechain: bool, meta: dict[str, Any]) -> list[Record]:
-    """The records of a transcript for the main conversation or for its sidechains. A
-    trailing assistant message whose tool calls have no result yet is held back (the tool
-    is still running: the next import takes it whole)."""
-    records: list[Record] = []
-    last_id: Any = None
-    last_msg: dict[str, Any] | None = None
-    with open(path, "rb") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.endswith(b"\n"):
+class _Open:
+    """The assistant message being written: the records read of it (and those after it),
+    the message they make so far."""
+
+    def __init__(self, msg_id: str, first: int) -> None:
+        self.msg_id, self.first = msg_id, first  # first: its first record's number
+        self.records: list[Record] = []
+        self.message: dict[str, Any] | None = None
+        self.moment: int | None = None
+        self.last = -1  # the index in records of its last block
+
+    def add(self, raw: bytes, message: dict[str, Any] | None, moment: int | None) -> None:
+        self.records.append(Record(raw, []))
+        self.last = len(self.records) - 1
+        if message is not None:
+            self.message = merge(self.message, message)
+            self.moment = self.moment if self.moment is not None else moment
+
+    def done(self) -> list[Record]:
+        """Its records, the message on its last block."""
+        out = list(self.records)
+        if self.message is not None:
+            out[self.last] = out[self.last]._replace(messages=[(self.message, self.moment)],
+                                                     start=self.first)
+        return out
+
+
+_MAIN = (b'"isSidechain":false', b'"isSidechain": false')  # as Claude Code writes it
+_SIDE = (b'"isSidechain":true', b'"isSidechain": true')
+
+
+def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
+         report: dict[str, Any], limit: int = MAX_RECORD_BYTES, skip: int = 0
+         ) -> Iterator[Record]:
+    """The records of a transcript for the main conversation or for its sidechains; an
+    assistant message still being written (see the module) is held back, with the records
+    after it. The first `skip` records are passed unparsed (Unit.skips)."""
+    count = 0  # records yielded
+    current: _Open | None = None
+    report["open"] = 0
+    loads = orjson.loads
+    with open_input(path) as handle:
+        for line in lines(handle, limit):
+            data = line.data
+            if not line.complete:
                 break  # still being written: the next import reads it whole
-            if not line.strip():
+            raw = data if data is not None else line.raw
+            if not sidechain and data is not None and (_SIDE[0] in data or _SIDE[1] in data):
+                report["sidechain"] = True  # its sidechains' pass is worth reading
+            record: Record | None = None
+            entry: Any = None
+            if count < skip or (sidechain and data is not None and (
+                    _MAIN[0] in data or _MAIN[1] in data)):
+                record = Record(raw, [])  # before the cursor, or the main one's (a side pass)
+            elif data is None:  # a line no side can claim: counted once, by the main one
+                record = Record(raw, [], None if sidechain else too_long(line, limit))
+            else:
+                try:
+                    entry = loads(data)
+                    if not isinstance(entry, dict):
+                        raise ValueError("not a JSON object")
+                except ValueError as exc:
+                    record = Record(raw, [], None if sidechain else
+                                    f"line {line.number}: {decode_error(exc)}")
+            kind = entry.get("type") if record is None else None
+            if record is None and (kind not in ("user", "assistant") or
+                                   bool(entry.get("isSidechain")) != sidechain):
+                record = Record(raw, [])
+            if record is None:
+                for name, key in (("cwd", "cwd"), ("gitBranch", "git_branch")):
+                    value = entry.get(name)
+                    if value and isinstance(value, str):
+                        meta[key] = value
+                try:
+                    messages = convert(entry)
+                except (ValueError, AttributeError, TypeError) as exc:
+                    record = Record(raw, [], f"line {line.number}: {exc}")
+            if record is not None:  # bookkeeping: it neither opens nor closes a message
+                if current is not None:
+                    current.records.append(record)
+                else:
+                    count += 1
+                    yield record
                 continue
+            moment = moment_ns(entry.get("timestamp"))
+            body = entry.get("message")
+            msg_id = body.get("id") if kind == "assistant" and isinstance(body, dict) else None
+            msg_id = msg_id if msg_id and isinstance(msg_id, str) else None
+            if current is not None and msg_id == current.msg_id and len(messages) <= 1:
+                current.add(raw, messages[0] if messages else None, moment)
+                continue
+            if current is not None:  # a record of another message: that one is complete
+                for done in current.done():
+                    count += 1
+                    yield done
+                current = None
+            if msg_id is not None and len(messages) <= 1:
+                current = _Open(msg_id, count + 1)
+                current.add(raw, messages[0] if messages else None, moment)
+                continue
+            count += 1
+            yield Record(raw, [(m, moment) for m in messages])
+    if current is not None:
+        if settled:
+            yield from current.done()
+        else:
+            report["open"] = len(current.records)
+
+
+def _head(file: Path, limit: int) -> dict[str, Any]:
+    """cwd, sessionId and agentId from the first records that carry them."""
+    found: dict[str, Any] = {}
+    with open_input(file) as handle:
+        for _, line in zip(range(50), lines(handle, limit)):
             try:
-                entry = orjson.loads(line)
-                if not isinstance(entry, dict):
-                    raise ValueError("not a JSON object")
-            except (orjson.JSONDecodeError, ValueError) as exc:
-                # a line no side can claim: counted once, by the main conversation
-                records.append(Record(line, [], None if sidechain else f"line {number}: {exc}"))
-                last_id = None
-                continue
-            if entry.get("type") not in ("user", "assistant") or \
-                    bool(entry.get("isSidechain")) != sidechain:
-                records.append(Record(line, []))
-                continue
-            for name, key in (("cwd", "cwd"), ("gitBranch", "git_branch")):
-                if entry.get(name):
-                    meta[key] = entry[name]
-            try:
-                messages = convert(entry)
-            except (ValueError, AttributeError, TypeError) as exc:
-                records.append(Record(line, [], f"line {number}: {exc}"))
-                continue
-            moment = local_time(entry.get("timestamp"))
-            msg_id = (entry.get("message") or {}).get("id")
-            if (entry.get("type") == "assistant" and msg_id and msg_id == last_id
-                    and last_msg is not None and len(messages) == 1):
-                _merge(last_msg, messages[0])
-                records.append(Record(line, []))
-                continue
-            last_id = msg_id if entry.get("type") == "assistant" else None
-            last_msg = messages[-1] if messages and last_id else None
-            records.append(Record(line, [(m, moment) for m in messages]))
-    while records and records[-1].messages and \
-            records[-1].messages[-1][0].get("tool_calls"):
-        records.pop()  # its tool results are not written yet
-        while records and not records[-1].messages and not records[-1].error:
-            records.pop()
-    return records
-
-
-def units(path: Path, session: str | None, sidechains: str) -> Iterator[Unit]:
-    files = [path] if path.is_file() else sorted(path.rglob("*.jsonl"))
-    for file in files:
-        stat = file.stat()
-        stem = file.stem
-        project = file.parent.name if file.parent.name != "subagents" else \
-            file.parent.parent.parent.name
-        for side in (False, True):
-            if side and sidechains == "skip":
-                continue
-            meta: dict[str, Any] = {"path": str(file.resolve()), "project": project}
-            first = _first_cwd(file)
-            name = slug(Path(first).name if first else project.rsplit("-", 1)[-1]) or "project"
-            sid = session or f"cc-{name}-{stem[:8]}"
-            yield Unit(f"claude-code:{stem}" + ("#sidechain" if side else ""), "claude-code",
-                       sid + ("-side" if side else ""),
-                       partial(read, file, side, meta), meta,
-                       stat.st_size, stat.st_mtime_ns)
-
-
-def _first_cwd(file: Path) -> str | None:
-    with open(file, "rb") as handle:
-        for _, line in zip(range(50), handle):
-            try:
-                entry = orjson.loads(line)
+                entry = orjson.loads(line.data) if line.data is not None else None
             except orjson.JSONDecodeError:
                 continue
-            cwd = entry.get("cwd") if isinstance(entry, dict) else None
-            if isinstance(cwd, str):
-                return cwd
-    return None
+            if isinstance(entry, dict):
+                for key in ("cwd", "sessionId", "agentId"):
+                    if isinstance(entry.get(key), str) and entry[key] and key not in found:
+                        found[key] = entry[key]
+            if len(found) == 3:
+                break
+    return found
+
+
+def _fit(name: str) -> str:
+    return name.encode()[:NAME_MAX_BYTES].decode("utf-8", "ignore").rstrip("-")
+
+
+def transcripts(path: Path) -> list[Path]:
+    """A file, or the transcripts under a folder: the parents before their sub-agents."""
+    if not path.is_dir():
+        return [path]
+    found = list(files(path, (".jsonl",)))
+    return sorted(found, key=lambda p: (p.name.startswith("agent-"), p))
+
+
+def file_units(file: Path, session: str | None, sidechains: str, *,
+               quiet: float = QUIET_SECONDS, now: bool = False,
+               limit: int = MAX_RECORD_BYTES) -> Iterator[Unit]:
+    """The units of one transcript: its main conversation and its sidechains (a sub-agent's
+    own transcript: only those)."""
+    stat = file.stat()
+    settled = now or time.time() - stat.st_mtime >= quiet
+    head = _head(file, limit)
+    stem = file.stem
+    agent = file.name.startswith("agent-")
+    in_subagents = file.parent.name == "subagents"
+    project = file.parent.parent.parent.name if in_subagents else file.parent.name
+    first = head.get("cwd")
+    name = slug(Path(first).name if first else project.rsplit("-", 1)[-1]) or "project"
+    parent_uuid = str(head.get("sessionId") or (file.parent.parent.name if in_subagents
+                                                 else stem))
+    parent_sid = f"cc-{name}-{parent_uuid[:8]}"
+    main: dict[str, Any] = {}
+    for side in (False, True):
+        if (side and sidechains == "skip") or (agent and not side):
+            continue
+        if side and not agent and not main.get("sidechain"):
+            continue  # the main pass read no sidechain record (or nothing changed)
+        meta: dict[str, Any] = {"path": str(file.resolve()), "project": project}
+        report: dict[str, Any] = main if not side else {}
+        if agent:  # a sub-agent's own transcript, named after its parent and its full id
+            agent_id = str(head.get("agentId") or stem.removeprefix("agent-"))
+            sid = session or _fit(f"{parent_sid}-agent-{slug(agent_id, 120) or 'x'}")
+            parent: str | None = f"{KIND}:{parent_uuid}"
+        else:
+            sid = (session or f"cc-{name}-{stem[:8]}") + ("-side" if side else "")
+            parent = f"{KIND}:{stem}" if side else None
+        yield Unit(f"{KIND}:{stem}" + ("#sidechain" if side else ""), KIND, sid,
+                   partial(read, file, side, meta, settled, report, limit), meta,
+                   stat.st_size, stat.st_mtime_ns, report=report, part_of=part_of,
+                   rescan=True, skips=True, parent=parent)

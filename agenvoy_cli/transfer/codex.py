@@ -2,10 +2,16 @@
 {timestamp, type, payload}. response_item payloads become messages: message (user,
 assistant; developer -> system), reasoning (-> reasoning_content of the next assistant
 message), function_call / custom_tool_call / local_shell_call (-> assistant tool_calls) and
-their outputs (-> tool messages). session_meta gives the id and cwd; the rest is skipped."""
+their outputs (-> tool messages), web_search_call (-> a web_search tool call with its query,
+and a tool message saying the rollout keeps no results). session_meta gives the id and cwd;
+the rest is skipped. Codex writes each item once it is complete; calls made together
+(no output between them) are one assistant message; a call whose output is not written yet
+is held back (with what follows it) until it is, or the rollout has been quiet for `quiet`
+seconds."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -13,17 +19,37 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.transfer.records import Record, Unit, local_time, slug, text_parts
+from agenvoy_cli.transfer.inputs import (
+    MAX_RECORD_BYTES,
+    QUIET_SECONDS,
+    files,
+    lines,
+    open_input,
+    too_long,
+)
+from agenvoy_cli.transfer.records import (
+    Record,
+    Unit,
+    decode_error,
+    moment_ns,
+    part_of,
+    slug,
+    text_parts,
+)
+
+CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 
 def _parts(content: Any) -> str | list[dict[str, Any]] | None:
     parts = []
     for part in content if isinstance(content, list) else []:
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind in ("input_text", "output_text", "text") and str(part.get("text", "")).strip():
+        if kind in ("input_text", "output_text", "text") and isinstance(part.get("text"), str) \
+                and part["text"].strip():
             parts.append({"type": "text", "text": part["text"]})
-        elif kind == "input_image":
-            parts.append({"type": "image_url", "image_url": {"url": part.get("image_url")}})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            parts.append({"type": "image_url", "image_url": {"url": part["image_url"]}})
     return text_parts(parts)
 
 
@@ -33,6 +59,17 @@ def _output(output: Any) -> Any:
     if isinstance(output, list):
         return _parts(output) or ""
     return output if isinstance(output, str) else orjson.dumps(output).decode()
+
+
+def _call(call_id: Any, name: Any, args: Any, reasoning: list[str]) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": call_id, "type": "function", "function": {
+            "name": name, "arguments": args if isinstance(args, str)
+            else orjson.dumps(args).decode()}}]}
+    if reasoning:
+        msg["reasoning_content"] = "\n".join(reasoning)
+        reasoning.clear()
+    return msg
 
 
 def convert(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
@@ -49,84 +86,148 @@ def convert(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any
             reasoning.clear()
         return [msg]
     if kind == "reasoning":
-        texts = [s.get("text", "") for s in payload.get("summary") or [] if isinstance(s, dict)]
-        texts += [c.get("text", "") for c in payload.get("content") or [] if isinstance(c, dict)]
-        reasoning.extend(t for t in texts if t)
+        texts = [s.get("text") for s in _list(payload.get("summary")) if isinstance(s, dict)]
+        texts += [c.get("text") for c in _list(payload.get("content")) if isinstance(c, dict)]
+        reasoning.extend(t for t in texts if isinstance(t, str) and t)
         return []
-    if kind in ("function_call", "custom_tool_call", "local_shell_call"):
-        name: str | None
-        args: str | None
-        if kind == "local_shell_call":
-            name, args = "local_shell", orjson.dumps(payload.get("action") or {}).decode()
-        else:
-            name = payload.get("name")
-            args = payload.get("arguments") if kind == "function_call" else \
-                orjson.dumps({"input": payload.get("input")}).decode()
+    if kind in CALLS:
         call_id = payload.get("call_id") or payload.get("id")
-        msg = {"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}]}
-        if reasoning:
-            msg["reasoning_content"] = "\n".join(reasoning)
-            reasoning.clear()
-        return [msg]
-    if kind in ("function_call_output", "custom_tool_call_output"):
+        if kind == "local_shell_call":
+            return [_call(call_id, "local_shell", payload.get("action") or {}, reasoning)]
+        args = payload.get("arguments") if kind == "function_call" else \
+            {"input": payload.get("input")}
+        return [_call(call_id, payload.get("name"), args, reasoning)]
+    if kind in OUTPUTS:
         return [{"role": "tool", "tool_call_id": payload.get("call_id"),
                  "content": _output(payload.get("output"))}]
+    if kind == "web_search_call":
+        action = payload.get("action")
+        action = action if isinstance(action, dict) else {}
+        call_id = payload.get("id") or payload.get("call_id") or "web_search"
+        status = payload.get("status") if isinstance(payload.get("status"), str) else "done"
+        return [_call(call_id, "web_search", action, reasoning),
+                {"role": "tool", "tool_call_id": call_id,
+                 "content": f"web search {status} (the rollout keeps no results)"}]
     return []
 
 
-def read(path: Path, meta: dict[str, Any]) -> list[Record]:
-    records: list[Record] = []
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _merged(held: list[Record], first: int) -> list[Record]:
+    """Held records whose calls were made together (no output between them): one assistant
+    message with every call, on the last call's record (`start`: the first's number)."""
+    places = [i for i, r in enumerate(held) if r.messages]
+    if len(places) < 2:
+        return held
+    message = dict(held[places[0]].messages[0][0])
+    moment = held[places[0]].messages[0][1]
+    reasoning = [message.get("reasoning_content")]
+    for i in places[1:]:
+        more = held[i].messages[0][0]
+        message["tool_calls"] = message["tool_calls"] + more["tool_calls"]
+        reasoning.append(more.get("reasoning_content"))
+    if any(reasoning):
+        message["reasoning_content"] = "\n".join(t for t in reasoning if t)
+    out = [r._replace(messages=[]) for r in held]
+    out[places[-1]] = out[places[-1]]._replace(messages=[(message, moment)], start=first)
+    return out
+
+
+def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any],
+         limit: int = MAX_RECORD_BYTES, skip: int = 0) -> Iterator[Record]:
+    """The records of a rollout; a call without its output, or reasoning without the message
+    it leads to, is held back with what follows it. The first `skip` records are passed
+    unparsed (Unit.skips)."""
     reasoning: list[str] = []
-    with open(path, "rb") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.endswith(b"\n"):
+    held: list[Record] = []  # from a call whose output, or reasoning whose message, is not there
+    count = 0  # records yielded
+    report["open"] = 0
+    with open_input(path) as handle:
+        for line in lines(handle, limit):
+            if not line.complete:
                 break  # still being written: the next import reads it whole
-            if not line.strip():
+            if count < skip:
+                count += 1
+                yield Record(line.raw, [])
                 continue
-            try:
-                entry = orjson.loads(line)
-                payload = entry.get("payload") if isinstance(entry, dict) else None
-                if not isinstance(payload, dict):
-                    raise ValueError("no payload object")
-            except (orjson.JSONDecodeError, ValueError) as exc:
-                records.append(Record(line, [], f"line {number}: {exc}"))
+            if line.data is None:
+                record = Record(line.raw, [], too_long(line, limit))
+            else:
+                record = _record(line.raw, line.number, meta, reasoning)
+            calls = [m for m, _ in record.messages if m.get("tool_calls")]
+            answered = any(m.get("role") != "assistant" or not m.get("tool_calls")
+                           for m, _ in record.messages)
+            if held and answered:
+                for done in _merged(held, count + 1):
+                    count += 1
+                    yield done
+                held = []
+            if held or (calls and not answered) or reasoning:
+                held.append(record)  # (reasoning waits for the message it leads to)
                 continue
-            if entry.get("type") == "session_meta":
-                meta["cwd"] = payload.get("cwd") or meta.get("cwd")
-                branch = (payload.get("git") or {}).get("branch")
-                if branch:
-                    meta["git_branch"] = branch
-            if entry.get("type") != "response_item":
-                records.append(Record(line, []))
-                continue
-            moment = local_time(entry.get("timestamp"))
-            records.append(Record(line, [(m, moment) for m in convert(payload, reasoning)]))
-    while records and records[-1].messages and records[-1].messages[-1][0].get("tool_calls"):
-        records.pop()  # the call's output is not written yet
-    return records
+            count += 1
+            yield record
+    if held:
+        if settled:
+            yield from _merged(held, count + 1)
+        else:
+            report["open"] = len(held)
 
 
-def _meta_line(file: Path) -> dict[str, Any]:
-    with open(file, "rb") as handle:
-        for _, line in zip(range(5), handle):
+def _record(raw: bytes, number: int, meta: dict[str, Any], reasoning: list[str]) -> Record:
+    try:
+        entry = orjson.loads(raw)
+        payload = entry.get("payload") if isinstance(entry, dict) else None
+        if not isinstance(payload, dict):
+            raise ValueError("no payload object")
+    except ValueError as exc:
+        return Record(raw, [], f"line {number}: {decode_error(exc)}")
+    if entry.get("type") == "session_meta":
+        if isinstance(payload.get("cwd"), str):
+            meta["cwd"] = payload["cwd"]
+        git = payload.get("git")
+        branch = git.get("branch") if isinstance(git, dict) else None
+        if isinstance(branch, str) and branch:
+            meta["git_branch"] = branch
+    if entry.get("type") != "response_item":
+        return Record(raw, [])
+    moment = moment_ns(entry.get("timestamp"))
+    return Record(raw, [(m, moment) for m in convert(payload, reasoning)])
+
+
+def _meta_line(file: Path, limit: int) -> dict[str, Any]:
+    with open_input(file) as handle:
+        for _, line in zip(range(5), lines(handle, limit)):
             try:
-                entry = orjson.loads(line)
+                entry = orjson.loads(line.data) if line.data is not None else None
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(entry, dict) and entry.get("type") == "session_meta":
-                return entry.get("payload") or {}
+            if not isinstance(entry, dict) or entry.get("type") != "session_meta":
+                continue
+            payload = entry.get("payload")
+            if isinstance(payload, dict):
+                return payload
     return {}
 
 
-def units(path: Path, session: str | None) -> Iterator[Unit]:
-    files = [path] if path.is_file() else sorted(path.rglob("rollout-*.jsonl"))
-    for file in files:
-        stat = file.stat()
-        head = _meta_line(file)
-        ident = str(head.get("id") or file.stem)
-        meta: dict[str, Any] = {"path": str(file.resolve())}
-        name = slug(Path(str(head.get("cwd") or "")).name) or "session"
-        yield Unit(f"codex:{ident}", "codex", session or f"codex-{name}-{ident[:8]}",
-                   partial(read, file, meta), meta, stat.st_size,
-                   stat.st_mtime_ns)
+def rollouts(path: Path) -> list[Path]:
+    return [path] if not path.is_dir() else list(files(path, (".jsonl",), "rollout-*"))
+
+
+def file_unit(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
+              now: bool = False, limit: int = MAX_RECORD_BYTES) -> Unit:
+    stat = file.stat()
+    head = _meta_line(file, limit)
+    found = head.get("id")
+    ident = found if isinstance(found, str) and found else file.stem
+    meta: dict[str, Any] = {"path": str(file.resolve())}
+    cwd = head.get("cwd")
+    cwd = cwd if isinstance(cwd, str) else ""
+    name = slug(Path(cwd).name) or "session"
+    report: dict[str, Any] = {}
+    settled = now or time.time() - stat.st_mtime >= quiet
+    return Unit(f"codex:{ident}", "codex", session or f"codex-{name}-{ident[:8]}",
+                partial(read, file, meta, settled, report, limit), meta, stat.st_size,
+                stat.st_mtime_ns, report=report, part_of=part_of, skips=True)

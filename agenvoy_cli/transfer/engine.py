@@ -8,34 +8,68 @@ crash between the two leaves archive rows past the cursor's seq_end that are exa
 next messages: the next run recognises them and does not append them again. Before a
 source's first batch, a cursor of 0 records claims the session (a crash right after that
 batch leaves it owned, its rows the tail, not a session to go around with a new id).
+
+Every message is checked with bounds before use (nesting, strings, numbers, the Store's own
+rules): one that fails is skipped with its reason, the others go in. A source that cannot be
+read on (ReadFailure: an I/O error, JSON cut short) keeps what was read before it: status
+`partial` (or `unreadable` when nothing was). A message an older import archived before it
+was complete (Record.start) is completed in place, once (Store.complete_message).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
-from agenvoy_cli.conversation.messages import message_identity, validate_message, with_header
+import orjson
+
+from agenvoy_cli.conversation import history_format
+from agenvoy_cli.conversation.messages import message_identity, validate_message
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import validate_name
 from agenvoy_cli.transfer import sources
-from agenvoy_cli.transfer.records import Timed, Unit
+from agenvoy_cli.transfer.records import (
+    MAX_NS,
+    MIN_NS,
+    ReadFailure,
+    Record,
+    Timed,
+    Unit,
+    problem,
+)
 
-BATCH = 500  # messages per append (one lock, one transaction each)
-REASONS = 5  # malformed records named in the result
+BATCH = 2000  # messages per append (one lock, one transaction each)
+# history.json is compacted once it is this many times its limit (and at the end): each
+# compaction reads and rewrites the file, so compacting at every batch over the limit costs
+# ~10 % of an import's CPU; up to twice the limit, the file read whole (a list below
+# history_view.STREAM_BYTES) lifts the peak to ~93 MiB; at 1.25 it is ~72 MiB for about
+# the CPU of 2 (bench/import_memory.py --format claude-code, 50 MiB)
+COMPACT_OVER = 1.25
+REASONS = 5  # skipped records named in the result
+T = TypeVar("T")
 
 
-def _stamp(messages: list[Timed], last: datetime | None) -> tuple[list[dict[str, Any]],
-                                                                   datetime | None]:
-    out = []
-    for message, moment in messages:
-        moment = moment or last
-        out.append(with_header(message, moment) if moment else message)
-        last = moment or last
-    return out, last
+def _stamp(message: dict[str, Any], moment: int | None, last: int) -> tuple[dict[str, Any], int]:
+    """The message with its time as sendAt (Store.append writes it in the session's format:
+    a header, or sendAt): its own when it has one (sendAt, a header), else the record's,
+    else the previous message's."""
+    own = history_format.time_ns(message)
+    if own is not None or history_format.SEND_AT in message:  # (a bad one is refused with it)
+        return message, own if own is not None and MIN_NS <= own <= MAX_NS else last
+    at = moment if moment is not None else last
+    return {**message, history_format.SEND_AT: at}, at
+
+
+def _identities(message: dict[str, Any]) -> set[str]:
+    """The identity of the row the message becomes, in either format."""
+    moment = datetime.now()
+    return {message_identity(history_format.in_format(message, moment, fmt))
+            for fmt in history_format.FORMATS}
 
 
 def _choose_session(store: Store, unit: Unit, forced: str | None) -> str:
@@ -61,132 +95,359 @@ def _tail(store: Store, sid: str, seq_end: int) -> list[str]:
     return [r[0] for r in rows]
 
 
+def read_error(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    if isinstance(exc, RecursionError):
+        return "nested too deep to read"
+    return str(exc) or type(exc).__name__
+
+
+def guarded(make: Callable[[], Iterable[T]]) -> Iterator[T]:
+    """What a reader makes (records, units); whatever stops the reading (the input's own I/O
+    error, a value it cannot decode) is a ReadFailure. Only the reader runs inside: an error
+    of the home (a full disk while writing) is never taken for one of the input."""
+    try:
+        it = iter(make())
+        while True:
+            try:
+                record = next(it)
+            except StopIteration:
+                return
+            yield record
+    except ReadFailure:
+        raise
+    except (OSError, ValueError, RecursionError, UnicodeError) as exc:
+        raise ReadFailure(read_error(exc)) from None
+
+
 class Outcome:
     def __init__(self, unit: Unit) -> None:
         self.doc: dict[str, Any] = {"source": unit.key, "format": unit.format,
                                     "session_id": None, "status": "imported", "added": 0,
-                                    "record_count": 0, "malformed": 0, "reasons": []}
+                                    "record_count": 0, "skipped": 0, "malformed": 0,
+                                    "reasons": []}
 
-    def malformed(self, reason: str) -> None:
+    def skip(self, reason: str) -> None:
+        self.doc["skipped"] += 1
         self.doc["malformed"] += 1
         if len(self.doc["reasons"]) < REASONS:
             self.doc["reasons"].append(reason)
 
+    def failed(self, status: str, reason: str) -> None:
+        self.doc["status"] = status
+        self.doc["reasons"] = [reason, *self.doc["reasons"]][:REASONS]
+
 
 def check_strict(unit: Unit) -> None:
-    bad = [r.error for r in unit.records() if r.error]
+    try:
+        bad = [r.error for r in guarded(unit.records) if r.error]
+    except ReadFailure as exc:
+        raise BadInput(f"{unit.key}: cannot be read ({exc}), nothing imported "
+                       "(--strict)") from None
     if bad:
         raise BadInput(f"{unit.key}: {len(bad)} malformed record(s), nothing imported "
                        f"(--strict): {bad[0]}")
+
+
+SCANNED = "whole_messages"  # in a cursor's meta: its rows were checked for incomplete ones
+BOUNDARY = "between_messages"  # in a cursor's meta: written where no message was open
+WINDOW = 64  # archived rows looked ahead for a message's own
+
+
+class Completions:
+    """One pass, in order, over a session's archived assistant rows beside the messages its
+    source had before the cursor: a row that is an incomplete form of its message (an older
+    version archived it while the message was still being written, and lost the rest) is
+    completed, once, when the source is next imported (the cursor's meta then says so)."""
+
+    def __init__(self, store: Store, sid: str, part_of: Callable[[dict[str, Any],
+                                                                   dict[str, Any]], bool]):
+        self.store, self.sid, self.part_of = store, sid, part_of
+        conn = store.db_readonly()
+        self.rows: Iterator[tuple[int, str | None]] | None = iter(()) if conn is None else \
+            iter(conn.execute("SELECT seq, message FROM messages WHERE session_id = ? AND "
+                              "role = 'assistant' AND seq IS NOT NULL ORDER BY seq", (sid,)))
+        self.ahead: list[tuple[int, dict[str, Any]]] = []
+        self.found: list[tuple[int, Timed]] = []
+
+    def see(self, record: Record) -> None:
+        for message, moment in record.messages:
+            if message.get("role") == "assistant" and self.rows is not None:
+                self._match(message, moment, bool(record.start))
+
+    def _match(self, message: dict[str, Any], moment: int | None, grouped: bool) -> None:
+        assert self.rows is not None
+        while len(self.ahead) < WINDOW:
+            row = next(self.rows, None)
+            if row is None:
+                break
+            if row[1]:
+                self.ahead.append((row[0], orjson.loads(row[1])))
+        for i, (seq, archived) in enumerate(self.ahead):
+            if self.part_of(archived, message):
+                if grouped and not self.part_of(message, archived):
+                    self.found.append((seq, (message, moment)))
+                del self.ahead[:i + 1]
+                return
+
+    def close(self) -> list[tuple[int, Timed]]:
+        """The rows to complete (seq, message); the pass is over."""
+        self.rows = None
+        self.ahead = []
+        return self.found
+
+
+class _Import:
+    """One unit's import, record by record."""
+
+    def __init__(self, store: Store, unit: Unit, cursor: sources.Cursor | None, sid: str,
+                 dry_run: bool) -> None:
+        self.store, self.unit, self.cursor, self.sid, self.dry_run = \
+            store, unit, cursor, sid, dry_run
+        self.out = Outcome(unit)
+        self.doc = self.out.doc
+        self.doc["session_id"] = sid
+        self.seen = hashlib.blake2b(digest_size=16)
+        self.tail = _tail(store, sid, cursor.seq_end) if cursor and not dry_run else []
+        self.pending: list[Timed] = []
+        self.size = 0  # of history.json after this import's last append (0: not known)
+        self.total = 0  # messages the unit has
+        self.scan = Completions(store, sid, unit.part_of) if cursor is not None and \
+            unit.part_of is not None and unit.rescan and not cursor.meta.get(SCANNED) and \
+            not dry_run else None
+        if unit.rescan:
+            unit.meta[SCANNED] = 1
+        for key, value in (cursor.meta if cursor else {}).items():
+            unit.meta.setdefault(key, value)  # what the reader learns only from skipped records
+        self.skip = cursor.records if cursor and unit.skips and self.scan is None and \
+            cursor.meta.get(BOUNDARY) else 0
+        self.claimed = cursor is not None
+        # a message with no time of its own and none before it: the source's (stable
+        # across runs, so a re-run recognises what a killed one appended)
+        self.last_time = unit.mtime_ns or time.time_ns()
+
+    def claim(self) -> None:
+        top = self.store.db().execute("SELECT max(seq) FROM messages WHERE session_id = ?",
+                                      (self.sid,)).fetchone()[0]
+        with self.store.transaction() as conn:
+            sources.put(conn, sources.Cursor(
+                self.unit.key, self.unit.format, self.sid, 0,
+                hashlib.blake2b(digest_size=16).hexdigest(), 0 if top is None else top + 1,
+                None, None, self.unit.meta))
+        self.claimed = True
+
+    def stamped(self, items: list[Timed]) -> list[dict[str, Any]]:
+        out = []
+        for message, moment in items:
+            message, self.last_time = _stamp(message, moment, self.last_time)
+            out.append(message)
+        return out
+
+    def valid(self, messages: list[dict[str, Any]], records: int) -> list[dict[str, Any]]:
+        """The messages Store.append takes; the others skipped with their reasons (asked
+        only when a batch was refused, or to count a dry run: the Store checks every batch)."""
+        out: list[dict[str, Any]] = []
+        limit = self.store.settings.max_history_bytes
+        for message in messages:
+            try:
+                history_format.validate(validate_message(message, len(out), limit), "message")
+            except BadInput as exc:  # the bounds' own words when one of them is the cause
+                self.out.skip(f"record {records}: {problem(message) or exc}")
+                continue
+            out.append(message)
+        return out
+
+    def checked(self, items: list[Timed], records: int) -> list[dict[str, Any]]:
+        """The messages that can be stored, stamped with their times; the others skipped."""
+        return self.valid(self.stamped(items), records)
+
+    def cursor_put(self, records: int) -> None:
+        if self.unit.skips:
+            self.unit.meta[BOUNDARY] = 1
+        top = self.store.db().execute("SELECT max(seq) FROM messages WHERE session_id = ?",
+                                      (self.sid,)).fetchone()[0]
+        with self.store.transaction() as conn:
+            sources.put(conn, sources.Cursor(
+                self.unit.key, self.unit.format, self.sid, records, self.seen.hexdigest(),
+                0 if top is None else top + 1, None, None, self.unit.meta))
+
+    def flush(self, records: int) -> None:
+        checked = self.stamped(self.pending)
+        self.pending = []
+        if self.dry_run:
+            self.doc["added"] += len(self.valid(checked, records))
+            return
+        if self.tail:  # (rare: a killed run's last batch) compared as the Store wrote them
+            checked = self.valid(checked, records)
+        while checked and self.tail and self.tail[0] in _identities(checked[0]):
+            self.tail.pop(0)  # appended by a run that died before writing its cursor
+            checked.pop(0)
+        self.tail = [] if checked else self.tail
+        with self.store.write_lock():
+            if checked and not self.claimed:
+                self.claim()
+            if checked:
+                checked = self.append(checked, records)
+            self.cursor_put(records)
+        self.doc["added"] += len(checked)
+
+    def append(self, messages: list[dict[str, Any]], records: int) -> list[dict[str, Any]]:
+        """Append a batch (an export's session keeps its own format and trim point); a batch
+        the Store refuses goes in without the messages it refuses. What went in."""
+        try:
+            done = self.store.append(self.sid, messages, compact=False,
+                                     history_format=self.unit.history_format)
+        except BadInput:
+            messages = self.valid(messages, records)
+            if not messages:
+                return messages
+            done = self.store.append(self.sid, messages, compact=False,
+                                     history_format=self.unit.history_format)
+        self.compact(done.bytes, COMPACT_OVER)
+        return messages
+
+    def finish(self) -> None:
+        """The session within its limit, as an append leaves it."""
+        if self.size and not self.dry_run:
+            with self.store.write_lock():
+                self.compact(self.size, 1)
+
+    def compact(self, size: int, over: float) -> None:
+        """Trim history.json once it is `over` times its limit (never an export's session:
+        it restores its own trim point)."""
+        self.size = size
+        if self.unit.trim is None and size > over * self.store.settings.max_history_bytes:
+            self.store.compact(self.sid)
+            self.size = 0
+
+    def complete(self, record: Record, records: int) -> list[Timed]:
+        """The first message of `record` completes the row an older import archived of it
+        (the last it added); what is left to append."""
+        assert self.cursor is not None and self.unit.part_of is not None
+        if self.pending:
+            self.flush(records - 1)
+        checked = self.checked(record.messages[:1], records)
+        if not checked:
+            return record.messages[1:]
+        if self.dry_run:
+            self.doc["completed"] = self.doc.get("completed", 0) + 1
+            return record.messages[1:]
+        with self.store.write_lock():
+            done = self.store.complete_message(self.sid, self.cursor.seq_end - 1, checked[0],
+                                               self.unit.part_of)
+        if not done:
+            return record.messages
+        self.doc["completed"] = self.doc.get("completed", 0) + 1
+        return record.messages[1:]
+
+    def complete_scanned(self, records: int) -> None:
+        """Complete the rows the pass over what was read before found incomplete."""
+        if self.scan is None:
+            return
+        found, self.scan = self.scan.close(), None
+        assert self.unit.part_of is not None
+        for seq, item in found:
+            checked = self.checked([item], records)
+            if checked:
+                with self.store.write_lock():
+                    if self.store.complete_message(self.sid, seq, checked[0],
+                                                   self.unit.part_of):
+                        self.doc["completed"] = self.doc.get("completed", 0) + 1
+
+    def run(self) -> None:
+        cursor, doc = self.cursor, self.doc
+        done = cursor.records if cursor else 0
+        count = 0
+        last: int | None = None
+        try:
+            reader = partial(self.unit.records, skip=self.skip) if self.skip else \
+                self.unit.records
+            for record in guarded(reader):
+                count += 1
+                self.total += len(record.messages)
+                self.seen.update(len(record.raw).to_bytes(8, "little") + record.raw)
+                if count <= done:
+                    if self.scan is not None:
+                        self.scan.see(record)
+                    if count == done and cursor is not None and \
+                            self.seen.hexdigest() != cursor.digest:
+                        doc.update(status="changed", record_count=count)
+                        return
+                    for message, moment in record.messages:
+                        self.last_time = history_format.time_ns(message) or moment or self.last_time
+                    if count == done:
+                        self.complete_scanned(count)
+                    continue
+                if record.error:
+                    self.out.skip(record.error)
+                messages = record.messages
+                if record.start and cursor is not None and record.start <= done and \
+                        self.unit.part_of is not None and messages:
+                    messages = self.complete(record, count)
+                self.pending.extend(messages)
+                last = count
+                if len(self.pending) >= BATCH:
+                    self.flush(count)
+        except ReadFailure as exc:
+            doc["record_count"] = count
+            if self.pending or (last is not None and not self.dry_run):
+                self.flush(count)
+            self.finish()
+            self.out.failed("partial" if count else "unreadable", str(exc))
+            return
+        doc["record_count"] = count
+        if cursor is not None and count < done:
+            # fewer records than were read before: the file shrank (changed), or its end
+            # is held back as still being written (an older import read into it)
+            doc["status"] = "imported" if self.unit.report.get("open") else "changed"
+            return
+        if self.pending or (last is not None and not self.dry_run):
+            self.flush(count)
+        self.finish()
+        if count and not self.total and doc["skipped"] == count and not done:
+            self.out.failed("unreadable", f"no record of it can be read as {self.unit.format}")
+        if cursor is not None and not doc["added"] and last is None:
+            doc["status"] = "unchanged"
 
 
 def import_unit(store: Store, unit: Unit, *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False,
                 restore: Callable[[Store, str, Unit, int], None] | None = None
                 ) -> dict[str, Any]:
-    out = Outcome(unit)
-    doc = out.doc
     cursor = sources.get(store.db_readonly(), unit.key)
     if cursor is not None and unit.size is not None and \
-            (cursor.size, cursor.mtime_ns) == (unit.size, unit.mtime_ns):
-        doc.update(session_id=cursor.session_id, status="unchanged", records=cursor.records)
+            (cursor.size, cursor.mtime_ns) == (unit.size, unit.mtime_ns) and \
+            (not unit.rescan or cursor.meta.get(SCANNED) or dry_run):
+        doc = Outcome(unit).doc
+        doc.update(session_id=cursor.session_id, status="unchanged",
+                   record_count=cursor.records, **unit.report)
         return doc
     if strict:
         check_strict(unit)
     sid = cursor.session_id if cursor else _choose_session(store, unit, session)
-    doc["session_id"] = sid
-    seen = hashlib.blake2b(digest_size=16)
-    done = cursor.records if cursor else 0
-    tail = _tail(store, sid, cursor.seq_end) if cursor and not dry_run else []
-    pending: list[Timed] = []
-    count, last, total = 0, None, 0
-    last_time: datetime | None = None
-
-    claimed = cursor is not None
-
-    def claim() -> None:
-        nonlocal claimed
-        top = store.db().execute("SELECT max(seq) FROM messages WHERE session_id = ?",
-                                 (sid,)).fetchone()[0]
-        with store.transaction() as conn:
-            sources.put(conn, sources.Cursor(
-                unit.key, unit.format, sid, 0, hashlib.blake2b(digest_size=16).hexdigest(),
-                0 if top is None else top + 1, None, None, unit.meta))
-        claimed = True
-
-    def flush(records: int) -> None:
-        nonlocal pending, tail, last_time
-        stamped, last_time = _stamp(pending, last_time)
-        pending = []
-        checked = []
-        for i, message in enumerate(stamped):
-            try:
-                checked.append(validate_message(message, i, store.settings.max_history_bytes))
-            except BadInput as exc:
-                out.malformed(f"record {records}: {exc}")
-        while checked and tail and tail[0] == message_identity(checked[0]):
-            tail.pop(0)  # appended by a run that died before writing its cursor
-            checked.pop(0)
-        tail = [] if checked else tail
-        if dry_run:
-            doc["added"] += len(checked)
-            return
+    job = _Import(store, unit, cursor, sid, dry_run)
+    job.run()
+    doc = job.doc
+    doc.update(unit.report)
+    whole = doc["status"] in ("imported", "unchanged") and not unit.report.get("open")
+    if not dry_run and doc["status"] not in ("changed", "unreadable"):
         with store.write_lock():
-            if checked and not claimed:
-                claim()
-            if checked:  # an export's session keeps its own format and trim point
-                store.append(sid, checked, compact=unit.trim is None,
-                             history_format=unit.history_format)
-            conn = store.db()
-            top = conn.execute("SELECT max(seq) FROM messages WHERE session_id = ?",
-                               (sid,)).fetchone()[0]
-            with store.transaction() as conn:
-                sources.put(conn, sources.Cursor(
-                    unit.key, unit.format, sid, records, seen.hexdigest(),
-                    0 if top is None else top + 1, None, None, unit.meta))
-        doc["added"] += len(checked)
-
-    for record in unit.records():
-        count += 1
-        total += len(record.messages)
-        seen.update(len(record.raw).to_bytes(8, "little") + record.raw)
-        if count <= done:
-            if count == done and cursor is not None and seen.hexdigest() != cursor.digest:
-                doc.update(status="changed", records=count)
-                return doc
-            last_time = max((t for _, t in record.messages if t), default=last_time)
-            continue
-        if record.error:
-            out.malformed(record.error)
-        pending.extend(record.messages)
-        last = count
-        if len(pending) >= BATCH:
-            flush(count)
-    doc["record_count"] = count
-    if cursor is not None and count < done:
-        doc["status"] = "changed"
-        return doc
-    if pending or (last is not None and not dry_run):
-        flush(count)
-    if not dry_run:
-        with store.write_lock():
-            if restore is not None and store.exists(sid):  # before the file counts as read
-                restore(store, sid, unit, total)
+            if restore is not None and whole and store.exists(sid):  # before "read whole"
+                restore(store, sid, unit, job.total)
             with store.transaction() as conn:
                 now = sources.get(conn, unit.key)
-                if now is not None:
-                    sources.put(conn, now._replace(size=unit.size, mtime_ns=unit.mtime_ns,
-                                                   meta=unit.meta))
-    if cursor is not None and not doc["added"] and last is None:
-        doc["status"] = "unchanged"
+                if now is not None:  # unchanged size and time: skipped next time, if whole
+                    sources.put(conn, now._replace(
+                        size=unit.size if whole else None,
+                        mtime_ns=unit.mtime_ns if whole else None,
+                        meta=_with_parent(conn, unit)))
     return doc
 
 
-def run_units(store: Store, units: Iterable[Unit], progress: Callable[[int, int], None]
-              | None = None, **options: Any) -> list[dict[str, Any]]:
-    results = []
-    for unit in units:
-        results.append(import_unit(store, unit, **options))
-        if progress is not None:
-            progress(len(results), 0)
-    return results
+def _with_parent(conn: Any, unit: Unit) -> dict[str, Any]:
+    """The unit's meta, with the session of the unit that started it (a sub-agent's)."""
+    if unit.parent is None:
+        return unit.meta
+    parent = sources.get(conn, unit.parent)
+    return {**unit.meta, "parent": parent.session_id} if parent is not None else unit.meta

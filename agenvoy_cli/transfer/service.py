@@ -5,18 +5,23 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.home.locking import Locks
 from agenvoy_cli.transfer import agenvoy, engine
-from agenvoy_cli.transfer.records import Unit
+from agenvoy_cli.transfer.detect import Looks, folder_format, looks, refusal
+from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, QUIET_SECONDS, files
+from agenvoy_cli.transfer.records import ReadFailure, Unit
 
 FORMATS = ("claude-code", "codex", "chatgpt", "openai", "agenvoy")
+IMPORT_FORMATS = (*FORMATS, "auto")
 EXPORT_FORMATS = ("jsonl", "markdown")
+WHOLE = ("imported", "unchanged")  # a source read to its end
+SHOWN = 1000  # sources of one input listed one by one; the rest folded into one entry
+_WORST = ("unchanged", "imported", "changed", "partial", "unreadable")
 
 
 class Meter:
@@ -53,72 +58,227 @@ class Meter:
 
 
 def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*")
-               if p.suffix in (".json", ".jsonl") and p.is_file())
+    try:
+        if not path.is_dir():
+            return path.stat().st_size if path.is_file() else 0
+        return sum(p.stat().st_size for p in files(path, (".json", ".jsonl")) if p.is_file())
+    except OSError:
+        return 0
 
 
-def _units(fmt: str, path: Path, session: str | None, sidechains: str,
-           meter: Meter, locks: Locks) -> Iterator[Unit]:
+class Job(NamedTuple):
+    """What one import run was asked for."""
+
+    session: str | None
+    sidechains: str
+    now: bool
+    quiet: float
+    limit: int
+
+
+def failed_source(key: str, fmt: str, status: str, reason: str) -> dict[str, Any]:
+    """The result of a source that could not be read (no unit was made of it)."""
+    return {"source": key, "format": fmt, "session_id": None, "status": status, "added": 0,
+            "record_count": 0, "skipped": 0, "malformed": 0, "reasons": [reason]}
+
+
+def _file_units(fmt: str, file: Path, job: Job, meter: Meter) -> Iterator[Unit]:
+    """The units of one file of a format (folders are walked by the caller)."""
     if fmt == "claude-code":
         from agenvoy_cli.transfer import claude_code
 
-        return claude_code.units(path, session, sidechains)
+        return claude_code.file_units(file, job.session, job.sidechains, quiet=job.quiet,
+                                      now=job.now, limit=job.limit)
     if fmt == "codex":
         from agenvoy_cli.transfer import codex
 
-        return codex.units(path, session)
+        return iter([codex.file_unit(file, job.session, quiet=job.quiet, now=job.now,
+                                     limit=job.limit)])
     if fmt == "chatgpt":
         from agenvoy_cli.transfer import chatgpt
 
-        return chatgpt.units(path / "conversations.json" if path.is_dir() else path, session,
-                             meter.read)
-    if fmt == "openai":
-        from agenvoy_cli.transfer import openai
+        return chatgpt.units(file, job.session, meter.read, job.limit)
+    from agenvoy_cli.transfer import openai
 
-        return openai.units(path, session)
-    return agenvoy.units(path, session, locks)
+    return openai.file_units(file, job.session, quiet=job.quiet, now=job.now, limit=job.limit)
+
+
+def _format_files(fmt: str, path: Path) -> list[Path]:
+    """The files a format reads under a folder."""
+    if fmt == "claude-code":
+        from agenvoy_cli.transfer import claude_code
+
+        return claude_code.transcripts(path)
+    if fmt == "codex":
+        from agenvoy_cli.transfer import codex
+
+        return codex.rollouts(path)
+    if fmt == "chatgpt":
+        return [path / "conversations.json"]
+    return list(files(path, (".json", ".jsonl")))
+
+
+def plan(fmt: str, paths: list[Path], limit: int) -> list[tuple[str, Path, Looks | None]]:
+    """(format, path, what it looks like) for each input: a folder of one format, or each
+    file of it. A named file that does not fit the format asked for is refused (BadInput,
+    before anything is written); in `auto`, a file is read by the format it looks like."""
+    out: list[tuple[str, Path, Looks | None]] = []
+    refused: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            whole = folder_format(path) if fmt == "auto" else None
+            if fmt == "agenvoy" or whole == "agenvoy":
+                out.append(("agenvoy", path, None))
+                continue
+            if fmt == "auto":  # (sub-agents' transcripts after their parents')
+                targets = [path / "conversations.json"] if whole == "chatgpt" else sorted(
+                    files(path, (".json", ".jsonl")), key=lambda p: (p.name.startswith(
+                        "agent-"), p))
+            else:
+                targets = _format_files(fmt, path)
+            for file in targets:
+                out.append((fmt, file, _looks(file, limit)))
+            continue
+        found = _looks(path, limit)
+        if fmt != "auto":
+            why = refusal(fmt, path, found) if found is not None else None
+            if found is None:
+                why = f"{path}: {_why_not(path, limit)}"
+            if why:
+                refused.append(why)
+                continue
+        out.append((fmt, path, found))
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise BadInput(f"{refused[0]}{more}; nothing imported")
+    return out
+
+
+def _looks(path: Path, limit: int) -> Looks | None:
+    try:
+        return looks(path, limit)
+    except ReadFailure:
+        return None
+
+
+def _why_not(path: Path, limit: int) -> str:
+    try:
+        looks(path, limit)
+    except ReadFailure as exc:
+        return str(exc)
+    return "cannot be read"
+
+
+def _source_key(fmt: str, path: Path) -> str:
+    try:
+        return f"{fmt}:{path.resolve()}"
+    except OSError:
+        return f"{fmt}:{path}"
 
 
 def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = None,
             dry_run: bool = False, strict: bool = False, sidechains: str = "apart",
-            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Import PATHs of FORMAT; progress(bytes read, bytes in all) as it goes."""
-    if fmt not in FORMATS:
-        raise BadInput(f"unknown import format {fmt!r} (one of {', '.join(FORMATS)})")
+            progress: Callable[[int, int], None] | None = None, now: bool = False
+            ) -> dict[str, Any]:
+    """Import PATHs of FORMAT (or `auto`: each by what it looks like); progress(bytes read,
+    bytes in all) as it goes. now: a message its writer may still be adding to is taken as
+    it is (the writer's turn has ended: a hook)."""
+    if fmt not in IMPORT_FORMATS:
+        raise BadInput(f"unknown import format {fmt!r} (one of {', '.join(IMPORT_FORMATS)})")
     if sidechains not in ("apart", "skip"):
         raise BadInput("--sidechains is 'apart' or 'skip'")
     resolved = []
     for raw in paths:
         path = Path(raw).expanduser()
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise BadInput(f"{raw}: no such file or folder")
         resolved.append(path)
     if not resolved:
         raise BadInput("give at least one PATH")
+    limit = store.settings.number("import_max_record_bytes", MAX_RECORD_BYTES, int,
+                                  minimum=1024)
+    quiet = store.settings.number("import_quiet_seconds", QUIET_SECONDS, float, minimum=0)
+    job = Job(session, sidechains, now, quiet, limit)
+    work = plan(fmt, resolved, limit)
     results: list[dict[str, Any]] = []
     lock = store.locks.hold(store.layout.task_lock("import", "home"), store.settings.lock_timeout)
     with lock:
         meter = Meter(progress, resolved)
-        for path in resolved:
-            try:
-                for unit in _units(fmt, path, session, sidechains, meter, store.locks):
-                    results.append(engine.import_unit(
-                        store, unit, session=session, dry_run=dry_run, strict=strict,
-                        restore=agenvoy.restore if fmt == "agenvoy" else None))
-                    meter.unit_done(unit)
-                meter.path_done(path)
-            except (OSError, ValueError) as exc:
-                if isinstance(exc, BadInput):
-                    raise
-                raise BadInput(f"{path}: cannot be read as {fmt}: {exc}") from None
-    changed = [r for r in results if r["status"] == "changed"]
-    notes = _notes_of_homes(store, resolved, dry_run) if fmt == "agenvoy" else []
-    return {"format": fmt, "dry_run": dry_run, "sources": results, "notes_added": len(notes),
+        for kind, path, found in work:
+            results.extend(_import_path(store, kind, path, found, job, meter, dry_run, strict))
+            meter.path_done(path)
+    doc = summary(fmt, dry_run, results)
+    homes = [path for kind, path, _ in work if kind == "agenvoy"]
+    doc["notes_added"] = len(_notes_of_homes(store, homes, dry_run)) if homes else 0
+    return doc
+
+
+def _import_path(store: Store, fmt: str, path: Path, found: Looks | None, job: Job,
+                 meter: Meter, dry_run: bool, strict: bool) -> list[dict[str, Any]]:
+    """The results of one input (a file, or an agenvoy folder)."""
+    results: list[dict[str, Any]] = []
+    if fmt != "agenvoy":
+        if found is None:
+            return [failed_source(_source_key(fmt, path), fmt, "unreadable",
+                                  _why_not(path, job.limit))]
+        if fmt == "auto" and found.format is None:
+            if found.empty:
+                return [failed_source(_source_key("auto", path), "auto", "unchanged",
+                                      "an empty file: nothing to read yet")]
+            return [failed_source(_source_key("auto", path), "auto", "unreadable",
+                                  f"looks like {found.what}: no format reads it")]
+        fmt = found.format if fmt == "auto" and found.format else fmt
+        why = refusal(fmt, path, found)
+        if why:
+            return [failed_source(_source_key(fmt, path), fmt, "unreadable", why)]
+    units = agenvoy.units(path, job.session, store.locks) if fmt == "agenvoy" else \
+        _file_units(fmt, path, job, meter)
+    try:
+        for unit in engine.guarded(lambda: units):
+            done = engine.import_unit(store, unit, session=job.session, dry_run=dry_run,
+                                      strict=strict,
+                                      restore=agenvoy.restore if fmt == "agenvoy" else None)
+            if len(results) < SHOWN:
+                results.append(done)
+            else:  # (a batch file of a million requests: the document stays bounded)
+                fold(results, done, f"{_source_key(fmt, path)}#more")
+            meter.unit_done(unit)
+    except ReadFailure as exc:
+        status = "partial" if results else "unreadable"
+        results.append(failed_source(_source_key(fmt, path), fmt, status, str(exc)))
+    return results
+
+
+def fold(results: list[dict[str, Any]], done: dict[str, Any], key: str) -> None:
+    """Count a source's result into the one entry that stands for the sources of an input
+    beyond SHOWN (`folded`: how many; `written_count`: the sessions they wrote)."""
+    last = results[-1]
+    if not last.get("folded"):
+        last = {"source": key, "format": done["format"], "session_id": None,
+                "status": "unchanged", "added": 0, "record_count": 0, "skipped": 0,
+                "malformed": 0, "reasons": [], "folded": 0, "written_count": 0}
+        results.append(last)
+    last["folded"] += 1
+    last["written_count"] += bool(done["added"] or done.get("completed"))
+    for name in ("added", "record_count", "skipped", "malformed"):
+        last[name] += done[name]
+    last["reasons"] = (last["reasons"] + done["reasons"])[:engine.REASONS]
+    last["status"] = max(last["status"], done["status"], key=_WORST.index)
+
+
+def summary(fmt: str, dry_run: bool, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The result document: per source, the totals, whether every source was read whole,
+    and the sessions written (those of folded sources counted in written_count)."""
+    written = sorted({r["session_id"] for r in results
+                      if r["session_id"] and (r["added"] or r.get("completed"))})
+    return {"format": fmt, "dry_run": dry_run, "sources": results,
+            "written_count": len(written) + sum(r.get("written_count", 0) for r in results),
             "added": sum(r["added"] for r in results),
+            "skipped": sum(r["skipped"] for r in results),
             "malformed": sum(r["malformed"] for r in results),
-            "changed": len(changed)}
+            "changed": sum(1 for r in results if r["status"] == "changed"),
+            "complete": all(r["status"] in WHOLE for r in results),
+            "sessions_written": written}
 
 
 def _notes_of_homes(store: Store, paths: list[Path], dry_run: bool) -> list[str]:

@@ -8,6 +8,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from agenvoy_cli.transfer.records import storable
+
 
 class Cursor(NamedTuple):
     key: str
@@ -38,7 +40,7 @@ def get(conn: sqlite3.Connection | None, key: str) -> Cursor | None:
 def put(conn: sqlite3.Connection, cursor: Cursor) -> None:
     conn.execute(f"INSERT OR REPLACE INTO import_sources ({_COLUMNS}, updated_at) "
                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (*cursor[:8], orjson.dumps(cursor.meta).decode(), time.time_ns()))
+                 (*cursor[:8], orjson.dumps(storable(cursor.meta)).decode(), time.time_ns()))
 
 
 def session_owner(conn: sqlite3.Connection | None, session_id: str) -> str | None:
@@ -68,4 +70,36 @@ def origins(conn: sqlite3.Connection | None) -> dict[str, str]:
         where = info.get("cwd") or info.get("title") or info.get("path") or ""
         branch = f" ({info['git_branch']})" if info.get("git_branch") else ""
         out[sid] = f"{fmt}: {where}{branch}".rstrip(": ")
+    return out
+
+
+def sessions_from(conn: sqlite3.Connection | None, fmt: str, cwd: str) -> list[str]:
+    """Sessions imported from sources of `fmt` in the folder `cwd`, the latest first."""
+    if conn is None or not cwd:
+        return []
+    try:
+        found = conn.execute("SELECT session_id, meta FROM import_sources WHERE format = ? "
+                             "ORDER BY updated_at DESC", (fmt,)).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    out: list[str] = []
+    for sid, meta in found:
+        if orjson.loads(meta).get("cwd") == cwd and sid not in out:
+            out.append(sid)
+    return out
+
+
+def parents(conn: sqlite3.Connection | None) -> dict[str, str]:
+    """session id -> the session that started it (a sub-agent's, as its import recorded)."""
+    if conn is None:
+        return {}
+    try:
+        found = conn.execute("SELECT session_id, meta FROM import_sources").fetchall()
+    except sqlite3.OperationalError:
+        return {}
+    out = {}
+    for sid, meta in found:
+        parent = orjson.loads(meta).get("parent")
+        if isinstance(parent, str) and parent:
+            out[sid] = parent
     return out

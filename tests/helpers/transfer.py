@@ -1,0 +1,35 @@
+"""What the import tests share: the fixtures' paths and the rule a provider holds a message
+list to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "transfer"
+PROJECT = DATA / "claude-turn" / "-home-ada-src-shop"
+# a Claude Code turn: thinking, text, two tool_use, two results, a second answer
+TURN = PROJECT / "5b0d8e21-3c4f-4a7e-9d12-8f6a2b7c1e90.jsonl"
+AGENT = PROJECT / TURN.stem / "subagents" / "agent-a91c4e2f.jsonl"  # a sub-agent of it
+CODEX = next((DATA / "codex").rglob("rollout-*.jsonl"))
+
+
+def provider_errors(messages: list[dict]) -> list[str]:
+    """OpenAI chat-completions rules for a message list: roles known; an assistant message
+    has content or tool_calls; every tool message answers a call of the assistant message
+    before its run of tool messages, each call at most once."""
+    errors, open_calls = [], set()
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            errors.append(f"{i}: role {role!r}")
+        if role == "assistant":
+            if not m.get("content") and not m.get("tool_calls"):
+                errors.append(f"{i}: assistant with neither content nor tool_calls")
+            open_calls = {c["id"] for c in m.get("tool_calls") or []}
+        elif role == "tool":
+            if m.get("tool_call_id") not in open_calls:
+                errors.append(f"{i}: tool message without its call")
+            open_calls.discard(m.get("tool_call_id"))
+        else:
+            open_calls = set()
+    return errors
