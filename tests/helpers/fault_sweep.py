@@ -174,6 +174,7 @@ def _state(home: Path) -> dict[str, Any]:
                          "WHERE c.file_id = f.id) FROM rag_dbs d LEFT JOIN rag_files f ON "
                          "f.db_id = d.id ORDER BY 1, 2"),
         "imports": _rows(db, "SELECT key, records, seq_end FROM import_sources ORDER BY 1"),
+        "notes": _rows(db, "SELECT name, content FROM notes ORDER BY 1"),
         "vectors": _vectors(home / ".store" / "chroma"),
         "vectors_ahead": _ahead(home),
     }
@@ -265,6 +266,14 @@ def _errors(home: Path, inputs: Path) -> None:
     (inputs / "error-id").parent.mkdir(parents=True, exist_ok=True)
     (inputs / "error-id").write_text(str(_rows(db, "SELECT id FROM error_records WHERE "
                                                    "tool_name = 'make'")[0][0]))
+
+
+def _notes(home: Path, inputs: Path) -> None:
+    """A conversation and two knowledge notes (with a legacy folder already taken in)."""
+    conversation(home)
+    ok(home, "notes", "add", "deploy", "--content", "Deploys go out on Tuesdays after the "
+       "staging check.")
+    ok(home, "notes", "add", "oncall", "--content", "The on-call rota is in the wiki.")
 
 
 def _docs(inputs: Path) -> Path:
@@ -375,7 +384,14 @@ def paths(llm_url: str) -> list[WritePath]:
                   False),
         WritePath("doctor --repair", "doctor", _damaged, lambda i: ["doctor", "--repair"],
                   False),
-        # notes (#39): add its paths here (`notes add`, ...) with the base home they need
+        WritePath("notes add", "notes", _notes,
+                  lambda i: ["notes", "add", "release", "--content",
+                             "Release notes are drafted on Mondays."], True),
+        WritePath("notes add --replace", "notes", _notes,
+                  lambda i: ["notes", "add", "deploy", "--replace", "--content",
+                             "Deploys go out on Thursdays now."], True),
+        WritePath("notes remove", "notes", _notes, lambda i: ["notes", "remove", "oncall", "-y"],
+                  True),
     ]
     for fmt, source in (("claude-code", DATA / "claude"), ("codex", DATA / "codex"),
                         ("chatgpt", DATA / "chatgpt" / "conversations.json"),
