@@ -35,6 +35,8 @@ from agenvoy_cli.contract import list_document, moment
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.models.embedders import Embedders
+    from agenvoy_cli.search.relevance import Relevance
+    from agenvoy_cli.settings import Settings
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -44,21 +46,45 @@ class Memory:
     """An Agenvoy home: conversation memory, error memory and document RAG."""
 
     def __init__(self, home: str | os.PathLike[str] | None = None, *,
-                 store: Store | None = None, embedders: Embedders | None = None) -> None:
+                 store: Store | None = None, embedders: Embedders | None = None,
+                 relevance: Relevance | None = None, settings: Settings | None = None
+                 ) -> None:
         """Open `home` (default: $AGENVOY_HOME, else ~/.config/agenvoy); nothing is created
         until something is written. `store` wraps an already open Store (the CLI does).
+        `settings` (agenvoy_cli.settings.Settings): every knob (docs/guide.md); default: the
+        process environment as it is now, read once, and the home's config.json.
         `embedders` (agenvoy_cli.models.embedders.Embedders): pass one to several Memory
-        objects of a program so that they load the local model once between them."""
+        objects of a program so that they load the local model once between them.
+        `relevance` (agenvoy_cli.search.relevance.Relevance): what decides that nothing is
+        related closely enough to a semantic or hybrid search (default: the home's floor,
+        search/relevance.py choose)."""
         if store is None:
+            from agenvoy_cli.environment import environment
+            from agenvoy_cli.home.config import load_settings
             from agenvoy_cli.home.layout import Layout, resolve_home
+            from agenvoy_cli.settings import Settings
             from agenvoy_cli.vectors.hooks import open_store
 
-            store = open_store(Layout(resolve_home(None if home is None else str(home))),
-                               embedders=embedders)
+            settings = settings or Settings(environment())
+            layout = Layout(resolve_home(None if home is None else str(home), settings.env))
+            store = open_store(layout, load_settings(layout, settings), embedders=embedders)
             self._owned = True
         else:
             self._owned = False
         self.store = store
+        self._relevance = relevance
+
+    @property
+    def relevance(self) -> Relevance:
+        """The Relevance this Memory's searches use: made once, on the first semantic or
+        hybrid search, so that what it keeps (reference vectors, the second model) lives as
+        long as the Memory."""
+        if self._relevance is None:
+            from agenvoy_cli.search.relevance import choose
+            from agenvoy_cli.vectors.context import of
+
+            self._relevance = choose(self.store.settings, of(self.store).models)
+        return self._relevance
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -80,7 +106,7 @@ class Memory:
                sender: str = "") -> dict[str, Any]:
         """Append OpenAI-style messages to a session (history.json, then SQLite), all or
         nothing. `time` is the local time for messages without a time header (now);
-        `sender` names who sent them (written in the session's dress)."""
+        `sender` names who sent them (written in the session's format)."""
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
@@ -113,7 +139,8 @@ class Memory:
 
         window = time_window(range, since, until)
         result = search(self.store, session_id, query, mode, limit=limit, window=window,
-                        progress=progress, budget=budget, notice=notice, match=match)
+                        progress=progress, budget=budget, notice=notice, match=match,
+                        relevance=None if mode == "keyword" else self.relevance)
         return result.as_dict()
 
     def sessions(self) -> dict[str, Any]:
@@ -168,30 +195,32 @@ class Memory:
             with store.write_lock():
                 vector_index.drop_index(store, vector_index.MESSAGES)
         results: list[dict[str, Any]] = []
-        was, store.rebuilding = store.rebuilding, session_id is None
-        try:
-            for done, sid in enumerate(ids, 1):
+        if session_id is None and ids:
+            from agenvoy_cli.home.salvage import lost_archive
+
+            if lost_archive(store.layout):  # every session's backfill rebuilds a lost archive
                 with store.write_lock():
-                    synced = store.align(sid)
-                results.append({"session_id": sid, "inserted": synced.inserted})
-                if progress is not None and not vectors:
-                    progress(done, len(ids))
-            if vectors:  # the work that takes time: its progress is in messages
-                from agenvoy_cli.search.catchup import index_session, pending_vectors
+                    store.db(new_archive=True)
+        for done, sid in enumerate(ids, 1):
+            with store.write_lock():
+                synced = store.align(sid)
+            results.append({"session_id": sid, "inserted": synced.inserted})
+            if progress is not None and not vectors:
+                progress(done, len(ids))
+        if vectors:  # the work that takes time: its progress is in messages
+            from agenvoy_cli.search.catchup import index_session, pending_vectors
 
-                todo = {sid: pending_vectors(store, sid) if progress else 0 for sid in ids}
-                total, base = sum(todo.values()), 0
-                for row in results:
-                    sid = row["session_id"]
+            todo = {sid: pending_vectors(store, sid) if progress else 0 for sid in ids}
+            total, base = sum(todo.values()), 0
+            for row in results:
+                sid = row["session_id"]
 
-                    def step(n: int, _: int, base: int = base) -> None:
-                        if progress is not None:
-                            progress(base + n, max(total, base + n))
+                def step(n: int, _: int, base: int = base) -> None:
+                    if progress is not None:
+                        progress(base + n, max(total, base + n))
 
-                    row["embedded"] = index_session(store, sid, step, full=True)  # repairs
-                    base += max(todo[sid], row["embedded"])
-        finally:
-            store.rebuilding = was
+                row["embedded"] = index_session(store, sid, step, full=True)  # repairs
+                base += max(todo[sid], row["embedded"])
         doc = {**list_document("sessions", results),
                "inserted": sum(r["inserted"] for r in results)}
         if vectors:
@@ -202,8 +231,8 @@ class Memory:
                dry_run: bool = False) -> dict[str, Any]:
         """Remove messages (by seq, or every one containing `match`) from history.json,
         the archive and the vectors; the summary is not rewritten (see "notes")."""
-        from agenvoy_cli.conversation.dress import sender
         from agenvoy_cli.conversation.forget import forget_messages
+        from agenvoy_cli.conversation.history_format import sender
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)

@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from agenvoy_cli import __version__
 from agenvoy_cli.errors import INTERRUPTED, AgenvoyError, documented
 from agenvoy_cli.output import fail, wants_json
+from agenvoy_cli.version import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, short help) — the help text lives here so `--help` imports nothing.
@@ -78,6 +78,10 @@ class LazyGroup(click.Group):
             sys.exit(0)
         except click.UsageError as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            if isinstance(exc, click.NoSuchOption) and exc.ctx and any(
+                    p.name == "query_text" for p in exc.ctx.command.params):
+                hint = (f" (a query that starts with '-' goes in -q/--query TEXT, or after "
+                        f"--; see '{exc.ctx.command_path} --help')")
             fail(f"{exc.format_message()}{hint}", exc.exit_code, "usage", as_json)
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
@@ -113,21 +117,63 @@ class LazyGroup(click.Group):
             ctx.exit(1)
 
 
+def manual_page() -> str | None:
+    """Where agenvoy(1) is: beside the package in a source tree (an editable install, which
+    installs no data files), else under the environment's share/man (pip, pipx: the wheel
+    puts it there), else under the user's (pip install --user)."""
+    import site
+    import sysconfig
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    places = [os.path.join(here, "man"),
+              os.path.join(sysconfig.get_path("data"), "share", "man", "man1"),
+              os.path.join(sys.prefix, "share", "man", "man1"),
+              os.path.join(site.getuserbase(), "share", "man", "man1")]
+    return next((os.path.join(p, "agenvoy.1") for p in places
+                 if os.path.isfile(os.path.join(p, "agenvoy.1"))), None)
+
+
+def _show_manual(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--man: agenvoy(1) through man(1), wherever the package was installed from."""
+    if not value or ctx.resilient_parsing:
+        return
+    import shutil
+    import subprocess
+
+    page, man = manual_page(), shutil.which("man")
+    if page is None:
+        fail("the manual page is not installed with this copy of agenvoy-cli (it is "
+             "man/agenvoy.1 in the source tree)", 1, "failed", False)
+        ctx.exit(1)
+    if man is None:
+        fail(f"no man(1) on this machine to show {page}", 1, "failed", False)
+        ctx.exit(1)
+    ctx.exit(subprocess.call([man, "-l", str(page)]))
+
+
 def _json_errors(ctx: click.Context) -> bool:
     return bool(ctx.obj and (ctx.obj.get("json_errors") or ctx.obj.get("json")))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(file_okay=False), envvar="AGENVOY_HOME",
+@click.option("--home", type=click.Path(file_okay=False),
               help="Agenvoy home (default ~/.config/agenvoy; env AGENVOY_HOME).")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.option("--json", "as_json", is_flag=True,
               help="Every command prints exactly one JSON document (same as its --json).")
 @click.version_option(__version__, "-V", "--version", prog_name="agenvoy")
+@click.option("--man", is_flag=True, expose_value=False, is_eager=True,
+              callback=_show_manual,
+              help="Show the manual page (agenvoy(1)) from wherever this copy came from.")
 @click.pass_context
 def cli(ctx: click.Context, home: str | None, debug: bool, as_json: bool) -> None:
     """agenvoy — the memory layer of an AI agent, on Agenvoy's on-disk layout."""
     ctx.ensure_object(dict)
+    if "settings" not in ctx.obj:  # the environment, read once for the whole command
+        from agenvoy_cli.environment import environment
+        from agenvoy_cli.settings import Settings
+
+        ctx.obj["settings"] = Settings(environment())
     ctx.obj["home"] = home
     ctx.obj["debug"] = debug
     ctx.obj["json"] = as_json
@@ -145,9 +191,12 @@ def interrupts_raise() -> None:
 
 
 def main() -> None:
+    from agenvoy_cli.environment import start_program
+
     # Everything the CLI creates is private, Chroma's files included (chromadb creates its
     # own with the process umask).
     os.umask(0o077)
+    start_program()
     try:
         cli.main(prog_name="agenvoy", windows_expand_args=False)
     except KeyboardInterrupt:

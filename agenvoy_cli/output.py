@@ -185,12 +185,10 @@ PROGRESS_SECONDS = 5.0  # outside a terminal: a progress line at most this often
 
 
 def _progress_seconds() -> float:
-    import os
+    """AGENVOY_PROGRESS_SECONDS (settings.py)."""
+    from agenvoy_cli.settings import Settings
 
-    try:
-        return max(0.0, float(os.environ.get("AGENVOY_PROGRESS_SECONDS", PROGRESS_SECONDS)))
-    except ValueError:
-        return PROGRESS_SECONDS
+    return Settings.from_environment().progress_seconds
 
 
 def _duration(seconds: float) -> str:

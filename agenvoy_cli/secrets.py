@@ -4,7 +4,6 @@ credentials written into URLs."""
 
 from __future__ import annotations
 
-import os
 import re
 
 MASK = "****"
@@ -35,8 +34,10 @@ def register(secret: str | None) -> None:
 
 
 def known_secrets() -> list[str]:
+    from agenvoy_cli.environment import environment
+
     values = set(_registered)
-    for name, value in os.environ.items():
+    for name, value in environment().items():
         if len(value) >= _MIN_SECRET and _SECRET_NAME.search(name):
             values.add(value)
     return sorted(values, key=len, reverse=True)  # longest first: no half-masked overlaps

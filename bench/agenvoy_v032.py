@@ -140,11 +140,11 @@ def entries(limit: int, seed: int = 25) -> list[dict[str, Any]]:
     raise AssertionError("unreachable")
 
 
-def header_dress(entry: dict[str, Any]) -> dict[str, Any]:
-    """The entry as this tool writes it in a header session (conversation/dress.py)."""
+def in_header_format(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry as this tool writes it in a header session (conversation/history_format.py)."""
     from datetime import datetime
 
-    from agenvoy_cli.conversation.dress import header_block
+    from agenvoy_cli.conversation.history_format import header_block
 
     out = {k: v for k, v in entry.items() if k not in ("sendAt", "sender")}
     if isinstance(out.get("content"), str):
@@ -209,7 +209,7 @@ def build_rewrite(tmp: Path, limit: int, src: Path | None) -> dict[str, Path]:
 
     fast = tmp / "hdr-fast"
     history_path(fast).parent.mkdir(parents=True)
-    history_path(fast).write_bytes(dump_history([header_dress(e) for e in entries(limit, 7)]))
+    history_path(fast).write_bytes(dump_history([in_header_format(e) for e in entries(limit, 7)]))
     cli(fast, src, "backfill", SID)
     cli(fast, src, "append", SID, "--role", "user", "--content", "warm up")
     rewrite = copy_home(fast, tmp / "hdr-rewrite")

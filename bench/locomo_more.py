@@ -119,6 +119,7 @@ def usem3_rankings(d) -> dict[int, list]:
 def rm3(d, home: Path, lam: float, docs: int, terms: int) -> dict[int, list]:
     from agenvoy_cli.home import fts
     from agenvoy_cli.search import keyword
+    from agenvoy_cli.search import query as query_rules
 
     with tempfile.TemporaryDirectory() as tmp:  # a copy: the bench home stays as built
         db = Path(tmp) / ".store" / "history.db"
@@ -139,7 +140,7 @@ def rm3(d, home: Path, lam: float, docs: int, terms: int) -> dict[int, list]:
             for rank, (seq, _) in enumerate(q["kw"][:docs]):
                 toks = [w.lower() for w in WORD.findall(b.get(seq, ""))]
                 for w, c in collections.Counter(toks).items():
-                    if w in keyword.STOPWORDS or w in asked or len(w) < 3 or df[ci][w] < 2:
+                    if w in query_rules.STOPWORDS or w in asked or len(w) < 3 or df[ci][w] < 2:
                         continue
                     weight[w] += c / len(toks) * math.log(len(b) / (1 + df[ci][w])) / (rank + 1)
             extra = [w for w, _ in weight.most_common(terms)]
@@ -187,9 +188,9 @@ QUERIES = {
 
 
 def keyword_module():
-    from agenvoy_cli.search import keyword
+    from agenvoy_cli.search import query
 
-    return keyword
+    return query
 
 
 def slow(d, cache: Path, replayed) -> list[tuple[str, dict[str, float]]]:

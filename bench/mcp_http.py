@@ -8,7 +8,11 @@
      `agenvoy --version` and <= 0.2 x the same search with --no-server (interleaved, same
      home, same run; wall and CPU, median and p99);
   3. four hosts appending through one server: each new message embedded exactly once (the
-     server's indexer's embedding calls counted, in the server process).
+     server's indexer's embedding calls counted, in the server process);
+  4. the fast path in each deployment docs/http.md describes: the server started with the
+     home's own token, with --token-file, with AGENVOY_HTTP_TOKEN; the CLI (whose
+     environment has no token) searching through it vs --no-server, interleaved, wall and
+     CPU medians, and whether every search was served by the server.
 
 The home is built once per --vectors and kept under /tmp (agenvoy-http-bench-N), warm: every
 message's vector (~0.2 CPU-s each with the real model) and its attribution vector (~0.12
@@ -18,7 +22,7 @@ stages that resume where an interrupted build stopped. `--build-only` builds it 
 few minutes. `uptime` is printed before and after.
 
 Usage: python bench/mcp_http.py [--vectors 10000] [--rounds 40] [--cli-rounds 10]
-       [--only 1,2,3] [--build-only]
+       [--only 1,2,3,4] [--build-only]
 """
 
 from __future__ import annotations
@@ -119,13 +123,14 @@ def build_home(n: int) -> Path:
 
 
 class Server:
-    def __init__(self, home: Path, counted: Path | None = None) -> None:
-        env = {**os.environ, "AGENVOY_HOME": str(home)}
+    def __init__(self, home: Path, counted: Path | None = None, args: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
+        env = {**os.environ, "AGENVOY_HOME": str(home), **(env or {})}
         cmd = [sys.executable, "-m", "agenvoy_cli"]
         if counted is not None:
             env["BENCH_EMBEDDED"] = str(counted)
             cmd = [sys.executable, str(Path(__file__).resolve()), "--as-agenvoy"]
-        self.proc = subprocess.Popen([*cmd, "mcp", "--http", "127.0.0.1:0"], env=env,
+        self.proc = subprocess.Popen([*cmd, "mcp", "--http", "127.0.0.1:0", *args], env=env,
                                      stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         announce = home / ".store" / "http.json"
         deadline = time.monotonic() + 120
@@ -141,7 +146,8 @@ class Server:
             self.proc.kill()
             raise SystemExit("the server did not start")
         self.url = info["url"] + "/mcp"
-        self.token = (home / ".store" / "http-token").read_text().strip()
+        token = home / ".store" / "http-token"
+        self.token = token.read_text().strip() if token.exists() else ""
 
     def stop(self) -> int:
         self.proc.send_signal(signal.SIGTERM)
@@ -234,13 +240,57 @@ def floor(srv: Server, rng: random.Random, clients: int) -> None:
           f"{clients * (transport + embedding) / cpus * 1000:.1f} ms each")
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict[str, str], served: list[str] | None = None
+          ) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run(cmd, env=env, capture_output=True, check=True)
+    res = subprocess.run(cmd, env=env, capture_output=True, check=True)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if served is not None:  # who answered: "server" or "local"
+        served.append(json.loads(res.stdout)["served_by"])
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+DEPLOYMENTS = ("home token", "--token-file", "AGENVOY_HTTP_TOKEN")
+
+
+def bench_deployments(home: Path, rounds: int) -> None:
+    """4. CLI search through the server vs --no-server, with the server given each kind of
+    token; the CLI's environment holds none (as a user's shell on the memory host)."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENVOY_HTTP_TOKEN"}
+    env["AGENVOY_HOME"] = str(home)
+    search = [sys.executable, "-m", "agenvoy_cli", "search", "big", "-q",
+              "database migration timeout", "--mode", "semantic", "--json", "--budget", "0"]
+    subprocess.run([*search, "--no-server"], env=env, capture_output=True, check=True)
+    secret = "bench-" + "k" * 40
+    token_file = Path(tempfile.gettempdir()) / f"agenvoy-bench-token-{os.getpid()}"
+    token_file.write_text(secret + "\n")
+    token_file.chmod(0o600)
+    given = {"home token": ((), {}), "--token-file": (("--token-file", str(token_file)), {}),
+             "AGENVOY_HTTP_TOKEN": ((), {"AGENVOY_HTTP_TOKEN": secret})}
+    try:
+        for name in DEPLOYMENTS:
+            args, server_env = given[name]
+            srv = Server(home, args=args, env=server_env)
+            try:
+                served: list[str] = []
+                runs: dict[str, list[tuple[float, float]]] = {"server": [], "local": []}
+                for _ in range(rounds):  # interleaved
+                    runs["server"].append(timed(search, env, served))
+                    runs["local"].append(timed([*search, "--no-server"], env))
+            finally:
+                srv.stop()
+            wall = {k: statistics.median(w for w, _ in v) for k, v in runs.items()}
+            cpu = {k: statistics.median(c for _, c in v) for k, v in runs.items()}
+            print(f"4. {name}: served by the server {served.count('server')}/{rounds}; via "
+                  f"the server wall p50 {wall['server'] * 1000:.0f} ms, CPU p50 "
+                  f"{cpu['server'] * 1000:.0f} ms; --no-server wall p50 "
+                  f"{wall['local'] * 1000:.0f} ms, CPU p50 {cpu['local'] * 1000:.0f} ms; "
+                  f"ratio wall {wall['server'] / wall['local']:.3f} x, CPU "
+                  f"{cpu['server'] / cpu['local']:.3f} x")
+    finally:
+        token_file.unlink(missing_ok=True)
 
 
 def bench_cli(home: Path, rounds: int) -> None:
@@ -316,7 +366,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--cli-rounds", type=int, default=10)
     ap.add_argument("--appends", type=int, default=10, help="per host")
-    ap.add_argument("--only", default="1,2,3")
+    ap.add_argument("--only", default="1,2,3,4")
     ap.add_argument("--build-only", action="store_true", help="build the home, then exit")
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -336,6 +386,8 @@ def main() -> None:
             srv.stop()
     if "3" in only:
         bench_appends(args.appends)
+    if "4" in only:
+        bench_deployments(build_home(args.vectors), args.cli_rounds)
     uptime("after")
 
 

@@ -167,11 +167,11 @@ def mean(rows: list[dict[str, float]]) -> dict[str, float]:
 
 def apply_fusion(over: dict) -> None:
     """Override fusion constants in this process (--path inprocess, tuning only)."""
-    from agenvoy_cli.search import engine, fusion
+    from agenvoy_cli.search import candidates, fusion
 
     for key, value in over.items():
         if key == "pool":
-            engine.POOL = int(value)
+            candidates.POOL = int(value)
         elif key in (fusion.fuse.__kwdefaults__ or {}):
             fusion.fuse.__kwdefaults__[key] = value
         elif hasattr(fusion, key):

@@ -9,9 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from agenvoy_cli.cli import cli
+from agenvoy_cli.environment import start_program
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The test run is a program like the CLI: its OpenMP threads set where it starts (the commands
+# it runs in-process never set them).
+start_program()
 # The helpers test modules share (tests/helpers/) get pytest's assert messages, as tests do.
 pytest.register_assert_rewrite("tests.helpers")
 
@@ -161,3 +165,21 @@ def llm(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
         monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
         yield server
+
+
+# Whole modules whose tests spawn servers or many processes, build the wheel or load a second
+# model: `pytest -m 'not slow'` (the README's fast subset) leaves them out. CI runs them all.
+SLOW_MODULES = {
+    "tests.conversation.test_crash", "tests.test_mcp", "tests.test_mcp_http",
+    "tests.test_mcp_agenvoy_tools", "tests.test_load", "tests.test_concurrency",
+    "tests.test_vectors_multiprocess", "tests.vectors.test_chroma_server", "tests.test_scale",
+    "tests.release.test_packaging",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__ in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

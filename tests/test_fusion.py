@@ -7,8 +7,9 @@ covers keeps the full weight. Checked on bench/zh_memory.py's split and LoCoMo
 from __future__ import annotations
 
 from agenvoy_cli.search import fusion
+from agenvoy_cli.search.query import Query
 
-TURN = "剛開完會。\n欸，我在記帳，筆電那筆修理費是多少"
+TURN = Query.of("剛開完會。\n欸，我在記帳，筆電那筆修理費是多少")
 MEMORIES = ["我的筆電鍵盤進水，送修要等兩個禮拜，維修費三千八。", "今天捷運好擠。"]
 
 
@@ -31,6 +32,6 @@ def test_an_incidental_keyword_match_does_not_outvote_the_vector_ranking():
               (110, 0.85), (10, 0.84)]
     for cover, first in ((0.5, 10), (0.08, 50)):
         w = fusion.weights(TURN, MEMORIES, cover)
-        fused = fusion.fuse(keyword, vector, w_keyword=w.keyword, w_vector=w.vector,
-                            neighbour=0.0)
+        fused = fusion.fuse([fusion.Ranking("keyword", keyword, w.keyword),
+                             fusion.Ranking("vector", vector, w.vector)], neighbour=0.0)
         assert fused[0][0] == first, (cover, fused[:3])

@@ -48,7 +48,8 @@ def run_async(body: Any, bound: float = BOUND) -> Any:
 def seed(home: Path, session: str = "main") -> None:
     path = home.parent / "seed.json"
     path.write_text(json.dumps(messages(TOPICS + FILLER)))
-    assert agenvoy("append", session, "--messages", str(path)).returncode == 0
+    assert agenvoy("append", session, "--messages", str(path),
+                   env={"AGENVOY_HOME": str(home)}).returncode == 0
 
 
 def post(base: str, path: str, body: bytes, token: str | None,
@@ -171,6 +172,37 @@ def test_bind_beyond_loopback_needs_an_explicit_token(home: Path, tmp_path: Path
                    timeout=60).returncode == 2
 
 
+def test_a_refused_start_writes_nothing(home: Path, tmp_path: Path) -> None:
+    """Every start refused with exit 2 leaves the home as it was: not created when missing,
+    no token file made, no log file, no announcement."""
+    from tests.helpers.home import snapshot
+
+    short = tmp_path / "short-token"
+    short.write_text("abc\n")
+    log = tmp_path / "server.log"
+    refused = [(["0.0.0.0:0"], {}), (["0.0.0.0:0", "--log-file", str(log)], {}),
+               (["nonsense"], {}), (["0", "--token-file", str(short)], {}),
+               (["0", "--token-file", str(tmp_path / "missing")], {}),
+               (["0"], {"AGENVOY_HTTP_TIMEOUT": "soon"}),
+               (["[::1]:0"], {"AGENVOY_HTTP_TOKEN": "x"}),
+               (["0", "--allow-host", "evil.com:*"], {}),
+               (["0", "--allow-host", "https://memory.example.org"], {}),
+               (["0", "--allow-host", "a.org/path"], {})]
+    for created in (False, True):
+        if created:
+            seed(home)
+        before = snapshot(home) if created else None
+        for args, env in refused:
+            res = agenvoy("mcp", "--http", *args, env=env, timeout=60)
+            assert res.returncode == 2, (args, res.stderr)
+            assert res.stderr.count(b"\n") == 1, res.stderr
+            if created:
+                assert snapshot(home) == before, (args, res.stderr)
+            else:
+                assert not home.exists(), (args, sorted(home.rglob("*")))
+        assert not log.exists()
+
+
 def test_token_file_is_owner_only_and_second_server_refused(home: Path) -> None:
     with HttpServer(home) as srv:
         token_file = home / ".store" / "http-token"
@@ -191,6 +223,44 @@ def test_oversized_body_is_refused(home: Path) -> None:
         assert post(srv.base, "/agenvoy/v1/call", fast, srv.token)[0] == 413
         assert post(srv.base, "/mcp", b"{}", srv.token,
                     {"Host": "evil.example:80"})[0] == 421  # DNS rebinding
+        assert srv.proc.poll() is None
+
+
+INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "host-test", "version": "0"}}}).encode()
+
+
+def test_host_and_origin_match_exactly(home: Path) -> None:
+    """DNS rebinding: the SDK matched `name:*` patterns by prefix, so `Host:
+    127.0.0.1:PORT@evil.com` and `Origin: http://localhost:x.evil.com` passed and were
+    served. Host is `name:PORT` exactly (or a name --allow-host gave), Origin that URL."""
+    with HttpServer(home, "--allow-host", "memory.example.org") as srv:
+        port = urllib.parse.urlsplit(srv.base).port
+        good = [{"Host": f"127.0.0.1:{port}"}, {"Host": f"localhost:{port}"},
+                {"Host": f"[::1]:{port}"}, {"Host": "memory.example.org"},
+                {"Host": f"memory.example.org:{port}"},
+                {"Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"},
+                {"Host": f"localhost:{port}", "Origin": f"http://127.0.0.1:{port}"},
+                {"Host": "memory.example.org", "Origin": "https://memory.example.org"}]
+        bad_host = [f"127.0.0.1:{port}@evil.com", f"localhost:{port}.evil.com",
+                    f"127.0.0.1:{port + 1}", "127.0.0.1", "localhost:", "evil.com",
+                    "memory.example.org.evil.com", f"memory.example.org:{port}@evil.com",
+                    f"LOCALHOST:{port}x"]
+        bad_origin = ["http://localhost:x.evil.com", f"http://localhost:{port}.evil.com",
+                      f"http://127.0.0.1:{port}@evil.com", "http://localhost:1",
+                      "https://memory.example.org.evil.com", "http://evil.com", "null"]
+        for path, body in (("/mcp", INIT), ("/agenvoy/v1/call", b"{}")):
+            for headers in good:
+                status = post(srv.base, path, body, srv.token, headers)[0]
+                assert status not in (403, 421), (path, headers, status)
+            for host in bad_host:
+                status = post(srv.base, path, body, srv.token, {"Host": host})[0]
+                assert status == 421, (path, host, status)
+            for origin in bad_origin:
+                status = post(srv.base, path, body, srv.token,
+                              {"Host": f"127.0.0.1:{port}", "Origin": origin})[0]
+                assert status == 403, (path, origin, status)
         assert srv.proc.poll() is None
 
 
@@ -352,6 +422,79 @@ def test_cli_search_through_the_server_prints_the_local_document(home: Path, mod
     assert imported and not any("chromadb" in ln or "onnxruntime" in ln for ln in imported)
     if mode != "keyword":  # proof that the forced one really ran locally
         assert "chromadb" in forced.stderr.decode()
+
+
+def _served_without_a_token(home: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "AGENVOY_HTTP_TOKEN"}
+    return subprocess.run([sys.executable, "-m", "agenvoy_cli", "--home", str(home), "search",
+                           "main", "-q", "Mochi vacuum", "--mode", "keyword", "--json"],
+                          capture_output=True, timeout=180, cwd=ROOT, env=env)
+
+
+@pytest.mark.parametrize("deployment", ["home token", "token file", "token in env",
+                                        "deep home"])
+def test_cli_search_goes_through_the_server_in_every_deployment(
+        home: Path, tmp_path: Path, deployment: str) -> None:
+    """The fast path whichever token the server was given: with --token-file (required
+    beyond loopback) every CLI search said "no token for the running HTTP server; searching
+    locally". The CLI asks on the home's socket (owner-only), which needs no token; the
+    announcement names no token."""
+    if deployment == "deep home":
+        home = tmp_path / ("d" * 60) / ("e" * 60) / "home"  # socket path > 107 bytes
+        home.parent.mkdir(parents=True)
+    seed(home)
+    secret = "s3cret-token-" + "x" * 30
+    token_file = tmp_path / "token"
+    token_file.write_text(secret + "\n")
+    args = ["--token-file", str(token_file)] if deployment == "token file" else []
+    env = {"AGENVOY_HTTP_TOKEN": secret} if deployment == "token in env" else {}
+    with HttpServer(home, *args, env=env) as srv:
+        res = _served_without_a_token(home)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["served_by"] == "server", res.stderr
+        assert b"locally" not in res.stderr, res.stderr
+        sock = home / ".store" / "run" / "http.sock"
+        assert sock.stat().st_mode & 0o777 == 0o600
+        assert sock.parent.stat().st_mode & 0o777 == 0o700
+        announced = json.loads((home / ".store" / "http.json").read_text())
+        assert announced["socket"] == str(sock) and "token" not in announced
+        assert secret not in (home / ".store" / "http.json").read_text()
+        if deployment == "token file":  # no socket (removed): TCP with the file it names
+            assert announced["token_file"] == str(token_file)
+            sock.unlink()
+            res = _served_without_a_token(home)
+            assert json.loads(res.stdout)["served_by"] == "server", res.stderr
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(60) == 0, srv.logged()
+    assert not sock.exists()  # removed on a clean stop (killed: the next start replaces it)
+
+
+def test_the_socket_serves_only_the_cli_routes(home: Path) -> None:
+    import socket
+
+    seed(home)
+    with HttpServer(home) as srv:
+        port = urllib.parse.urlsplit(srv.base).port
+
+        def ask(request: bytes) -> bytes:
+            with socket.socket(socket.AF_UNIX) as conn:
+                conn.settimeout(30)
+                conn.connect(str(home / ".store" / "run" / "http.sock"))
+                conn.sendall(request)
+                out = b""
+                while chunk := conn.recv(65536):
+                    out += chunk
+                return out
+        head = f"Host: 127.0.0.1:{port}\r\nConnection: close\r\n"
+        assert ask(f"GET /agenvoy/v1/ping HTTP/1.1\r\n{head}\r\n".encode()).startswith(
+            b"HTTP/1.1 200")
+        mcp = (f"POST /mcp HTTP/1.1\r\n{head}Content-Type: application/json\r\n"
+               f"Content-Length: {len(INIT)}\r\n\r\n").encode() + INIT
+        assert ask(mcp).startswith(b"HTTP/1.1 404")
+        evil = head.replace(f"127.0.0.1:{port}", f"127.0.0.1:{port}@evil.com")
+        assert ask(f"GET /agenvoy/v1/ping HTTP/1.1\r\n{evil}\r\n".encode()).startswith(
+            b"HTTP/1.1 421")
+        assert post(srv.base, "/agenvoy/v1/call", b"{}", None)[0] == 401  # TCP: the token
 
 
 def test_cli_errors_lookup_and_rag_search_through_the_server(home: Path) -> None:

@@ -439,8 +439,10 @@ def _fill(conn: sqlite3.Connection, sid: str, first_seq: int, count: int, word: 
 
 def _steps(conn: sqlite3.Connection, sid: str, query: str) -> tuple[int, list]:
     from agenvoy_cli.search.keyword import keyword_ranking
+    from agenvoy_cli.search.query import Query
 
-    steps, (ranked, _) = vm_steps(conn, lambda: keyword_ranking(conn, sid, query, 20))
+    steps, (ranked, _) = vm_steps(conn, lambda: keyword_ranking(conn, sid, Query.of(query),
+                                                                20))
     return steps, ranked
 
 

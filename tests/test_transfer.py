@@ -287,7 +287,7 @@ def moved(run, home: Path, other: Path, tmp_path: Path, monkeypatch, *sids: str)
     assert run("doctor").exit_code == 0
 
 
-def test_export_import_keeps_sender_and_the_sendat_dress(run, home, tmp_path, monkeypatch):
+def test_export_import_keeps_sender_and_the_sendat_format(run, home, tmp_path, monkeypatch):
     for fmt in ("sendat", "header"):
         monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", fmt)
         sid = f"v-{fmt}"

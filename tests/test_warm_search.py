@@ -28,9 +28,9 @@ def add(run, sid: str, n: int, first: int = 0, time: str = "2024-03-01 10:00:00"
 def warm_store(home):
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.server.recent_cache import WarmStore
-    from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
+    from agenvoy_cli.vectors.hooks import VectorHooks
 
-    return WarmStore(Layout(home), hooks=VECTOR_HOOKS)
+    return WarmStore(Layout(home), hooks=VectorHooks())
 
 
 def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home, words,

@@ -71,7 +71,7 @@ def parse_batch(text: str) -> list[Any]:
               help="Local time for the header of messages that have none (default: now).")
 @click.option("--no-compact", is_flag=True, help="Do not compact even when over the limit.")
 @click.option("--sender", metavar="NAME", default="",
-              help="Who sent the messages: `sender` (Agenvoy v0.32's dress) or the header's "
+              help="Who sent the messages: `sender` (Agenvoy v0.32's format) or the header's "
                    "傳送者 line.")
 @json_option
 @click.pass_context

@@ -10,21 +10,54 @@ import click
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
 
-if TYPE_CHECKING:  # imported when used: the CLI's fast path (served) needs neither
+if TYPE_CHECKING:  # imported when used: the CLI's fast path (from_server) needs neither
     from agenvoy_cli.api import Memory
     from agenvoy_cli.conversation.store import Store
+    from agenvoy_cli.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def settings_of(ctx: click.Context) -> Settings:
+    """The settings the CLI's root built from the environment it started with (cli.py);
+    without the home's config.json (get_store adds it)."""
+    obj = ctx.find_root().obj
+    if obj is None:
+        obj = ctx.find_root().obj = {}
+    if "settings" not in obj:
+        from agenvoy_cli.environment import environment
+        from agenvoy_cli.settings import Settings
+
+        obj["settings"] = Settings(environment())
+    return obj["settings"]  # type: ignore[no-any-return]
+
+
+def given_budget(ctx: click.Context, budget: float) -> float:
+    """--budget as given, else the settings' (AGENVOY_SEARCH_BUDGET), else its default."""
+    from click.core import ParameterSource
+
+    if ctx.get_parameter_source("budget") is ParameterSource.DEFAULT:
+        return settings_of(ctx).search_budget
+    return budget
+
+
+def home_of(ctx: click.Context) -> Layout:
+    """The layout of the home the command line names (--home, else AGENVOY_HOME)."""
+    root = ctx.find_root()
+    home = (root.obj or {}).get("home", (root.params or {}).get("home"))
+    return Layout(resolve_home(home, settings_of(ctx).env))
 
 
 def get_store(ctx: click.Context) -> Store:
     obj = ctx.find_root().obj or {}
     if "store" not in obj:
+        from agenvoy_cli.home.config import load_settings
         from agenvoy_cli.vectors.hooks import open_store
 
+        layout = home_of(ctx)
         # obj["embedders"]: a caller running several commands in one process (tests) shares
         # its models between their Stores
-        obj["store"] = open_store(Layout(resolve_home(obj.get("home"))),
+        obj["store"] = open_store(layout, load_settings(layout, settings_of(ctx)),
                                   embedders=obj.get("embedders"))
         ctx.call_on_close(obj["store"].close)
     return obj["store"]
@@ -61,7 +94,7 @@ def complete_session(ctx: click.Context, param: click.Parameter, incomplete: str
     from agenvoy_cli.errors import AgenvoyError
 
     try:  # a bad home or a planted link: no completions, never a traceback
-        layout = Layout(resolve_home((ctx.find_root().params or {}).get("home")))
+        layout = home_of(ctx)
         db_exists = layout.db.exists()
     except (OSError, AgenvoyError):
         return []
@@ -114,28 +147,20 @@ def one_query(words: tuple[str, ...] | list[str], option: str | None) -> str:
     return text
 
 
-MAX_INPUT_ENV = "AGENVOY_MAX_INPUT_BYTES"
-DEFAULT_MAX_INPUT = 64 * 1024 * 1024
 _CHUNK = 1 << 20
 
 
-def max_input_bytes() -> int:
-    import os
-
-    from agenvoy_cli.home.config import number_setting
-
-    raw = os.environ.get(MAX_INPUT_ENV, "")
-    if not raw:
-        return DEFAULT_MAX_INPUT
-    return int(number_setting(raw, MAX_INPUT_ENV, minimum=1, unit="bytes"))
-
-
-def read_limited(handle: Any, where: str) -> bytes:
+def read_limited(handle: Any, where: str, limit: int | None = None) -> bytes:
     """All of a binary stream, read in chunks and refused (exit 2) as soon as it passes
-    AGENVOY_MAX_INPUT_BYTES: /dev/zero or an endless pipe never grows memory past it."""
+    `limit` (None: the settings' max_input_bytes, AGENVOY_MAX_INPUT_BYTES): /dev/zero or an
+    endless pipe never grows memory past it."""
     from agenvoy_cli.errors import BadInput
 
-    limit = max_input_bytes()
+    if limit is None:
+        from agenvoy_cli.settings import Settings
+
+        limit = Settings.from_environment().max_input_bytes
+
     data = bytearray()
     while True:
         chunk = handle.read(min(_CHUNK, limit + 1 - len(data)))
@@ -143,8 +168,8 @@ def read_limited(handle: Any, where: str) -> bytes:
             return bytes(data)
         data += chunk
         if len(data) > limit:
-            raise BadInput(f"{where} is larger than {limit} bytes (set {MAX_INPUT_ENV} to "
-                           "allow more)")
+            raise BadInput(f"{where} is larger than {limit} bytes (set "
+                           "AGENVOY_MAX_INPUT_BYTES to allow more)")
 
 
 def no_server_option(func: F) -> F:
@@ -153,8 +178,8 @@ def no_server_option(func: F) -> F:
                              "--http` server (also AGENVOY_NO_SERVER=1).")(func)
 
 
-def served(ctx: click.Context, no_server: bool, method: str, args: list[Any],
-           kwargs: dict[str, Any], wait: float = 0.0) -> dict[str, Any] | None:
+def from_server(ctx: click.Context, no_server: bool, method: str, args: list[Any],
+                kwargs: dict[str, Any], wait: float = 0.0) -> dict[str, Any] | None:
     """The document Memory.METHOD would return, from the home's running HTTP server (no
     chromadb, no model loaded here), or None: answer locally (server/fastpath.py)."""
     if no_server:
@@ -162,8 +187,7 @@ def served(ctx: click.Context, no_server: bool, method: str, args: list[Any],
     from agenvoy_cli.output import warn
     from agenvoy_cli.server.fastpath import ask
 
-    layout = Layout(resolve_home((ctx.find_root().obj or {}).get("home")))
-    answer = ask(layout, method, args, kwargs, wait)
+    answer = ask(home_of(ctx), method, args, kwargs, wait, settings_of(ctx))
     if answer is None:
         return None
     for line in answer.get("warnings") or []:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import click
 
 from agenvoy_cli.commands.common import json_option, memory, session_argument
-from agenvoy_cli.conversation.messages import content_text
+from agenvoy_cli.conversation.messages import display_text
 from agenvoy_cli.output import emit, format_option, warn
 
 
 def _render(doc: dict) -> str:
     blocks = []
     for message in doc["messages"]:
-        blocks.append(f"[{message['role']}]\n{content_text(message.get('content'))}")
+        blocks.append(f"[{message['role']}]\n{display_text(message)}")
     return "\n\n".join(blocks)
 
 

@@ -9,11 +9,12 @@ import click
 
 from agenvoy_cli.commands.common import (
     confirm_destructive,
+    from_server,
+    given_budget,
     json_option,
     memory,
     no_server_option,
     read_limited,
-    served,
 )
 from agenvoy_cli.errormem.classify import ERROR_TYPES
 from agenvoy_cli.errormem.records import (
@@ -172,9 +173,10 @@ def _read_query(words: tuple[str, ...], text: str | None) -> str:
                    "line or row), hint (only the text to inject into the agent's next turn).")
 @_semantic_option
 @click.option("--budget", type=float, default=DEFAULT_BUDGET, show_default=True,
-              metavar="SECONDS", envvar="AGENVOY_SEARCH_BUDGET",
+              metavar="SECONDS",
               help="At most this long embedding records that have no vector yet; the rest "
-                   "are matched by keywords (JSON: unindexed_count).")
+                   "are matched by keywords (JSON: unindexed_count). Env "
+                   "AGENVOY_SEARCH_BUDGET.")
 @json_option
 @no_server_option
 @click.pass_context
@@ -188,8 +190,9 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
     '-' goes after `--` or in --query). Every record returned has its expiry renewed.
     Nothing found: nothing on stdout, exit 0."""
     text = _read_query(query, query_text)
+    budget = given_budget(ctx, budget)
     check_budget(budget)
-    doc = served(ctx, no_server, "lookup_errors", [text], {
+    doc = from_server(ctx, no_server, "lookup_errors", [text], {
         "tool": tool, "error_type": error_type, "limit": limit, "semantic": semantic,
         "budget": budget}, wait=budget)
     doc = {**doc, "served_by": "server"} if doc is not None else {

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
+from agenvoy_cli.commands.common import home_of, settings_of
+from agenvoy_cli.home.layout import validate_name
 
 
 @click.command("mcp")
@@ -17,8 +18,9 @@ from agenvoy_cli.home.layout import Layout, resolve_home, validate_name
               help="--http: the bearer token is in PATH (else AGENVOY_HTTP_TOKEN, else the "
                    "home's .store/http-token, made at the first start). Needed beyond "
                    "loopback.")
-@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
-              help="--http: also accept this Host/Origin name (e.g. a TLS reverse proxy's).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME[:PORT]",
+              help="--http: also accept this Host (exactly; with the server's port too when "
+                   "none is given) and its http(s) Origin, e.g. a TLS reverse proxy's name.")
 @click.option("--log-file", type=click.Path(dir_okay=False), metavar="PATH",
               help="--http: append stderr (start, stop, warnings) to PATH.")
 @click.option("--tools", "vocabulary", type=click.Choice(["spec", "agenvoy", "both"]),
@@ -47,15 +49,14 @@ def command(ctx: click.Context, session_id: str | None, bind: str | None,
     cannot be listened on; 75: an HTTP server already serves this home."""
     if session_id is not None:
         validate_name(session_id)
-    home = (ctx.find_root().obj or {}).get("home")
-    layout = Layout(resolve_home(home))
+    layout, settings = home_of(ctx), settings_of(ctx)
     if bind is None:
         if token_file or log_file or allow_hosts:
             raise click.UsageError("--token-file, --allow-host and --log-file need --http")
         from agenvoy_cli.server.app import run  # the MCP SDK is imported only here
 
-        ctx.exit(run(layout, session_id, vocabulary))
+        ctx.exit(run(layout, session_id, vocabulary, settings))
     from agenvoy_cli.server.http_server import run_http
 
     ctx.exit(run_http(layout, session_id, bind, token_file, log_file, list(allow_hosts),
-                      vocabulary))
+                      vocabulary, settings))

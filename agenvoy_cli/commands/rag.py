@@ -9,12 +9,12 @@ import click
 from agenvoy_cli import rag
 from agenvoy_cli.commands.common import (
     confirm_destructive,
+    from_server,
     get_store,
     json_option,
     memory,
     no_server_option,
     one_query,
-    served,
 )
 from agenvoy_cli.contract import list_document
 from agenvoy_cli.errors import BadInput
@@ -287,8 +287,8 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
         if not words or (len(words) < 2 and query_text is None):
             raise BadInput("give NAME and QUERY (or --all QUERY; -q/--query TEXT for either)")
         names, query = [words[0]], one_query(words[1:], query_text)
-    doc = served(ctx, no_server, "rag_search", [query, names],
-                 {"mode": mode, "limit": limit, "match": match})
+    doc = from_server(ctx, no_server, "rag_search", [query, names],
+                      {"mode": mode, "limit": limit, "match": match})
     doc = {**doc, "served_by": "server"} if doc is not None else {
         **memory(ctx).rag_search(query, names, mode=mode, limit=limit, match=match),
         "served_by": "local"}

@@ -8,11 +8,12 @@ import click
 
 from agenvoy_cli.commands.common import (
     checked_session,
+    from_server,
+    given_budget,
     json_option,
     memory,
     no_server_option,
     one_query,
-    served,
     session_argument,
 )
 from agenvoy_cli.output import ProgressBar, emit, format_option, human_time, warn
@@ -118,7 +119,7 @@ def _render_rank(doc: dict[str, Any]) -> str:
                    "has every term) or any term (default for longer queries and for "
                    "questions: a '?' last or what/when/where/who/why/how/which first).")
 @click.option("--budget", type=float, default=DEFAULT_BUDGET, show_default=True,
-              metavar="SECONDS", envvar="AGENVOY_SEARCH_BUDGET",
+              metavar="SECONDS",
               help="At most this long embedding new messages first (semantic, hybrid); "
                    "what is left is searched by keyword (JSON: unindexed_count). "
                    "Env AGENVOY_SEARCH_BUDGET.")
@@ -148,8 +149,9 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
     (or after --)."""
     checked_session(session_id)
     text = one_query(query, query_text)
+    budget = given_budget(ctx, budget)
     check_budget(budget)
-    doc = served(ctx, no_server, "search", [session_id, text], {
+    doc = from_server(ctx, no_server, "search", [session_id, text], {
         "mode": mode, "limit": limit, "range": range_, "since": since, "until": until,
         "budget": budget, "match": match}, wait=budget)
     if doc is None:  # the local path: the search engine is imported only now

@@ -40,6 +40,11 @@ def render_dry_run(doc: dict[str, Any]) -> str:
                        f"{human_time(req['to_at'])}) ==")
             if req["command"]:
                 out.append(f"| {' '.join(req['command'])}   (this JSON on its stdin)")
+            elif req["url"] is None:
+                from agenvoy_cli.models.llm import HOW_TO_CONFIGURE
+
+                out.append(f"(no LLM configured, so no endpoint: {HOW_TO_CONFIGURE}; the "
+                           "request body it would be sent:)")
             else:
                 out.append(f"POST {req['url']}")
                 out.extend(f"{k}: {v}" for k, v in req["headers"].items())

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import archive, identity, sessions
-from agenvoy_cli.conversation.dress import Redress, is_record, record_key, time_ns
+from agenvoy_cli.conversation.history_format import HeaderIdentity, is_record, record_key, time_ns
 from agenvoy_cli.conversation.identity import Candidate, Plan
 from agenvoy_cli.conversation.messages import (
     content_text,
@@ -54,7 +54,7 @@ def candidates(conn: sqlite3.Connection, session_id: str, lo_seq: int) -> list[C
 def match_keys(conn: sqlite3.Connection | None, history: Sequence[dict[str, Any]],
                cands: list[Candidate]) -> list[str]:
     """The identity each history.json message is matched by. A message Agenvoy v0.32's
-    rewrite re-dressed (header -> sendAt, tool-call fields dropped) is the row it was: first
+    rewrite put in its format (header -> sendAt, tool-call fields dropped) is the row it was: first
     by the header we would have written (no read), else by what the rewrite leaves of the
     archived rows not matched yet (their JSON read only then)."""
     keys = [message_identity(m) for m in history]
@@ -62,9 +62,9 @@ def match_keys(conn: sqlite3.Connection | None, history: Sequence[dict[str, Any]
     missing = [i for i, k in enumerate(keys) if k not in known and is_record(history[i])]
     if not missing:
         return keys
-    redress = Redress()
+    header_identity = HeaderIdentity()
     for i in missing:
-        alt = redress.key(history[i], known)
+        alt = header_identity.key(history[i], known)
         if alt is not None:
             keys[i] = alt
     still = [i for i in missing if keys[i] not in known]

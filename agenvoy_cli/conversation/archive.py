@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from agenvoy_cli.conversation.dress import record_hash, sender
+from agenvoy_cli.conversation.history_format import record_hash, sender
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
@@ -269,10 +269,32 @@ def drop_duplicates(conn: sqlite3.Connection, drop: Sequence[int], keep: Sequenc
     conn.executemany("UPDATE messages SET gone = 0 WHERE id = ?", [(i,) for i in keep])
 
 
+FTS_TABLES = ("messages_fts", "messages_fts5")  # the archive's two full-text indexes
+
+
+def fts_problems(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(table, error) of each full-text index FTS5's integrity check finds damaged."""
+    found = []
+    for table in FTS_TABLES:
+        try:
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+        except sqlite3.DatabaseError as exc:
+            found.append((table, str(exc)))
+    return found
+
+
+def rebuild_fts(conn: sqlite3.Connection, table: str) -> str:
+    """Rebuild one full-text index from the rows (doctor --repair)."""
+    if table not in FTS_TABLES:
+        raise ValueError(f"not a full-text index of the archive: {table}")
+    conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+    return f"rebuilt {table}"
+
+
 def forget_rows(conn: sqlite3.Connection, session_id: str, seqs: Sequence[int]) -> None:
     """`forget`'s delete: the rows gone, and both full-text indexes merged so that no old
     segment keeps the text."""
     conn.executemany("DELETE FROM messages WHERE session_id = ? AND seq = ?",
                      [(session_id, s) for s in sorted(seqs)])
-    for table in ("messages_fts", "messages_fts5"):
+    for table in FTS_TABLES:
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 import orjson
 
 from agenvoy_cli.conversation import alignment, archive, sessions
-from agenvoy_cli.conversation.dress import is_record, record_hash
 from agenvoy_cli.conversation.history import History
+from agenvoy_cli.conversation.history_format import is_record, record_hash
 from agenvoy_cli.conversation.history_view import batches
 from agenvoy_cli.conversation.messages import identities
 
@@ -42,7 +42,7 @@ def archived_prefix(conn: sqlite3.Connection, session_id: str, history: Sequence
     rewrite could have left, is_record). One identity per message either way, both read
     from one index (idx_messages_identities), no row. A batch is first compared whole with
     one column: the one its first message's row matches (a probe of one place), each
-    message's identity made by the same code whatever its dress (messages.identities);
+    message's identity made by the same code whatever its format (messages.identities);
     anything else (a mixed batch, a row without a record_hash, one that stops) is decided
     a message at a time (_walk). A row without a record_hash (older than migration 016, or
     Agenvoy's) has it derived from its JSON, only when the message is not the row itself;
@@ -125,7 +125,8 @@ def _first_other(conn: sqlite3.Connection, session_id: str, first: int, size: in
                  unknown: list[tuple[int, str]], derived: dict[int, str] | None) -> int:
     """The first of these messages (index into their batch of `size`, identity), at places
     first + i, whose row had no record_hash and is not the message as the rewrite leaves it
-    (the rows' JSON read and their record_hash derived: dress.record_hash); size if none."""
+    (the rows' JSON read and their record_hash derived: history_format.record_hash); size
+    if none."""
     for k in range(0, len(unknown), 500):
         some = unknown[k:k + 500]
         told = {}

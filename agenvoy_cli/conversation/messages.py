@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from agenvoy_cli.conversation.shapes import check_shape, kind, surrogate_path
 from agenvoy_cli.errors import BadInput
 
 try:  # the builtin module: hashlib would first load OpenSSL (~3 ms on every append)
@@ -80,20 +81,63 @@ def is_blank(text: str) -> bool:
     return not text.strip()
 
 
-def _calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+def tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The message's tool calls that are objects, whatever else its `tool_calls` holds (a
+    history.json another program wrote is read as it is, never refused)."""
     calls = message.get("tool_calls")
     return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def call_function(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call's `function` object ({} when it has none or something else)."""
+    fn = call.get("function")
+    return fn if isinstance(fn, dict) else {}
 
 
 def calls_text(message: dict[str, Any]) -> str:
     """The searchable text of tool calls: `name(arguments)` per call."""
     out = []
-    for call in _calls(message):
-        fn = call.get("function")
-        if not isinstance(fn, dict):
-            fn = {}
+    for call in tool_calls(message):
+        fn = call_function(call)
         out.append(f"{fn.get('name') or ''}({fn.get('arguments') or ''})")
     return "\n".join(out)
+
+
+CALL_WIDTH = 80  # characters of a call's arguments shown in text output
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def call_line(call: dict[str, Any]) -> str:
+    """A tool call for people: `→ Bash(mix phx.server)`, the arguments in short (one value
+    alone, else key=value pairs), on one line of at most CALL_WIDTH characters of them."""
+    fn = call_function(call)
+    name = fn.get("name") if isinstance(fn.get("name"), str) and fn["name"] else "?"
+    raw = fn.get("arguments")
+    try:
+        value = orjson.loads(raw) if isinstance(raw, str) else raw
+    except orjson.JSONDecodeError:
+        value = raw
+    if isinstance(value, dict):
+        items = list(value.items())
+        shown = _shown(items[0][1]) if len(items) == 1 else \
+            ", ".join(f"{k}={_shown(v)}" for k, v in items)
+    else:
+        shown = "" if value is None else _shown(value)
+    shown = " ".join(shown.split())
+    if len(shown) > CALL_WIDTH:
+        shown = shown[:CALL_WIDTH - 1] + "…"
+    return f"→ {name}({shown})"
+
+
+def display_text(message: dict[str, Any]) -> str:
+    """A message's text for people (context, get_context): its content text, then a
+    `→ name(arguments)` line per tool call (a call alone would show as nothing)."""
+    text = content_text(message.get("content"))
+    calls = [call_line(c) for c in tool_calls(message)]
+    return "\n".join([text, *calls] if text else calls)
 
 
 def search_body(text: str, message: dict[str, Any] | None) -> str:
@@ -145,7 +189,7 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
     parts of any type; any other field is kept as it is."""
     where = f"message {index}"
     if not isinstance(obj, dict):
-        raise BadInput(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        raise BadInput(f"{where}: expected a JSON object, got {kind(obj)}")
     role = obj.get("role")
     if role not in ROLES:
         raise BadInput(f"{where}: role {role!r} is not one of {', '.join(ROLES)}")
@@ -162,10 +206,7 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
                 raise BadInput(f"{where}: content part {j} has no string 'text'")
     elif content is not None and not isinstance(content, str):
         raise BadInput(f"{where}: 'content' must be a string, null or a list of parts")
-    if obj.get("tool_calls") is not None and not (
-            isinstance(obj["tool_calls"], list) and all(isinstance(c, dict)
-                                                        for c in obj["tool_calls"])):
-        raise BadInput(f"{where}: 'tool_calls' must be a list of objects")
+    check_shape(obj, where)
     text = content_text(content)
     carries = (obj.get("tool_calls") or role == "tool" or obj.get("reasoning_content")
                or (isinstance(content, list) and any(p["type"] != "text" for p in content)))
@@ -177,9 +218,13 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
     if size > max_bytes:
         raise BadInput(f"{where}: content is {size} bytes, over max_history_bytes ({max_bytes})")
     try:
-        orjson.dumps(obj)
-    except TypeError:
-        raise BadInput(f"{where}: not valid UTF-8 (lone surrogate)") from None
+        size = len(orjson.dumps(obj))
+    except TypeError:  # check_shape left nothing else orjson refuses
+        raise BadInput(f"{where}: {surrogate_path(obj)} is not valid UTF-8 (a lone "
+                       "surrogate)") from None
+    if size > max_bytes:
+        raise BadInput(f"{where}: the message is {size} bytes as JSON, over "
+                       f"max_history_bytes ({max_bytes})")
     return dict(obj)
 
 
@@ -237,8 +282,8 @@ def identity_key(role: str, text: str, message: dict[str, Any] | None) -> str:
     (map keys sorted, unknown fields dropped)."""
     if not is_blank(text) or message is None:
         return message_hash(role, text)
-    calls = [(c.get("id"), (c.get("function") or {}).get("name"),
-              (c.get("function") or {}).get("arguments")) for c in _calls(message)]
+    calls = [(c.get("id"), call_function(c).get("name"), call_function(c).get("arguments"))
+             for c in tool_calls(message)]
     carried = {"content": _canonical(message.get("content") or None), "calls": calls,
                "tool_call_id": message.get("tool_call_id") or None}
     return message_hash(role, "\x00" + orjson.dumps(carried, option=orjson.OPT_SORT_KEYS)
@@ -249,13 +294,13 @@ def message_identity(message: dict[str, Any]) -> str:
     return identity_key(str(message.get("role")), content_text(message.get("content")), message)
 
 
-# the keys of an entry as Agenvoy v0.32 rewrites it (its Record; dress.py names them)
+# the keys of an entry as Agenvoy v0.32 rewrites it (its Record; history_format.py names them)
 RECORD_KEYS = frozenset(("role", "content", "sendAt", "sender"))
 
 
 def identities(part: Sequence[dict[str, Any]]) -> tuple[list[str], int]:
     """(message_identity of each message, how many of them are not records: a key beyond
-    RECORD_KEYS), in one pass over a batch with the same code whatever a message's dress
+    RECORD_KEYS), in one pass over a batch with the same code whatever a message's format
     (big_sync.archived_prefix, for a file we wrote and one Agenvoy v0.32 rewrote alike).
     A string content with words (nearly every message) is hashed here as message_hash
     does, in this frame; any other message by message_identity."""
@@ -304,7 +349,7 @@ class Message(NamedTuple):
 
 
 def _own_time(message: dict[str, Any]) -> datetime | int | None:
-    """sendAt (unix ns) when the message wears it, else its header time."""
+    """sendAt (unix ns) when the message has it, else its header time."""
     ns = message.get("sendAt")
     if isinstance(ns, int) and not isinstance(ns, bool) and ns > 0:
         return ns
@@ -321,7 +366,7 @@ def assign_times(messages: Sequence[dict[str, Any]], prev_ns: int | None,
     headers = [_own_time(m) for m in messages]
     out: list[int] = []
     for i, moment in enumerate(headers):
-        if isinstance(moment, int):  # sendAt (Agenvoy v0.32's dress)
+        if isinstance(moment, int):  # sendAt (Agenvoy v0.32's format)
             prev_ns = moment
         elif moment is not None:
             prev_ns = local_to_ns(moment)

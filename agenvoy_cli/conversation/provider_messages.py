@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.conversation.dress import model_message, record_key, send_at
-from agenvoy_cli.conversation.messages import content_text, header_time, is_blank
+from agenvoy_cli.conversation.history_format import model_message, record_key, send_at
+from agenvoy_cli.conversation.messages import content_text, header_time, is_blank, tool_calls
 
 RESTORED = ("tool_calls", "tool_call_id", "reasoning_content")
 
@@ -84,15 +84,17 @@ def valid_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             while j < len(messages) and messages[j].get("role") == "tool":
                 results.append(messages[j])
                 j += 1
-            ids = [c.get("id") for c in m["tool_calls"] if isinstance(c, dict)]
-            answered = {r.get("tool_call_id") for r in results}
-            calls = [c for c in m["tool_calls"] if isinstance(c, dict)
-                     and c.get("id") in answered]
+            # a call pairs with its result by a string id (another program's history.json
+            # may hold anything there: such a pair is left out, as an unanswered call is)
+            ids = [c.get("id") for c in tool_calls(m) if isinstance(c.get("id"), str)]
+            answered = {r.get("tool_call_id") for r in results
+                        if isinstance(r.get("tool_call_id"), str)}
+            calls = [c for c in tool_calls(m) if c.get("id") in ids and c["id"] in answered]
             seen: set[Any] = set()
             kept = []
             for r in results:
                 cid = r.get("tool_call_id")
-                if cid in ids and cid not in seen:
+                if isinstance(cid, str) and cid in ids and cid not in seen:
                     seen.add(cid)
                     kept.append(r)
             if calls:
@@ -122,7 +124,7 @@ def window_cutoff(window: list[dict[str, Any]]) -> datetime | None:
     (sendAt, or a header in a string content), not only window[0]'s."""
     for message in window:
         ns = send_at(message)
-        if ns is not None:  # Agenvoy v0.32's dress
+        if ns is not None:  # Agenvoy v0.32's format
             return datetime.fromtimestamp(ns // 1_000_000_000)
         content = message.get("content")
         if isinstance(content, str):

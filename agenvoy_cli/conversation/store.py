@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
-from agenvoy_cli.conversation import alignment, archive, dress, session_marks, sessions
+from agenvoy_cli.conversation import alignment, archive, session_marks, sessions
 from agenvoy_cli.conversation.history import (
     History,
     load_history,
@@ -19,6 +19,13 @@ from agenvoy_cli.conversation.history import (
     splice_point,
     write_appended,
 )
+from agenvoy_cli.conversation.history_format import (
+    check_sender,
+    in_format,
+    new_session_format,
+    uses_send_at,
+)
+from agenvoy_cli.conversation.history_format import validate as validate_record
 from agenvoy_cli.conversation.messages import (
     Message,
     assign_times,
@@ -27,10 +34,11 @@ from agenvoy_cli.conversation.messages import (
 from agenvoy_cli.conversation.no_index import NO_INDEX
 from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
 from agenvoy_cli.home import salvage, sqlite
-from agenvoy_cli.home.config import Settings, load_settings
+from agenvoy_cli.home.config import load_settings
 from agenvoy_cli.home.files import file_identity
 from agenvoy_cli.home.layout import Layout, validate_name
 from agenvoy_cli.home.locking import Locks
+from agenvoy_cli.settings import Settings
 
 if TYPE_CHECKING:  # imported where used: an append pays for neither (#25 speed)
     from agenvoy_cli.conversation.compaction import Compaction
@@ -92,8 +100,6 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._ro: sqlite3.Connection | None = None
         self._stale: list[sqlite3.Connection] = []
-        self.rebuilding = False  # backfill --all, doctor: may start a new archive (salvage)
-        self.vectors: Any = None  # the vector layer's state for this Store (vectors/context.py)
 
     # -- locks and connections -------------------------------------------------------------
     def write_lock(self) -> contextlib.AbstractContextManager[None]:
@@ -118,10 +124,14 @@ class Store:
             self._drop_reader()
         return self.locks.hold(self.layout.lock, self.settings.lock_timeout, shared=True)
 
-    def db(self) -> sqlite3.Connection:
-        """The writer connection (creates and migrates the database). Hold write_lock."""
+    def db(self, *, new_archive: bool = False) -> sqlite3.Connection:
+        """The writer connection (creates and migrates the database). Hold write_lock. A
+        history.db that was lost is not silently replaced by a new, empty one (salvage.py)
+        unless `new_archive` (backfill of every session, doctor --repair: the archive is
+        rebuilt from history.json)."""
         if self._conn is None:
-            self._conn = salvage.open_archive(self)  # refuses to replace a lost archive
+            self._conn = salvage.open_archive(self.layout, self.settings.lock_timeout,
+                                              new_archive=new_archive)
         return self._conn
 
     def db_readonly(self) -> sqlite3.Connection | None:
@@ -284,19 +294,19 @@ class Store:
                *, compact: bool = True, sender: str = "",
                history_format: str | None = None) -> AppendResult:
         """All of the batch or none of it: validate everything before writing anything.
-        Each message is written in the dress the session's history.json wears (a header, or
+        Each message is written in the format the session's history.json uses (a header, or
         Agenvoy v0.32's sendAt/sender); a new session follows agenvoy.history_format (or
-        history_format: an import restoring a session's own dress)."""
+        history_format: an import restoring a session's own format)."""
         validate_name(session_id)
         limit = self.settings.max_history_bytes
         checked = [validate_message(m, i, limit) for i, m in enumerate(messages)]
         if not checked:
             raise BadInput("no messages to append (empty batch)")
         for i, m in enumerate(checked):
-            dress.validate(m, f"message {i}")
+            validate_record(m, f"message {i}")
         if sender:
-            dress.check_sender(sender, "--sender")
-        new_format = history_format or dress.new_session_format(self.settings)
+            check_sender(sender, "--sender")
+        new_format = history_format or new_session_format(self.settings)
         moment = moment or datetime.now().replace(microsecond=0)
         if compact:
             self._preload_if_compacting(session_id, checked)
@@ -322,8 +332,8 @@ class Store:
                     read_tail(history.path, size)
                 splice = splice_point(tail, offset, history.path)
                 # whole file when read; else the tail our last append wrote (sendAt last)
-                fmt = "sendat" if dress.wears_send_at(tail) else "header"
-            stamped = [dress.dress(m, moment, fmt, sender) for m in checked]
+                fmt = "sendat" if uses_send_at(tail) else "header"
+            stamped = [in_format(m, moment, fmt, sender) for m in checked]
             new_folder = session_marks.make_folder(conn, history.path.parent)  # sessions/ marked
             # A hard link to the old file lets a failed append put it back without needing
             # disk space (a full disk is a common reason for the SQLite write to fail).

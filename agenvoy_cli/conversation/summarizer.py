@@ -36,7 +36,7 @@ import orjson
 
 from agenvoy_cli.contract import local_ns, moment
 from agenvoy_cli.conversation import archive
-from agenvoy_cli.conversation.dress import local, send_at
+from agenvoy_cli.conversation.history_format import local, send_at
 from agenvoy_cli.conversation.messages import (
     NS,
     TIME_FORMAT,

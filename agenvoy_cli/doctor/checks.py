@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from functools import partial
 from typing import Any
 
 from agenvoy_cli.conversation import archive
@@ -35,15 +36,8 @@ class Doctor(Report):
             self.report(None, "sqlite", f"{self.store.layout.db} is damaged (quick_check: "
                         f"{result.splitlines()[0]})", self._salvage)
             return self.repair
-        for table in ("messages_fts", "messages_fts5"):
-            try:
-                conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
-            except sqlite3.DatabaseError as exc:
-                def rebuild(table: str = table) -> str:
-                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
-                    return f"rebuilt {table}"
-
-                self.report(None, "fts", f"{table}: {exc}", rebuild)
+        for table, error in archive.fts_problems(conn):
+            self.report(None, "fts", f"{table}: {error}", partial(archive.rebuild_fts, conn, table))
         return True
 
     def check_session_folders(self) -> None:
@@ -141,7 +135,7 @@ class Doctor(Report):
 
     # -- repairs ----------------------------------------------------------------------------
     def _allow_rebuild(self) -> str:
-        self.store.rebuilding = True
+        self.store.db(new_archive=True)
         return "the archive is rebuilt from history.json (session checks below)"
 
     def _salvage(self) -> str:
@@ -160,7 +154,7 @@ class Doctor(Report):
         kept = salvage.move_aside(db)
         os.replace(fresh, db)
         fsync_dir(db.parent)
-        store.rebuilding = True
+        store.db(new_archive=True)
         saved = ", ".join(f"{n} of {'?' if claimed is None else claimed} {table}"
                           for table, (n, claimed) in counts.items() if n or claimed)
         return f"salvaged the readable rows into a fresh history.db ({saved or 'no rows'}); " \

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import api as vectors
 from agenvoy_cli.vectors.check import hnsw_missing
-from agenvoy_cli.vectors.collection import searched_wide
 from agenvoy_cli.vectors.location import has_vectors, server_url
 from agenvoy_cli.vectors.messages import MessageIndex
 
@@ -110,24 +109,6 @@ def _layers(col: Any) -> tuple[dict[str, dict[str, Any]], set[str] | None, str |
         return meta, None, " ".join(str(exc).split())[:200]
 
 
-def _rebuild(index: Any, keep: set[str], create: Any) -> int:
-    """Drop the collection and add back the vectors HNSW still returns (kept ids)."""
-    store = index.store
-    with store.write_lock():
-        col = index.collection
-        saved: dict[str, Any] = {"ids": [], "embeddings": [], "metadatas": []}
-        if keep:
-            try:
-                saved = col.get(ids=sorted(keep), include=["embeddings", "metadatas"])
-            except Exception:  # noqa: BLE001 - nothing can be kept: all re-embedded
-                saved = {"ids": [], "embeddings": [], "metadatas": []}
-        vectors.client(store).delete_collection(vectors.server_name(store, index.name))
-        fresh = create()
-        if saved["ids"]:
-            fresh.add(saved["ids"], [list(v) for v in saved["embeddings"]], saved["metadatas"])
-    return len(saved["ids"])
-
-
 def _check_other(doctor: Report, name: str) -> None:
     index = vectors.open_index(doctor.store, name, create=False)
     meta, hnsw, err = _layers(index.collection)
@@ -139,20 +120,13 @@ def _check_other(doctor: Report, name: str) -> None:
 
     def fix() -> str:
         base = dict(index.collection.metadata or {})
-        kept = _rebuild(index, set(meta) - missing, lambda: _create(doctor, name, base))
+        kept = vectors.rebuild_index(
+            index, set(meta) - missing, lambda: vectors.make_index(doctor.store, name, base))
         owner = "the error memory's repair embeds them again" if name == vectors.ERRORS else \
             "run `agenvoy rag sync NAME --rebuild` to embed them again"
         return f"rebuilt the collection keeping {kept} vector(s); {len(missing)} dropped ({owner})"
 
     doctor.report(None, "vectors", f"collection {name}: {what}", fix)
-
-
-def _create(doctor: Report, name: str, metadata: dict[str, Any]) -> Any:
-    with doctor.store.write_lock():
-        vectors.client(doctor.store).get_or_create_collection(
-            vectors.server_name(doctor.store, name), embedding_function=None,
-            metadata=searched_wide(metadata))
-    return vectors.open_index(doctor.store, name, create=False)
 
 
 def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> None:
@@ -182,7 +156,7 @@ def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> No
             messages._sessions.pop(sid, None)
             return messages.session(sid, create=True)
 
-        kept = _rebuild(index, keep, create)
+        kept = vectors.rebuild_index(index, keep, create)
         added = _index_session(doctor, sid)
         return f"rebuilt the session's collection: kept {kept}, re-embedded {added}, " \
                f"deleted {len(stale)} stale"

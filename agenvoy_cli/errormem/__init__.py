@@ -11,27 +11,3 @@ column says whether (and with which model) it was embedded, so a lookup knows wi
 importing Chroma whether the semantic path can help. Nothing here imports click; the
 vector side is imported only when the semantic path runs.
 """
-
-from agenvoy_cli.exports import lazy
-
-# What the layers above use, and the room that holds it (None: the room itself).
-_EXPORTS: dict[str, str | None] = {
-    "ERROR_TYPES": "classify",
-    "lookup": "ranking",
-    "DEFAULT_LIMIT": "records",
-    "MAX_LIMIT": "records",
-    "OUTCOMES": "records",
-    "SHORT_ID": "records",
-    "drafts_from_json": "records",
-    "make_draft": "records",
-    "column_values": "store",
-    "forget": "store",
-    "get": "store",
-    "list_records": "store",
-    "prune": "store",
-    "record": "store",
-    "check_error_index": "vector_sync",
-    "repair_error_index": "vector_sync",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__ = lazy(__name__, _EXPORTS)

@@ -62,7 +62,7 @@ from agenvoy_cli.errormem.store import (
 )
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home import fts
-from agenvoy_cli.search import default_match
+from agenvoy_cli.search.query import Query
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -78,15 +78,16 @@ _STOPWORDS = frozenset((
 
 
 @dataclass
-class Query:
+class ErrorQuery:
     text: str  # the query without error_type: terms (embedded, tokenised)
     error_type: str | None  # explicit (--type, error_type:x) or classified from the text
     explicit_type: bool
     tokens: list[str]  # distinct words for lexical matching (no stopwords)
     sequence: list[str]  # every token in order (keyword phrase matching)
+    query: Query  # the text as a search parses it (search/query.py)
 
 
-def parse_query(raw: str, error_type: str | None = None) -> Query:
+def parse_query(raw: str, error_type: str | None = None) -> ErrorQuery:
     raw = (raw or "")[:MAX_QUERY]
     explicit = check_type(error_type)
     for match in TYPE_TERM.finditer(raw):
@@ -99,7 +100,7 @@ def parse_query(raw: str, error_type: str | None = None) -> Query:
     tokens = [t for t in dict.fromkeys(sequence)
               if t not in _STOPWORDS and (len(t) > 1 or not t.isascii())][:MAX_QUERY_TOKENS]
     etype = explicit if explicit is not None else classify(text)
-    return Query(text, etype, explicit is not None, tokens, sequence)
+    return ErrorQuery(text, etype, explicit is not None, tokens, sequence, Query.of(text))
 
 
 @dataclass
@@ -114,7 +115,7 @@ class LookupResult:
         return hint(self.hits)
 
 
-def _keyword_only(conn: sqlite3.Connection, q: Query, tool: str | None) -> bool:
+def _keyword_only(conn: sqlite3.Connection, q: ErrorQuery, tool: str | None) -> bool:
     """True when the query is only keywords, error types or tool names (then vectors add
     nothing and the model is not loaded)."""
     if not q.text:
@@ -138,7 +139,7 @@ def _has_vectors(conn: sqlite3.Connection, now: int) -> bool:
                         "AND expires_at > ? LIMIT 1", (now,)).fetchone() is not None
 
 
-def _candidates(conn: sqlite3.Connection, q: Query, tool: str | None,
+def _candidates(conn: sqlite3.Connection, q: ErrorQuery, tool: str | None,
                 now: int) -> dict[str, Record]:
     found: dict[str, Record] = {}
 
@@ -239,7 +240,7 @@ def _semantic(store: Store, conn: sqlite3.Connection, qvec: list[float], model: 
             for i, s in zip(got["ids"], sims)}
 
 
-def _score(found: dict[str, Record], q: Query, tool: str | None, sem: dict[str, float] | None,
+def _score(found: dict[str, Record], q: ErrorQuery, tool: str | None, sem: dict[str, float] | None,
            rarity: dict[str, float]) -> list[Hit]:
     weights = W_SEMANTIC if sem is not None else W_KEYWORD
     # a query word no record holds is as specific as a word can be: it counts fully
@@ -311,7 +312,7 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
     if conn is None:  # no database: nothing recorded, and nothing is created
         return LookupResult([], "keyword")
     with store.read_lock():
-        want = semantic_default() if semantic is None else semantic
+        want = semantic_default(store) if semantic is None else semantic
         want = bool(want and q.text and (semantic or not _keyword_only(conn, q, tool)))
     left: int | None = None
     if want:
@@ -329,7 +330,7 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
             from agenvoy_cli.vectors import api as vectors
 
             emb = vectors.embedder(store)
-            qvec, model = emb.embed_query(q.text), emb.model_id
+            qvec, model = list(q.query.vector(emb)), emb.model_id
             warm_chroma()
         except Exception as exc:  # noqa: BLE001
             warn(f"agenvoy: warning: semantic matching unavailable ({one_line(exc)}); "
@@ -357,13 +358,13 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
     return LookupResult(hits, mode, left, match)
 
 
-def _keyword_rule(hits: list[Hit], q: Query, keyword: bool) -> tuple[list[Hit], str | None]:
-    """Ranked by keyword, by conversation keyword search's rule (search.default_match): a
+def _keyword_rule(hits: list[Hit], q: ErrorQuery, keyword: bool) -> tuple[list[Hit], str | None]:
+    """Ranked by keyword, by conversation keyword search's rule (search/query.py): a
     keyword query of 1-3 words (after stop-words) keeps only the records holding every word,
     unless none does (then any); a longer one or a question ranks any."""
     if not keyword or not q.text or not q.tokens:
         return hits, None
-    if default_match(q.text, len(q.tokens)) == "any":
+    if q.query.match_for(len(q.tokens)) == "any":
         return hits, "any"
     every = [h for h in hits if len(h.matched_terms) == len(q.tokens)]
     return (every, "all") if every or not hits else (hits, "any")

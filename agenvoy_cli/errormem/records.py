@@ -4,7 +4,6 @@ home)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
 OUTCOMES = ("resolved", "failed", "abandoned")
 NS = 1_000_000_000
 DAY_NS = 86_400 * NS
-DEFAULT_TTL_DAYS = 90.0
-MAX_TTL_DAYS = 36_500  # a century; now + TTL must stay a 64-bit nanosecond count
 TTL_ENV = "AGENVOY_ERROR_TTL_DAYS"
 SEMANTIC_ENV = "AGENVOY_ERRORS_SEMANTIC"  # "0" turns the vector side off by default
 DEFAULT_LIMIT = 4
@@ -85,18 +82,17 @@ def now_ns() -> int:
 
 
 def ttl_days(store: Store) -> float:
-    """AGENVOY_ERROR_TTL_DAYS, else config agenvoy.error_ttl_days, else 90."""
-    # now + TTL must stay a 64-bit nanosecond count
-    return store.settings.number(TTL_ENV, "error_ttl_days", DEFAULT_TTL_DAYS, above=0,
-                                 maximum=MAX_TTL_DAYS, unit="days")
+    """AGENVOY_ERROR_TTL_DAYS, else config agenvoy.error_ttl_days, else 90 (settings.py)."""
+    return store.settings.error_ttl_days
 
 
 def ttl_ns(store: Store) -> int:
     return int(ttl_days(store) * DAY_NS)
 
 
-def semantic_default() -> bool:
-    return os.environ.get(SEMANTIC_ENV, "").strip().lower() not in ("0", "no", "off", "false")
+def semantic_default(store: Store) -> bool:
+    """Whether the vector side is on unless a call says (AGENVOY_ERRORS_SEMANTIC)."""
+    return store.settings.errors_semantic
 
 
 # --------------------------------------------------------------------------- records

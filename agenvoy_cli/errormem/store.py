@@ -57,7 +57,7 @@ def record(store: Store, drafts: Sequence[Draft], *, semantic: bool | None = Non
         raise BadInput("no records to store")
     now = records.now_ns() if now is None else now
     ttl = ttl_ns(store)
-    use_vectors = semantic_default() if semantic is None else semantic
+    use_vectors = semantic_default(store) if semantic is None else semantic
     vecs: list[list[float]] | None = None
     model: str | None = None
     if use_vectors:

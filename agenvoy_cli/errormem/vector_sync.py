@@ -51,7 +51,7 @@ def _inspect(store: Store) -> _IndexState:
     if state.missing_keywords:
         state.problems.append(
             f"{len(state.missing_keywords)} error record(s) lack their keyword rows")
-    if not semantic_default():
+    if not semantic_default(store):
         return state
     rows = conn.execute("SELECT id, vector_model, expires_at FROM error_records").fetchall()
     flagged = {i for i, m, _ in rows if m is not None}
@@ -123,7 +123,7 @@ def repair_error_index(store: Store, *, warn: Warn = quiet) -> list[str]:
         if state.unflag:
             unflag_vectors(store, state.unflag)
         todo = fetch(store.db(), "vector_model IS NULL AND expires_at > ?", (records.now_ns(),),
-                      order="seq") if semantic_default() else []
+                      order="seq") if semantic_default(store) else []
     if todo:
         drafts = [Draft(r.tool_name, tuple(r.keywords), r.error_type, r.symptom, r.cause,
                         r.action, r.outcome) for r in todo]

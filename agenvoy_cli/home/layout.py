@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -18,14 +19,20 @@ def default_home() -> Path:
     return Path.home() / ".config" / "agenvoy"
 
 
-def resolve_home(option: str | os.PathLike[str] | None = None) -> Path:
-    """--home, else AGENVOY_HOME, else the default. An empty value is a mistake (an unset
-    shell variable), not a request for the default home: refused (exit 2)."""
+def resolve_home(option: str | os.PathLike[str] | None = None,
+                 environ: Mapping[str, str] | None = None) -> Path:
+    """--home, else AGENVOY_HOME (of `environ`, an entry point's; None: the process's), else
+    the default. An empty value is a mistake (an unset shell variable), not a request for the
+    default home: refused (exit 2)."""
     if option is not None and not str(option):
         raise BadInput("--home is empty")
     if option:
         return check_home(Path(option).expanduser())
-    env = os.environ.get(HOME_ENV)
+    if environ is None:
+        from agenvoy_cli.environment import environment
+
+        environ = environment()
+    env = environ.get(HOME_ENV)
     if env is not None:
         if not env:
             raise BadInput(f"{HOME_ENV} is set but empty")
@@ -90,6 +97,8 @@ def _checked(path: Path, want: str = "file") -> Path:
         raise CorruptStore(f"{path} is a symbolic link; refusing to follow it out of the home")
     if want == "dir" and not stat.S_ISDIR(mode):
         raise CorruptStore(f"{path} is not a directory; move it out of the way")
+    if want == "socket" and not stat.S_ISSOCK(mode):
+        raise CorruptStore(f"{path} is not a socket; move it out of the way")
     if want == "file" and not stat.S_ISREG(mode):
         kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise CorruptStore(f"{path} is {kind}; move it out of the way")
@@ -176,6 +185,12 @@ class Layout(NamedTuple):
     @property
     def http_announce(self) -> Path:
         return _checked(self.store / "http.json")
+
+    @property
+    def http_socket(self) -> Path:
+        """The running HTTP server's Unix socket for the CLI's fast path: only the home's
+        owner can reach it (0600, in `.store/run/`, 0700), so it needs no token."""
+        return _checked(_checked(self.store / "run", "dir") / "http.sock", "socket")
 
     def task_lock(self, task: str, name: str) -> Path:
         """Lock file of one long task (e.g. summarizing one session) that must not hold the

@@ -146,10 +146,10 @@ def refuse_lost(layout: Layout) -> None:
         raise CorruptStore(lost)
 
 
-def open_archive(store: Any) -> sqlite3.Connection:
-    """The writer connection to a Store's history.db; refuses to start a new, empty archive
-    over a lost one unless the store is `rebuilding` (set by backfill --all and doctor
-    --repair; the conversation layer's Store, duck-typed: it lives above this layer)."""
-    if not getattr(store, "rebuilding", False):
-        refuse_lost(store.layout)
-    return sqlite.connect(store.layout.db, store.settings.lock_timeout, marker=store.layout.lock)
+def open_archive(layout: Layout, timeout: float, *, new_archive: bool = False
+                 ) -> sqlite3.Connection:
+    """The writer connection to a home's history.db; refuses to start a new, empty archive
+    over a lost one unless `new_archive` (backfill of every session, doctor --repair)."""
+    if not new_archive:
+        refuse_lost(layout)
+    return sqlite.connect(layout.db, timeout, marker=layout.lock)

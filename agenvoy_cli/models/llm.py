@@ -24,10 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agenvoy_cli.errors import BadInput, OperationFailed
-from agenvoy_cli.home.config import Settings, number_setting
 from agenvoy_cli.models.http import Endpoint, HTTPFailure, credentials
 from agenvoy_cli.secrets import MASK, mask, register, register_url
+from agenvoy_cli.settings import Settings, number_setting
 
+HOW_TO_CONFIGURE = ("set AGENVOY_LLM_BASE_URL and AGENVOY_LLM_MODEL (or agenvoy.llm.base_url "
+                    "and agenvoy.llm.model in config.json), or pass --llm-command CMD; see "
+                    "docs/summarize.md")
 DEFAULT_TIMEOUT = 120.0
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 _SNIPPET = 200  # characters of a failing reply shown in the error
@@ -87,11 +90,6 @@ class LLMConfig:
         return mask(text)
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
-
-
 def _timeout(raw: Any, where: str) -> float:
     return float(number_setting(raw, where, above=0, unit="seconds"))
 
@@ -110,6 +108,9 @@ def load_config(settings: Settings, command: str | None = None) -> LLMConfig:
     options = conf.get("options", {})
     if not isinstance(options, dict):
         raise BadInput("config.json: agenvoy.llm.options must be an object")
+    def _env(name: str) -> str | None:
+        return settings.env.get(name, "").strip() or None
+
     raw_timeout = _env("AGENVOY_LLM_TIMEOUT")
     timeout = (_timeout(raw_timeout, "AGENVOY_LLM_TIMEOUT") if raw_timeout
                else _timeout(conf.get("timeout", DEFAULT_TIMEOUT), "agenvoy.llm.timeout"))

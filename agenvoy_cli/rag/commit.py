@@ -11,7 +11,6 @@ database (remove) keeps the same order: files pending, vectors, then the rows.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from agenvoy_cli.rag.records import (
     delete_database,
     now_ns,
 )
+from agenvoy_cli.vectors.location import has_vectors
 
 
 def mark_pending(tx: sqlite3.Connection, db_id: int) -> None:
@@ -183,7 +183,7 @@ def remove(store: Store, name: str) -> dict[str, Any]:
             "AND state = 'done'", (db.id,)).fetchone()
         with store.transaction() as tx:
             tx.execute("UPDATE rag_files SET state = 'pending' WHERE db_id = ?", (db.id,))
-        if store.layout.chroma.is_dir() or os.environ.get("AGENVOY_CHROMA_URL"):
+        if has_vectors(store):
             from agenvoy_cli.vectors import api as vectors
 
             vectors.drop_index(store, collection_name(db.id))
@@ -198,12 +198,5 @@ def remove(store: Store, name: str) -> dict[str, Any]:
 
 def _drop_orphans(store: Store, conn: sqlite3.Connection, vectors: Any) -> None:
     """Collections of databases that no longer exist (a remove that died half-way)."""
-    live = {vectors.server_name(store, collection_name(r[0]))
-            for r in conn.execute("SELECT id FROM rag_dbs")}
-    ours = vectors.server_name(store, "")  # "" embedded; "-<home key>" on a shared server
-    for col in vectors.client(store).list_collections():
-        cname = col if isinstance(col, str) else col.name
-        if (cname.startswith(COLLECTION_PREFIX) and cname.endswith(ours)
-                and cname not in live):
-            with contextlib.suppress(Exception):
-                vectors.client(store).delete_collection(cname)
+    live = {collection_name(r[0]) for r in conn.execute("SELECT id FROM rag_dbs")}
+    vectors.drop_unlisted(store, COLLECTION_PREFIX, live)

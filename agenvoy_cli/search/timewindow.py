@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from agenvoy_cli import timespec
+
 RANGES: dict[str, timedelta | None] = {
     "1d": timedelta(days=1), "7d": timedelta(days=7), "1m": timedelta(days=30),
     "1y": timedelta(days=365), "all": None,
@@ -32,6 +34,4 @@ class TimeWindow:
 def time_window(range_: str = "all", since: str | None = None, until: str | None = None,
                 now: datetime | None = None) -> TimeWindow:
     """--range DURATION|all combined with --since/--until (the one parser: timespec)."""
-    from agenvoy_cli import timespec
-
     return TimeWindow(*timespec.window(range_, since, until, now))

@@ -11,14 +11,3 @@ fastpath  the CLI's client for that route (standard library only)
 
 Only this package imports the `mcp` SDK, and only when the command runs.
 """
-
-from agenvoy_cli.exports import lazy
-
-# What the layers above use, and the room that holds it (None: the room itself).
-_EXPORTS: dict[str, str | None] = {
-    "run": "app",
-    "ask": "fastpath",
-    "run_http": "http_server",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__ = lazy(__name__, _EXPORTS)

@@ -305,7 +305,8 @@ def chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     align_if_written_elsewhere(ctx.store, session_id)
     result = search(ctx.store, session_id, keyword, match,
                     limit=_limit(a, SEARCH_LIMIT, SEARCH_MAX), window=window,
-                    budget=handlers._budget(Args("chat_history", {}, [])))
+                    budget=handlers._budget(ctx, Args("chat_history", {}, [])),
+                    relevance=ctx.relevance)
     if match != "keyword":
         ctx.touched(session_id)
     doc = result.as_dict()

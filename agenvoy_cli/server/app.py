@@ -23,15 +23,19 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from agenvoy_cli import __version__
 from agenvoy_cli.contract import error_document
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import AgenvoyError, BadInput
+from agenvoy_cli.home.config import load_settings
 from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.search.relevance import choose
 from agenvoy_cli.server import agenvoy_tools, handlers
 from agenvoy_cli.server.recent_cache import WarmStore
 from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
-from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
+from agenvoy_cli.settings import Settings
+from agenvoy_cli.vectors import context
+from agenvoy_cli.vectors.hooks import VectorHooks
+from agenvoy_cli.version import __version__
 
 INSTRUCTIONS = (
     "Agenvoy memory: this conversation's history (search_chat_history, get_context, "
@@ -54,7 +58,9 @@ class App:
         self.store, self.bound = store, bound
         self.vocabulary = vocabulary  # --tools: spec | agenvoy | both (server.agenvoy_tools)
         self.thread = StoreThread()
-        self.indexer = Indexer(store, bound)
+        # what decides that nothing is related closely enough: one for the server's life
+        self.relevance = choose(store.settings, context.of(store).models)
+        self.indexer = Indexer(store, bound, self.relevance)
         self.wake = asyncio.Event()
         self.idle = asyncio.Event()  # set while no tool call runs
         self.idle.set()
@@ -62,7 +68,7 @@ class App:
         self.embedding: set[asyncio.Future[None]] = set()  # query embeddings in progress
         self.timeout: float | None = None  # seconds per tool call (the HTTP server's limit)
         self.index = True  # False: another server (HTTP) indexes this home
-        self.ctx = handlers.Context(store, bound, self._touched)
+        self.ctx = handlers.Context(store, bound, self._touched, relevance=self.relevance)
         self.server: Server[Any] = Server(
             "agenvoy", version=__version__,
             instructions=agenvoy_tools.instructions(INSTRUCTIONS, vocabulary),
@@ -174,13 +180,15 @@ class App:
         sys.stderr.flush()
 
 
-def build_app(layout: Layout, bound: str | None, vocabulary: str = "spec") -> App:
+def build_app(layout: Layout, bound: str | None, vocabulary: str = "spec",
+              settings: Settings | None = None) -> App:
     """The server over a warm store, query vectors kept (server.attribution_vectors)."""
     from agenvoy_cli.server.attribution_vectors import QueryCache
     from agenvoy_cli.vectors import api as vectors
     from agenvoy_cli.vectors.collection import embedder
 
-    app = App(WarmStore(layout, hooks=VECTOR_HOOKS), bound, vocabulary)
+    app = App(WarmStore(layout, load_settings(layout, settings), hooks=VectorHooks()), bound,
+              vocabulary)
     try:
         cache = vectors.wrap_embedder(app.store, QueryCache)
         if embedder(app.store) is cache:  # not a python: factory's (made per call)
@@ -190,12 +198,13 @@ def build_app(layout: Layout, bound: str | None, vocabulary: str = "spec") -> Ap
     return app
 
 
-def run(layout: Layout, bound: str | None, vocabulary: str = "spec") -> int:
+def run(layout: Layout, bound: str | None, vocabulary: str = "spec",
+        settings: Settings | None = None) -> int:
     """Serve until EOF or SIGTERM; 0 after a clean stop. While an HTTP server runs for the
     home, its indexer is the home's only one: this server leaves indexing to it."""
     from agenvoy_cli.server.fastpath import announced
 
-    app = build_app(layout, bound, vocabulary)
+    app = build_app(layout, bound, vocabulary, settings)
     other = announced(layout, say=lambda message: None)
     if other is not None:
         app.index = False

@@ -20,7 +20,8 @@ class Args:
         self.tool, self.raw = tool, dict(raw or {})
         unknown = sorted(set(self.raw) - set(known))
         if unknown:
-            raise BadInput(f"{tool}: unknown argument(s): {', '.join(unknown)} "
+            shown = (name if name.isprintable() else repr(name) for name in unknown)
+            raise BadInput(f"{tool}: unknown argument(s): {', '.join(shown)} "
                            f"(expected {', '.join(known) or 'none'})")
 
     def _get(self, name: str, required: bool) -> Any:

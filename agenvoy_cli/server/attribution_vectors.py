@@ -6,9 +6,9 @@ the default model when none is kept. Those vectors do not depend on the query an
 in the message's own vector entry (vectors/attribution.py), so the server's background
 indexer, when all is indexed and no tool call runs, embeds the texts of every searchable
 message of the sessions it keeps indexed that lacks one, STEP at a time, and keeps them
-there: a warm search then embeds its query and nothing else. The relevance floor's second
-model's vectors of the same texts (vectors/attribution JUDGE, search/floor.py) are made
-ahead the same way once those are done, when the floor asks it. `fill` does the same at
+there: a warm search then embeds its query and nothing else. The vectors of the same texts
+the Relevance keeps (search/relevance.py Needs.kept: the floor's second model's) are made
+ahead the same way once those are done, when it keeps any. `fill` does the same at
 once (bench/mcp_http.py builds a warm home with it).
 
 The query's vector is embedded before the search job reaches the store thread (in a thread
@@ -24,6 +24,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from agenvoy_cli.vectors.attribution import OWN_TEXT
 
 QUERIES = 1024  # query vectors kept (exact doubles: ~3 KB each at 384-d)
 STEP = 8  # texts per background step (~0.3 s with the default model: a search's query
@@ -103,10 +105,10 @@ def _scan(store: Any, session_id: str, state: Ahead, key: str) -> list[int]:
     return lacking
 
 
-def ahead(store: Any, sessions: set[str], state: Ahead, key: str = "alone"
+def ahead(store: Any, sessions: set[str], state: Ahead, key: str = OWN_TEXT
           ) -> tuple[str, dict[int, str]] | None:
-    """(session, place -> text) of the next STEP messages to embed ahead for `key` (ALONE or
-    JUDGE of vectors/attribution), or None when none was found (state.scanning: in this
+    """(session, place -> text) of the next STEP messages to embed ahead for `key` (OWN_TEXT
+    or a Relevance's key), or None when none was found (state.scanning: in this
     look; else every searchable message of the sessions has its vector). On the store
     thread; each call is short (one CHUNK looked at per session at most)."""
     state.scanning = False
@@ -128,7 +130,7 @@ def ahead(store: Any, sessions: set[str], state: Ahead, key: str = "alone"
 
 
 def keep(store: Any, session_id: str, texts: dict[int, str],
-         vecs: list[list[float]], key: str = "alone") -> int:
+         vecs: list[list[float]], key: str = OWN_TEXT) -> int:
     """Keep the vectors made ahead for the messages whose text is still the one embedded.
     On the store thread. How many were kept."""
     from agenvoy_cli.vectors import attribution
@@ -141,7 +143,7 @@ def keep(store: Any, session_id: str, texts: dict[int, str],
 
 
 def fill(store: Any, session_id: str, embed: Callable[[list[str]], list[list[float]]],
-         key: str = "alone") -> int:
+         key: str = OWN_TEXT) -> int:
     """Every searchable message of the session with its kept vector (`key`), now (in one
     thread: a tool, a bench). How many were made."""
     state, made = Ahead(), 0

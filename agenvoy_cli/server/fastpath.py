@@ -3,10 +3,15 @@ chromadb and the model. Standard library only (http.client, json): importing thi
 asking a server costs a few milliseconds, so `agenvoy search` through a warm server is about
 as fast as `agenvoy --version` (bench/mcp_http.py).
 
-The server announces itself in the home (Layout.http_announce: {"url", "pid", "home"}, mode
-0600, removed on a clean exit); the bearer token is the home's token file, or the
-AGENVOY_HTTP_TOKEN the server was given (then the announcement carries it, still 0600). The
-route (ROUTE, beside /mcp, the same token) runs the same Memory method the CLI would run
+The server announces itself in the home (Layout.http_announce: {"url", "pid", "home",
+"socket", "token_file"}, mode 0600, removed on a clean exit) and listens, besides its TCP
+port, on a Unix socket in the home (Layout.http_socket: 0600 in a 0700 folder), where only
+the home's owner can connect: the CLI asks there without a token, whichever token the
+server was given (the home's, --token-file or AGENVOY_HTTP_TOKEN). Where no socket could
+be made, the CLI asks over TCP with the token it can find: AGENVOY_HTTP_TOKEN, the file
+the announcement names (--token-file), the token the announcement carries (the server's
+AGENVOY_HTTP_TOKEN, written there only when there is no socket), or the home's token file.
+The route (ROUTE, beside /mcp) runs the same Memory method the CLI would run
 locally, on the server's store thread, and returns its document; errors come back as the
 CLI's own (same message, same exit code). HTTP/1.1 is spoken over a plain socket: the
 standard library's http.client brings email and ssl along (~15 ms of imports, most of
@@ -29,6 +34,7 @@ from typing import Any
 
 from agenvoy_cli.errors import AgenvoyError, BadInput, CorruptStore, NotFound, StoreBusy
 from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.settings import Settings
 
 ROUTE = "/agenvoy/v1/call"
 PING = "/agenvoy/v1/ping"
@@ -73,39 +79,98 @@ def announced(layout: Layout, say: Callable[[str], None] = _note) -> dict[str, A
     return {**info, "pid": pid, "url": url}
 
 
-def token_of(layout: Layout, info: dict[str, Any]) -> str | None:
-    token = info.get("token") or os.environ.get(TOKEN_ENV)
+def token_of(layout: Layout, info: dict[str, Any], settings: Settings) -> str | None:
+    """The token for the server's TCP port (see the module's docstring), or None."""
+    token = (settings.env.get(TOKEN_ENV) or "").strip() or info.get("token")
     if token:
         return str(token)
+    for path in (info.get("token_file"), layout.http_token):
+        if not path:
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found = handle.read().strip()
+        except (OSError, UnicodeDecodeError, AgenvoyError):
+            continue
+        if found:
+            return found
+    return None
+
+
+def unix_address(path: str) -> tuple[str, int | None]:
+    """(an address bind() and connect() take for the socket file PATH, a descriptor the
+    caller closes after the call). sun_path holds 107 bytes; a longer path (a deep home) is
+    reached on Linux through its open folder, /proc/self/fd/N/NAME."""
+    if len(os.fsencode(path)) < 100 or not os.path.isdir("/proc/self/fd"):
+        return path, None
+    folder, name = os.path.split(path)
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    return f"/proc/self/fd/{fd}/{name}", fd
+
+
+def unix_socket(path: str, use: Callable[[socket.socket, str], None]) -> socket.socket:
+    """A Unix stream socket on which `use(sock, address)` (a bind or a connect) ran with an
+    address for the socket file PATH (unix_address); closed when that fails."""
+    address, fd = unix_address(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        return layout.http_token.read_text().strip() or None
-    except (OSError, AgenvoyError):
+        use(sock, address)
+    except BaseException:
+        sock.close()
+        raise
+    finally:
+        if fd is not None:
+            os.close(fd)
+    return sock
+
+
+def _connect_unix(path: str) -> socket.socket:
+    def connect(sock: socket.socket, address: str) -> None:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(address)
+
+    return unix_socket(path, connect)
+
+
+def _connect(layout: Layout, info: dict[str, Any], settings: Settings
+             ) -> tuple[socket.socket, str] | None:
+    """(a connected socket, the Authorization header line it needs), or None (told why):
+    the home's Unix socket when the server made one, else its TCP port with a token."""
+    failed = ""
+    if info.get("socket"):
+        try:
+            return _connect_unix(str(layout.http_socket)), ""
+        except (OSError, AgenvoyError) as exc:
+            failed = f" (its socket: {type(exc).__name__})"
+    token = token_of(layout, info, settings)
+    if token is None:
+        _note(f"no token for the running HTTP server{failed}")
         return None
+    url = urllib.parse.urlsplit(info["url"])
+    # bytes, not str: a str host is IDNA-encoded (one more import)
+    address = ((url.hostname or "127.0.0.1").encode("ascii"), url.port or 80)
+    sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)  # type: ignore[arg-type]
+    return sock, f"Authorization: Bearer {token}\r\n"
 
 
 def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],
-        wait: float) -> dict[str, Any] | None:
+        wait: float, settings: Settings) -> dict[str, Any] | None:
     """The server's answer to Memory.METHOD(*args, **kwargs): (doc, warnings) as
     {"doc": ..., "warnings": [...]}, or None to go local. `wait`: seconds the work itself
     may take (the search's budget); raises the CLI's error when the server refused."""
-    if os.environ.get(NO_SERVER_ENV, "").strip() not in ("", "0"):
+    if settings.no_server:
         return None
     info = announced(layout)
     if info is None:
         return None
-    token = token_of(layout, info)
-    if token is None:
-        _note("no token for the running HTTP server")
-        return None
     url = urllib.parse.urlsplit(info["url"])
     body = json.dumps({"method": method, "args": args, "kwargs": kwargs}).encode()
-    auth = f"Authorization: Bearer {token}\r\n"
-    host = url.hostname or "127.0.0.1"
     try:
-        # bytes, not str: a str host is IDNA-encoded (one more import)
-        address = (host.encode("ascii"), url.port or 80)  # getaddrinfo takes bytes too
-        with socket.create_connection(address, timeout=CONNECT_TIMEOUT) as sock:  # type: ignore[arg-type]
-            head = f"Host: {url.netloc}\r\n{auth}"
+        connected = _connect(layout, info, settings)
+        if connected is None:
+            return None
+        with connected[0] as sock:
+            head = f"Host: {url.netloc}\r\n{connected[1]}"
             status, _ = _exchange(sock, f"GET {PING} HTTP/1.1\r\n{head}\r\n".encode())
             if status == 200:  # answered by the event loop: alive; now the work itself
                 sock.settimeout(CONNECT_TIMEOUT + wait + ANSWER_SLACK)

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from agenvoy_cli.contract import document, list_document
-from agenvoy_cli.conversation.messages import content_text
+from agenvoy_cli.conversation.messages import display_text
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.server import tools as T
 from agenvoy_cli.server.args import Args
 from agenvoy_cli.server.history_watch import align_if_written_elsewhere
+
+if TYPE_CHECKING:
+    from agenvoy_cli.search.relevance import Relevance
 
 Reply = tuple[str, dict[str, Any]]
 
@@ -31,6 +34,7 @@ class Context:
     bound: str | None
     touched: Callable[[str], None] = lambda session_id: None  # a session to keep indexed
     warnings: list[str] = field(default_factory=list)
+    relevance: Relevance | None = None  # the server's (search/relevance.py), made once
 
     def warn(self, message: str) -> None:
         self.warnings.append(message.removeprefix("agenvoy: "))
@@ -68,17 +72,9 @@ def render_history(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _budget(a: Args) -> float:
-    """The call's budget, else AGENVOY_SEARCH_BUDGET (as the CLI), else 3 s."""
-    import os
-
-    from agenvoy_cli.home.config import number_setting
-    from agenvoy_cli.search.defaults import DEFAULT_BUDGET
-
-    env = os.environ.get("AGENVOY_SEARCH_BUDGET", "")
-    default = DEFAULT_BUDGET if env.strip() == "" else number_setting(
-        env, "AGENVOY_SEARCH_BUDGET", float, minimum=0, unit="of seconds")
-    return a.number("budget", lo=0, hi=T.MAX_BUDGET, default=default)
+def _budget(ctx: Context, a: Args) -> float:
+    """The call's budget, else the settings' (AGENVOY_SEARCH_BUDGET, as the CLI), else 3 s."""
+    return a.number("budget", lo=0, hi=T.MAX_BUDGET, default=ctx.store.settings.search_budget)
 
 
 def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
@@ -92,11 +88,11 @@ def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     window = time_window("1mo" if span == "1m" else span)  # upstream's 1m is 30 days
     limit = a.choice("limit", T.HISTORY_LIMITS, 8)
     session_id = a.session(ctx.bound)
-    budget = _budget(a)
+    budget = _budget(ctx, a)
     # Agenvoy's writes to history.json: archived first
     align_if_written_elsewhere(ctx.store, session_id)
     result = search(ctx.store, session_id, keyword, mode, limit=limit, window=window,
-                    budget=budget)
+                    budget=budget, relevance=ctx.relevance)
     if mode != "keyword":
         ctx.touched(session_id)
     doc = result.as_dict()
@@ -125,7 +121,7 @@ def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
     session_id = a.session(ctx.bound)
     limit = a.integer("max_messages", lo=0)
     messages = ctx.store.context(session_id, limit, warn=ctx.warn)
-    blocks = [f"[{m.get('role')}]\n{content_text(m.get('content'))}" for m in messages]
+    blocks = [f"[{m.get('role')}]\n{display_text(m)}" for m in messages]
     return "\n\n".join(blocks) or "(no messages)", {"session_id": session_id,
                                                      **list_document("messages", messages)}
 
@@ -154,7 +150,7 @@ def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     keyword = a.string("keyword", required=True) or ""
     limit = a.integer("limit", lo=1, hi=T.ERROR_LIMIT_MAX, default=DEFAULT_LIMIT)
     tool = a.string("tool_name")
-    budget = _budget(a)
+    budget = _budget(ctx, a)
     if not keyword.strip():
         raise BadInput("search_error_history: keyword is empty")
     result = lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,

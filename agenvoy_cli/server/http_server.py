@@ -2,25 +2,29 @@
 transport (endpoint /mcp), for any number of hosts at once, plus the CLI's fast path
 (server.fastpath.ROUTE). One server per home: its background indexer is the only one.
 
-Safe by default: 127.0.0.1 unless told; every request carries the bearer token (the home's
-token file, made at the first start with mode 0600, or --token-file / AGENVOY_HTTP_TOKEN;
-never on the command line); a bind beyond loopback needs an explicit token; the SDK's
-Host/Origin checks; request bodies of at most MAX_BODY; each tool call at most
-REQUEST_TIMEOUT seconds (or AGENVOY_HTTP_TIMEOUT). SIGTERM/SIGINT: no new request is
-accepted, the ones in progress finish (for at most GRACE seconds), the store is closed,
-the announcement removed, exit 0.
+Safe by default: 127.0.0.1 unless told; every TCP request carries the bearer token (the
+home's token file, made at the first start with mode 0600, or --token-file /
+AGENVOY_HTTP_TOKEN; never on the command line); a bind beyond loopback needs an explicit
+token; Host/Origin matched exactly; request bodies of at most MAX_BODY; each tool call at
+most REQUEST_TIMEOUT seconds (or AGENVOY_HTTP_TIMEOUT). The CLI's routes are also served on
+the home's owner-only Unix socket, without a token (UnixListener). A refused start writes
+nothing. SIGTERM/SIGINT: no new request is accepted, the ones in progress finish (for at
+most GRACE seconds), the store is closed, the announcement and the socket removed, exit 0.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import os
+import re
 import secrets
 import signal
 import socket
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import anyio
 import orjson
@@ -29,6 +33,7 @@ from agenvoy_cli.errors import AgenvoyError, BadInput, OperationFailed, StoreBus
 from agenvoy_cli.home.files import atomic_write_bytes, atomic_write_json
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.server import fastpath
+from agenvoy_cli.settings import Settings
 
 MAX_BODY = 8 * 1024 * 1024  # bytes per request (append_messages of 1000 long messages)
 FAST_MAX_BODY = 256 * 1024  # bytes per fast-path request (a query and its options)
@@ -61,10 +66,12 @@ def loopback(host: str) -> bool:
         return False
 
 
-def load_token(layout: Layout, token_file: str | None) -> tuple[str, bool]:
+def load_token(layout: Layout, token_file: str | None, settings: Settings
+               ) -> tuple[str | None, bool]:
     """(token, explicit): AGENVOY_HTTP_TOKEN, else --token-file, else the home's token file
-    (made now when missing: 32 random bytes, mode 0600)."""
-    env = os.environ.get(fastpath.TOKEN_ENV, "").strip()
+    (None when it has none yet: make_token makes it once the start is accepted). Writes
+    nothing but the mode of an existing home token made too open."""
+    env = (settings.http_token or "").strip()
     if env or token_file:
         if env:
             token, where = env, fastpath.TOKEN_ENV
@@ -86,20 +93,71 @@ def load_token(layout: Layout, token_file: str | None) -> tuple[str, bool]:
             os.chmod(path, 0o600)  # an owner-only secret, whatever made it readable
     except FileNotFoundError:
         token = ""
-    if not token:
-        token = secrets.token_urlsafe(32)
-        atomic_write_bytes(path, token.encode() + b"\n")  # mode 0600 (home.files)
-    return token, False
+    return token or None, False
+
+
+def make_token(layout: Layout) -> str:
+    """The home's token file, made now: 32 random bytes, mode 0600."""
+    token = secrets.token_urlsafe(32)
+    atomic_write_bytes(layout.http_token, token.encode() + b"\n")  # mode 0600 (home.files)
+    return token
+
+
+class UnixListener(NamedTuple):
+    """The fast path's socket in the home (Layout.http_socket)."""
+
+    sock: socket.socket
+    name: str  # its getsockname(): uvicorn's scope["server"] is (name, None) on it
+    path: Path
+    inode: int
+
+
+def _listen_unix(layout: Layout) -> UnixListener | None:
+    """Listen on the home's socket for the CLI's fast path: 0600 in a 0700 folder, so only
+    the home's owner connects, and a request there needs no token. None where no socket
+    can be made (said on stderr: the CLI then asks over TCP with a token)."""
+    try:
+        path = layout.http_socket
+        os.makedirs(path.parent.parent, mode=0o700, exist_ok=True)
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(path.parent, 0o700)
+        if os.path.lexists(path):
+            path.unlink()  # a killed server's: no live one is announced (checked before)
+
+        def listen(sock: socket.socket, address: str) -> None:
+            sock.bind(address)
+            os.chmod(path, 0o600)
+            sock.listen(128)
+
+        sock = fastpath.unix_socket(str(path), listen)
+        return UnixListener(sock, sock.getsockname(), path, os.stat(path).st_ino)
+    except (OSError, AgenvoyError) as exc:
+        sys.stderr.write(f"agenvoy: note: no socket for the CLI's fast path ({exc}); CLI "
+                         "searches on this machine need the token\n")
+        return None
 
 
 class BearerAuth:
     """ASGI: every HTTP request needs `Authorization: Bearer <token>`; else 401, before
-    anything else runs (nothing is read or changed)."""
+    anything else runs (nothing is read or changed). On the home's socket (`local`, its
+    name) the CLI's routes need none (only the home's owner can connect) and nothing else
+    is served."""
 
-    def __init__(self, app: Any, token: str) -> None:
-        self.app, self.token = app, token.encode()
+    def __init__(self, app: Any, token: str, local: str | None = None) -> None:
+        self.app, self.token, self.local = app, token.encode(), local
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and self.local is not None and \
+                tuple(scope.get("server") or ()) == (self.local, None):
+            if scope.get("path") in (fastpath.ROUTE, fastpath.PING):
+                await self.app(scope, receive, send)
+                return
+            body = b'{"error":"only the CLI\'s routes are served on this socket"}'
+            await send({"type": "http.response.start", "status": 404, "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             scheme, _, value = given.partition(b" ")
@@ -116,25 +174,51 @@ class BearerAuth:
 
 
 def security(host: str, port: int, allowed: list[str]) -> Any:
-    """The SDK's DNS-rebinding protection: Host and Origin must name this server (or one of
-    --allow-host, e.g. the name a TLS reverse proxy forwards)."""
+    """The SDK's DNS-rebinding protection, given exact values only: its `name:*` patterns
+    match by prefix (`Host: 127.0.0.1:PORT@evil.com` passed). Host must be `name:PORT` of
+    this server (127.0.0.1, localhost, [::1] on loopback; the bind address otherwise) or a
+    name --allow-host gave (as given, or with this port: a TLS reverse proxy forwards its
+    own name), Origin the http(s) URL of one of them."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     names = {"127.0.0.1", "localhost", "[::1]"} if loopback(host) else {
         f"[{host}]" if ":" in host else host}
-    names.update(allowed)
-    hosts = sorted({f"{n}:*" for n in names} | names)
-    origins = sorted({f"{s}://{n}{p}" for n in names for s in ("http", "https")
-                      for p in ("", ":*")})
+    hosts = {f"{name}:{port}" for name in names}
+    origins = {f"http://{name}:{port}" for name in names}
+    for name in allowed:
+        given = {name} if _has_port(name) else {name, f"{name}:{port}"}
+        hosts |= given
+        origins |= {f"{scheme}://{h}" for h in given for scheme in ("http", "https")}
     return TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                     allowed_hosts=hosts, allowed_origins=origins)
+                                     allowed_hosts=sorted(hosts),
+                                     allowed_origins=sorted(origins))
 
 
-def request_timeout() -> float:
+_HOST_NAME = re.compile(r"\A(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
+                        r"(?::[0-9]{1,5})?\Z")
+
+
+def check_allowed_hosts(names: list[str]) -> list[str]:
+    """--allow-host values: a host name or address, an optional :PORT; nothing else (a
+    `*` would turn the SDK's prefix matching back on)."""
+    for name in names:
+        if not _HOST_NAME.match(name):
+            raise BadInput(f"--allow-host {name!r}: expected a host name or address, with an "
+                           "optional :PORT (no scheme, path or wildcard)")
+    return names
+
+
+def _has_port(name: str) -> bool:
+    """'host:8443' or '[::1]:8443' (an IPv6 literal's own colons are inside brackets)."""
+    head, sep, tail = name.rpartition(":")
+    return bool(sep) and tail.isdigit() and (not head.startswith("[") or head.endswith("]"))
+
+
+def request_timeout(settings: Settings) -> float:
     """REQUEST_TIMEOUT, or AGENVOY_HTTP_TIMEOUT seconds (BadInput when not a number > 0)."""
-    from agenvoy_cli.home.config import number_setting
+    from agenvoy_cli.settings import number_setting
 
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    raw = settings.env.get(TIMEOUT_ENV, "").strip()
     if not raw:
         return REQUEST_TIMEOUT
     return float(number_setting(raw, TIMEOUT_ENV, float, above=0, unit="of seconds"))
@@ -148,7 +232,7 @@ def fast_call(app: Any, method: str, args: list[Any], kwargs: dict[str, Any]
     warnings: list[str] = []
     if method == "lookup_errors":
         kwargs = {**kwargs, "warn": warnings.append}
-    doc = getattr(Memory(store=app.store), method)(*args, **kwargs)
+    doc = getattr(Memory(store=app.store, relevance=app.relevance), method)(*args, **kwargs)
     if method == "search" and kwargs.get("mode", "semantic") != "keyword":
         app.indexer.touched(args[0])  # keep the session indexed, as a tool call does
     return {"ok": True, "doc": doc, "warnings": warnings}
@@ -234,15 +318,16 @@ def _log_to(path: str) -> None:
 
 
 def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | None,
-             log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec") -> int:
-    """Serve until SIGTERM/SIGINT; 0 after a clean stop."""
-    import uvicorn
-
-    from agenvoy_cli.server.app import App, build_app
-
+             log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec",
+             settings: Settings | None = None) -> int:
+    """Serve until SIGTERM/SIGINT; 0 after a clean stop (`settings`: the CLI's)."""
+    # Every check first (before the SDK and uvicorn are imported: a refusal is quick), and
+    # a refused start writes nothing (no home, token or log file).
+    settings = settings or Settings.from_environment()
     host, port = parse_bind(bind)
-    timeout = request_timeout()
-    token, explicit = load_token(layout, token_file)
+    check_allowed_hosts(allow_hosts)
+    timeout = request_timeout(settings)
+    token, explicit = load_token(layout, token_file, settings)
     if not loopback(host) and not explicit:
         raise BadInput(f"refusing to listen on {host} (beyond loopback) without an explicit "
                        f"token: give --token-file PATH or {fastpath.TOKEN_ENV}")
@@ -250,26 +335,41 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     if other is not None and other["pid"] != os.getpid():
         raise StoreBusy(f"an HTTP server already serves this home (pid {other['pid']}, "
                         f"{other['url']})")
-    if log_file:
-        _log_to(log_file)
+    import uvicorn
+
+    from agenvoy_cli.server.app import App, build_app
+
     sock = _listen(host, port)
+    try:
+        token = token or make_token(layout)
+        if log_file:
+            _log_to(log_file)
+    except BaseException:
+        sock.close()
+        raise
     port = sock.getsockname()[1]
-    app: App = build_app(layout, bound, vocabulary)
+    app: App = build_app(layout, bound, vocabulary, settings)
+    unix = _listen_unix(layout)
     app.timeout = timeout
     checks = security(host, port, allow_hosts)
     web = app.server.streamable_http_app(
         streamable_http_path="/mcp", json_response=True, transport_security=checks,
         max_request_body_size=MAX_BODY,
         host=host, custom_starlette_routes=fast_route(app, _middleware(checks)))
-    config = uvicorn.Config(BearerAuth(web, token), log_level="warning", access_log=False,
+    config = uvicorn.Config(BearerAuth(web, token, unix.name if unix else None),
+                            log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=int(GRACE),
                             server_header=False)
     server = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}"
     announcement: dict[str, Any] = {"url": url, "pid": os.getpid(), "home": str(layout.home)}
-    if explicit and os.environ.get(fastpath.TOKEN_ENV):
-        announcement["token"] = token  # the CLI cannot read the environment of the server
+    if unix is not None:
+        announcement["socket"] = str(unix.path)
+    elif explicit and settings.http_token:
+        announcement["token"] = token  # no socket, and the CLI cannot read our environment
+    if token_file and not (settings.http_token or "").strip():
+        announcement["token_file"] = os.path.abspath(token_file)  # where, never the token
     # uvicorn re-raises the signal it caught once it has stopped; ours is a no-op, so the
     # process leaves through the cleanup below with exit 0
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -280,7 +380,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(index_forever, app.thread, app.indexer, app.wake, app.idle)
-            await server.serve(sockets=[sock])
+            await server.serve(sockets=[sock] if unix is None else [sock, unix.sock])
             tg.cancel_scope.cancel()
 
     try:
@@ -291,6 +391,8 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         app.indexer.stopped = True
         app.stop()
         _unannounce(layout)
+        if unix is not None:
+            _remove_socket(unix)
         sys.stderr.write("agenvoy: stopped\n")
         sys.stderr.flush()
     return 0
@@ -300,6 +402,12 @@ def _middleware(settings: Any) -> Any:
     from mcp.server.transport_security import TransportSecurityMiddleware
 
     return TransportSecurityMiddleware(settings)
+
+
+def _remove_socket(unix: UnixListener) -> None:
+    with contextlib.suppress(OSError):
+        if os.lstat(unix.path).st_ino == unix.inode:  # still ours
+            unix.path.unlink()
 
 
 def _unannounce(layout: Layout) -> None:

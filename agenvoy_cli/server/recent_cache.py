@@ -22,8 +22,6 @@ class WarmStore(Store):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._recent: dict[str, tuple[tuple[Any, ...], list[Message]]] = {}
-        # session -> the state in which it was last found fully indexed (search.catchup)
-        self.caught_up: dict[str, tuple[Any, ...]] = {}
 
     def _key(self, session_id: str) -> tuple[Any, ...]:
         db = self.layout.db

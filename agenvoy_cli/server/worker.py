@@ -20,11 +20,14 @@ import concurrent.futures
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.sqlite import change_stamp
 from agenvoy_cli.server.history_watch import HISTORY_POLL, Watcher
+
+if TYPE_CHECKING:
+    from agenvoy_cli.search.relevance import Relevance
 
 T = TypeVar("T")
 POLL = 0.25  # seconds between looks at the database files
@@ -50,8 +53,10 @@ class StoreThread:
 class Indexer:
     """State of the background indexing; its methods run on the store thread."""
 
-    def __init__(self, store: Store, bound: str | None) -> None:
+    def __init__(self, store: Store, bound: str | None,
+                 relevance: Relevance | None = None) -> None:
         self.store = store
+        self.relevance = relevance  # the server's (search/relevance.py): what it keeps
         self.wanted: set[str] = {bound} if bound else set()
         self.dirty: set[str] = set(self.wanted)
         self.seen: dict[str, int] | None = None  # session -> next_seq last looked at
@@ -146,8 +151,8 @@ class Indexer:
 
     def ahead(self) -> tuple[str, str, dict[int, str]] | None:
         """(key, session, texts): messages whose text to embed ahead (server.
-        attribution_vectors): attribution's first, then the floor's second model's when the
-        floor asks it (search/floor.py)."""
+        attribution_vectors): attribution's first, then the ones the Relevance keeps
+        (search/relevance.py Needs.kept) when it keeps any."""
         import time
 
         from agenvoy_cli.server.attribution_vectors import Ahead, ahead
@@ -155,7 +160,8 @@ class Indexer:
 
         if self.stopped or time.monotonic() < self.ahead_after:
             return None
-        keys = [attribution.ALONE] + ([attribution.JUDGE] if self.judged() else [])
+        kept = self.kept_by_relevance()
+        keys = [attribution.OWN_TEXT] + ([kept[0]] if kept else [])
         scanning = False
         for key in keys:
             state = self.made_ahead.setdefault(key, Ahead())
@@ -169,26 +175,28 @@ class Indexer:
             self.ahead_after = time.monotonic() + AHEAD_IDLE  # (each look reads recent)
         return None
 
-    def judged(self) -> bool:
-        """Whether searches ask the floor's second model (the built-in index model, the
-        floor at its default)."""
-        from agenvoy_cli.search import semantic
+    def kept_by_relevance(self) -> tuple[str, str] | None:
+        """(metadata key, local model) of the text vectors the Relevance keeps beside the
+        index for searches by the index's model, or None."""
         from agenvoy_cli.vectors.collection import embedder
 
+        if self.relevance is None:
+            return None
         try:
-            return semantic.second_opinion(self.store, str(embedder(self.store).model_id))
-        except Exception:  # noqa: BLE001 - no embedder here: nothing to make ahead for it
-            return False
+            needs = self.relevance.needs(str(embedder(self.store).model_id))
+        except Exception:  # noqa: BLE001 - no embedder, a bad setting: nothing to make ahead
+            return None
+        return (needs.kept, needs.kept_by) if needs.kept and needs.kept_by else None
 
     def embed_ahead(self, key: str, texts: dict[int, str]) -> list[list[float]]:
-        """On a thread of its own, as embed(): by the index's model, or by the floor's."""
-        from agenvoy_cli.search import floor
-        from agenvoy_cli.vectors import attribution
+        """On a thread of its own, as embed(): by the index's model, or by the model of the
+        vectors the Relevance keeps."""
+        from agenvoy_cli.vectors.attribution import OWN_TEXT
         from agenvoy_cli.vectors.collection import embedder, local_model
 
-        if key == attribution.JUDGE:
-            return local_model(self.store, floor.JUDGE_SPEC).embed_documents(
-                list(texts.values()))
+        kept = self.kept_by_relevance()
+        if key != OWN_TEXT and kept is not None and key == kept[0]:
+            return local_model(self.store, kept[1]).embed_documents(list(texts.values()))
         emb = embedder(self.store)
         return getattr(emb, "inner", emb).embed_documents(list(texts.values()))
 

@@ -2,7 +2,7 @@
 folder, back in.
 
 An export is, per session: a `session` line (id, the home it came from, trim point, the
-dress history.json wears), one
+format history.json uses), one
 `message` line per archived row (every column the row has, whatever the schema version:
 time, sender, place, gone, and the full message JSON), then a `summary` line (summary.json
 and summary.meta.json with its cursor)."""
@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.conversation import compaction, dress
+from agenvoy_cli.conversation import compaction, history_format
 from agenvoy_cli.conversation.history import read_tail
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.files import atomic_write_json, read_json
@@ -57,20 +57,20 @@ def session_lines(conn: sqlite3.Connection | None, folder: Path, session_id: str
                 if isinstance(m, dict)]
     yield {"type": "session", "format": FORMAT, "version": VERSION, "session_id": session_id,
            "home": str(home), "start_seq": start, "message_count": len(rows),
-           "history_format": _dress(folder / "history.json")}
+           "history_format": _history_format(folder / "history.json")}
     for row in rows:
         yield {"type": "message", **row}
     yield {"type": "summary", "summary": read_json(folder / "summary.json", default=None),
            "meta": read_json(folder / "summary.meta.json", default=None)}
 
 
-def _dress(path: Path) -> str:
-    """The dress history.json wears (its tail tells: Store.append keeps sendAt last)."""
+def _history_format(path: Path) -> str:
+    """The format history.json uses (its tail tells: Store.append keeps sendAt last)."""
     try:
         tail, _ = read_tail(path, path.stat().st_size)
     except OSError:
         return "header"
-    return "sendat" if dress.wears_send_at(tail) else "header"
+    return "sendat" if history_format.uses_send_at(tail) else "header"
 
 
 def export_lines(store: Store, session_id: str) -> Iterator[dict[str, Any]]:
@@ -112,7 +112,7 @@ def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any]]], where: str,
                        partial(list, records),
                        {"path": where, "home": head.get("home")},
                        summary=(line.get("summary"), line.get("meta")),
-                       history_format=fmt if fmt in dress.FORMATS else None,
+                       history_format=fmt if fmt in history_format.FORMATS else None,
                        trim=sum(1 for seq in seqs if isinstance(seq, int) and seq < start))
             head = None
 
@@ -159,7 +159,7 @@ def folder_lines(folder: Path, locks: Locks | None = None) -> list[dict[str, Any
     head, summary = lines[0], lines[-1]
     body = [x for x in lines[1:-1] if isinstance(x.get("seq"), int) and x["seq"] < first]
     body += [{"type": "message", "seq": m.seq, "send_at": m.send_at, "role": m.role,
-              "gone": 0, "sender": dress.sender(m.raw), "message": m.raw} for m in recent]
+              "gone": 0, "sender": history_format.sender(m.raw), "message": m.raw} for m in recent]
     return [{**head, "start_seq": first, "message_count": len(body)}, *body, summary]
 
 

@@ -134,7 +134,7 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
         with store.write_lock():
             if checked and not claimed:
                 claim()
-            if checked:  # an export's session keeps its own dress and trim point
+            if checked:  # an export's session keeps its own format and trim point
                 store.append(sid, checked, compact=unit.trim is None,
                              history_format=unit.history_format)
             conn = store.db()

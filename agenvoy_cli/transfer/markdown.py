@@ -7,7 +7,13 @@ import html
 from collections.abc import Iterable
 from typing import Any
 
-from agenvoy_cli.conversation.messages import content_text, ns_to_local, strip_header
+from agenvoy_cli.conversation.messages import (
+    call_function,
+    content_text,
+    ns_to_local,
+    strip_header,
+    tool_calls,
+)
 
 
 def _fence(text: str) -> str:
@@ -29,14 +35,14 @@ def render(lines: Iterable[dict[str, Any]]) -> str:
             out.append(f"## {when} · {role}\n".replace(" · ", " · " if when else ""))
             text = strip_header(content_text(msg.get("content"))).strip()
             if role == "tool":
-                call = html.escape(str(msg.get("tool_call_id")))
-                out.append(f"<details><summary>tool result {call}"
+                answers = html.escape(str(msg.get("tool_call_id")))
+                out.append(f"<details><summary>tool result {answers}"
                            f"</summary>\n\n{_fence(text)}\n\n</details>\n")
                 continue
             if text:
                 out.append(text + "\n")
-            for call in msg.get("tool_calls") or []:
-                fn = call.get("function") or {}
+            for call in tool_calls(msg):
+                fn = call_function(call)
                 out.append(f"<details><summary>tool call {html.escape(str(fn.get('name')))}"
                            f"</summary>\n\n{_fence(str(fn.get('arguments')))}\n\n</details>\n")
         elif line["type"] == "summary" and line.get("summary"):

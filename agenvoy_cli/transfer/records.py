@@ -30,7 +30,7 @@ class Unit:
     size: int | None = None  # of the file, when the unit is a whole file: unchanged = skip
     mtime_ns: int | None = None
     summary: tuple[Any, Any] | None = None  # (summary.json, summary.meta.json) to restore
-    history_format: str | None = None  # the dress of a new session (None: the home's)
+    history_format: str | None = None  # the format of a new session (None: the home's)
     trim: int | None = None  # messages before the trim point to restore (None: compact)
 
 

@@ -14,6 +14,8 @@ This module is the interface the layers above use; vectors/collection.py is one 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import collection, guard
@@ -31,7 +33,6 @@ from agenvoy_cli.vectors.collection import (  # noqa: F401 - the interface, re-e
     embedder_spec,
     local_model,
     message_id,
-    model_data,
     move_aside,
     refresh_if_stale,
     server_name,
@@ -45,10 +46,12 @@ if TYPE_CHECKING:
 
 # The interface: what it re-exports from collection.py and guard.py, and its own functions.
 __all__ = ["BATCH", "ERRORS", "MESSAGES", "SYNC_THRESHOLD", "ChromaUnavailable", "Hit",
-           "IndexModelMismatch", "client", "collection_names", "drop_index", "embedder",
+           "IndexModelMismatch", "client", "collection_names", "make_index",
+           "drop_index", "drop_unlisted", "embedder",
            "embedder_spec", "forget_before", "forget_changed", "forget_session",
-           "index_exists", "local_model", "message_id", "model_data", "move_aside",
-           "open_index", "read_generation", "refresh_if_stale", "server_name", "wrap_embedder"]
+           "index_exists", "local_model", "message_id", "move_aside",
+           "open_index", "read_generation", "rebuild_index", "refresh_if_stale",
+           "server_name", "wrap_embedder"]
 
 
 def open_index(store: Store, name: str, *, create: bool = True,
@@ -107,6 +110,49 @@ def drop_index(store: Store, name: str) -> bool:
         for cname in doomed:
             client(store).delete_collection(cname)
     return bool(doomed)
+
+
+def rebuild_index(index: Any, keep: set[str], create: Callable[[], Any]) -> int:
+    """Drop an index's collection and add back the entries `keep` names (those its HNSW layer
+    still returns: doctor --repair); `create` makes the fresh one (a session's, or
+    make_index's). How many were kept."""
+    store = index.store
+    with store.write_lock():
+        col = index.collection
+        saved: dict[str, Any] = {"ids": [], "embeddings": [], "metadatas": []}
+        if keep:
+            try:
+                saved = col.get(ids=sorted(keep), include=["embeddings", "metadatas"])
+            except Exception:  # noqa: BLE001 - nothing can be kept: all re-embedded
+                saved = {"ids": [], "embeddings": [], "metadatas": []}
+        client(store).delete_collection(server_name(store, index.name))
+        fresh = create()
+        if saved["ids"]:
+            fresh.add(saved["ids"], [list(v) for v in saved["embeddings"]], saved["metadatas"])
+    return len(saved["ids"])
+
+
+def make_index(store: Store, name: str, metadata: dict[str, Any]) -> Any:
+    """The collection `name` made anew (or found) with this metadata, searched wide; its
+    VectorIndex."""
+    from agenvoy_cli.vectors.collection import searched_wide
+
+    with store.write_lock():
+        client(store).get_or_create_collection(server_name(store, name), embedding_function=None,
+                                               metadata=searched_wide(metadata))
+    return open_index(store, name, create=False)
+
+
+def drop_unlisted(store: Store, prefix: str, keep: set[str]) -> None:
+    """Drop this home's collections whose name starts with `prefix` and is not in `keep`
+    (a RAG remove that died half-way left them). Hold the lock."""
+    ours = server_name(store, "")  # "" embedded; "-<home key>" on a shared server
+    wanted = {server_name(store, name) for name in keep}
+    for col in client(store).list_collections():
+        cname = col if isinstance(col, str) else col.name
+        if cname.startswith(prefix) and cname.endswith(ours) and cname not in wanted:
+            with contextlib.suppress(Exception):
+                client(store).delete_collection(cname)
 
 
 def wrap_embedder(store: Store, wrap: Any) -> Any:

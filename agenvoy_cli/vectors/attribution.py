@@ -4,14 +4,15 @@ Semantic search checks its top hits against their predecessors by the message te
 (search/semantic.py, attribution): up to 10 texts of up to 600 characters, ~0.5 CPU-s with
 the default model, every cold search. Those vectors do not depend on the query, so the
 first search that needs one stores it in the metadata of that message's own vector entry
-(key ALONE, float32, base64). Kept there they are derived data exactly as the message
+(key OWN_TEXT, float32, base64). Kept there they are derived data exactly as the message
 vectors are: rebuilt, forgotten, trimmed and cleared with them (an entry re-added for a
 changed message carries new metadata, so a stale vector cannot survive), and a second
 search of the same messages embeds nothing but the query (tests/test_attribution_kept.py).
 
-The relevance floor's second opinion (search/floor.py) keeps the second model's vector of a
-message's own text the same way, under key JUDGE: the messages it compares a query with
-(the top hits and the session's background sample) are embedded by it once.
+A Relevance (search/relevance.py) may keep vectors of message texts the same way under a key
+of its own (Needs.kept): the built-in floor keeps its second model's, so that the messages
+it compares a query with (the top hits and the session's background sample) are embedded by
+it once.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from agenvoy_cli.vectors.collection import message_id
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
-ALONE = "alone"  # metadata key of a message entry: its own text's vector
-JUDGE = "judge"  # the same by the floor's second model (search/floor.py JUDGE_SPEC)
+# metadata key of a message entry: the vector of its own text by the index's model (the
+# key homes have been written with)
+OWN_TEXT = "alone"
 
 
 def _encode(vec: Sequence[float]) -> str:
@@ -50,9 +52,9 @@ def _collection(store: Store, session_id: str) -> Any:
     return None if index is None else index.collection
 
 
-def load(store: Store, session_id: str, seqs: Sequence[int], key: str = ALONE
+def load(store: Store, session_id: str, seqs: Sequence[int], key: str = OWN_TEXT
          ) -> dict[int, Sequence[float]]:
-    """The kept vectors of these messages (those that have one; `key`: ALONE or JUDGE).
+    """The kept vectors of these messages (those that have one) under `key`.
     Hold the write lock."""
     return load_keys(store, session_id, seqs, (key,))[key]
 
@@ -77,7 +79,7 @@ def load_keys(store: Store, session_id: str, seqs: Sequence[int], keys: Sequence
     return out
 
 
-def lacking(store: Store, session_id: str, seqs: Iterable[int], key: str = ALONE
+def lacking(store: Store, session_id: str, seqs: Iterable[int], key: str = OWN_TEXT
             ) -> list[int]:
     """Those of these places that have a vector entry but no kept vector (under `key`), in
     order. Hold the write lock."""
@@ -94,7 +96,7 @@ def lacking(store: Store, session_id: str, seqs: Iterable[int], key: str = ALONE
 
 
 def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]],
-         key: str = ALONE) -> int:
+         key: str = OWN_TEXT) -> int:
     """Keep these vectors in their messages' entries under `key` (entries gone meanwhile are
     skipped; an entry's other metadata stays as it is). Hold the write lock. How many were
     kept."""

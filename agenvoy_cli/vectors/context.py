@@ -4,10 +4,15 @@
   the generation token the client reflects (vectors/guard.py), the collection names read under
   a token, an epoch bumped whenever the client is closed (collection handles must then be
   fetched again) and the collections checked whole at an epoch (vectors/range_query.py).
-- `VectorContext`: one per Store (`store.vectors`, given by open_store or made on first use):
-  the Embedders it takes models from (models/embedders.py: shared by every Store its holder
-  opens, so a model loads once), the embedders by spec (the MCP server wraps its cache around
-  one) and the message index kept while the directory is unchanged (vectors/messages.py).
+- `VectorContext`: one per Store, the vector index's side of it: the Store holds it as its
+  index hooks (vectors/hooks.py VectorHooks is a VectorContext; `open_store` makes one per
+  Store), a typed object the Store was handed, never an attribute the index sets on it. It
+  holds the Embedders it takes models from (models/embedders.py: shared by every Store its
+  holder opens, so a model loads once), the embedders by spec (the MCP server wraps its cache
+  around one), the message index kept while the directory is unchanged (vectors/messages.py)
+  and the sessions the catch-up found fully indexed, with the state it found them in
+  (search/catchup.py: a long-lived holder, the MCP server, skips the check while nothing
+  changed).
 
 The directories themselves are one per process by nature, not per Store: chromadb keeps one
 System per directory per process (SharedSystemClient, reference-counted), whatever client
@@ -82,11 +87,15 @@ class VectorContext:
         self.models = models  # where local models come from (shared with the holder's Stores)
         self.embedders: dict[str, Any] = {}  # spec -> embedder ("" the default)
         self.message_index: tuple[Any, Any] | None = None  # (directory state, MessageIndex)
+        # session -> the state (generation token, database stamp) it was found fully indexed in
+        self.caught_up: dict[str, tuple[Any, ...]] = {}
 
 
 def of(store: Store) -> VectorContext:
-    """The store's VectorContext (made on first use)."""
-    ctx = store.vectors
-    if ctx is None:
-        ctx = store.vectors = VectorContext()
-    return ctx  # type: ignore[no-any-return]
+    """The store's VectorContext: the index hooks it was opened with (vectors/hooks.py
+    open_store). A Store opened without them has no vector index to use."""
+    hooks = store.hooks
+    if not isinstance(hooks, VectorContext):
+        raise TypeError("this Store was opened without the vector index "
+                        "(open it with agenvoy_cli.vectors.hooks.open_store)")
+    return hooks

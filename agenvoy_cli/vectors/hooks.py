@@ -8,8 +8,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from agenvoy_cli.conversation.store import Store
-from agenvoy_cli.home.config import Settings
 from agenvoy_cli.home.layout import Layout
+from agenvoy_cli.settings import Settings
+from agenvoy_cli.vectors.context import VectorContext
 from agenvoy_cli.vectors.location import has_vectors
 
 if TYPE_CHECKING:
@@ -22,8 +23,9 @@ def preload() -> None:
     import chromadb  # noqa: F401
 
 
-class VectorHooks:
-    """The vector index's side of conversation.store.IndexHooks."""
+class VectorHooks(VectorContext):
+    """The vector index's side of a Store: its state (VectorContext) and the
+    conversation.store.IndexHooks the Store calls when it trims or clears."""
 
     def active(self, store: Store) -> bool:
         return has_vectors(store)
@@ -67,17 +69,9 @@ class VectorHooks:
         api.forget_session(store, session_id)
 
 
-VECTOR_HOOKS = VectorHooks()
-
-
 def open_store(layout: Layout, settings: Settings | None = None, *,
                embedders: Embedders | None = None) -> Store:
     """A Store whose trims and clears reach the vector index (what every command uses).
     `embedders`: the holder's Embedders, shared by every Store it opens (a model then loads
     once); without it the Store makes its own on first use."""
-    store = Store(layout, settings, hooks=VECTOR_HOOKS)
-    if embedders is not None:
-        from agenvoy_cli.vectors.context import VectorContext
-
-        store.vectors = VectorContext(embedders)
-    return store
+    return Store(layout, settings, hooks=VectorHooks(embedders))

@@ -4,7 +4,6 @@ Light on purpose (no chromadb): append and compact ask it before deciding to imp
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -13,8 +12,7 @@ if TYPE_CHECKING:
 
 def server_url(store: Store) -> str | None:
     """The Chroma server to use (AGENVOY_CHROMA_URL or config agenvoy.chroma_url), if any."""
-    return os.environ.get("AGENVOY_CHROMA_URL") or store.settings.section("agenvoy").get(
-        "chroma_url") or None
+    return store.settings.chroma_url
 
 
 def has_vectors(store: Store) -> bool:

@@ -203,11 +203,25 @@ def smoke_test(env: Path, clean: dict[str, str], home: Path) -> None:
     man = env / "share" / "man" / "man1" / "agenvoy.1"
     assert man.read_text("utf-8").startswith(".\\\" Generated")
     assert f'"agenvoy-cli {__version__}"' in man.read_text("utf-8")
+    import shutil
+
+    if shutil.which("man") and shutil.which("manpath"):
+        # man(1) finds it by PATH alone (man-db looks in each PATH entry's ../share/man),
+        # and `agenvoy --man` shows the installed copy
+        viewer = {k: v for k, v in run_env.items() if k not in ("MANPATH", "MANPAGER")}
+        viewer.update(PATH=f"{env / 'bin'}:{os.environ.get('PATH', '')}", PAGER="cat",
+                      MANPAGER="cat")
+        found = subprocess.run(["man", "-w", "agenvoy"], capture_output=True, text=True,
+                               timeout=60, env=viewer)
+        assert found.stdout.strip() == str(man), found
+        shown = subprocess.run([agenvoy, "--man"], capture_output=True, text=True,
+                               timeout=60, env=viewer, cwd=env)
+        assert shown.returncode == 0 and "SYNOPSIS" in shown.stdout, shown.stderr
 
 
 def test_version_has_one_source(run):
     res = run("--version")
     assert res.exit_code == 0 and res.stdout.strip() == f"agenvoy, version {__version__}"
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'version = { attr = "agenvoy_cli.__version__" }' in pyproject
+    assert 'version = { attr = "agenvoy_cli.version.__version__" }' in pyproject
     assert '\nversion = "' not in pyproject

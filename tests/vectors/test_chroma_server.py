@@ -235,3 +235,28 @@ def test_two_homes_on_one_server_never_meet(run, home, server, tmp_path, monkeyp
     monkeypatch.setenv("AGENVOY_HOME", str(home))
     doc = ok(run("search", "main", "llama farm", "--json")).json()
     assert "the llama farm is in Peru" in [r["content"] for r in doc["results"]]
+
+
+def test_a_server_named_in_config_json_serves_rag_too(run, home, chroma_server, server,
+                                                      tmp_path, monkeypatch):
+    """config.json agenvoy.chroma_url is the same setting as AGENVOY_CHROMA_URL for every
+    command: `rag search` searches the server's vectors (it fell back to keyword only) and
+    `rag remove` deletes the database's collection there (it was left behind)."""
+    url = chroma_server[0]
+    monkeypatch.delenv("AGENVOY_CHROMA_URL")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.json").write_text(orjson.dumps({"agenvoy": {"chroma_url": url}}).decode())
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cats.md").write_text("# Cats\n\nOur cat Miso sleeps on the warm laptop.\n")
+    (docs / "deploy.md").write_text("# Deploys\n\nA migration timeout failed the release.\n")
+    ok(run("rag", "create", "notes", "--path", str(docs), "--json"))
+    assert not (home / ".store" / "chroma").exists()  # the vectors went to the server
+    names = [c if isinstance(c, str) else c.name for c in server.list_collections()]
+    assert [n for n in names if n.startswith("agenvoy_rag")], names
+    doc = ok(run("rag", "search", "notes", "where does the pet nap", "--mode", "semantic",
+                 "--json")).json()
+    assert doc["results"] and doc["results"][0]["score_kind"] == "cosine", doc
+    ok(run("rag", "remove", "notes", "--yes"))
+    names = [c if isinstance(c, str) else c.name for c in server.list_collections()]
+    assert not [n for n in names if n.startswith("agenvoy_rag")], names

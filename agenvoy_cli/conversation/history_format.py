@@ -1,19 +1,19 @@
-"""The two generations of history.json entries ("dresses") and what they have in common.
+"""The two history formats of history.json entries (`history_format`: header, sendat) and
+what they have in common.
 
 - header (the spec; Agenvoy through v0.31): the time is a `---\\n當前時間: T\\n---\\n` block at
   the start of the content (a `傳送者: NAME` line in it for a sender);
 - sendAt (Agenvoy v0.32+): `{"role", "content", "sendAt": unix ns, "sender"}`, no header; on
   every append Agenvoy rewrites the whole file through that record (normalise: the header
   moved into sendAt/sender and stripped, every other key dropped).
-The same message in either dress is the same message: `Redress.key` and `record_key`
-give the identities a message had in the other dress (conversation/alignment.py matches
+The same message in either format is the same message: `HeaderIdentity.key` and `record_key`
+give the identities a message had in the other format (conversation/alignment.py matches
 by them); `model_message` is what a provider is sent (no sendAt/sender keys, the time
 shown the way the generation shows it).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Container
@@ -70,7 +70,7 @@ def send_at(message: dict[str, Any]) -> int | None:
 
 
 def sender(message: dict[str, Any]) -> str:
-    """The sender: the sendAt dress's key, else the header's 傳送者 line."""
+    """The sender: the sendAt format's key, else the header's 傳送者 line."""
     value = message.get(SENDER)
     if isinstance(value, str) and value:
         return value
@@ -124,8 +124,8 @@ def check_sender(value: Any, where: str = "sender") -> str:
     return value
 
 
-# -- which dress a session wears --------------------------------------------------------------
-def wears_send_at(data: bytes) -> bool:
+# -- which format a session uses --------------------------------------------------------------
+def uses_send_at(data: bytes) -> bool:
     """Whether (part of) a history.json has an entry with sendAt."""
     return MARK in data
 
@@ -133,8 +133,7 @@ def wears_send_at(data: bytes) -> bool:
 def new_session_format(settings: Any) -> str:
     """agenvoy.history_format in config.json, or AGENVOY_HISTORY_FORMAT: header (default)
     or sendat."""
-    raw = os.environ.get(FORMAT_ENV) or settings.section("agenvoy").get("history_format") \
-        or "header"
+    raw = settings.history_format or "header"
     value = str(raw).strip().lower()
     if value not in FORMATS:
         raise BadInput(f"history format {raw!r} is not one of {', '.join(FORMATS)} "
@@ -151,9 +150,9 @@ def _block(stamp: str, who: str) -> str:
     return f"---\n{HEADER_LABEL}: {stamp}\n{line}---\n"
 
 
-def dress(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") -> dict[str, Any]:
+def in_format(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") -> dict[str, Any]:
     """The message as this session writes it: a header, or sendAt/sender (kept last, so the
-    file's tail tells the dress)."""
+    file's tail tells the format)."""
     who = who or (message.get(SENDER) if isinstance(message.get(SENDER), str) else "") or ""
     at = send_at(message)
     out = {k: v for k, v in message.items() if k not in (SEND_AT, SENDER)}
@@ -185,7 +184,7 @@ def dress(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") ->
     return out
 
 
-# -- one message, either dress -----------------------------------------------------------------
+# -- one message, either format -----------------------------------------------------------------
 def is_record(message: dict[str, Any]) -> bool:
     """An entry as Agenvoy v0.32 rewrites it (no key beyond role/content/sendAt/sender)."""
     return message.keys() <= RECORD_KEYS
@@ -196,8 +195,8 @@ _HOUR_FORMAT = TIME_FORMAT.removesuffix("%M:%S")
 assert _HOUR_FORMAT + "%M:%S" == TIME_FORMAT
 
 
-class Redress:
-    """The identity a message Agenvoy v0.32's rewrite left had in the header dress we write
+class HeaderIdentity:
+    """The identity a message Agenvoy v0.32's rewrite left had in the header format we write
     (cheap, no archive read; with its sender's line first when it has a sender), for the
     many messages of one rewritten file (a walk holds one): the local time of each sendAt
     is formatted as header_block does, time.strftime once an hour of them. An hour is
@@ -289,7 +288,7 @@ def record_hash(message: dict[str, Any], ident: str) -> str:
     """record_key(message), or "" when that is ident, the message's own identity (a text
     without a prefix to strip: most messages): what the archive keeps beside a row's identity
     (messages.record_hash), so that the walk (big_sync.archived_prefix) knows the message in
-    the rewrite's dress by the plain identity of what the file holds."""
+    the rewrite's format by the plain identity of what the file holds."""
     content = message.get("content")
     if isinstance(content, str):
         if content and not content.isspace() and not _MAY_PREFIX.match(content):
@@ -318,7 +317,7 @@ def prefix(message: dict[str, Any]) -> str:
 
 
 def model_message(message: dict[str, Any]) -> dict[str, Any]:
-    """The message a provider accepts: no sendAt/sender keys; a sendAt-dress message shows its
+    """The message a provider accepts: no sendAt/sender keys; a sendAt-format message shows its
     time the way Agenvoy v0.32 does (Record.WithPrefix), a header message keeps its header."""
     if SEND_AT not in message and SENDER not in message:
         return message

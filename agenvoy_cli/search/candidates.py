@@ -1,0 +1,156 @@
+"""The first stage of a semantic or hybrid search (search/engine.py): under the store lock,
+the rankings and what the later stages read, so that the lock is held once and Chroma read
+once per kind.
+
+- the vector ranking (search/semantic.py) of the searched range, and for hybrid the keyword
+  ranking over the whole history (search/keyword.py) with how much of the query its best hit
+  covers (search/fusion.py weighs it); for semantic, the keyword ranking of the messages the
+  catch-up left without a vector;
+- the texts of the top hits and the messages around them (attribution reads them before
+  and after fusion) and their kept text vectors (vectors/attribution.py);
+- what the Relevance asks for (search/relevance.py Needs): the query's similarity to a
+  background sample of the session, the index vectors of the sample and of the top hits,
+  their texts and the vectors the Relevance keeps beside the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agenvoy_cli.home import fts
+from agenvoy_cli.search import fusion, semantic
+from agenvoy_cli.search.keyword import keyword_ranking
+from agenvoy_cli.search.query import Query
+from agenvoy_cli.search.relevance import Needs
+from agenvoy_cli.search.results import rows_of
+from agenvoy_cli.search.scope import Scope
+from agenvoy_cli.search.timewindow import TimeWindow
+from agenvoy_cli.vectors import attribution
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agenvoy_cli.conversation.store import Store
+
+POOL = 50  # candidates per ranking before fusion
+
+
+@dataclass
+class Background:
+    """What the Relevance asked to be gathered (its Needs): a sample of the session, the
+    query's similarity to each sampled message and their mean (None: too few to sample), the
+    index vectors of the sample and of the top hits, and the vectors the Relevance keeps
+    beside the index for those messages (by seq)."""
+
+    typical: float | None = None
+    sample: list[int] = field(default_factory=list)
+    similarities: list[float] = field(default_factory=list)
+    vectors: dict[int, Any] = field(default_factory=dict)
+    kept: dict[int, Sequence[float]] = field(default_factory=dict)
+
+
+@dataclass
+class Candidates:
+    keyword: list[tuple[int, float]]  # hybrid: the keyword ranking of the whole history
+    vector: list[tuple[int, float]]  # the vector ranking of the searched range
+    unindexed: list[tuple[int, float]]  # semantic: keyword ranking of messages without a vector
+    coverage: float | None  # share of the query's tokens in the best keyword hit
+    unsearchable: int  # vectors an inconsistent index left out
+    texts: dict[int, str]  # texts of the top hits, the messages around them, the sample
+    text_vectors: dict[int, Sequence[float]]  # kept vectors of those texts (attribution)
+    background: Background
+
+
+def gather(store: Store, session_id: str, query: Query, mode: str, scope: Scope,
+           window: TimeWindow, vector: Sequence[float], unindexed: Sequence[int],
+           needs: Needs, n: int = POOL) -> Candidates:
+    """Hold the write lock (Chroma access). `n` candidates per ranking."""
+    conn = store.db_readonly()
+    keyword, cover = _keyword(conn, session_id, query, mode, scope, window, n)
+    vec, unsearchable = semantic.vector_hits(store, session_id, vector, n, lo_seq=scope.start,
+                                             hi_seq=scope.vector_hi, window=window)
+    texts = _texts(conn, session_id, scope, vec, keyword)
+    late = _unindexed(conn, session_id, query, mode, scope, window, unindexed)
+    tops = _tops(vec, needs)
+    ground = Background()
+    if needs.background and vec:
+        ground.sample, ground.similarities, ground.vectors = semantic.background(
+            store, session_id, vector, scope.start, scope.vector_hi, sorted(tops))
+        sims = ground.similarities
+        ground.typical = sum(sims) / len(sims) if sims else None
+    relevance_at: set[int] = set()
+    if needs.kept and ground.typical is not None:  # the Relevance reads their texts too
+        relevance_at = set(ground.sample) | tops
+        texts.update((m.seq, m.body) for m in rows_of(conn, session_id,
+                                                      relevance_at - set(texts)))
+    attribution_at = sorted(texts) if mode == "hybrid" else sorted(
+        {x for s, _ in vec[:semantic.ATTRIBUTION_TOP] for x in (s - 1, s)} & set(texts))
+    text_vectors: dict[int, Sequence[float]] = {}
+    if vec:
+        text_vectors, ground.kept = _kept(store, session_id, attribution_at, relevance_at,
+                                          needs.kept)
+    return Candidates(keyword, vec, late, cover, unsearchable, texts, text_vectors, ground)
+
+
+def _keyword(conn: sqlite3.Connection | None, session_id: str, query: Query, mode: str,
+             scope: Scope, window: TimeWindow, n: int
+             ) -> tuple[list[tuple[int, float]], float | None]:
+    """Hybrid: the any-term keyword ranking of the history before the context window, and
+    the share of the query's tokens its best hit holds."""
+    if mode != "hybrid" or conn is None:
+        return [], None
+    ranked, _ = keyword_ranking(conn, session_id, query, n, hi_seq=scope.cutoff,
+                                window=window, match="any")
+    if not ranked:
+        return ranked, None
+    best = rows_of(conn, session_id, [ranked[0][0]])
+    tokens = fts.term_tokens(best[0].body) if best else []
+    return ranked, fusion.coverage(query.tokens, tokens)
+
+
+def _texts(conn: sqlite3.Connection | None, session_id: str, scope: Scope,
+           vec: Sequence[tuple[int, float]], keyword: Sequence[tuple[int, float]]
+           ) -> dict[int, str]:
+    """Texts for the attribution check, before and after fusion (smoothing adds neighbours):
+    the top hits of both rankings, two messages before each and one after."""
+    top = [s for s, _ in [*vec[:2 * semantic.ATTRIBUTION_TOP],
+                          *keyword[:2 * semantic.ATTRIBUTION_TOP]]]
+    want = {x for s in top for x in (s - 2, s - 1, s, s + 1) if x >= 0}
+    texts = {m.seq: m.body for m in scope.recent if m.seq in want}
+    texts.update((m.seq, m.body) for m in rows_of(conn, session_id, want - set(texts)))
+    return texts
+
+
+def _unindexed(conn: sqlite3.Connection | None, session_id: str, query: Query, mode: str,
+               scope: Scope, window: TimeWindow, unindexed: Sequence[int]
+               ) -> list[tuple[int, float]]:
+    """Semantic: the keyword ranking of the messages the catch-up left without a vector."""
+    if mode != "semantic" or not unindexed or conn is None:
+        return []
+    wanted = set(unindexed)
+    ranked, _ = keyword_ranking(conn, session_id, query, POOL, hi_seq=scope.vector_hi,
+                                window=window, match="any")
+    return [(seq, sc) for seq, sc in ranked if seq in wanted]
+
+
+def _tops(vec: Sequence[tuple[int, float]], needs: Needs) -> set[int]:
+    """The top hits the Relevance reads, as attribution may leave them (a hit or the message
+    before it)."""
+    return {x for s, _ in vec[:needs.top] for x in (s - 1, s) if x >= 0}
+
+
+def _kept(store: Store, session_id: str, attribution_at: Sequence[int],
+          relevance_at: set[int], key: str | None
+          ) -> tuple[dict[int, Sequence[float]], dict[int, Sequence[float]]]:
+    """The kept text vectors attribution reads and those the Relevance reads (under `key`),
+    in one read."""
+    own = attribution.OWN_TEXT
+    keys = (own, key) if relevance_at and key else (own,)
+    loaded = attribution.load_keys(store, session_id,
+                                   sorted(set(attribution_at) | relevance_at), keys)
+    keep_at = set(attribution_at)
+    text_vectors = {s: v for s, v in loaded.get(own, {}).items() if s in keep_at}
+    kept = loaded.get(key, {}) if relevance_at and key else {}
+    return text_vectors, kept
