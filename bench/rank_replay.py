@@ -214,8 +214,11 @@ class Lookup:
 
 
 def shipped(mode: str = "hybrid", pool: int = 50):
-    """The product's ranking after its candidates (engine.vector_search without the floor)."""
+    """The product's ranking after its candidates before issue #40 (reciprocal-rank fusion,
+    engine.vector_search without the floor)."""
+    from agenvoy_cli.home import fts
     from agenvoy_cli.search import fusion, semantic
+    from agenvoy_cli.search.query import Query
 
     def rule(q: dict, sess: dict) -> list[int]:
         import numpy as np
@@ -230,17 +233,12 @@ def shipped(mode: str = "hybrid", pool: int = 50):
         if mode == "semantic":
             return [s for s, _ in vec]
         kw = q["kw"][:pool]
-        cover = None
-        if kw:
-            from agenvoy_cli.home import fts
-            from agenvoy_cli.search.keyword import content_query
-
-            cover = fusion.coverage(
-                [t for term in fts.query_terms(content_query(q["q"])) for t in term],
-                fts.term_tokens(bodies[kw[0][0]]))
-        w = fusion.weights(q["q"], [bodies[s] for s, _ in vec[:5]], cover)
-        ranked = fusion.fuse(kw, vec, w_keyword=w.keyword, w_vector=w.vector, hi=sess["hi"],
-                             neighbour=fusion.FUSION_NEIGHBOUR)
+        query = Query.parse(q["q"])
+        cover = fusion.coverage(query.tokens, fts.term_tokens(bodies[kw[0][0]])) \
+            if kw else None
+        w = fusion.weights(query, [bodies[s] for s, _ in vec[:5]], cover)
+        ranked = fusion.fuse([fusion.Ranking("keyword", kw, w.keyword),
+                              fusion.Ranking("vector", vec, w.vector)], hi=sess["hi"])
         ranked = semantic.attribute(ranked, q["qv"], sess["lookup"], bodies, state)
         return [s for s, _ in ranked]
     return rule
@@ -250,7 +248,38 @@ def keyword_rule(q: dict, sess: dict) -> list[int]:
     return [s for s, _ in q["kw"][:50]]
 
 
-RULES = {"shipped": shipped(), "semantic": shipped("semantic"), "keyword": keyword_rule}
+def fitted(mode: str = "hybrid"):
+    """The shipped ranking stage (search/ranking.py) over the replayed signals, as
+    engine.vector_search calls it (the floor left out)."""
+    from agenvoy_cli.search import fusion, ranking
+    from agenvoy_cli.search.query import Query
+
+    def rule(q: dict, sess: dict) -> list[int]:
+        import numpy as np
+
+        n = len(sess["seqs"])
+        order = np.argsort(-q["c"], kind="stable")[:POOL]
+        vec = [(int(i), float(q["c"][i])) for i in order]
+        kw = [(s, sc) for s, sc in q["kw"][:POOL] if s < n] if mode == "hybrid" else []
+        query = Query.parse(q["q"])
+        memories = [sess["bodies"][s] for s, _ in vec[:5]]
+        mismatch = fusion.weights(query, memories, None).why == "script mismatch"
+        cands = ranking.pool(vec, kw, 0, n, True)
+        near = {x for s in cands for x in (s - 1, s, s + 1) if 0 <= x < n}
+        sample = list(range(0, n, max(1, n // BACKGROUND)))[:BACKGROUND]
+        signals = ranking.Signals(
+            keyword=kw, similarity={s: float(q["c"][s]) for s in near},
+            background=[float(q["c"][s]) for s in sample],
+            texts={s: sess["bodies"][s] for s in cands},
+            second={s: float(q["u"][s]) for s in cands},
+            second_background=[float(q["u"][s]) for s in sample])
+        return [s for s, _ in ranking.rank(cands, signals,
+                                           ranking.weights(mode, query, mismatch))][:50]
+    return rule
+
+
+RULES = {"shipped": shipped(), "semantic": shipped("semantic"), "keyword": keyword_rule,
+         "fitted-hybrid": fitted("hybrid"), "fitted-semantic": fitted("semantic")}
 
 
 # ----------------------------------------------------------------------------- a fitted rule
@@ -289,7 +318,7 @@ def feature_matrix(q: dict, sess: dict):
     import numpy as np
 
     n = len(sess["seqs"])
-    sample = np.linspace(0, n - 1, min(BACKGROUND, n)).astype(int)
+    sample = np.array(list(range(0, n, max(1, n // BACKGROUND)))[:BACKGROUND])  # semantic.py's
 
     def z(x):
         ref = x[sample]
@@ -297,11 +326,14 @@ def feature_matrix(q: dict, sess: dict):
 
     f = {"zc": z(q["c"]), "zu": z(q["u"]), "za": z(q["a"]),
          "zsp": z(q["sp"]) if "sp" in q else np.zeros(n)}
-    bm = q["bm"]
+    bm = np.zeros(n)  # the keyword ranking as deep as the search reads it
+    for seq, score in q["kw"][:POOL]:
+        if seq < n:
+            bm[seq] = score
     f["bmn"] = bm / (bm.max() + 1e-9)
     f["bmhit"] = (bm > 0) * 1.0
     rbm = np.zeros(n)
-    for r, (seq, _) in enumerate(q["kw"], 1):
+    for r, (seq, _) in enumerate(q["kw"][:POOL], 1):
         if seq < n:
             rbm[seq] = K_RANK / (K_RANK + r)
     f["rbm"] = rbm
@@ -392,6 +424,32 @@ def cross_validate(rows: list[tuple], names: list[str], **kw) -> tuple[dict, obj
             train(rows, cols, **kw))
 
 
+def attributed(order: list[int], q: dict, sess: dict) -> list[int]:
+    """attribution after the ranking, as the search does it (search/semantic.py attribute)."""
+    from agenvoy_cli.search import semantic
+
+    if "lookup" not in sess:
+        sess["lookup"] = Lookup(sess)
+    ranked = [(s, 0.0) for s in order]
+    return [s for s, _ in semantic.attribute(ranked, q["qv"], sess["lookup"], sess["bodies"])]
+
+
+def cross_validate_rule(rows: list[tuple], names: list[str], attribution: bool, d: dict,
+                        **kw) -> dict:
+    """As cross_validate, the held-out rankings attributed after the linear order."""
+    cols = [ALL.index(n) for n in names]
+    out = []
+    for held in sorted({r[0]["session"] for r in rows}):
+        w = train([r for r in rows if r[0]["session"] != held], cols, **kw)
+        for q, f, _, p in rows:
+            if q["session"] == held:
+                order = linear_order(w, cols, f, p)
+                if attribution:
+                    order = attributed(order, q, d["sessions"][q["session"]])
+                out.append(score_ranked(order, q["gold"]))
+    return {k: sum(r[k] for r in out) / len(out) for k in out[0]}
+
+
 def fmt(m: dict) -> str:
     return f"{m['R@5']:.3f}/{m['R@10']:.3f}/{m['MRR']:.3f}"
 
@@ -409,6 +467,9 @@ def run_fit(args) -> None:
             m, w = cross_validate(rows, names)
             print(f"{args.mode:8} {name:10} {spec:60} CV {fmt(m)}  w "
                   f"{np.round(w, 3).tolist()}", flush=True)
+            if args.attribution:
+                m = cross_validate_rule(rows, names, True, d)
+                print(f"{'':8} {name:10} {'  + attribution':60} CV {fmt(m)}", flush=True)
 
 
 def show(name: str, res: dict[str, dict]) -> None:
@@ -437,6 +498,8 @@ def main() -> None:
     f = sub.add_parser("fit", help="cross-validated listwise fits of feature sets")
     f.add_argument("--sets", default="locomo,zh_memory")
     f.add_argument("--mode", choices=["hybrid", "semantic"], default="hybrid")
+    f.add_argument("--attribution", action="store_true",
+                   help="also: the held-out rankings attributed after the linear order")
     f.add_argument("features", nargs="+", help="comma-separated feature names (ALL)")
     e = sub.add_parser("eval")
     e.add_argument("--sets", default="locomo,zh_memory")
