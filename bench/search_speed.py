@@ -72,8 +72,8 @@ def build_archive(home: Path, rows: int) -> None:
     from agenvoy_cli.conversation import archive
     from agenvoy_cli.conversation.messages import header_for, message_hash, strip_header
     from agenvoy_cli.home import fts
-    from agenvoy_cli.home.config import Settings
     from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.settings import Settings
     from agenvoy_cli.vectors.hooks import open_store
 
     done = home / ".built"
@@ -181,9 +181,9 @@ print(json.dumps(marks))
 
 
 def build_vectors(home: Path, count: int) -> dict:
-    from agenvoy_cli.home.config import Settings
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.search import catchup
+    from agenvoy_cli.settings import Settings
     from agenvoy_cli.vectors.hooks import open_store
 
     done = home / ".built"

@@ -562,14 +562,14 @@ def test_every_mcp_tool_with_any_arguments_in_process(call, tmp_path_factory, mo
     from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.server import agenvoy_tools, handlers
     from agenvoy_cli.server.recent_cache import WarmStore
-    from agenvoy_cli.vectors.hooks import VECTOR_HOOKS
+    from agenvoy_cli.vectors.hooks import VectorHooks
     from tests import words_embedder
 
     words_embedder.use(monkeypatch, words_embedder.WordsEmbedder())
     home = tmp_path_factory.mktemp("tools") / "home"
     tool_home(home)
     name, raw = call
-    store = WarmStore(Layout(home), hooks=VECTOR_HOOKS)
+    store = WarmStore(Layout(home), hooks=VectorHooks())
     try:
         before = snapshot(home)
         try:

