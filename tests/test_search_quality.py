@@ -103,6 +103,41 @@ def test_top_hit_is_the_message_that_matches_not_its_reply(run, query, target):
         assert ranked(search(run, "p", query, "--mode", mode, "--limit", "3"))[0] == target
 
 
+ACKED = [m for fact in (
+    "My sister Anna lives in Lisbon and works as a nurse.",
+    "We decided the deploy timeout is 45 seconds.",
+    "The wifi password at the cabin is pinecone42.",
+    "I'm allergic to peanuts, keep that in mind for recipes.",
+    "Our cat is called Miso and she is 7 years old.",
+    "The quarterly report is due on March 14.",
+    "I switched the database from MySQL to Postgres last week.",
+    "My favourite band is Radiohead.",
+    "The car needs an oil change every 10,000 km.",
+    "Bob's birthday party is on Saturday at 6pm.",
+) for m in ({"role": "user", "content": fact},
+            {"role": "assistant", "content": "Got it, I'll remember that."})] + [
+    {"role": "user" if i % 2 == 0 else "assistant",
+     "content": f"filler question {i // 2} about nothing in particular" if i % 2 == 0
+     else f"filler answer {i // 2}"} for i in range(16)]
+
+
+def test_an_acknowledgement_is_credited_to_the_fact_before_it(run):
+    """Issue #40: the ack after a fact carries the fact's words in its vector (each message
+    is embedded with the end of the one before it); it must not be listed as a hit of its
+    own (marked '>') beside the fact: it shows as the fact's context."""
+    append(run, "acked", ACKED)
+    for mode in ("semantic", "hybrid"):
+        doc = search(run, "acked", "where does my sister live", "--mode", mode, "--limit", "3")
+        hits = ranked(doc)
+        assert hits[0] == 0, (mode, hits)
+        assert 1 not in hits, (mode, hits)
+        assert any(r["seq"] == 1 and not r["hit"] for r in doc["results"]), mode
+        res = run("search", "acked", "--mode", mode, "--limit", "3", "-q",
+                  "where does my sister live")
+        marked = [line for line in res.stdout.splitlines() if line.startswith(">")]
+        assert marked and not any("Got it" in line for line in marked), res.stdout
+
+
 def test_short_session_says_everything_is_in_the_context_window(run):
     append(run, "short", turns("my cat is called Miso", "cute", "she is three", "nice"))
     for mode in ("semantic", "hybrid"):

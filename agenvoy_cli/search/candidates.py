@@ -85,8 +85,9 @@ def gather(store: Store, session_id: str, query: Query, mode: str, scope: Scope,
         relevance_at = set(ground.sample) | tops
         texts.update((m.seq, m.body) for m in rows_of(conn, session_id,
                                                       relevance_at - set(texts)))
+    checked = max(semantic.ATTRIBUTION_TOP, semantic.CREDIT_TOP)  # attribute, credit
     attribution_at = sorted(texts) if mode == "hybrid" else sorted(
-        {x for s, _ in vec[:semantic.ATTRIBUTION_TOP] for x in (s - 1, s)} & set(texts))
+        {x for s, _ in vec[:checked] for x in (s - 1, s)} & set(texts))
     text_vectors: dict[int, Sequence[float]] = {}
     if vec:
         text_vectors, ground.kept = _kept(store, session_id, attribution_at, relevance_at,

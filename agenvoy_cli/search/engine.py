@@ -154,6 +154,9 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     ranked = _fuse(mode, query, cand, vec, window, scope)
     if vec and mode == "hybrid":  # hits that came by vectors: keep them attributed after
         ranked = semantic.attribute(ranked, vector, own_text, cand.texts, state)
+    if vec:  # a hit that owes its place to the hit before it is that hit's context
+        ranked = semantic.credit(ranked, vector, own_text, cand.texts,
+                                 cand.background.typical, state)
     _keep(store, session_id, cand.texts, own_text.new, OWN_TEXT)
     fill(result, store, session_id, scope, ranked[:limit], query, expand_lo=lo)
     if floored and not result.results:
