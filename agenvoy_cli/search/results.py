@@ -90,10 +90,12 @@ class SearchResult:
     searchable_count: int | None = None
     message_count: int | None = None
     floor: float | None = None  # the relevance floor applied (semantic side)
+    score_kind: str | None = None  # what `score` is (None: the mode's, SCORE_KINDS)
 
     def as_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"session_id": self.session_id, "query": self.query,
-                               "mode": self.mode, "score_kind": SCORE_KINDS[self.mode]}
+                               "mode": self.mode,
+                               "score_kind": self.score_kind or SCORE_KINDS[self.mode]}
         if self.match is not None:
             doc["match"] = self.match
         if self.mode != "keyword":
