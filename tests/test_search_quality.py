@@ -140,13 +140,27 @@ def test_an_acknowledgement_is_credited_to_the_fact_before_it(run):
 
 def test_short_session_says_everything_is_in_the_context_window(run):
     append(run, "short", turns("my cat is called Miso", "cute", "she is three", "nice"))
-    for mode in ("semantic", "hybrid"):
-        res = run("search", "short", "what is my cat called", "--mode", mode)
-        assert res.exit_code == 0, res.stderr
-        assert "all 4 messages are in the context window" in res.stdout
-        assert "keyword" not in res.stdout
-        doc = search(run, "short", "what is my cat called", "--mode", mode)
-        assert doc["results"] == [] and doc["searchable_count"] == 0
+    res = run("search", "short", "what is my cat called", "--mode", "semantic")
+    assert res.exit_code == 0, res.stderr
+    assert "all 4 messages are in the context window" in res.stdout
+    assert "keyword" not in res.stdout
+    doc = search(run, "short", "what is my cat called", "--mode", "semantic")
+    assert doc["results"] == [] and doc["searchable_count"] == 0
+
+
+def test_hybrid_answers_what_keyword_answers_when_the_window_holds_everything(run):
+    """Issue #40: on a session the context window holds whole, hybrid returned nothing while
+    keyword found the message; it returns the keyword matches, said to be in the window."""
+    append(run, "short", turns("my cat is called Miso", "cute", "she is three", "nice"))
+    doc = search(run, "short", "what is my cat called", "--mode", "hybrid")
+    assert ranked(doc)[0] == 0, doc
+    assert doc["searchable_count"] == 0 and doc["score_kind"] == "bm25"
+    assert [n["code"] for n in doc["notes"]] == ["context_window"]
+    res = run("search", "short", "what is my cat called", "--mode", "hybrid")
+    assert "> [" in res.stdout and "my cat is called Miso" in res.stdout
+    assert "all 4 messages are in the context window" in res.stdout
+    nothing = search(run, "short", "zanzibar ferries", "--mode", "hybrid")
+    assert nothing["results"] == [] and "context window" in nothing["notes"][0]["message"]
 
 
 def test_semantic_relevance_floor(run, home: Path, monkeypatch):

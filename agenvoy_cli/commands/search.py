@@ -42,9 +42,13 @@ def _empty(doc: dict[str, Any]) -> str:
 
 
 def _any_note(doc: dict[str, Any], out: list[str]) -> None:
-    if any(n["code"] == "any_term" for n in doc.get("notes", ())):
+    codes = {n["code"]: n["message"] for n in doc.get("notes", ())}
+    if "any_term" in codes:
         out.append("")
         out.append("(no message has every term; showing messages with any of them)")
+    if "context_window" in codes:  # hybrid: keyword matches inside the window
+        out.append("")
+        out.append(f"({codes['context_window']})")
 
 
 def _render_time(doc: dict[str, Any]) -> str:

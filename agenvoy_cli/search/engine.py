@@ -144,9 +144,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     _note_left_out(result, caught, cand.unsearchable, budget)
     lo = _searched(result, scope, mode)
     if not result.searchable_count:
-        result.note("context_window", f"all {result.message_count} messages are in the "
-                    "context window: nothing else to search")
-        return result
+        return _all_in_window(store, session_id, query, mode, result, limit, window)
     state = semantic.Attribution()
     own_text = _own_text_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, own_text, cand.texts, state)
@@ -171,6 +169,24 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     fill(result, store, session_id, scope, ranked[:limit], query, expand_lo=lo)
     if floored and not result.results:
         result.note("not_related", f"no message is related closely enough to: {query.text}")
+    return result
+
+
+def _all_in_window(store: Store, session_id: str, query: Query, mode: str,
+                   result: SearchResult, limit: int, window: TimeWindow) -> SearchResult:
+    """Every message is in the context window: semantic says so and answers nothing (as
+    upstream); hybrid answers at least what keyword answers (issue #40): the keyword
+    matches among them (any term), said to be in the window."""
+    total = result.message_count
+    found = keyword_search(store, session_id, query, limit=limit, window=window,
+                           match="any") if mode == "hybrid" else None
+    if found is None or not found.results:
+        result.note("context_window", f"all {total} messages are in the context window: "
+                    "nothing else to search")
+        return result
+    result.results, result.score_kind = found.results, "bm25"
+    result.note("context_window", f"all {total} messages are in the context window (the "
+                "agent sees them already); these are its keyword matches")
     return result
 
 
