@@ -29,7 +29,8 @@ def _line(row: dict[str, Any], marker: str = "") -> str:
 
 
 # notes the text output shows on stdout (in place of results, or below them), not on stderr
-ON_STDOUT = ("nothing_searchable", "context_window", "not_related", "any_term")
+ON_STDOUT = ("nothing_searchable", "context_window", "not_related", "any_term",
+             "other_script")
 
 
 def _empty(doc: dict[str, Any]) -> str:

@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from agenvoy_cli.search.candidates import Candidates, Wanted
     from agenvoy_cli.search.relevance import Decision, Relevance
 
+OTHER_SCRIPT_SAMPLE = 50  # recent messages whose script a failed keyword search compares
+
 # The vector pipeline's modules (candidates, relevance, the vector index's) are imported by the
 # functions that run it: at the top they cost every keyword search ~12 ms CPU (216 vs 204 ms
 # a process, 11 interleaved runs), which append, context and keyword search do not pay.
@@ -89,8 +91,21 @@ def keyword_search(store: Store, session_id: str, query: Query, *, limit: int = 
                             "messages with any of them")
             else:
                 result.match = "all"
+        if not hits:
+            _note_other_script(result, query, scope)
     fill(result, store, session_id, scope, hits, query, expand_lo=None)
     return result
+
+
+def _note_other_script(result: SearchResult, query: Query, scope: Scope) -> None:
+    """Nothing found, and the query is in another script than the recent memories (a
+    Chinese question about English messages: no word can match): say so, and that
+    semantic search matches across languages (issue #40)."""
+    texts = [m.body for m in scope.recent[-OTHER_SCRIPT_SAMPLE:] if m.body.strip()]
+    if fusion.scripts_differ(query, texts):
+        result.note("other_script", f"no matches with keyword: {query.text} (the query and "
+                    "the memories are written in different scripts, so no word can match; "
+                    "`--mode semantic` matches across languages)")
 
 
 def _keyword_hits(store: Store, session_id: str, query: Query, scope: Scope, limit: int,

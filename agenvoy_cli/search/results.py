@@ -55,6 +55,7 @@ NOTE_CODES = {
     "context_window": "every searchable message is in the context window",
     "not_related": "no message is related closely enough (the relevance floor)",
     "nothing_searchable": "the query has no searchable word",
+    "other_script": "keyword found nothing; the query and the memories are in different scripts",
     "unindexed": "messages without a vector yet, searched by keyword only",
     "budget_spent": "the embedding budget ran out: the rest searched by keyword only",
     "unarchived": "messages of history.json not in SQLite yet: not searchable",
