@@ -105,7 +105,7 @@ def gather(store: Store, session_id: str, query: Query, mode: str, scope: Scope,
         found.similarity = _similarity(ground, near, vector)
     if vec:
         found.text_vectors, ground.kept, found.second_vectors = _kept(
-            store, session_id, _attribution_at(mode, vec, texts),
+            store, session_id, _attribution_at(mode, vec, texts, pool),
             (relevance_at, needs.kept), (second_at, wanted.second))
     return found
 
@@ -134,12 +134,16 @@ def _background(store: Store, session_id: str, vector: Sequence[float], scope: S
     return ground
 
 
-def _attribution_at(mode: str, vec: Sequence[tuple[int, float]], texts: dict[int, str]
-                    ) -> list[int]:
-    """The messages whose kept own-text vectors attribution and credit read."""
+def _attribution_at(mode: str, vec: Sequence[tuple[int, float]], texts: dict[int, str],
+                    pool: Sequence[int]) -> list[int]:
+    """The messages whose kept own-text vectors attribution and credit read: hybrid, every
+    text gathered; semantic, the top hits and the messages before them, and the fitted
+    ranking's pool (its top is attributed too) with the messages before its members."""
     checked = max(semantic.ATTRIBUTION_TOP, semantic.CREDIT_TOP)
-    return sorted(texts) if mode == "hybrid" else sorted(
-        {x for s, _ in vec[:checked] for x in (s - 1, s)} & set(texts))
+    if mode == "hybrid":
+        return sorted(texts)
+    tops = [s for s, _ in vec[:checked]] + list(pool)
+    return sorted({x for s in tops for x in (s - 1, s)} & set(texts))
 
 
 def _similarity(ground: Background, near: set[int], vector: Sequence[float]
