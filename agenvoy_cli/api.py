@@ -103,15 +103,16 @@ class Memory:
 
     def append(self, session_id: str, messages: Sequence[dict[str, Any]], *,
                time: datetime | None = None, compact: bool = True,
-               sender: str = "") -> dict[str, Any]:
+               sender: str = "", warn: Warn | None = None) -> dict[str, Any]:
         """Append OpenAI-style messages to a session (history.json, then SQLite), all or
         nothing. `time` is the local time for messages without a time header (now);
-        `sender` names who sent them (written in the session's format)."""
+        `sender` names who sent them (written in the session's format). A compaction that
+        fails after the append is reported through `warn`."""
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
         result = self.store.append(session_id, list(messages), time, compact=compact,
-                                   sender=sender)
+                                   sender=sender, warn=warn)
         return {"session_id": result.session_id, "appended": result.appended,
                 "message_count": result.messages, "bytes": result.bytes,
                 "compaction": result.compaction.as_dict() if result.compaction else None}
@@ -119,9 +120,14 @@ class Memory:
     def context(self, session_id: str, max_messages: int | None = None, *,
                 warn: Warn | None = None) -> dict[str, Any]:
         """The messages to send to the model this turn: the rolling summary (as a system
-        message) and the last `max_messages` (max_history_messages, 16)."""
+        message) and the last `max_messages` (max_history_messages, 16); and how many
+        knowledge notes the home keeps (when any, Agenvoy has its agent search them first;
+        None when history.db cannot be read: the messages come from history.json)."""
+        from agenvoy_cli.notes.files import context_note_count
+
         messages = self.store.context(session_id, max_messages, warn=warn)
-        return {"session_id": session_id, **list_document("messages", messages)}
+        return {"session_id": session_id, **list_document("messages", messages),
+                "knowledge_note_count": context_note_count(self.store, **_warn(warn))}
 
     def search(self, session_id: str, query: str, *, mode: str = "semantic",
                limit: int = 8, range: str = "all", since: str | None = None,
@@ -228,15 +234,17 @@ class Memory:
         return doc
 
     def forget(self, session_id: str, seqs: Sequence[int] = (), match: str | None = None, *,
-               dry_run: bool = False) -> dict[str, Any]:
+               dry_run: bool = False, warn: Warn | None = None) -> dict[str, Any]:
         """Remove messages (by seq, or every one containing `match`) from history.json,
-        the archive and the vectors; the summary is not rewritten (see "notes")."""
+        the archive and the vectors, from all of them or (an error says so) from none; the
+        summary is not rewritten (see "notes")."""
         from agenvoy_cli.conversation.forget import forget_messages
         from agenvoy_cli.conversation.history_format import sender
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
-        result = forget_messages(self.store, session_id, tuple(seqs), match, dry_run=dry_run)
+        result = forget_messages(self.store, session_id, tuple(seqs), match, dry_run=dry_run,
+                                 warn=warn)
         messages = [{"seq": m.seq, "role": m.role, **moment("sent", m.send_at),
                      "sender": sender(m.raw) or None, "content": m.body}
                     for m in result.messages]
@@ -340,15 +348,17 @@ class Memory:
     def doctor(self, session_id: str | None = None, *, repair: bool = False
                ) -> dict[str, Any]:
         """Check the home's invariants (one session, or all); `repair` fixes what can be
-        fixed from what is on disk. "remaining": the problems left (0: healthy)."""
-        from agenvoy_cli.doctor.checks import run_doctor
+        fixed from what is on disk. "remaining": the problems left (0: healthy);
+        "kept_aside": damaged files a repair kept (path, bytes, remove_with)."""
+        from agenvoy_cli.doctor.checks import kept_aside, run_doctor
 
         if session_id is not None:
             self.store.require(session_id)
         ids = [session_id] if session_id else self.store.session_ids()
         problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
         return {"session_count": len(ids), **list_document("problems", problems),
-                "remaining": sum(1 for p in problems if not p["repaired"])}
+                "remaining": sum(1 for p in problems if not p["repaired"]),
+                "kept_aside": kept_aside(self.store, ids)}
 
     def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False, sidechains: str = "apart",
@@ -378,7 +388,8 @@ class Memory:
                       semantic: bool | None = None, warn: Warn | None = None,
                       budget: float | None = None) -> dict[str, Any]:
         """Error records related to an error text (best first), and the hint to inject into
-        the agent's next turn ("" when nothing is known). Renews the records' expiry.
+        the agent's next turn: only records that describe the same failure clear the hint
+        bar ("" and the note `not_related` when none does). Renews the returned records.
         `budget`: at most this many seconds embedding records that lack a vector first."""
         from agenvoy_cli.errormem.ranking import lookup
 
@@ -391,7 +402,8 @@ class Memory:
         result = lookup(self.store, query, **options)
         return {**list_document("records", [h.as_dict() for h in result.hits]),
                 "hint": result.hint, "mode": result.mode, "match": result.match,
-                "unindexed_count": result.unindexed_count}
+                "unindexed_count": result.unindexed_count,
+                "notes": [n.as_dict() for n in result.notes]}
 
     def record_error(self, tool_name: str, keywords: Sequence[str], symptom: str,
                      action: str, outcome: str, cause: str | None = None, *,
@@ -443,6 +455,129 @@ class Memory:
         gone = prune(self.store, dry_run=dry_run, **_warn(warn))
         return {**list_document("records", [r.as_dict() for r in gone]), "dry_run": dry_run,
                 "pruned": 0 if dry_run else len(gone)}
+
+    # -- knowledge notes ------------------------------------------------------------------
+    # Every call first takes in the home's legacy knowledge/*.md once (notes/files.py), as
+    # Agenvoy migrates them at start.
+
+    def _legacy(self, warn: Warn | None) -> None:
+        from agenvoy_cli.notes.files import take_legacy
+
+        take_legacy(self.store, **_warn(warn))
+
+    def notes(self, *, warn: Warn | None = None) -> dict[str, Any]:
+        """Every knowledge note (name, bytes, created_at, updated_at, source), by name."""
+        from agenvoy_cli.notes.store import list_notes
+
+        self._legacy(warn)
+        return list_document("knowledge_notes",
+                             [n.as_dict(content=False) for n in list_notes(self.store)])
+
+    def note(self, name: str, *, warn: Warn | None = None) -> dict[str, Any]:
+        """One note with its content (NotFound)."""
+        from agenvoy_cli.notes.store import get
+
+        self._legacy(warn)
+        return get(self.store, name).as_dict()
+
+    def add_note(self, content: str, name: str | None = None, *, replace: bool = False,
+                 source: str = "", warn: Warn | None = None) -> dict[str, Any]:
+        """Save a note; without a name it is named after its content's first line (Agenvoy's
+        rules: at most 32 characters, no path separator or glob character, no leading dot).
+        An existing name is refused (BadInput) unless `replace`. "action": added | replaced
+        | unchanged."""
+        from agenvoy_cli.notes.names import check_content, note_name
+        from agenvoy_cli.notes.store import save
+
+        check_content(content)
+        key = note_name(name, content)
+        self._legacy(warn)
+        note, action = save(self.store, key, content, replace=replace, source=source,
+                            **_warn(warn))
+        return {**note.as_dict(), "action": action}
+
+    def note_from_message(self, session_id: str, seq: int, name: str | None = None, *,
+                          replace: bool = False, warn: Warn | None = None) -> dict[str, Any]:
+        """Save an archived message's text (its time header left out) as a note, named
+        after its first line unless `name` is given (as Agenvoy's web UI saves a reply)."""
+        from agenvoy_cli.conversation import archive
+        from agenvoy_cli.conversation.messages import content_text, strip_header
+        from agenvoy_cli.errors import BadInput, NotFound
+        from agenvoy_cli.home.layout import validate_name
+
+        validate_name(session_id)
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise BadInput(f"SEQ must be a message's place (an integer >= 0), got {seq!r}")
+        conn = self.store.db_readonly()
+        rows = []
+        if conn is not None:
+            with self.store.read_lock():
+                conn = self.store.db_readonly()
+                rows = archive.rows_from(conn, session_id, seq, seq + 1) if conn else []
+        if not rows:
+            raise NotFound(f"session {session_id!r} has no archived message {seq}")
+        text = strip_header(content_text(rows[0].raw.get("content"))).strip("\n")
+        if not text.strip():
+            raise BadInput(f"message {seq} of {session_id!r} has no text to save")
+        return self.add_note(text, name, replace=replace, source=f"{session_id}#{seq}",
+                             warn=warn)
+
+    def edit_note(self, name: str, content: str | None = None, *, rename: str | None = None,
+                  replace: bool = False, warn: Warn | None = None) -> dict[str, Any]:
+        """Change a note's content and/or name (NotFound; a new name that exists is refused
+        unless `replace`). "action": replaced | renamed | unchanged."""
+        from agenvoy_cli.errors import BadInput
+        from agenvoy_cli.notes.names import check_content, check_name, note_name
+        from agenvoy_cli.notes.store import get, save
+
+        key = check_name(name)
+        if content is not None:
+            check_content(content)
+        if rename is not None and not rename.strip():
+            raise BadInput("the new name is empty")
+        self._legacy(warn)
+        old = get(self.store, key)
+        body = old.content if content is None else content
+        target = key if rename is None else note_name(rename, body)
+        note, action = save(self.store, target, body, replace=replace or target == key,
+                            rename_from=key if target != key else None, **_warn(warn))
+        return {**note.as_dict(), "action": action, "renamed_from": key if target != key
+                else None}
+
+    def remove_note(self, name: str, *, warn: Warn | None = None) -> dict[str, Any]:
+        """Delete a note everywhere it lives: its vectors, its row and its full-text entry."""
+        from agenvoy_cli.notes.store import remove
+
+        self._legacy(warn)
+        gone = remove(self.store, name, **_warn(warn))
+        return {"name": gone.name, "removed": 1}
+
+    def search_notes(self, query: str, *, mode: str = "hybrid", limit: int = 5,
+                     match: str | None = None, budget: float | None = None,
+                     warn: Warn | None = None) -> dict[str, Any]:
+        """Notes related to a query, best first, each with a snippet: keyword, semantic or
+        hybrid (default). `budget`: at most this many seconds embedding notes that have no
+        vector yet first (None: all)."""
+        from agenvoy_cli.notes.search import search_notes
+
+        self._legacy(warn)
+        return search_notes(self.store, query, mode, limit=limit, match=match, budget=budget,
+                      **_warn(warn)).as_dict()
+
+    def export_notes(self, directory: str, *, warn: Warn | None = None) -> dict[str, Any]:
+        """Every note as DIRECTORY/NAME.md (never inside the home)."""
+        from agenvoy_cli.notes.files import export
+
+        self._legacy(warn)
+        files = export(self.store, directory)
+        return {"directory": str(directory), **list_document("files", files)}
+
+    def note_count(self) -> int:
+        """How many notes the home has (its legacy knowledge/*.md not taken in yet too),
+        without writing anything: whether to follow Agenvoy's rule and ask them first."""
+        from agenvoy_cli.notes.files import note_count
+
+        return note_count(self.store)
 
     # -- document RAG ---------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "Check (and --repair) the invariants of a home."),
     "forget": ("forget", "Remove messages everywhere they live (e.g. a leaked secret)."),
     "rag": ("rag", "Named document databases: create, add, sync, search."),
+    "notes": ("notes", "The operator's knowledge notes: add, list, show, search, edit."),
     "import": ("import_history", "Import Claude Code, Codex, ChatGPT, OpenAI or agenvoy history."),
     "export": ("export", "Export sessions as lossless JSON Lines or Markdown."),
     "mcp": ("mcp", "Serve the memory to agents as a stdio MCP server (warm, indexing ahead)."),
@@ -108,7 +109,9 @@ class LazyGroup(click.Group):
         except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            known = documented(exc)  # OSError/SQLite no layer mapped: a documented code
+            store = (ctx.obj or {}).get("store")
+            home = store.layout.home if store is not None else None
+            known = documented(exc, home)  # OSError/SQLite no layer mapped: a documented code
             if known is not None:
                 fail(str(known), known.exit_code, known.kind, _json_errors(ctx))
                 ctx.exit(known.exit_code)
@@ -190,13 +193,29 @@ def interrupts_raise() -> None:
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
 
 
+def arm_faults(spec: str | None) -> None:
+    """The fault injector of the home's writes (home/faults.py), for tests that run the
+    real program: armed from AGENVOY_FAULTS, read here once at the process's entry."""
+    if not spec:
+        return
+    from agenvoy_cli.home import faults
+
+    try:
+        faults.arm(faults.parse(spec))
+    except ValueError as exc:
+        click.echo(f"agenvoy: {exc}", err=True)
+        sys.exit(2)
+
+
 def main() -> None:
-    from agenvoy_cli.environment import start_program
+    from agenvoy_cli.environment import environment, start_program
+    from agenvoy_cli.settings import Settings
 
     # Everything the CLI creates is private, Chroma's files included (chromadb creates its
     # own with the process umask).
     os.umask(0o077)
     start_program()
+    arm_faults(Settings(environment()).faults)
     try:
         cli.main(prog_name="agenvoy", windows_expand_args=False)
     except KeyboardInterrupt:

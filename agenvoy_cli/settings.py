@@ -105,6 +105,9 @@ KNOBS: tuple[Knob, ...] = (
          "outside a terminal, a progress line at most this often"),
     Knob("max_input_bytes", ("AGENVOY_MAX_INPUT_BYTES",), None, "64 MiB",
          "input limit of `append --messages`, `--content -`, `errors record --from-json`"),
+    Knob("faults", ("AGENVOY_FAULTS",), None, "off",
+         "tests only: fail the Nth write of the home as a full or failing disk, or kill "
+         "the process there (home/faults.py, docs/reliability.md)"),
 )
 BY_NAME = {knob.name: knob for knob in KNOBS}
 
@@ -243,6 +246,11 @@ class Settings:
         return float(self._memo("lock_timeout", read))
 
     # -- the others, each read where it is used ------------------------------------------------
+    @property
+    def faults(self) -> str | None:
+        """The fault injector's plan (home/faults.py), read by cli.py `main` only."""
+        return self.text("AGENVOY_FAULTS")
+
     @property
     def embedder(self) -> str | None:
         """The embedder spec (None: the default)."""

@@ -3,13 +3,20 @@
   ratio 1: median(append one message) / median(python -c "import click, orjson, sqlite3")  <= 1.5
   ratio 2: median(append to a ~5 MiB history.json) / median(append to an empty session)   <= 1.3
 
-Usage: python bench/append.py [--runs 30]
+With --old DIR (a checkout of another agenvoy-cli, e.g. main, run with the same interpreter
+as `python -m agenvoy_cli` from DIR; this tree runs the same way), both appends run for each
+source interleaved (new, old, new, old, ...) on homes of their own, and the medians of wall
+and child CPU time are printed with the CPU ratio new/old (what the fault injector's unarmed
+seam costs the hot path: docs/reliability.md).
+
+Usage: python bench/append.py [--runs 30] [--old DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -26,10 +33,60 @@ def agenvoy_exe() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "agenvoy_cli"]
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
 def wall(cmd: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
+
+
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall, child CPU) seconds of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
+    spent = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return spent, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def compare(runs: int, old: Path) -> None:
+    """Interleaved A/B of both appends: this tree against `old`."""
+    sources = {"new": ROOT, "old": old.resolve()}
+    for src in sources.values():
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(src / "agenvoy_cli")],
+                       check=True)
+    tmp = Path(tempfile.mkdtemp(prefix="agenvoy-bench-ab-"))
+    try:
+        envs = {}
+        for name, src in sources.items():
+            home = tmp / name
+            envs[name] = {**os.environ, "AGENVOY_HOME": str(home),
+                          "AGENVOY_MAX_HISTORY_BYTES": str(8 << 20)}
+            envs[name].pop("AGENVOY_FAULTS", None)
+            build_big(home, "big", 5 << 20)
+            subprocess.run([sys.executable, "-m", "agenvoy_cli", "backfill", "big"],
+                           env=envs[name], cwd=src, check=True, stdout=subprocess.DEVNULL)
+        got: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for n in range(runs):
+            for case, sid in (("empty", f"fresh{n}"), ("big", "big")):
+                for name, src in sources.items():
+                    cmd = [sys.executable, "-m", "agenvoy_cli", "append", sid, "--role", "user",
+                           "--content", "hi"]
+                    got.setdefault((case, name), []).append(timed(cmd, envs[name], src))
+        print(f"A/B, {runs} interleaved runs each, medians (new = {ROOT}, old = {old})")
+        for case in ("empty", "big"):
+            meds = {name: (statistics.median(r[0] for r in got[(case, name)]),
+                           statistics.median(r[1] for r in got[(case, name)]))
+                    for name in sources}
+            print(f"append ({case:5s})  new: wall {meds['new'][0] * 1000:6.1f} ms cpu "
+                  f"{meds['new'][1] * 1000:6.1f} ms   old: wall {meds['old'][0] * 1000:6.1f} ms "
+                  f"cpu {meds['old'][1] * 1000:6.1f} ms   cpu new/old "
+                  f"{meds['new'][1] / meds['old'][1]:.3f}")
+    finally:
+        shutil.rmtree(tmp)
 
 
 def build_big(home: Path, sid: str, target: int) -> int:
@@ -52,7 +109,11 @@ def build_big(home: Path, sid: str, target: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--old", type=Path, help="another checkout to compare with (A/B)")
     args = parser.parse_args()
+    if args.old:
+        compare(args.runs, args.old)
+        return
     # Byte-compile the package as a regular install does (pip compiles on install); with an
     # editable install and PYTHONDONTWRITEBYTECODE set, every run would compile the source.
     import agenvoy_cli

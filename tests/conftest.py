@@ -150,6 +150,15 @@ def embed_server(monkeypatch):
     server.shutdown()
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB tmpfs to fill (tests/helpers/disk.py); skipped where mount is not allowed."""
+    from tests.helpers.disk import tmpfs
+
+    with tmpfs(tmp_path / "small") as mount:
+        yield mount
+
+
 KEY = "sk-test-SECRET-0123456789"  # the API key the `llm` fixture sets
 
 
@@ -173,7 +182,9 @@ SLOW_MODULES = {
     "tests.conversation.test_crash", "tests.test_mcp", "tests.test_mcp_http",
     "tests.test_mcp_agenvoy_tools", "tests.test_load", "tests.test_concurrency",
     "tests.test_vectors_multiprocess", "tests.vectors.test_chroma_server", "tests.test_scale",
-    "tests.release.test_packaging",
+    "tests.release.test_packaging", "tests.test_fault_sweep", "tests.test_disk_full",
+    "tests.test_doctor_faults", "tests.conversation.test_forget_faults",
+    "tests.vectors.test_doctor_vectors",
 }
 
 

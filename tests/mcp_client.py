@@ -168,7 +168,8 @@ async def connect_http(url: str, token: str | None) -> AsyncIterator[Any]:
 
 # What both MCP test files (stdio and HTTP) send and check.
 TOOLS = {"search_chat_history", "remember_error", "search_error_history", "read_error",
-         "list_rag", "search_rag", "append_messages", "get_context"}
+         "list_rag", "search_rag", "search_notes", "read_note", "save_note",
+         "append_messages", "get_context"}
 
 TOPICS = [
     ("user", "My cat Mochi hides under the bed whenever the vacuum cleaner starts."),

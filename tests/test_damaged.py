@@ -97,7 +97,7 @@ def test_full_disk(run, home, tmp_path, monkeypatch):
         else:
             pytest.fail("the disk never filled")
         assert res.exit_code == 1 and res.stderr.count("\n") == 1
-        assert "No space left" in res.stderr or "disk is full" in res.stderr
+        assert f"no space left on {mount / 'home'}" in res.stderr, res.stderr
         hist = orjson.loads((mount / "home/sessions/s/history.json").read_bytes())
         assert len(hist) == len(acked)  # nothing acknowledged lost, nothing half-written
         with sqlite3.connect(mount / "home/.store/history.db") as conn:

@@ -100,6 +100,19 @@ def test_rag_commands(run, home, tmp_path):
     validate(ok(run, "rag", "remove", "d", "--yes"), "rag-remove")
 
 
+def test_notes_commands(run, home, tmp_path):
+    doc = ok(run, "notes", "add", "--content", "# Deploy\n\nvia the pipeline")
+    validate(doc, "notes-add")
+    validate(ok(run, "notes", "edit", "Deploy", "--rename", "deploy rules"), "notes-add")
+    validate(ok(run, "notes", "list"), "notes-list")
+    validate(ok(run, "notes", "show", "deploy rules"), "notes-show")
+    doc = ok(run, "notes", "search", "pipeline", "--mode", "keyword")
+    assert doc["results"][0]["rank"] == 1
+    validate(doc, "notes-search")
+    validate(ok(run, "notes", "export", str(tmp_path / "out")), "notes-export")
+    validate(ok(run, "notes", "remove", "deploy rules", "--yes"), "notes-remove")
+
+
 @pytest.mark.parametrize("args", [
     ("session", "show", "nope"),  # not found
     ("append", "../x", "--role", "user", "--content", "x"),  # bad input
@@ -115,6 +128,10 @@ def test_rag_commands(run, home, tmp_path):
     ("errors", "prune", "--bogus"), ("errors", "lookup", "--limit", "0", "x"),
     ("rag", "create", "../x"), ("rag", "add", "nope", "/nonexistent"), ("rag", "sync", "nope"),
     ("rag", "list", "--bogus"), ("rag", "files", "nope"), ("rag", "remove", "nope", "--yes"),
+    ("notes", "add", "a/b", "--content", "x"), ("notes", "show", "nope"),
+    ("notes", "search", "--mode", "bogus", "x"), ("notes", "edit", "nope", "--content", "x"),
+    ("notes", "remove", "nope", "--yes"), ("notes", "list", "--bogus"),
+    ("notes", "export", "/dev/null"),
 ])
 def test_errors_validate(run, home, args):
     res = run(*args, "--json")
@@ -138,6 +155,9 @@ SCHEMA_OF_COMMAND = {
     "session list": ["session-list"], "session show": ["session-show"],
     "session reset": ["session-clear"], "session remove": ["session-clear"],
     "import": ["import"], "export": ["export"],
+    "notes add": ["notes-add"], "notes edit": ["notes-add"], "notes list": ["notes-list"],
+    "notes show": ["notes-show"], "notes search": ["notes-search"],
+    "notes remove": ["notes-remove"], "notes export": ["notes-export"],
 }
 
 

@@ -82,8 +82,9 @@ def test_vocabularies_and_upstreams_schemas() -> None:
 
     out = run_async(body)
     assert set(out["spec"]) == TOOLS  # the default is unchanged
-    current = {"chat_history", "error_history"}
-    spec_memory = {"search_chat_history", "remember_error", "search_error_history", "read_error"}
+    current = {"chat_history", "error_history", "find_knowledge"}
+    spec_memory = {"search_chat_history", "remember_error", "search_error_history", "read_error",
+                   "search_notes", "read_note"}
     assert set(out["agenvoy"]) == (TOOLS - spec_memory) | current
     assert set(out["both"]) == TOOLS | current
     for tools in (out["agenvoy"], out["both"]):  # bound: upstream's schema exactly

@@ -1,8 +1,8 @@
-"""Every note code docs/json-vocabulary.md lists is emitted: the test walks the two code
-tables (`search`, `rag search`) and runs, through the CLI (the MCP server for `warning`),
-a scenario that makes each code appear in the --json document. A code documented but
-never emitted, or emitted but not documented (the code's NOTE_CODES, the schemas' enums),
-fails here."""
+"""Every note code docs/json-vocabulary.md lists is emitted: the test walks the code
+tables (`search`, `rag search`, `notes search`, `errors lookup`) and runs, through the CLI
+(the MCP server for `warning`), a scenario that makes each code appear in the --json
+document. A code documented but never emitted, or emitted but not documented (the code's
+NOTE_CODES, the schemas' enums), fails here."""
 
 from __future__ import annotations
 
@@ -157,7 +157,95 @@ def r_pending(run, home, tmp_path, monkeypatch) -> dict:
     return _rag(run, "ttl", "hybrid")
 
 
+# ----------------------------------------------------------------------------- notes search
+
+
+def _notes(run, query: str, mode: str = "keyword", *extra: str) -> dict:
+    for text in ("# Redis\n\nThe Redis TTL is 60 s.", "# Cache\n\nTTL of the cache."):
+        assert run("notes", "add", "--content", text).exit_code == 0
+    res = run("notes", "search", query, "--mode", mode, *extra, "--json")
+    assert res.exit_code == 0, res.stderr
+    return res.json()
+
+
+def n_any_term(run, home, tmp_path, monkeypatch) -> dict:
+    return _notes(run, "ttl memcached")
+
+
+def n_nothing_searchable(run, home, tmp_path, monkeypatch) -> dict:
+    return _notes(run, "???")
+
+
+def n_no_notes(run, home, tmp_path, monkeypatch) -> dict:
+    res = run("notes", "search", "redis", "--json")
+    assert res.exit_code == 0, res.stderr
+    return res.json()
+
+
+def n_unindexed(run, home, tmp_path, monkeypatch) -> dict:
+    return _notes(run, "redis", "semantic", "--budget", "0")
+
+
+def n_no_vectors(run, home, tmp_path, monkeypatch) -> dict:
+    monkeypatch.setenv("AGENVOY_EMBEDDER", "python:no_such_module_here:Embedder")
+    return _notes(run, "redis", "hybrid")
+
+
+def n_warning(run, home, tmp_path, monkeypatch) -> dict:
+    """An MCP tool's own warning: search_notes when a legacy knowledge/ file is not text."""
+    from tests.mcp_client import connect, run_async
+
+    (home / "knowledge").mkdir(parents=True)
+    (home / "knowledge" / "logo.md").write_bytes(b"\x89PNG\x00")
+
+    async def body():
+        async with connect() as s:
+            res = await s.call_tool("search_notes", {"query": "redis", "mode": "keyword"})
+            return res.structured_content
+
+    return dict(run_async(body))
+
+
+# ----------------------------------------------------------------------------- errors lookup
+
+
+def e_not_related(run, home, tmp_path, monkeypatch) -> dict:
+    monkeypatch.setenv("AGENVOY_ERRORS_SEMANTIC", "0")
+    res = run("errors", "record", "--tool", "bash", "-k", "permission", "--symptom",
+              "bash: ./deploy.sh: Permission denied", "--action", "sudo", "--outcome", "failed")
+    assert res.exit_code == 0, res.stderr
+    res = run("errors", "lookup", "--json", "--", "bash: jq: command not found")
+    assert res.exit_code == 0, res.stderr
+    return res.json()
+
+
+def e_warning(run, home, tmp_path, monkeypatch) -> dict:
+    """An MCP tool's own warning: search_error_history when the embedder the records were
+    embedded with cannot be loaded (the words decide)."""
+    from tests.mcp_client import connect, run_async
+
+    res = run("errors", "record", "--tool", "bash", "-k", "permission", "--symptom",
+              "bash: ./deploy.sh: Permission denied", "--action", "sudo", "--outcome", "failed")
+    assert res.exit_code == 0, res.stderr
+
+    async def body():
+        async with connect(env={"AGENVOY_EMBEDDER": "python:no_such_module_here:Embedder"}) as s:
+            res = await s.call_tool("search_error_history",
+                                    {"keyword": "bash: ./build.sh: Permission denied"})
+            return res.structured_content
+
+    return dict(run_async(body))
+
+
 SCENARIOS: dict[tuple[str, str], Callable[..., dict]] = {
+    ("errors lookup", "not_related"): e_not_related,
+    ("errors lookup", "warning"): e_warning,
+    ("notes search", "any_term"): n_any_term,
+    ("notes search", "nothing_searchable"): n_nothing_searchable,
+    ("notes search", "no_notes"): n_no_notes,
+    ("notes search", "unindexed"): n_unindexed,
+    ("notes search", "no_vectors"): n_no_vectors,
+    ("notes search", "warning"): n_warning,
     ("search", "any_term"): s_any_term,
     ("search", "nothing_searchable"): s_nothing_searchable,
     ("search", "context_window"): s_context_window,
@@ -191,15 +279,21 @@ def test_every_documented_note_code_is_emitted(command, code, run, home, words,
 
 
 def test_the_documented_codes_are_the_emitted_ones_and_the_schemas():
+    from agenvoy_cli.errormem.ranking import NOTE_CODES as ERRORS_CODES
+    from agenvoy_cli.notes.search import NOTE_CODES as NOTES_CODES
     from agenvoy_cli.rag.search import NOTE_CODES as RAG_CODES
     from agenvoy_cli.search.results import NOTE_CODES
 
     doc = documented()
-    assert set(doc) == {"search", "rag search"}
+    assert set(doc) == {"search", "rag search", "notes search", "errors lookup"}
+    assert set(doc["errors lookup"]) == set(ERRORS_CODES) | {"warning"}
     assert set(doc["search"]) == set(NOTE_CODES) | {"warning"}  # warning: server/handlers
     assert set(doc["rag search"]) == set(RAG_CODES)
+    assert set(doc["notes search"]) == set(NOTES_CODES) | {"warning"}
     assert set(SCENARIOS) == set(_documented_pairs())
-    for name, command in (("search", "search"), ("rag-search", "rag search")):
+    for name, command in (("search", "search"), ("rag-search", "rag search"),
+                          ("notes-search", "notes search"),
+                          ("errors-lookup", "errors lookup")):
         schema = orjson.loads((ROOT / "docs" / "schema" / f"{name}.json").read_bytes())
         enum = schema["$defs"]["note"]["properties"]["code"]["enum"]
         assert set(enum) == set(doc[command]), name

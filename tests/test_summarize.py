@@ -194,6 +194,40 @@ def test_500_on_second_chunk_keeps_the_first_and_rerun_sends_only_the_rest(run, 
     assert not pending(home, "s")
 
 
+def test_a_first_cursor_that_was_not_saved_leaves_the_rest_to_summarize(run, home, llm,
+                                                                          tmp_path,
+                                                                          monkeypatch):
+    """The first chunk's summary.json is written but its cursor is not (a full disk): the
+    next run must not take that summary for one made before cursors existed (which covers
+    everything, so only a cursor would be set and the rest never summarized)."""
+    import shutil
+
+    from agenvoy_cli.home import faults
+
+    build(run, "s", 20)  # two chunks: 16 + 4
+    copy = tmp_path / "count-home"
+    shutil.copytree(home, copy)
+    log = tmp_path / "points.log"
+    monkeypatch.setenv("AGENVOY_HOME", str(copy))
+    with faults.armed(faults.parse(f"log={log}")):
+        assert run("summarize", "s").exit_code == 0
+    monkeypatch.setenv("AGENVOY_HOME", str(home))
+    seen = [line.split(" ", 2)[1:] for line in log.read_text().splitlines()]
+    first = next(i for i, (point, what) in enumerate(seen)
+                 if point == "rename" and what.endswith("/summary.json"))
+    at = next(i for i, (point, what) in enumerate(seen)
+              if i > first and point == "rename" and what.endswith("/summary.meta.json")) + 1
+    calls = len(llm.calls)
+    with faults.armed(faults.parse(f"at={at}")):
+        res = run("summarize", "s")
+    assert res.exit_code == 1 and f"no space left on {home}" in res.stderr, res.stderr
+    res = run("summarize", "s", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert one(res)["status"] == "summarized", one(res)
+    assert sent(llm.calls[-1])[-1] == 19  # the last message was summarized
+    assert len(llm.calls) > calls + 1
+
+
 def test_the_api_key_is_never_echoed_or_written(run, home, llm):
     build(run, "s", 2)
     for n in (1, 2, 3):

@@ -12,7 +12,7 @@ from agenvoy_cli.commands.common import json_option, memory, read_limited, sessi
 from agenvoy_cli.conversation.messages import ROLES, parse_local_time
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import validate_name
-from agenvoy_cli.output import emit
+from agenvoy_cli.output import emit, warn
 
 
 def read_input(source: str) -> str:
@@ -95,7 +95,7 @@ def command(ctx: click.Context, session_id: str, role: str | None, content: str 
         batch = [{"role": role, "content": content}]
     moment = parse_local_time(when) if when else None
     doc = memory(ctx).append(session_id, batch, time=moment, compact=not no_compact,
-                             sender=sender)
+                             sender=sender, warn=warn)
     emit(doc, as_json, lambda d: (
         f"appended {d['appended']} message(s) to {d['session_id']}: "
         f"{d['message_count']} in history.json, {d['bytes']} bytes"

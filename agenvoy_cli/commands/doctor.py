@@ -10,14 +10,18 @@ from agenvoy_cli.output import emit, format_option
 
 
 def _render(doc: dict) -> str:
+    kept = [f"kept aside: {k['path']} ({k['bytes']} bytes), damaged when a repair moved it; "
+            f"remove it with `{k['remove_with']}` once you no longer need it"
+            for k in doc.get("kept_aside", [])]
     if not doc["problems"]:
-        return f"ok: {doc['session_count']} session(s) checked, no problems"
+        return "\n".join([f"ok: {doc['session_count']} session(s) checked, no problems",
+                          *kept])
     lines = []
     for p in doc["problems"]:
         where = p["session_id"] or "(home)"
         fixed = f"  -> repaired: {p['repaired']}" if p["repaired"] else ""
         lines.append(f"{where}: {p['check']}: {p['detail']}{fixed}")
-    return "\n".join(lines)
+    return "\n".join(lines + kept)
 
 
 @click.command("doctor")

@@ -12,7 +12,7 @@ from agenvoy_cli.commands.common import (
     session_argument,
 )
 from agenvoy_cli.home.layout import validate_name
-from agenvoy_cli.output import emit, format_option, human_time, table
+from agenvoy_cli.output import emit, format_option, human_time, table, warn
 
 
 def _render(doc: dict) -> str:
@@ -20,7 +20,8 @@ def _render(doc: dict) -> str:
              m["content"][:60].replace("\n", " ")) for m in doc["messages"]]
     verb = "would forget" if doc["dry_run"] else "forgot"
     return (table(rows, ["seq", "role", "sent at", "content"]) +
-            f"\n{verb} {doc['count']} message(s) of {doc['session_id']}; {NOTE}")
+            f"\n{verb} {doc['count']} message(s) of {doc['session_id']} (history.json, the "
+            f"archive and its search indexes, the vector index); {NOTE}")
 
 
 @click.command("forget")
@@ -46,5 +47,5 @@ def command(ctx: click.Context, session_id: str, seqs: tuple[int, ...], match: s
         preview = api.forget(session_id, seqs, match, dry_run=True)
         confirm_destructive(f"forget {preview['count']} message(s) of {session_id!r}?",
                             f"forget messages of {session_id!r}", yes)
-    emit(api.forget(session_id, seqs, match, dry_run=dry_run), as_json, _render, fmt=fmt,
-         rows="messages")
+    emit(api.forget(session_id, seqs, match, dry_run=dry_run, warn=warn), as_json, _render,
+         fmt=fmt, rows="messages")

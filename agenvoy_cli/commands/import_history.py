@@ -18,7 +18,10 @@ def _render(doc: dict[str, Any]) -> str:
     head = table(rows, ["session", "format", "status", "added", "malformed"]) if rows else \
         "no sources"
     verb = "would add" if doc["dry_run"] else "added"
-    return f"{head}\n{verb} {doc['added']} message(s) from {len(rows)} source(s)"
+    text = f"{head}\n{verb} {doc['added']} message(s) from {len(rows)} source(s)"
+    if doc.get("notes_added"):
+        text += f"; {verb} {doc['notes_added']} knowledge note(s)"
+    return text
 
 
 @click.command("import")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
@@ -32,10 +31,17 @@ from agenvoy_cli.conversation.messages import (
     validate_message,
 )
 from agenvoy_cli.conversation.no_index import NO_INDEX
-from agenvoy_cli.errors import BadInput, CorruptStore, NotFound
+from agenvoy_cli.errors import (
+    AgenvoyError,
+    BadInput,
+    CorruptStore,
+    NotFound,
+    disk_error,
+    restated,
+)
 from agenvoy_cli.home import salvage, sqlite
 from agenvoy_cli.home.config import load_settings
-from agenvoy_cli.home.files import file_identity
+from agenvoy_cli.home.files import file_identity, link_aside, put_back
 from agenvoy_cli.home.layout import Layout, validate_name
 from agenvoy_cli.home.locking import Locks
 from agenvoy_cli.settings import Settings
@@ -102,9 +108,20 @@ class Store:
         self._stale: list[sqlite3.Connection] = []
 
     # -- locks and connections -------------------------------------------------------------
-    def write_lock(self) -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """The store lock, exclusive. Every write of the home happens inside it, so here a
+        full or failing disk becomes the documented error naming the home, whichever layer
+        wrote (an import must never read it as a bad input file)."""
         self._drop_reader()
-        return self.locks.hold(self.layout.lock, self.settings.lock_timeout)
+        try:
+            with self.locks.hold(self.layout.lock, self.settings.lock_timeout):
+                yield
+        except OSError as exc:
+            mapped = disk_error(exc, self.layout.home)
+            if mapped is None:
+                raise
+            raise mapped from exc
 
     def _drop_reader(self) -> None:
         """A reading connection may be immutable (it then never sees later writes): it is
@@ -271,28 +288,21 @@ class Store:
 
     def _archive_append(self, session_id: str, rows: archive.SessionRows, start: int,
                         messages: list[dict[str, Any]], history: History, count: int,
-                        previous: Any, new_folder: session_marks.NewFolder | None,
+                        new_folder: session_marks.NewFolder | None,
                         size: int) -> None:
-        """The SQLite half of an append; on failure history.json is put back as it was (had
-        we died instead, the next write or doctor would archive the extra messages)."""
-        try:
-            with self.transaction() as conn:
-                archive.insert(conn, session_id, rows.next_seq, messages,
-                               self._fallback_ns(history))
-                if start != (rows.start_seq or 0):
-                    archive.set_start(conn, session_id, start)
-                sessions.write_stats(conn, session_id, history.path, count, start, new_folder,
-                                     size=size)
-        except BaseException:
-            if previous is None:
-                history.path.unlink(missing_ok=True)
-            else:
-                os.replace(previous, history.path)
-            raise
+        """The SQLite half of an append (the caller puts history.json back if it fails)."""
+        with self.transaction() as conn:
+            archive.insert(conn, session_id, rows.next_seq, messages,
+                           self._fallback_ns(history))
+            if start != (rows.start_seq or 0):
+                archive.set_start(conn, session_id, start)
+            sessions.write_stats(conn, session_id, history.path, count, start, new_folder,
+                                 size=size)
 
     def append(self, session_id: str, messages: list[Any], moment: datetime | None = None,
                *, compact: bool = True, sender: str = "",
-               history_format: str | None = None) -> AppendResult:
+               history_format: str | None = None,
+               warn: Callable[[str], None] | None = None) -> AppendResult:
         """All of the batch or none of it: validate everything before writing anything.
         Each message is written in the format the session's history.json uses (a header, or
         Agenvoy v0.32's sendAt/sender); a new session follows agenvoy.history_format (or
@@ -334,30 +344,52 @@ class Store:
                 # whole file when read; else the tail our last append wrote (sendAt last)
                 fmt = "sendat" if uses_send_at(tail) else "header"
             stamped = [in_format(m, moment, fmt, sender) for m in checked]
+            made = not exists and not history.path.parent.is_dir()
             new_folder = session_marks.make_folder(conn, history.path.parent)  # sessions/ marked
             # A hard link to the old file lets a failed append put it back without needing
             # disk space (a full disk is a common reason for the SQLite write to fail).
-            previous = None
-            if exists:
-                previous = history.path.with_name(f".{history.path.name}.{os.getpid()}.prev.tmp")
-                previous.unlink(missing_ok=True)
-                os.link(history.path, previous)
+            previous = link_aside(history.path) if exists else None
             try:
+                # Either half failing puts history.json back as it was, also when the new
+                # file is in place but its folder's fsync failed (exit 1 must mean: not
+                # appended, or a retry would append twice). Had we died instead, the next
+                # write or doctor would archive the extra messages.
                 new_size = write_appended(history.path, stamped, splice)
                 self._archive_append(session_id, rows, start, stamped, history,
-                                     count + len(stamped), previous, new_folder, new_size)
+                                     count + len(stamped), new_folder, new_size)
+            except BaseException:
+                put_back(previous, history.path)
+                if made:  # a first append that failed leaves no session behind
+                    with contextlib.suppress(OSError):
+                        history.path.parent.rmdir()
+                raise
             finally:
                 if previous is not None:
                     previous.unlink(missing_ok=True)
             total = count + len(stamped)
             trimmed = None
+            data_size = new_size
             if compact and new_size > limit:
-                trimmed = self.compact(session_id, limit)
-                data_size = trimmed.bytes_after
-            else:
-                data_size = new_size
+                trimmed = self._compact_after_append(session_id, limit, warn)
+                data_size = trimmed.bytes_after if trimmed else new_size
         return AppendResult(session_id, len(stamped), trimmed.kept if trimmed else total,
                             data_size, backfilled, trimmed)
+
+    def _compact_after_append(self, session_id: str, limit: int,
+                              warn: Callable[[str], None] | None) -> Compaction | None:
+        """The compaction an append over the limit runs. The messages are appended by then
+        (acknowledged): a compaction that fails is a warning, never the append's failure (a
+        caller told "failed" would append them again); the next append or `agenvoy compact`
+        compacts. Every compaction step leaves a state the next one completes."""
+        try:
+            return self.compact(session_id, limit)
+        except (AgenvoyError, OSError, sqlite3.Error) as exc:
+            if warn is not None:
+                said = restated(exc, self.layout.home, "the next append or `agenvoy compact` "
+                                "compacts it")
+                warn(f"agenvoy: warning: appended, but history.json was not compacted "
+                     f"({said})")
+            return None
 
     def compact(self, session_id: str, max_bytes: int | None = None, *,
                 force: bool = False) -> Compaction:

@@ -64,6 +64,9 @@ MAX_PAST = 8
 PLACEHOLDER = "{{.Summary}}"
 SEQ_KEY = "last_seq"
 HASH_KEY = "last_hash"
+# summary.meta.json written just before this program's first summary.json (see _save): a
+# summary with this cursor is not a legacy one
+FROM_START = "from_first_message"
 INSTRUCTION = ("Merge these messages into the summary now, following the rules above. "
                "Reply with the <summary> block only.")
 
@@ -227,7 +230,8 @@ def read_snapshot(store: Store, session_id: str, progress: Progress | None = Non
         except FileNotFoundError:
             mtime = None
         summary = read_summary(layout.summary(session_id))
-        stored = Cursor.from_meta(read_cursor(layout.summary_meta(session_id)))
+        meta = read_cursor(layout.summary_meta(session_id))
+        stored = Cursor.from_meta(meta)
         recent = store.recent(session_id)
         conn = store.db_readonly()
         latest = recent[-1] if recent else None
@@ -235,7 +239,7 @@ def read_snapshot(store: Store, session_id: str, progress: Progress | None = Non
             top = archive.session_rows(conn, session_id).next_seq
             rows = archive.rows_from(conn, session_id, top - 1) if top else []
             latest = rows[-1] if rows else None
-        legacy = summary is not None and stored.time is None
+        legacy = summary is not None and stored.time is None and not meta.get(FROM_START)
         cursor = stored if stored.time is not None else None
         if summary is None and cursor is not None:
             # A cursor means nothing without the summary it belongs to: rebuild.
@@ -258,9 +262,18 @@ def _set_gate(path: os.PathLike[str], history_mtime_ns: int | None, done: bool) 
 
 def _save(store: Store, session_id: str, summary: dict[str, Any] | None, cursor: Cursor,
           history_mtime_ns: int | None, done: bool) -> None:
+    """summary.json, then its cursor. Before the first summary.json this program writes, a
+    cursor saying "from the first message" (FROM_START) comes first: had the disk filled
+    between the two files, a summary.json without summary.meta.json would read as one
+    written before cursors (legacy: it covers everything, and the rest would never be
+    summarized); with it, the next run folds every message in again."""
     layout = store.layout
     with store.write_lock():
         if summary is not None:
+            meta = layout.summary_meta(session_id)
+            if not meta.exists():
+                atomic_write_json(meta, {**Cursor().as_meta(), FROM_START: True},
+                                  indent=False)
             atomic_write_json(layout.summary(session_id), summary, indent=False)
         atomic_write_json(layout.summary_meta(session_id), cursor.as_meta(), indent=False)
         _set_gate(layout.summary(session_id), history_mtime_ns, done)

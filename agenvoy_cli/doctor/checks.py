@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
+import shlex
+from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from agenvoy_cli.conversation import archive
@@ -14,7 +16,8 @@ from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.doctor.report import Problem, Report
 from agenvoy_cli.errors import CorruptStore
 from agenvoy_cli.home import salvage, sqlite
-from agenvoy_cli.home.files import fsync_dir, move_aside, read_json, stale_temp_files
+from agenvoy_cli.home.files import kept_aside as kept_aside_in
+from agenvoy_cli.home.files import move_aside, read_json, stale_temp_files
 
 
 class Doctor(Report):
@@ -29,7 +32,8 @@ class Doctor(Report):
         try:
             conn = self.store.db()
             result = conn.execute("PRAGMA quick_check").fetchone()[0]
-        except (CorruptStore, sqlite3.DatabaseError) as exc:
+        except CorruptStore as exc:  # damage SQLite proved; a full or failing disk, a lock,
+            # a read-only file system raise as they are: nothing here is salvaged for them
             self.report(None, "sqlite", str(exc), self._salvage)
             return self.repair
         if result != "ok":
@@ -39,6 +43,26 @@ class Doctor(Report):
         for table, error in archive.fts_problems(conn):
             self.report(None, "fts", f"{table}: {error}", partial(archive.rebuild_fts, conn, table))
         return True
+
+    def check_leftovers(self) -> None:
+        """Files an interrupted write or repair left in the home's own folders: a salvage
+        copy, temp files (a session's are checked with the session). Removed by the repair;
+        the store lock (held) keeps every writer that could own one out."""
+        layout = self.store.layout
+        copies = salvage.copies(layout.db)
+        if copies:
+            names = ", ".join(p.name for p in copies)
+
+            def remove_copy() -> str:
+                salvage.remove_copy(layout.db)
+                return f"deleted {names}"
+
+            self.report(None, "leftovers", f"{names} left by a salvage that did not finish",
+                        remove_copy)
+        for folder in (layout.home, layout.store):
+            for tmp in stale_temp_files(folder):
+                self.report(None, "temp-file", f"{tmp} left by an interrupted write",
+                            _deleter(tmp))
 
     def check_session_folders(self) -> None:
         folder = self.store.layout.sessions
@@ -50,12 +74,22 @@ class Doctor(Report):
                                 "sessions/")
 
     # -- one session ------------------------------------------------------------------------
+    def check_forget(self, sid: str) -> None:
+        """A forget that died half-way: its messages may be gone from some layers only."""
+        from agenvoy_cli.conversation import forget
+
+        if sid in forget.pending(self.store):
+            self.report(sid, "forget", "a `forget` was interrupted: the messages it was "
+                        "removing may still be in some layers (history.json, the archive, "
+                        "the vectors)", lambda: forget.finish(self.store, sid))
+
     def check_session(self, sid: str) -> None:
         store = self.store
         folder = store.layout.session_dir(sid)
+        self.check_forget(sid)
         for tmp in stale_temp_files(folder):
             self.report(sid, "temp-file", f"{tmp.name} left by an interrupted write",
-                        lambda tmp=tmp: (tmp.unlink(), f"deleted {tmp.name}")[1])
+                        _deleter(tmp))
         for path in (store.layout.summary(sid), store.layout.summary_meta(sid)):
             try:
                 read_json(path, default=None)
@@ -133,27 +167,46 @@ class Doctor(Report):
             self.report(None, "error-memory", detail,
                         repair if i == 0 else (lambda: "repaired with the line above"))
 
+    def check_notes(self) -> None:
+        from agenvoy_cli.notes.vector_sync import check_note_index, repair_note_index
+        from agenvoy_cli.vectors.location import has_vectors
+
+        if has_vectors(self.store) and not self.vectors_usable:
+            return  # reported (and not repaired) by the vector check
+        problems = check_note_index(self.store)
+        done: list[str] = []
+
+        def repair() -> str:
+            done.extend(repair_note_index(self.store))
+            return "; ".join(done) or "nothing to do"
+
+        for i, detail in enumerate(problems):  # one repair fixes them all, as above
+            self.report(None, "notes", detail,
+                        repair if i == 0 else (lambda: "repaired with the line above"))
+
     # -- repairs ----------------------------------------------------------------------------
     def _allow_rebuild(self) -> str:
         self.store.db(new_archive=True)
         return "the archive is rebuilt from history.json (session checks below)"
 
     def _salvage(self) -> str:
-        """Every readable row into a fresh history.db; the damaged file kept aside."""
+        """Every readable row into a fresh history.db; the damaged file kept aside. A
+        salvage that fails (a full disk) leaves the damaged file where it was and no copy."""
         store = self.store
         db = store.layout.db
         store.close()
-        fresh = db.with_name(db.name + ".salvage")
-        for suffix in ("", "-wal", "-shm"):
-            fresh.with_name(fresh.name + suffix).unlink(missing_ok=True)
-        conn = sqlite.connect(fresh, store.settings.lock_timeout)
+        fresh = salvage.salvage_path(db)
+        salvage.remove_copy(db)
         try:
-            counts = salvage.copy_rows(db, conn)
-        finally:
-            conn.close()
-        kept = salvage.move_aside(db)
-        os.replace(fresh, db)
-        fsync_dir(db.parent)
+            conn = sqlite.connect(fresh, store.settings.lock_timeout)
+            try:
+                counts = salvage.copy_rows(db, conn)
+            finally:
+                conn.close()
+            kept = salvage.replace_damaged(db, fresh)
+        except BaseException:
+            salvage.remove_copy(db)
+            raise
         store.db(new_archive=True)
         saved = ", ".join(f"{n} of {'?' if claimed is None else claimed} {table}"
                           for table, (n, claimed) in counts.items() if n or claimed)
@@ -171,11 +224,49 @@ class Doctor(Report):
         return rebuild_history(self, sid)
 
 
+def _deleter(path: Path) -> Callable[[], str]:
+    def delete() -> str:
+        path.unlink(missing_ok=True)
+        return f"deleted {path.name}"
+    return delete
+
+
+def kept_aside(store: Store, session_ids: list[str]) -> list[dict[str, Any]]:
+    """Damaged files and directories a repair moved aside (`<name>.damaged-<time>`): kept
+    for you to look at, never deleted by this program; each with its size and the command
+    that removes it."""
+    layout = store.layout
+    folders = [layout.home, layout.store]
+    for sid in session_ids:
+        with contextlib.suppress(CorruptStore):
+            folders.append(layout.session_dir(sid))
+    out = []
+    for folder in folders:
+        for path in kept_aside_in(folder):
+            size = _size(path)
+            how = f"rm -r {shlex.quote(str(path))}" if path.is_dir() else \
+                f"rm {shlex.quote(str(path))}"
+            out.append({"path": str(path), "bytes": size, "remove_with": how})
+    return out
+
+
+def _size(path: Any) -> int:
+    if not path.is_dir():
+        return int(path.lstat().st_size)
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
 def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Problem]:
     doctor = Doctor(store, repair)
     if not session_ids and not store.layout.db.exists():
         return []  # an empty home: nothing to check, and checking must not create it
     with store.write_lock():
+        doctor.check_leftovers()
         doctor.check_session_folders()
         if doctor.check_database():
             from agenvoy_cli.doctor import vectors
@@ -183,5 +274,11 @@ def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Probl
             doctor.vectors_usable = vectors.check_home(doctor, session_ids)
             for sid in session_ids:
                 doctor.check_session(sid)
+            from agenvoy_cli.conversation.forget import pending
+
+            for sid in pending(store):  # of a session that is gone since
+                if sid not in session_ids and not store.exists(sid):
+                    doctor.check_forget(sid)
             doctor.check_error_memory()
+            doctor.check_notes()
     return doctor.problems

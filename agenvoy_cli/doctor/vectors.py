@@ -8,7 +8,11 @@ project's rows must agree; --repair re-indexes exactly what is missing or stale.
   what makes every filtered search fail with "Error finding id"), or whose files are gone, is
   rebuilt: the vectors HNSW still returns are kept, the rest re-embedded (messages) or left to
   the owner's own repair (error memory: records whose vector is gone are embedded again).
-- Message vectors older than the trim point or without their message are deleted.
+- Message vectors older than the trim point or without their message are deleted; a vector
+  whose content hash (metadata) is not that of the message archived at its place describes
+  another message: it is deleted and the message embedded again.
+- A disk that is full or failing is reported as such (vectors/collection.py maps Chroma's
+  errors), never taken for a damaged directory: nothing is moved aside for it.
 """
 
 from __future__ import annotations
@@ -129,29 +133,61 @@ def _check_other(doctor: Report, name: str) -> None:
     doctor.report(None, "vectors", f"collection {name}: {what}", fix)
 
 
+def _archived(doctor: Report, sid: str, start_seq: int, next_seq: int) -> dict[int, str]:
+    """Place -> content hash of the session's archived messages a vector may describe."""
+    conn = doctor.store.db()
+    return dict(conn.execute("SELECT seq, hash FROM messages WHERE session_id = ? AND seq >= ? "
+                             "AND seq < ?", (sid, start_seq, next_seq)).fetchall())
+
+
+def _misplaced(stale: set[str], other: set[str]) -> str:
+    said = []
+    if stale:
+        said.append(f"{len(stale)} vector(s) older than the trim point or without their "
+                    "message")
+    if other:
+        said.append(f"{len(other)} vector(s) describe another message than the one archived "
+                    "at their place (content hash)")
+    return "; ".join(said)
+
+
+def _replace_misplaced(doctor: Report, sid: str, index: Any, stale: set[str],
+                       other: set[str]) -> str:
+    deleted = index.delete(sorted(stale | other))
+    if not other:
+        return f"deleted {deleted} vector(s)"
+    added = _index_session(doctor, sid)  # embeds what is now missing: those messages
+    return f"deleted {deleted} vector(s), embedded {added} message(s) again"
+
+
 def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> None:
     messages = MessageIndex(doctor.store, create=False)
     index = messages.session(sid)
     if index is None:
         return
     meta, hnsw, err = _layers(index.collection)
-    stale = {i for i, m in meta.items() if not start_seq <= int(m.get("seq", -1)) < next_seq
+    archived = _archived(doctor, sid, start_seq, next_seq)
+    stale = {i for i, m in meta.items() if int(m.get("seq", -1)) not in archived
              or i != vectors.message_id(sid, int(m.get("seq", -1)))}
+    # a vector at a place whose archived message has another content hash describes another
+    # message (what an index left behind by a renumbering holds): semantic search would
+    # answer with the wrong text
+    other = {i for i, m in meta.items() if i not in stale
+             and m.get("hash") != archived[int(m.get("seq", -1))]}
     missing = (set(meta) - stale) - hnsw if hnsw is not None else set(meta) - stale
     if err is None and not missing:
-        if stale:
-            doctor.report(sid, "vectors", f"{len(stale)} vector(s) older than the trim point "
-                          "or without their message",
-                          lambda: f"deleted {index.delete(sorted(stale))} vector(s)")
+        if stale or other:
+            doctor.report(sid, "vectors", _misplaced(stale, other),
+                          lambda: _replace_misplaced(doctor, sid, index, stale, other))
         return
     what = f"its vector collection cannot be read ({err})" if err else \
         f"{len(missing)} vector(s) are in Chroma's metadata but not its HNSW index " \
         "(semantic search leaves them out)"
-    if stale:
-        what += f"; {len(stale)} vector(s) older than the trim point or without their message"
+    if stale or other:
+        what += f"; {_misplaced(stale, other)}"
 
     def fix() -> str:
-        keep = (hnsw or set()) - stale
+        keep = (hnsw or set()) - stale - other
         def create() -> Any:
             messages._sessions.pop(sid, None)
             return messages.session(sid, create=True)

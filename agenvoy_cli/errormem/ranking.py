@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agenvoy_cli.errormem import records
@@ -62,7 +62,13 @@ from agenvoy_cli.errormem.store import (
 )
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home import fts
-from agenvoy_cli.search.query import Query
+from agenvoy_cli.search.query import SHORT_QUERY_TERMS, Query
+from agenvoy_cli.search.results import Note
+
+# What an errors lookup's notes say (docs/json-vocabulary.md lists the codes).
+NOTE_CODES = {
+    "not_related": "records share words with the error, but none describes the same failure",
+}
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -80,6 +86,7 @@ _STOPWORDS = frozenset((
 @dataclass
 class ErrorQuery:
     text: str  # the query without error_type: terms (embedded, tokenised)
+    lines: str  # the same with its lines kept (the hint bar reads an output line by line)
     error_type: str | None  # explicit (--type, error_type:x) or classified from the text
     explicit_type: bool
     tokens: list[str]  # distinct words for lexical matching (no stopwords)
@@ -95,12 +102,13 @@ def parse_query(raw: str, error_type: str | None = None) -> ErrorQuery:
         if explicit is not None and named != explicit:
             raise BadInput(f"two error types asked for: {explicit} and {named}")
         explicit = named
-    text = " ".join(TYPE_TERM.sub(" ", raw).split())
+    lines = TYPE_TERM.sub(" ", raw).strip()
+    text = " ".join(lines.split())
     sequence = fts.term_tokens(text)
     tokens = [t for t in dict.fromkeys(sequence)
               if t not in _STOPWORDS and (len(t) > 1 or not t.isascii())][:MAX_QUERY_TOKENS]
     etype = explicit if explicit is not None else classify(text)
-    return ErrorQuery(text, etype, explicit is not None, tokens, sequence, Query.of(text))
+    return ErrorQuery(text, lines, etype, explicit is not None, tokens, sequence, Query.of(text))
 
 
 @dataclass
@@ -109,6 +117,7 @@ class LookupResult:
     mode: str  # "semantic" | "keyword" | "filter" (tool/type only)
     unindexed_count: int | None = None  # records left without a vector (None: not semantic)
     match: str | None = None  # keyword mode: "all" | "any" (true of every hit), else None
+    notes: list[Note] = field(default_factory=list)  # why nothing was returned (NOTE_CODES)
 
     @property
     def hint(self) -> str:
@@ -132,6 +141,15 @@ def _keyword_only(conn: sqlite3.Connection, q: ErrorQuery, tool: str | None) -> 
     low = q.text.lower()
     return any(all(known(" ".join(p.split())) for p in parts)
                for parts in (low.split(","), low.split()))
+
+
+def _typed_words(q: ErrorQuery) -> bool:
+    """A few plain words (`ttl redis`, `redis ttl?`: at most SHORT_QUERY_TERMS, one line,
+    without the colon or quotes of a program's error line) are someone searching by
+    keyword, ranked by the keyword rule, not an error output for the hint bar. None of the
+    237 error outputs of the bar's calibration set (bench/hint_cases.py) is such a query."""
+    return (len(q.tokens) <= SHORT_QUERY_TERMS and "\n" not in q.lines
+            and not any(mark in q.text for mark in ":'\"`‘’“”"))
 
 
 def _has_vectors(conn: sqlite3.Connection, now: int) -> bool:
@@ -240,8 +258,11 @@ def _semantic(store: Store, conn: sqlite3.Connection, qvec: list[float], model: 
             for i, s in zip(got["ids"], sims)}
 
 
-def _score(found: dict[str, Record], q: ErrorQuery, tool: str | None, sem: dict[str, float] | None,
-           rarity: dict[str, float]) -> list[Hit]:
+def _score(found: dict[str, Record], q: ErrorQuery, tool: str | None,
+           sem: dict[str, float] | None, rarity: dict[str, float],
+           floor: bool = True) -> list[Hit]:
+    """Every candidate ranked; with `floor`, only those whose content reaches MIN_CONTENT
+    (keyword queries: an error text is judged by the hint bar instead)."""
     weights = W_SEMANTIC if sem is not None else W_KEYWORD
     # a query word no record holds is as specific as a word can be: it counts fully
     known = sum(rarity.get(t, 0.0) or 1.0 for t in q.tokens)
@@ -279,7 +300,7 @@ def _score(found: dict[str, Record], q: ErrorQuery, tool: str | None, sem: dict[
             matched.append("words:" + ",".join(shared[:8]))
         if signals.get("sem", 0) > 0:
             matched.append(f"semantic:{signals['sem']:.2f}")
-        if content < (MIN_CONTENT_SAME_TOOL if same_tool else MIN_CONTENT):
+        if floor and content < (MIN_CONTENT_SAME_TOOL if same_tool else MIN_CONTENT):
             continue
         score = (content + TOOL_BONUS * same_tool) / (1 + TOOL_BONUS) if tool else content
         hits.append(Hit(r, score, signals, matched, held))
@@ -335,8 +356,11 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
         except Exception as exc:  # noqa: BLE001
             warn(f"agenvoy: warning: semantic matching unavailable ({one_line(exc)}); "
                  "keyword matching only")
-    with store.write_lock():  # renewal writes; Chroma needs the lock anyway
+    with store.write_lock():  # Chroma needs the lock
         conn = store.db()
+        # a search by keywords, not an error text: no hint bar, the ranking's floor
+        keywords = _keyword_only(conn, q, tool)
+        typed = not keywords and _typed_words(q)
         found = _candidates(conn, q, tool, now)
         sem: dict[str, float] | None = None
         if qvec is not None:
@@ -347,15 +371,57 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
                      f"({one_line(exc)}); keyword matching only "
                      "(`agenvoy doctor --repair` rebuilds it)")
         rarity = _rarity(conn, q.tokens) if q.tokens else {}
-        hits, match = _keyword_rule(_score(found, q, tool, sem, rarity), q, sem is None)
-        hits = hits[:limit]
-        if hits:
+        scored = _score(found, q, tool, sem, rarity, floor=keywords or typed)
+        if typed:  # words typed to search by: the records holding them, by the keyword rule
+            scored = [h for h in scored if h.matched_terms]
+        hits, match = _keyword_rule(scored, q, sem is None or typed)
+    notes: list[Note] = []
+    if typed and not hits:
+        notes.append(Note("not_related", "no record holds these words; no hint"))
+    elif not keywords and not typed:  # an error text: the same failure (outside the lock)
+        hits = _related(store, q, hits, sem is not None, warn, model) if hits else []
+        if not hits:
+            said = (f"{len(found)} record(s) share words with this error, but none describes "
+                    "the same failure" if found else "no record shares a word with this error")
+            notes.append(Note("not_related", f"{said}; no hint"))
+    hits = hits[:limit]
+    if hits:  # only a record that is returned is renewed
+        with store.write_lock():
+            alive = {r.seq for r in fetch(store.db(), f"seq IN ({','.join('?' * len(hits))})"
+                                          " AND expires_at > ?",
+                                          [*(h.record.seq for h in hits), now])}
+            hits = [h for h in hits if h.record.seq in alive]
             renew(store, [h.record.seq for h in hits], now, ttl)
-            for h in hits:
-                h.record.expires_at, h.record.last_hit_at = now + ttl, now
-                h.record.hits += 1
+        for h in hits:
+            h.record.expires_at, h.record.last_hit_at = now + ttl, now
+            h.record.hits += 1
     mode = "filter" if not q.text else ("semantic" if sem is not None else "keyword")
-    return LookupResult(hits, mode, left, match)
+    return LookupResult(hits, mode, left, match, notes)
+
+
+def _related(store: Store, q: ErrorQuery, hits: list[Hit], semantic: bool, warn: Warn,
+             model: str) -> list[Hit]:
+    """The hits the hint bar (errormem/relevance.py, a search Relevance) finds related to
+    the error text, in their order; each says why in `matched`."""
+    from agenvoy_cli.errormem.relevance import HintBar, RecordCandidate
+    from agenvoy_cli.search.relevance import Pool, Relevance
+
+    bar: Relevance  # the search pipeline's interface (mypy checks HintBar keeps to it)
+    try:
+        bar = HintBar.for_store(store, semantic)
+    except Exception as exc:  # noqa: BLE001 - no embedder now: the words decide
+        warn(f"agenvoy: warning: the hint bar judges by words only ({one_line(exc)})")
+        bar = HintBar()
+    # similarity: the lookup's semantic signal (0 without vectors); the bar does not read it
+    pool = Pool([RecordCandidate(h.record.id, h.signals.get("sem", 0.0), h.record.symptom,
+                                 keywords=tuple(plain(h.record.keywords))) for h in hits],
+                background=(), typical=None, query_vector=(), model_id=model)
+    decision = bar.decide(Query.of(q.lines), pool)  # the bar reads the output line by line
+    kept = set(decision.related)
+    for h in hits:
+        if h.record.id in kept:
+            h.matched.append(decision.evidence[h.record.id].why)
+    return [h for h in hits if h.record.id in kept]
 
 
 def _keyword_rule(hits: list[Hit], q: ErrorQuery, keyword: bool) -> tuple[list[Hit], str | None]:

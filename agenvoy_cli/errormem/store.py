@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -257,28 +256,22 @@ def catch_up(store: Store, now: int, budget: float | None, warn: Warn) -> int:
                      order="seq") if conn is not None else []
     if not todo or budget == 0:
         return len(todo)
-    done = 0
-    try:
-        warm_chroma()
-        from agenvoy_cli.vectors import api as vectors
+    from agenvoy_cli.vectors.budget import embed_within
 
-        vectors.embedder(store).embed_query("warm")  # the model load is not the budget's
-        deadline = None if budget is None else time.monotonic() + budget
-        while done < len(todo) and (deadline is None or time.monotonic() < deadline):
-            batch = todo[done:done + CATCH_UP_BATCH]
-            drafts = [Draft(r.tool_name, tuple(r.keywords), r.error_type, r.symptom, r.cause,
-                            r.action, r.outcome) for r in batch]
-            vecs, model = embed(store, [d.document() for d in drafts])
-            with store.write_lock():
-                alive = {r.id for r in by_ids(store.db(), [r.id for r in batch])}
-                keep = [n for n, r in enumerate(batch) if r.id in alive]
-                if keep:
-                    add_vectors(store, [batch[n].id for n in keep], [vecs[n] for n in keep],
-                                [vector_meta(drafts[n]) for n in keep], model)
-            done += len(batch)
-    except Exception as exc:  # noqa: BLE001 - lookups never fail because of vectors
-        warn(f"agenvoy: warning: could not embed the records without a vector "
-             f"({one_line(exc)}); they are matched by keywords")
+    def step(batch: list[Record]) -> None:
+        drafts = [Draft(r.tool_name, tuple(r.keywords), r.error_type, r.symptom, r.cause,
+                        r.action, r.outcome) for r in batch]
+        vecs, model = embed(store, [d.document() for d in drafts])
+        with store.write_lock():
+            alive = {r.id for r in by_ids(store.db(), [r.id for r in batch])}
+            keep = [n for n, r in enumerate(batch) if r.id in alive]
+            if keep:
+                add_vectors(store, [batch[n].id for n in keep], [vecs[n] for n in keep],
+                            [vector_meta(drafts[n]) for n in keep], model)
+
+    done = embed_within(store, todo, CATCH_UP_BATCH, budget, step, warn,
+                        "could not embed the records without a vector; they are matched by "
+                        "keywords")
     return len(todo) - done
 
 

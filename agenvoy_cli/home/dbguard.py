@@ -5,6 +5,7 @@ are also the original sqlite3 classes, so code that catches sqlite3 errors keeps
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import types
@@ -12,7 +13,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed, StoreBusy
+from agenvoy_cli.errors import (
+    AgenvoyError,
+    CorruptStore,
+    DiskFull,
+    OperationFailed,
+    StoreBusy,
+    io_failed,
+    no_space,
+)
+from agenvoy_cli.home import faults
+from agenvoy_cli.home.layout import home_of
 
 _CORRUPT = ("malformed", "not a database", "file is not a database", "database corruption")
 # Every sqlite3 error class (sqlite3.Error and its subclasses, as the module defines them).
@@ -31,7 +42,7 @@ def _both(ours: type[AgenvoyError], theirs: type[sqlite3.Error]) -> type[BaseExc
 # classify() can produce, built once at import and never changed
 _MIXED: Mapping[tuple[type[AgenvoyError], type[sqlite3.Error]], type[BaseException]] = (
     types.MappingProxyType({(ours, theirs): _both(ours, theirs)
-                            for ours in (CorruptStore, OperationFailed, StoreBusy)
+                            for ours in (CorruptStore, OperationFailed, DiskFull, StoreBusy)
                             for theirs in _SQLITE_ERRORS}))
 
 
@@ -69,7 +80,7 @@ def classify(exc: sqlite3.Error, path: Path) -> AgenvoyError | None:
     if "readonly" in text or "read-only" in text:
         return OperationFailed(f"{path} is read-only ({text}); nothing was written")
     if "disk is full" in text:
-        return OperationFailed(f"{path}: the disk is full; nothing was written")
+        return no_space(home_of(path), f"{path.name}: {text}")
     if "locked" in text or "busy" in text:
         return StoreBusy(f"{path} is locked by another process: {text}")
     if "disk I/O error" in text or "unable to open" in text:
@@ -78,7 +89,9 @@ def classify(exc: sqlite3.Error, path: Path) -> AgenvoyError | None:
             return OperationFailed(f"{path}: the file system is read-only ({text}); nothing "
                                    "was written")
         if state == "full":
-            return OperationFailed(f"{path}: the disk is full ({text}); nothing was written")
+            return no_space(home_of(path), f"{path.name}: {text}")
+        if "disk I/O error" in text:
+            return io_failed(home_of(path), f"{path.name}: {text}")
         return OperationFailed(f"{path}: {text}")
     return None
 
@@ -93,23 +106,53 @@ def wrap(exc: sqlite3.Error, path: Path) -> BaseException:
     return _MIXED[type(ours), theirs](Exception.__str__(ours))
 
 
+# What SQLite answers when the disk is full or failing (its extended codes: SQLITE_FULL 13,
+# SQLITE_IOERR 10), for the fault injector to fail a commit the way SQLite would.
+_SQLITE_FAILURES = {errno.ENOSPC: ("database or disk is full", 13, "SQLITE_FULL"),
+                    errno.EIO: ("disk I/O error", 10, "SQLITE_IOERR")}
+# Statements that write by themselves outside a transaction (each one is a commit).
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER", "VACUUM",
+           "PRAGMA INCREMENTAL_VACUUM")
+
+
+def _sqlite_failure(code: int) -> sqlite3.Error:
+    text, number, name = _SQLITE_FAILURES[code]
+    exc = sqlite3.OperationalError(text)
+    exc.sqlite_errorcode, exc.sqlite_errorname = number, name  # type: ignore[attr-defined]
+    return exc
+
+
+def _injection_point(cursor: sqlite3.Cursor, sql: str) -> None:
+    """The fault injector's commit point: a COMMIT, or a write outside a transaction."""
+    head = " ".join(sql.split()[:2]).upper()
+    if head.startswith(("COMMIT", "END")) or "COMMIT;" in sql.upper() or (
+            not cursor.connection.in_transaction and head.startswith(_WRITES)):
+        faults.hit("commit", head, _sqlite_failure)
+
+
 class GuardedCursor(sqlite3.Cursor):
     path: Path
 
     def execute(self, sql: str, parameters: Any = ()) -> GuardedCursor:
         try:
+            if faults.is_armed():
+                _injection_point(self, sql)
             return super().execute(sql, parameters)
         except sqlite3.Error as exc:
             raise wrap(exc, self.path) from None
 
     def executemany(self, sql: str, seq: Any) -> GuardedCursor:
         try:
+            if faults.is_armed():
+                _injection_point(self, sql)
             return super().executemany(sql, seq)
         except sqlite3.Error as exc:
             raise wrap(exc, self.path) from None
 
     def executescript(self, script: str) -> sqlite3.Cursor:  # typeshed: Cursor, not Self
         try:
+            if faults.is_armed():
+                _injection_point(self, script)
             return super().executescript(script)
         except sqlite3.Error as exc:
             raise wrap(exc, self.path) from None

@@ -6,12 +6,14 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from agenvoy_cli.errors import CorruptStore
+from agenvoy_cli.home.faults import hit, os_error
 
 _MISSING = object()
 FILE_MODE = 0o600
@@ -27,15 +29,22 @@ def ensure_dir(path: Path) -> None:
         missing.append(path)
         path = path.parent
     for folder in reversed(missing):
+        hit("write", folder, _error_at(folder))
         try:
             folder.mkdir(mode=DIR_MODE)
         except FileExistsError:
             pass
 
 
+def _error_at(path: Path) -> Callable[[int], BaseException]:
+    """How a failure creating `path` reads (for the fault injector)."""
+    return lambda code: os_error(code, path)
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
+        hit("fsync", path)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -66,14 +75,19 @@ def atomic_write_bytes(path: Path, data: bytes, *, prefix: tuple[Path, int] | No
     must not copy megabytes through Python)."""
     ensure_dir(path.parent)
     tmp = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    hit("write", tmp, lambda code: os_error(code, tmp))  # creating it takes an inode
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
         if prefix is not None:
+            hit("write", tmp)
             _copy_prefix(prefix[0], prefix[1], fd)
         with os.fdopen(fd, "wb") as handle:
+            hit("write", tmp)
             handle.write(data)
             handle.flush()
+            hit("fsync", tmp)
             os.fsync(handle.fileno())
+        hit("rename", path, lambda code: os_error(code, tmp))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -163,6 +177,16 @@ def stale_temp_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob(".*.tmp") if p.is_file())
 
 
+def kept_aside(folder: Path) -> list[Path]:
+    """What move_aside() kept in `folder` (damaged files and directories, never deleted by
+    this program: doctor lists them with how to remove them)."""
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(folder / n for n in names if ".damaged-" in n)
+
+
 def move_aside(path: Path, companions: tuple[str, ...] = ()) -> Path:
     """Keep a damaged file (or directory) beside the original instead of deleting it:
     `<name>.damaged-<time>`, `-1`, `-2` ... when that name is taken (two repairs in one second).
@@ -178,14 +202,40 @@ def move_aside(path: Path, companions: tuple[str, ...] = ()) -> Path:
         n += 1
     for suffix in companions:
         with contextlib.suppress(FileNotFoundError):
-            os.rename(f"{path}{suffix}", f"{target}{suffix}")
+            _rename(f"{path}{suffix}", f"{target}{suffix}")
     if companions:  # a database may be gone with its -wal left: that goes aside alone
         with contextlib.suppress(FileNotFoundError):
-            os.rename(path, target)
+            _rename(path, target)
     else:
-        os.rename(path, target)
+        _rename(path, target)
     fsync_dir(path.parent)
     return target
+
+
+def _rename(source: os.PathLike[str] | str, target: os.PathLike[str] | str) -> None:
+    if os.path.lexists(source):  # a missing one is no call (FileNotFoundError follows)
+        hit("rename", source, lambda code: os_error(code, source))
+    os.rename(source, target)
+
+
+def link_aside(path: Path) -> Path:
+    """A hard link to `path` beside it (`.<name>.<pid>.prev.tmp`): the file as it is now,
+    kept without needing disk space, for put_back() to restore after a failed change.
+    Remove it with unlink when the change succeeded."""
+    previous = path.with_name(f".{path.name}.{os.getpid()}.prev.tmp")
+    previous.unlink(missing_ok=True)
+    hit("write", previous, lambda code: os_error(code, previous))  # a directory entry
+    os.link(path, previous)
+    return previous
+
+
+def put_back(previous: Path | None, path: Path) -> None:
+    """Undo a change of `path`: the link_aside() copy back in its place (None: the file
+    did not exist before, so it goes). A rename needs no space: it works on a full disk."""
+    if previous is None:
+        path.unlink(missing_ok=True)
+    else:
+        _rename(previous, path)
 
 
 class FileIdentity(NamedTuple):

@@ -85,6 +85,15 @@ def validate_name(name: str, kind: str = "session id") -> str:
     return name
 
 
+def home_of(path: Path) -> Path:
+    """The home a file of it lies in (the folder holding `.store/` or `sessions/`), to name
+    it in a message; outside a home, the file's folder."""
+    for folder in path.parents:
+        if folder.name in (".store", "sessions"):
+            return folder.parent
+    return path.parent
+
+
 def _checked(path: Path, want: str = "file") -> Path:
     """Refuse what is not what the layout expects: a symlink planted inside the home could
     lead reads and writes outside it (another program's database, a lock file anywhere), and
@@ -153,6 +162,13 @@ class Layout(NamedTuple):
         return [folder / "history", folder / "pending", folder / "action.log"]
 
     @property
+    def knowledge(self) -> Path:
+        """Agenvoy's knowledge notes through v0.32.5, one <name>.md each (v0.32.6 moved them
+        into its own store; agenvoy notes takes them in once, notes/files.py). Only ever
+        read: a linked folder is followed, a linked file in it is not (as upstream)."""
+        return self.home / "knowledge"
+
+    @property
     def store(self) -> Path:
         return _checked(self.home / ".store", "dir")
 
@@ -162,6 +178,20 @@ class Layout(NamedTuple):
         for suffix in ("-wal", "-shm", "-journal"):  # SQLite opens these beside it
             _checked(db.with_name(db.name + suffix))
         return db
+
+    def forget_intent(self, session_id: str) -> Path:
+        """A `forget` in progress (conversation/forget.py): what it removes, written before
+        and deleted after, so that `doctor --repair` completes a forget that died."""
+        return _checked(self.store / f"forget.{validate_name(session_id)}.json")
+
+    def forget_intents(self) -> list[str]:
+        """The sessions with a forget in progress."""
+        try:
+            names = os.listdir(self.store)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted(n[len("forget."):-len(".json")] for n in names
+                      if n.startswith("forget.") and n.endswith(".json"))
 
     @property
     def chroma(self) -> Path:

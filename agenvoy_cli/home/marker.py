@@ -8,6 +8,7 @@ import os
 import time
 from pathlib import Path
 
+from agenvoy_cli.home.faults import hit
 from agenvoy_cli.home.files import open_regular
 
 
@@ -25,6 +26,7 @@ def note_created(marker: Path, path: Path) -> None:
     that never had one (an upstream home before its first backfill)."""
     fd = open_regular(marker, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
+        hit("write", marker)
         os.write(fd, f"{path.name} created {time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode())
     finally:
         os.close(fd)

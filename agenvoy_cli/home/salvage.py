@@ -14,13 +14,15 @@ from typing import Any
 
 from agenvoy_cli.errors import CorruptStore
 from agenvoy_cli.home import sqlite
+from agenvoy_cli.home.faults import hit, os_error
+from agenvoy_cli.home.files import fsync_dir
 from agenvoy_cli.home.files import move_aside as move_aside_file
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.home.marker import archive_was_created, is_empty
 
 # Parents before children (foreign keys); the FTS tables are derived and rebuilt.
 TABLES = ("messages", "session_meta", "error_records", "error_keywords", "rag_dbs",
-          "rag_sources", "rag_files", "rag_chunks")
+          "rag_sources", "rag_files", "rag_chunks", "notes", "note_files")
 MAX_PROBES = 2_000_000  # rowids probed one by one across a damaged stretch
 
 
@@ -115,7 +117,43 @@ def _chunk_dbs(dest: sqlite3.Connection) -> None:
 
 def move_aside(db: Path) -> Path:
     """history.db (and its -wal/-shm) -> history.db.damaged-<time>[-wal|-shm]."""
-    return move_aside_file(db, ("-wal", "-shm"))
+    return move_aside_file(db, _COMPANIONS)
+
+
+_COMPANIONS = ("-wal", "-shm")
+
+
+def salvage_path(db: Path) -> Path:
+    """Where the salvage writes the fresh database before it replaces the damaged one."""
+    return db.with_name(db.name + ".salvage")
+
+
+def copies(db: Path) -> list[Path]:
+    """A salvage's fresh database (and its -wal/-shm) left by a salvage that died."""
+    fresh = salvage_path(db)
+    return [p for p in (fresh.with_name(fresh.name + s) for s in ("", *_COMPANIONS))
+            if os.path.lexists(p)]
+
+
+def remove_copy(db: Path) -> None:
+    for path in copies(db):
+        path.unlink(missing_ok=True)
+
+
+def replace_damaged(db: Path, fresh: Path) -> Path:
+    """The damaged database aside (history.db.damaged-<time>, kept) and the salvaged copy in
+    its place; the damaged file goes back if the copy cannot take its place."""
+    kept = move_aside(db)
+    try:
+        hit("rename", db, lambda code: os_error(code, fresh))
+        os.replace(fresh, db)
+    except BaseException:
+        for suffix in ("", *_COMPANIONS):
+            with contextlib.suppress(FileNotFoundError):
+                os.rename(f"{kept}{suffix}", f"{db}{suffix}")
+        raise
+    fsync_dir(db.parent)
+    return kept
 
 
 def lost_archive(layout: Layout) -> str | None:

@@ -413,6 +413,48 @@ def _m016_record_hash(conn: sqlite3.Connection) -> None:
                  "ON messages(session_id, seq, hash, record_hash) WHERE seq IS NOT NULL")
 
 
+def _m017_notes(conn: sqlite3.Connection) -> None:
+    """Knowledge notes (agenvoy notes; Agenvoy v0.32.6's find_knowledge): one row per note,
+    its name unique (upstream's rules: notes/names.py), its content and the FTS tokens of
+    both (fts.index_text, as messages_fts: CJK bigrams + porter), indexed by notes_fts with
+    the name as a column of its own. A new content or name is a new row (a new id): the
+    vectors of the old one (Chroma ids "<id>:<passage>") point to no row and are ignored
+    until doctor deletes them. vector_model names the model of the row's passage vectors
+    (NULL: not embedded yet; searched by keyword meanwhile). note_files: the legacy
+    knowledge/*.md files (Agenvoy through v0.32.5) and other homes' notes already taken in,
+    so each is taken once and a removed note is not brought back."""
+    _script(conn,
+        f"""
+        CREATE TABLE IF NOT EXISTS notes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            content TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            source TEXT NOT NULL DEFAULT '',
+            name_tokens TEXT NOT NULL,
+            tokens TEXT NOT NULL,
+            vector_model TEXT,
+            vector_count INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE VIRTUAL TABLE IF NOT EXISTS notes_fts USING fts5(
+            name_tokens, tokens, content='notes', content_rowid='id', tokenize='{FTS_TOKENIZE}'
+        );
+        CREATE TABLE IF NOT EXISTS note_files (
+            source TEXT PRIMARY KEY,
+            size INTEGER,
+            mtime_ns INTEGER,
+            digest TEXT NOT NULL,
+            name TEXT,
+            outcome TEXT NOT NULL,
+            taken_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """
+    )
+    _script(conn, fts_triggers("notes_fts", "notes", "id", _plain("name_tokens", "tokens"),
+                               update_of="name_tokens, tokens"))
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -430,5 +472,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("014_import_sources", _m014_import_sources),
     ("015_one_fingerprint", _m015_one_fingerprint),
     ("016_record_hash", _m016_record_hash),
+    ("017_notes", _m017_notes),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
+from agenvoy_cli.errors import DiskFull, StoreBusy
 from agenvoy_cli.home.dbguard import open_guarded, wrap
 from agenvoy_cli.home.files import FileIdentity, ensure_dir, file_identity, open_regular
 from agenvoy_cli.home.marker import is_empty, note_created
@@ -98,13 +99,22 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
-def reclaim_space(conn: sqlite3.Connection) -> None:
-    """Give freed pages back to the file system so the file does not grow forever."""
-    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
-        # executescript steps the pragma to completion; execute() frees a single page.
-        conn.executescript("PRAGMA incremental_vacuum;")
-    else:
-        conn.execute("VACUUM")
+def reclaim_space(conn: sqlite3.Connection) -> bool:
+    """Give freed pages back to the file system so the file does not grow forever. Called
+    after a delete is committed, it only tidies: a full or failing disk leaves the pages
+    free inside the file for later writes (False), never fails what was committed."""
+    try:
+        if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+            # executescript steps the pragma to completion; execute() frees a single page.
+            conn.executescript("PRAGMA incremental_vacuum;")
+        else:
+            conn.execute("VACUUM")
+    except (DiskFull, sqlite3.OperationalError) as exc:
+        if isinstance(exc, StoreBusy) or not (isinstance(exc, DiskFull) or
+                                              "I/O error" in str(exc)):
+            raise
+        return False
+    return True
 
 
 def change_stamp(path: Path) -> tuple[FileIdentity | None, FileIdentity | None]:

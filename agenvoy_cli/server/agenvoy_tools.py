@@ -14,6 +14,12 @@ them (the vocabulary: vocabulary()).
   this tool's conversation search (keyword over the archive and recent messages, semantic
   over recent ones), upstream's limits (default 8, at most 32) and time ranges.
 - error_history mode=search|read|write is the error memory (SQLite here; ToriiDB upstream).
+- find_knowledge mode=search|list|read (internal/tools/knowledge/findKnowledge.go): the
+  knowledge notes, upstream's parameters, limits and answers (search: keywords as
+  case-insensitive substrings of name and content, names and hit counts, most matched
+  first, default 5, at most 20; list: every name; read: one note). Served in every
+  vocabulary but spec, whose notes tools are search_notes/read_note (ranked, snippets,
+  semantic).
 """
 
 from __future__ import annotations
@@ -33,13 +39,16 @@ from agenvoy_cli.server.args import Args
 from agenvoy_cli.server.handlers import Context, Reply
 
 VOCABULARIES = ("spec", "agenvoy", "both")
-SPEC_ONLY = ("search_chat_history", "remember_error", "search_error_history", "read_error")
+SPEC_ONLY = ("search_chat_history", "remember_error", "search_error_history", "read_error",
+             "search_notes", "read_note")
 CHAT_MODES = ["list", "read", "search"]
 MATCHES = ["semantic", "keyword"]
 TIME_RANGES = ["1d", "1m", "1y", "7d"]  # slices.Sorted(maps.Keys(historyTimeRanges))
 ERROR_MODES = ["search", "read", "write"]
 LIST_LIMIT, SEARCH_LIMIT, SEARCH_MAX = 10, 8, 32  # chat_history
 ERROR_LIMIT, ERROR_MAX = 4, 16  # error_history
+KNOWLEDGE_MODES = ["search", "list", "read"]
+KNOWLEDGE_LIMIT, KNOWLEDGE_MAX = 5, 20  # knowledge.DefaultLimit, knowledge.MaxLimit
 NAME_LAYOUT = "%Y-%m-%d-%H-%M"  # a task file's name: YYYY-MM-DD-HH-MM-<task id>.json
 NAME_LEN = len("2006-01-02-15-04")
 
@@ -98,7 +107,30 @@ def definitions(bound: str | None) -> list[dict[str, Any]]:
                            "confirmed non-working; abandoned = 3+ approaches tried.",
                            enum=list(T.OUTCOMES)),
     }
+    knowledge = {
+        "mode": _string("search: names of the notes matching the keywords, most matched "
+                        "first. list: the name of every note. read: one whole note, by name. "
+                        "Omitted: keywords selects search, name selects read, otherwise list.",
+                        enum=KNOWLEDGE_MODES, default="search"),
+        "keywords": {"type": "array", "items": {"type": "string"}, "description": (
+            "mode=search: terms to look for, matched case-insensitively as substrings. Send "
+            "several — synonyms and both languages of a term — since a note matching more "
+            "of them ranks higher.")},
+        "name": _string("mode=read: the note name, exactly as list or a search hit spells "
+                        "it."),
+        "limit": {"type": "integer", "description": "mode=search: notes to return, most "
+                  "matched first; never above 20. Ignored when mode=list.",
+                  "default": KNOWLEDGE_LIMIT},
+    }
     return [
+        {"name": "find_knowledge", "inputSchema": _schema(knowledge, bound, False),
+         "description": (
+             "Notes the operator wrote — house rules, conventions, background this workspace "
+             "assumes.\nmode=search for 我們的規範是什麼 / 這個專案怎麼做, and before answering "
+             "anything a local convention would override; mode=list for 有哪些筆記.\nBoth "
+             "return names only, never content — judge which names matter, then mode=read "
+             "those, one call each, issued together.\nPast runs and conversation → "
+             "chat_history; files on disk → find_files.")},
         {"name": "chat_history", "inputSchema": _schema(chat, bound, True), "description": (
             "This session's own record — the action log: what each finished run was asked "
             "for, every tool it called with what came back, the reply it ended on, and the "
@@ -132,7 +164,9 @@ AGENVOY_INSTRUCTIONS = (
     "mode=search for past messages; mode=list/read for the runs Agenvoy's action log "
     "recorded; get_context, append_messages), a cross-session memory of tool failures "
     "(error_history: search before a 2nd retry, write once an error is resolved or given up, "
-    "read by hash) and document knowledge bases (list_rag, search_rag). Each session's "
+    "read by hash), the operator's notes, which outrank anything else (find_knowledge: "
+    "search with a request's key terms before answering when get_context says notes exist, "
+    "then read; save_note) and document knowledge bases (list_rag, search_rag). Each session's "
     "rolling summary is a resource: agenvoy://sessions/<id>/summary.")
 
 
@@ -143,7 +177,8 @@ def instructions(spec: str, which: str) -> str:
     if which == "agenvoy":
         return AGENVOY_INSTRUCTIONS
     return spec + (" Agenvoy v0.32's names are served too: chat_history (search, or list/read "
-                   "Agenvoy's action log) and error_history (search, read, write).")
+                   "Agenvoy's action log), error_history (search, read, write) and "
+                   "find_knowledge (search, list, read).")
 
 
 def _args(name: str, raw: dict[str, Any], bound: str | None) -> Args:
@@ -346,7 +381,67 @@ def error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     raise BadInput(f"unknown mode {mode!r}; available: search, read, write")
 
 
+# ----------------------------------------------------------------------------- find_knowledge
+
+
+def go_struct_json(value: Any) -> str:
+    """encoding/json.Marshal of a struct or a slice: fields in declaration order (not
+    sorted, as maps are), compact, <, > and & escaped."""
+    text = orjson.dumps(value).decode()
+    for char, escape in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text
+
+
+def go_quote(text: str) -> str:
+    """Go's %q of a string (a JSON string is the same for printable text)."""
+    return orjson.dumps(text).decode()
+
+
+def find_knowledge(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.notes import store as notes
+    from agenvoy_cli.notes.files import take_legacy
+    from agenvoy_cli.notes.names import go_trim_space
+    from agenvoy_cli.notes.search import substring_search
+
+    a = _args("find_knowledge", raw, ctx.bound)
+    keywords = a.raw.get("keywords")
+    if keywords is not None and (not isinstance(keywords, list)
+                                 or not all(isinstance(k, str) for k in keywords)):
+        raise BadInput("find_knowledge: keywords must be an array of strings")
+    keywords = keywords or []
+    name = a.string("name") or ""
+    limit = a.integer("limit", lo=-2**31) or 0  # upstream: outside 1..20 is the default
+    mode = go_trim_space(a.string("mode") or "").lower() or \
+        ("search" if keywords else "read" if go_trim_space(name) else "list")
+    if mode not in KNOWLEDGE_MODES:
+        raise BadInput(f"unknown mode {go_quote(mode)}; available: search, list, read")
+    take_legacy(ctx.store, ctx.warn)  # as Agenvoy at start: the legacy folder, once
+    if mode == "list":
+        names = [n.name for n in notes.list_notes(ctx.store)]
+        doc = {"mode": "list", "names": names, "count": len(names)}
+        return (go_struct_json(names) if names else "no note"), doc
+    if mode == "read":
+        name = go_trim_space(name)
+        if not name:
+            raise BadInput("name is required when mode=read")
+        note = notes.lookup(ctx.store, name)
+        if note is None:
+            raise NotFound(f"no note named {go_quote(name)}")
+        record = {"name": note.name, "content": note.content,
+                  "updated_at": note.updated_at // 1_000_000_000}
+        return go_struct_json(record), {"mode": "read", **note.as_dict()}
+    if not keywords:
+        raise BadInput("keywords is required when mode=search")
+    hits = substring_search(notes.list_notes(ctx.store), keywords, limit)
+    rows = [{"name": n.name, "hits": h} for n, h in hits]
+    doc = {"mode": "search", "results": rows, "count": len(rows)}
+    return (go_struct_json(rows) if rows else "no matching note"), doc
+
+
 TOOLS: dict[str, Callable[[Context, dict[str, Any]], Reply]] = {
+    "find_knowledge": find_knowledge,
     "chat_history": chat_history,
     "error_history": error_history,
 }

@@ -25,7 +25,7 @@ from mcp.server.stdio import stdio_server
 
 from agenvoy_cli.contract import error_document
 from agenvoy_cli.conversation.store import Store
-from agenvoy_cli.errors import AgenvoyError, BadInput
+from agenvoy_cli.errors import AgenvoyError, BadInput, documented
 from agenvoy_cli.home.config import load_settings
 from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.search.relevance import choose
@@ -40,7 +40,9 @@ from agenvoy_cli.version import __version__
 INSTRUCTIONS = (
     "Agenvoy memory: this conversation's history (search_chat_history, get_context, "
     "append_messages), a cross-session memory of tool failures (search_error_history before "
-    "a 2nd retry, remember_error once an error is resolved or given up, read_error) and "
+    "a 2nd retry, remember_error once an error is resolved or given up, read_error), the "
+    "operator's knowledge notes, which outrank anything else (search_notes with a request's "
+    "key terms before answering when get_context says notes exist, read_note, save_note) and "
     "document knowledge bases (list_rag, search_rag). Each session's rolling summary is a "
     "resource: agenvoy://sessions/<id>/summary.")
 SUMMARY_URI = "agenvoy://sessions/{}/summary"
@@ -101,6 +103,9 @@ class App:
             return _error(f"{params.name}: no answer within {self.timeout:g} s (the work "
                           "goes on in the server)", 1, "timeout")
         except Exception as exc:  # noqa: BLE001 - one line for the model, the trace on stderr
+            known = documented(exc, self.ctx.store.layout.home)  # a full disk, as the CLI says
+            if known is not None:
+                return _error(str(known), known.exit_code, _KINDS.get(known.exit_code, "failed"))
             traceback.print_exc(file=sys.stderr)
             return _error(f"internal error: {type(exc).__name__}: {exc}", 1, "internal")
         finally:

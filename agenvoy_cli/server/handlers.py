@@ -106,7 +106,7 @@ def append_messages(ctx: Context, raw: dict[str, Any]) -> Reply:
     if len(batch) > T.MAX_APPEND:
         raise BadInput(f"append_messages: {len(batch)} messages (at most {T.MAX_APPEND} per "
                        "call)")
-    result = ctx.store.append(session_id, batch)
+    result = ctx.store.append(session_id, batch, warn=ctx.warn)
     ctx.touched(session_id)
     doc = {"session_id": result.session_id, "appended": result.appended,
            "message_count": result.messages, "bytes": result.bytes,
@@ -121,9 +121,15 @@ def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
     session_id = a.session(ctx.bound)
     limit = a.integer("max_messages", lo=0)
     messages = ctx.store.context(session_id, limit, warn=ctx.warn)
+    from agenvoy_cli.notes.files import context_note_count
+
+    notes = context_note_count(ctx.store, ctx.warn)
     blocks = [f"[{m.get('role')}]\n{display_text(m)}" for m in messages]
-    return "\n\n".join(blocks) or "(no messages)", {"session_id": session_id,
-                                                     **list_document("messages", messages)}
+    text = "\n\n".join(blocks) or "(no messages)"
+    if notes:
+        text += "\n\n" + knowledge_line(notes)
+    return text, {"session_id": session_id, **list_document("messages", messages),
+                  "knowledge_note_count": notes}
 
 
 # ----------------------------------------------------------------------------- error memory
@@ -157,7 +163,8 @@ def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
                            budget=budget)
     doc = {**list_document("records", [h.as_dict() for h in result.hits]), "hint": result.hint,
            "mode": result.mode, "match": result.match,
-           "unindexed_count": result.unindexed_count}
+           "unindexed_count": result.unindexed_count,
+           "notes": [n.as_dict() for n in result.notes]}
     return result.hint or "NONE", doc
 
 
@@ -168,6 +175,59 @@ def read_error(ctx: Context, raw: dict[str, Any]) -> Reply:
     ref = (a.string("hash", required=True) or "").strip()
     doc = get(ctx.store, ref).as_dict()
     return _json(doc), doc
+
+
+# ----------------------------------------------------------------------------- notes
+
+
+def render_notes(doc: dict[str, Any]) -> str:
+    rows = doc.get("results") or []
+    if not rows:
+        return f"no matching note: {doc.get('query')}"
+    return "\n".join(f"{r['rank']}. {r['name']} — {r['snippet']}" for r in rows) + \
+        "\n(read_note NAME for a whole note)"
+
+
+def search_notes(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.api import Memory
+
+    a = Args("search_notes", raw, _properties("search_notes"))
+    query = a.string("query", required=True) or ""
+    mode = a.choice("mode", T.NOTE_MODES, "hybrid")
+    limit = a.integer("limit", lo=1, hi=T.NOTE_LIMIT_MAX, default=5) or 5
+    budget = _budget(ctx, a)
+    doc = Memory(store=ctx.store).search_notes(query, mode=mode, limit=limit, budget=budget,
+                                               warn=ctx.warn)
+    return render_notes(doc), doc
+
+
+def read_note(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.api import Memory
+
+    a = Args("read_note", raw, _properties("read_note"))
+    doc = Memory(store=ctx.store).note(a.string("name", required=True) or "", warn=ctx.warn)
+    return f"# {doc['name']}\n\n{doc['content']}", doc
+
+
+def save_note(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.api import Memory
+
+    a = Args("save_note", raw, _properties("save_note"))
+    content = a.string("content", required=True)
+    name = a.string("name")
+    replace = bool(a.raw.get("replace", False))
+    if not isinstance(a.raw.get("replace", False), bool):
+        raise BadInput("save_note: replace must be true or false")
+    doc = Memory(store=ctx.store).add_note(content or "", name, replace=replace, source="mcp",
+                                           warn=ctx.warn)
+    return f"saved note {doc['name']} ({doc['action']})", doc
+
+
+def knowledge_line(count: int) -> str:
+    """What get_context tells a model when notes exist (upstream's rule, systemPrompt.go)."""
+    return (f"[knowledge] The operator keeps {count} note(s) here; they outrank anything else "
+            "you find: for every request that is not smalltalk, search them with its key "
+            "terms before answering, then read the ones that look relevant.")
 
 
 # ----------------------------------------------------------------------------- RAG
@@ -218,6 +278,9 @@ TOOLS: dict[str, Callable[[Context, dict[str, Any]], Reply]] = {
     "read_error": read_error,
     "list_rag": list_rag,
     "search_rag": search_rag,
+    "search_notes": search_notes,
+    "read_note": read_note,
+    "save_note": save_note,
     "append_messages": append_messages,
     "get_context": get_context,
 }

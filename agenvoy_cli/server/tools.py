@@ -15,6 +15,8 @@ HISTORY_LIMITS = [8, 16, 32]
 OUTCOMES = ["resolved", "failed", "abandoned"]
 ERROR_LIMIT_MAX = 16
 RAG_LIMIT_MAX = 100
+NOTE_MODES = ["hybrid", "keyword", "semantic"]
+NOTE_LIMIT_MAX = 20  # upstream find_knowledge's MaxLimit
 MAX_APPEND = 1000  # messages per append_messages call
 MAX_BUDGET = 60.0  # seconds a search may be told to spend embedding (hosts time calls out)
 
@@ -150,6 +152,49 @@ def definitions(bound: str | None) -> list[dict[str, Any]]:
                 "limit": {"type": "integer", "minimum": 1, "maximum": RAG_LIMIT_MAX,
                           "default": 10, "description": "Max chunks to return (1-100)."},
             }, ["q"]),
+        },
+        {
+            "name": "search_notes",
+            "description": (
+                "Search the operator's knowledge notes — house rules, conventions, background "
+                "this workspace assumes; they outrank anything else you find. Call it before "
+                "answering anything a local convention could override (get_context says "
+                "whether notes exist). Returns the best notes with a snippet each; read_note "
+                "for the whole note. mode=hybrid (default) matches words and meaning, also "
+                "across languages; keyword matches the words only."),
+            "inputSchema": _object({
+                "query": {"type": "string", "description":
+                          "What to look for: the request's key terms, or a question."},
+                "mode": {"type": "string", "enum": NOTE_MODES, "default": "hybrid",
+                         "description": "hybrid: words and meaning fused. keyword: names "
+                         "and text, every term for 1-3 terms. semantic: meaning only."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": NOTE_LIMIT_MAX,
+                          "default": 5, "description": "Max notes (default 5, max 20)."},
+                "budget": _budget("notes"),
+            }, ["query"]),
+        },
+        {
+            "name": "read_note",
+            "description": (
+                "Read one knowledge note in full, by the name search_notes (or get_context) "
+                "gave. Read every note that looks relevant, in one turn."),
+            "inputSchema": _object({
+                "name": {"type": "string", "description": "The note's name, as listed."},
+            }, ["name"]),
+        },
+        {
+            "name": "save_note",
+            "description": (
+                "Save a knowledge note for later turns and sessions (only when the user asks "
+                "to keep something as a note). Without a name it is named after the "
+                "content's first line (at most 32 characters; no '/', '\\', '*', '?', "
+                "'[', ']', no leading '.'). An existing name is refused unless replace."),
+            "inputSchema": _object({
+                "content": {"type": "string", "description": "The note's text (Markdown)."},
+                "name": {"type": "string", "description": "The note's name (optional)."},
+                "replace": {"type": "boolean", "default": False,
+                            "description": "Overwrite a note of the same name."},
+            }, ["content"]),
         },
         {
             "name": "append_messages",

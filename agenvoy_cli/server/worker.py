@@ -71,6 +71,7 @@ class Indexer:
         self.watched_at = -HISTORY_POLL
         self.imported = False  # import_heavy() has run
         self.last_failure = ""  # the last indexing failure said on stderr
+        self.notes_dirty = True  # the database changed since notes were last looked at
 
     def histories(self) -> None:
         """Every HISTORY_POLL seconds: sync the sessions whose history.json another program
@@ -92,6 +93,7 @@ class Indexer:
         if stamp == self.stamp:
             return False
         self.stamp = stamp
+        self.notes_dirty = True
         return True
 
     def look(self) -> None:
@@ -148,6 +150,32 @@ class Indexer:
 
         emb = vectors.embedder(self.store)
         return getattr(emb, "inner", emb).embed_documents([t.text for t in batch])  # uncached
+
+    def note_job(self) -> list[Any] | None:
+        """Knowledge notes without vectors (a batch), caught up like messages; None when
+        there are none (looked at again after the next write)."""
+        from agenvoy_cli.notes.vector_sync import BATCH as NOTE_BATCH
+        from agenvoy_cli.notes.vector_sync import pending
+
+        if self.stopped or not self.notes_dirty:
+            return None
+        todo = pending(self.store)
+        if not todo:
+            self.notes_dirty = False
+            return None
+        return todo[:NOTE_BATCH]
+
+    def embed_notes(self, batch: list[Any]) -> tuple[list[Any], str]:
+        """On a thread of its own, as embed()."""
+        from agenvoy_cli.notes.vector_sync import embed_notes
+
+        return embed_notes(self.store, batch)
+
+    def add_notes(self, batch: list[Any], made: tuple[list[Any], str]) -> None:
+        from agenvoy_cli.notes.store import add_vectors
+
+        with self.store.write_lock():
+            add_vectors(self.store, list(zip(batch, made[0])), made[1])
 
     def ahead(self) -> tuple[str, str, dict[int, str]] | None:
         """(key, session, texts): messages whose text to embed ahead (server.
@@ -261,6 +289,12 @@ async def _index_step(thread: StoreThread, indexer: Indexer, idle: asyncio.Event
         # abandoned on shutdown: it writes nothing, and EOF must not wait for the model
         vecs = await anyio.to_thread.run_sync(indexer.embed, batch, abandon_on_cancel=True)
         await thread.run(indexer.add, session_id, index, batch, vecs)
+    while (notes := await thread.run(indexer.note_job)) is not None:
+        await idle.wait()
+        await thread.run(indexer.import_heavy)
+        note_vectors = await anyio.to_thread.run_sync(indexer.embed_notes, notes,
+                                                      abandon_on_cancel=True)
+        await thread.run(indexer.add_notes, notes, note_vectors)
     # when all is indexed and the agent is not calling: attribution's texts, a step at a
     # time (opportunistic: back-to-back searches must not share the store thread with it)
     calm = idle.is_set() and time.monotonic() - indexer.last_call >= QUIET

@@ -131,8 +131,12 @@ def units(path: Path, session: str | None, locks: Locks | None = None) -> Iterat
     if path.is_file():
         yield from _units_from_lines(_file_lines(path), str(path.resolve()), session)
         return
+    sessions = path / "sessions"
+    if not (path / "history.json").exists() and not sessions.is_dir() and \
+            ((path / "knowledge").is_dir() or (path / ".store").is_dir()):
+        return  # a home with notes and no sessions (service._notes_of_homes takes those)
     folders = [path] if (path / "history.json").exists() else \
-        sorted(p for p in (path / "sessions").iterdir() if p.is_dir())
+        sorted(p for p in sessions.iterdir() if p.is_dir())
     for folder in folders:
         lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x)
                  for x in folder_lines(folder, locks)]

@@ -114,10 +114,24 @@ def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = N
                     raise
                 raise BadInput(f"{path}: cannot be read as {fmt}: {exc}") from None
     changed = [r for r in results if r["status"] == "changed"]
-    return {"format": fmt, "dry_run": dry_run, "sources": results,
+    notes = _notes_of_homes(store, resolved, dry_run) if fmt == "agenvoy" else []
+    return {"format": fmt, "dry_run": dry_run, "sources": results, "notes_added": len(notes),
             "added": sum(r["added"] for r in results),
             "malformed": sum(r["malformed"] for r in results),
             "changed": len(changed)}
+
+
+def _notes_of_homes(store: Store, paths: list[Path], dry_run: bool) -> list[str]:
+    """`import agenvoy HOME`: the knowledge notes of each other home (a folder with
+    sessions/, .store/ or knowledge/), whose names are free here (notes/files.py)."""
+    from agenvoy_cli.notes.files import take_from_home
+
+    added: list[str] = []
+    for path in paths:
+        if path.is_dir() and path.resolve() != store.layout.home.resolve() and any(
+                (path / part).exists() for part in ("sessions", ".store", "knowledge")):
+            added += take_from_home(store, path, dry_run=dry_run)["added"]
+    return added
 
 
 def _outside_home(store: Store, output: Path) -> Path:

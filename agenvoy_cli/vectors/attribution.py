@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import guard
-from agenvoy_cli.vectors.collection import message_id
+from agenvoy_cli.vectors.collection import before_write, message_id, writing
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -115,7 +115,9 @@ def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]],
                 metas.append({**meta, key: _encode(vecs[seq])})
         if ids:
             guard.bump(store)  # a write: other processes reload (vectors/guard.py)
-            col.update(ids=ids, metadatas=metas)
+            with writing(store, session_id):
+                before_write("update")
+                col.update(ids=ids, metadatas=metas)
     return len(ids)
 
 

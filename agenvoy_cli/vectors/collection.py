@@ -7,12 +7,21 @@ collection) are written once, in vectors/api.py's docstring.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.errors import AgenvoyError, CorruptStore, OperationFailed
+from agenvoy_cli.errors import (
+    AgenvoyError,
+    CorruptStore,
+    OperationFailed,
+    disk_error,
+    io_failed,
+    no_space,
+)
+from agenvoy_cli.home import faults
 from agenvoy_cli.output import warn
 from agenvoy_cli.vectors import context, guard
 from agenvoy_cli.vectors.location import server_url
@@ -42,6 +51,71 @@ def searched_wide(metadata: dict[str, Any]) -> dict[str, Any]:
     """A new collection's metadata with the search width (every collection we create:
     VectorIndex, the per-session migration, doctor's rebuild)."""
     return {**metadata, "hnsw:search_ef": SEARCH_EF}
+
+def _chroma_failure(code: int) -> BaseException:
+    """What chromadb raises when its SQLite hits a full or failing disk (measured: an
+    upsert on a full tmpfs), for the fault injector to fail a vector write the same way."""
+    from chromadb.errors import InternalError
+
+    what = "(code: 13) database or disk is full" if code == faults.FAILURES["enospc"] \
+        else "(code: 10) disk I/O error"
+    return InternalError(f"Database error: error returned from database: {what}")
+
+
+def before_write(what: str) -> None:
+    """Every write to Chroma passes here first: the fault injector's vector point."""
+    faults.hit("chroma", what, _chroma_failure)
+
+
+def failure(store: Store, what: str, exc: BaseException) -> AgenvoyError:
+    """Chroma's error as ours: its SQLite's full disk (code 13, or a failed write on a file
+    system with no space left) is "no space left on <home>", its I/O error (code 10) an I/O
+    error; anything else an operation that failed, naming the index. Never "internal error"
+    (Chroma calls every one of these InternalError), never damage."""
+    if isinstance(exc, AgenvoyError):
+        return exc
+    return _disk_failure(store, exc) or OperationFailed(f"vector index {what}: "
+                                                        f"{_one_line(exc)}")
+
+
+def _disk_failure(store: Store, exc: BaseException) -> AgenvoyError | None:
+    home = store.layout.home
+    if isinstance(exc, OSError):  # our own writes around Chroma (its folder, the token)
+        return disk_error(exc, home)
+    text = _one_line(exc)
+    if "(code: 13)" in text or "disk is full" in text or _no_space_left(store):
+        return no_space(home, f"vector index: {text}")
+    if "(code: 10)" in text or "disk I/O error" in text:
+        return io_failed(home, f"vector index: {text}")
+    return None
+
+
+# Chroma's compaction can fail on a full disk with a message that names no cause ("Failed to
+# apply logs to the metadata segment"); its rolled-back write leaves some pages free again
+# (16 KiB measured on a tmpfs filled to 64 KiB), so "nearly full" is the test, not "full".
+_NEARLY_FULL = 1 << 20
+
+
+def _no_space_left(store: Store) -> bool:
+    if server_url(store):
+        return False
+    try:
+        info = os.statvfs(store.layout.store)
+    except OSError:
+        return False
+    return info.f_bavail * info.f_frsize < _NEARLY_FULL
+
+
+@contextlib.contextmanager
+def writing(store: Store, what: str) -> Iterator[None]:
+    """Around a write to Chroma: its failures as ours (see failure())."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - chromadb raises many kinds
+        if isinstance(exc, AgenvoyError):
+            raise
+        raise failure(store, what, exc) from None
+
 
 class IndexModelMismatch(AgenvoyError):
     exit_code = CorruptStore.exit_code
@@ -129,6 +203,9 @@ def client(store: Store) -> Any:
             if not url:
                 guard.forget(store)
                 _reset_chromadb()
+            disk = None if url else _disk_failure(store, exc)
+            if disk is not None:
+                raise disk from None  # a full or failing disk, not a damaged index
             where = url or key
             raise ChromaUnavailable(f"vector index unavailable at {where}: {_one_line(exc)}"
                                     ) from None
@@ -157,7 +234,9 @@ class _Guarded:
 
     def create_collection(self, *args: Any, **kwargs: Any) -> Any:
         guard.bump(self._store)
-        return self._api.create_collection(*args, **kwargs)
+        with writing(self._store, "create"):
+            before_write("create_collection")
+            return self._api.create_collection(*args, **kwargs)
 
     def get_or_create_collection(self, name: str, **kwargs: Any) -> Any:
         try:  # existing: no write, no reload for the others
@@ -165,11 +244,15 @@ class _Guarded:
                 "embedding_function"))
         except Exception:  # noqa: BLE001 - NotFoundError, across chromadb versions
             guard.bump(self._store)
-            return self._api.get_or_create_collection(name, **kwargs)
+            with writing(self._store, name):
+                before_write("create_collection")
+                return self._api.get_or_create_collection(name, **kwargs)
 
     def delete_collection(self, name: str) -> None:
         guard.bump(self._store)
-        self._api.delete_collection(name)
+        with writing(self._store, name):
+            before_write("delete_collection")
+            self._api.delete_collection(name)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -279,7 +362,7 @@ class VectorIndex:
             except AgenvoyError:
                 raise
             except Exception as exc:  # noqa: BLE001
-                raise OperationFailed(f"vector index {self.name}: {_one_line(exc)}") from None
+                raise failure(self.store, self.name, exc) from None
             if not self._widened and search_ef(col) < SEARCH_EF:
                 self._widened = True  # tried once per VectorIndex, whatever the outcome
                 if self._widen(col):
@@ -297,6 +380,7 @@ class VectorIndex:
         A directory that cannot be written (or a chromadb that refuses) keeps the old width."""
         try:
             self._bump()
+            before_write("modify")
             col.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
         except Exception:  # noqa: BLE001 - read-only, or refused: searched as it is
             return False
@@ -329,9 +413,11 @@ class VectorIndex:
             col = self.collection
             self._bump()
             for i in range(0, len(ids), BATCH):
-                col.upsert(ids=list(ids[i:i + BATCH]),
-                           embeddings=[list(v) for v in vectors[i:i + BATCH]],
-                           metadatas=list(metadatas[i:i + BATCH]))
+                with writing(self.store, self.name):
+                    before_write("upsert")
+                    col.upsert(ids=list(ids[i:i + BATCH]),
+                               embeddings=[list(v) for v in vectors[i:i + BATCH]],
+                               metadatas=list(metadatas[i:i + BATCH]))
 
     def _bump(self) -> None:
         if not server_url(self.store):
@@ -432,7 +518,9 @@ class VectorIndex:
             col = self.collection
             self._bump()
             for i in range(0, len(ids), BATCH):  # by id lists: a `where` delete is very slow
-                col.delete(ids=ids[i:i + BATCH])
+                with writing(self.store, self.name):
+                    before_write("delete")
+                    col.delete(ids=ids[i:i + BATCH])
         return len(ids)
 
 

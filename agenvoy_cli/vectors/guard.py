@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agenvoy_cli.home.faults import hit, os_error
 from agenvoy_cli.home.files import FILE_MODE, ensure_dir
 from agenvoy_cli.vectors.context import Directory, directory
 
@@ -56,12 +57,20 @@ def bump(store: Store) -> str:
     token = secrets.token_hex(8)
     ensure_dir(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
-        os.write(fd, token.encode("ascii"))
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        hit("write", tmp, lambda code: os_error(code, tmp))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        try:
+            hit("write", tmp)
+            os.write(fd, token.encode("ascii"))
+        finally:
+            os.close(fd)
+        hit("rename", path, lambda code: os_error(code, tmp))
+        os.replace(tmp, path)
+    except BaseException:  # a full disk leaves no .chroma.generation.<pid>.tmp behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     local(store).seen = token
     return token
 

@@ -24,6 +24,7 @@ from agenvoy_cli.vectors.collection import (
     ChromaUnavailable,
     Hit,
     VectorIndex,
+    before_write,
     client,
     collection_names,
     directory,
@@ -32,6 +33,7 @@ from agenvoy_cli.vectors.collection import (
     searched_wide,
     server_name,
     server_url,
+    writing,
 )
 from agenvoy_cli.vectors.range_query import query_then_filter
 
@@ -271,9 +273,11 @@ def migrate(store: Store) -> int:
                     server_name(store, collection_for(sid)), embedding_function=None,
                     metadata=searched_wide({**base, "session_id": sid}))
                 guard.bump(store)
-                col.upsert(ids=[page["ids"][i] for i in rows],
-                           embeddings=[list(page["embeddings"][i]) for i in rows],
-                           metadatas=[page["metadatas"][i] for i in rows])
+                with writing(store, sid):
+                    before_write("upsert")
+                    col.upsert(ids=[page["ids"][i] for i in rows],
+                               embeddings=[list(page["embeddings"][i]) for i in rows],
+                               metadatas=[page["metadatas"][i] for i in rows])
                 moved += len(rows)
         api.delete_collection(legacy)
     return moved

@@ -79,7 +79,7 @@ def test_failed_replace_leaves_previous_state(run, home, monkeypatch):
 
     monkeypatch.setattr(os, "replace", broken)
     res = run("append", "s", "--role", "user", "--content", "after")
-    assert res.exit_code != 0 and "No space left" in res.stderr
+    assert res.exit_code == 1 and f"no space left on {home}" in res.stderr
     monkeypatch.undo()
     assert snapshot(home) == before
     assert not list((home / "sessions/s").glob(".*.tmp"))
