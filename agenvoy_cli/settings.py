@@ -27,6 +27,8 @@ from agenvoy_cli.errors import BadInput
 DEFAULT_MAX_HISTORY_MESSAGES = 16
 DEFAULT_MAX_HISTORY_BYTES = 5 * 1024 * 1024
 DEFAULT_LOCK_TIMEOUT = 30.0
+# SQLite keeps its busy timeout in milliseconds as a C int: about 24.8 days
+MAX_LOCK_TIMEOUT = 2_000_000.0
 DEFAULT_SEARCH_BUDGET = 3.0  # seconds a search may spend embedding before it
 DEFAULT_PROGRESS_SECONDS = 5.0  # outside a terminal: a progress line at most this often
 DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -54,7 +56,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("max_history_bytes", ("AGENVOY_MAX_HISTORY_BYTES",), "limits.max_history_bytes",
          "5 MiB", "compaction limit of history.json"),
     Knob("lock_timeout", ("AGENVOY_LOCK_TIMEOUT",), None, "30",
-         "seconds to wait for the store lock (exit 75 after)"),
+         "seconds to wait for the store lock (exit 75 after; at most 2,000,000)"),
     Knob("history_format", ("AGENVOY_HISTORY_FORMAT",), "agenvoy.history_format", "`header`",
          "how a new session's history.json records times: `header` (Agenvoy through "
          "v0.31) or `sendat` (v0.32)"),
@@ -241,7 +243,8 @@ class Settings:
             raw = self.env.get("AGENVOY_LOCK_TIMEOUT")
             if raw is None or raw == "":
                 return DEFAULT_LOCK_TIMEOUT
-            return float(number_setting(raw, "AGENVOY_LOCK_TIMEOUT", float, minimum=0))
+            return float(number_setting(raw, "AGENVOY_LOCK_TIMEOUT", float, minimum=0,
+                                        maximum=MAX_LOCK_TIMEOUT))
 
         return float(self._memo("lock_timeout", read))
 

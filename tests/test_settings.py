@@ -102,3 +102,20 @@ def test_the_library_never_writes_its_hosts_environment(tmp_path):
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]", res.stdout
+
+
+def test_a_lock_timeout_beyond_sqlite_is_refused_in_one_line(tmp_path):
+    """A lock timeout SQLite's busy timeout cannot hold (its milliseconds are a C int; 1.8e305 s
+    overflowed to infinity) is bad input, exit 2, not an internal error; nothing is written."""
+    from tests.conftest import agenvoy
+
+    home = tmp_path / "home"
+    args = ("append", "s", "--role", "user", "--content", "hi")
+    for value in ("1.797693134862316e+305", "3000000"):
+        res = agenvoy(*args, env={"AGENVOY_HOME": str(home), "AGENVOY_LOCK_TIMEOUT": value})
+        err = res.stderr.decode()
+        assert res.returncode == 2, (value, err)
+        assert "AGENVOY_LOCK_TIMEOUT" in err and "internal error" not in err, err
+        assert not (home / "sessions").exists()
+    res = agenvoy(*args, env={"AGENVOY_HOME": str(home), "AGENVOY_LOCK_TIMEOUT": "86400"})
+    assert res.returncode == 0, res.stderr
