@@ -3,6 +3,7 @@
     python bench/locomo_cli.py                       # all 1,536 questions of categories 1-4
     python bench/locomo_cli.py --every 4             # a quick look
     python bench/locomo_cli.py --reuse               # the home of an earlier run (index once)
+    python bench/locomo_cli.py --head --split report # conversations 5-9 only (bench/splits.py)
 
 The protocol is bench/locomo.py's (one home, one session per conversation, every turn one
 message "<speaker>: <text>", 16 filler messages after each conversation, `--limit 50`, the
@@ -41,6 +42,7 @@ import time
 from pathlib import Path
 
 import locomo  # bench/ is this script's path[0]
+import splits
 from probes import ranked_hits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -219,6 +221,8 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="reuse the home of an earlier run")
     ap.add_argument("--head", action="store_true",
                     help="categories 1-4 only (the headline; skips adversarial questions)")
+    ap.add_argument("--split", choices=["tune", "report", "all"], default="all",
+                    help="ask the questions of these conversations only (bench/splits.py)")
     ap.add_argument("--check", type=int, default=0, metavar="N",
                     help="then compare the first N questions per conversation with the "
                          "local path")
@@ -238,6 +242,8 @@ def main() -> None:
     load_before = os.getloadavg()
     server = Server(args.home, args.cache, args.home.parent / f"{args.home.name}-server.log")
     per_mode: dict[str, list] = {m: [] for m in modes}
+    per_split: dict[str, dict[str, list]] = {s: {m: [] for m in modes}
+                                             for s in ("tune", "report")}
     rankings: dict[str, dict[str, list[int]]] = {m: {} for m in modes}
     wall: dict[str, list[float]] = {m: [] for m in modes}
     loads = []
@@ -246,6 +252,8 @@ def main() -> None:
     t0 = time.perf_counter()
     try:
         for ci, conv in enumerate(convs):
+            if args.split != "all" and splits.locomo_split(ci) != args.split:
+                continue
             for qi, (question, gold, cat) in enumerate(conv["qa"]):
                 if qi % args.every or (args.head and cat not in locomo.HEAD):
                     continue
@@ -255,8 +263,10 @@ def main() -> None:
                     wall[mode].append(time.perf_counter() - t1)
                     seqs = ranked_hits(doc)[:locomo.TOP]
                     rankings[mode][f"{ci}:{qi}"] = seqs
-                    per_mode[mode].append(
-                        (cat, locomo.score([maps[ci].get(s, "filler") for s in seqs], gold)))
+                    scored = (cat, locomo.score([maps[ci].get(s, "filler") for s in seqs],
+                                                gold))
+                    per_mode[mode].append(scored)
+                    per_split[splits.locomo_split(ci)][mode].append(scored)
             loads.append(os.getloadavg()[0])
             if args.json:  # what is done so far, in case the run is cut short
                 args.json.with_suffix(".partial.json").write_text(json.dumps(
@@ -277,6 +287,14 @@ def main() -> None:
           f"skipped), every {args.every} question(s); each search one `agenvoy search "
           f"--limit {locomo.TOP} --json` process answered by the home's `agenvoy mcp --http`")
     print(locomo.fmt_table(results))
+    by_split = {name: {m: locomo.summarise(rows[m]) for m in modes if rows[m]}
+                for name, rows in per_split.items()}
+    for name, res in by_split.items():
+        if res:
+            convs_of = splits.LOCOMO_TUNE if name == "tune" else splits.LOCOMO_REPORT
+            print(f"\n{name} split (bench/splits.py: conversations "
+                  f"{convs_of[0]}-{convs_of[-1]})")
+            print(locomo.fmt_table(res))
     print(f"\n{nsearch} searches in {total:.0f} s wall; CPU: clients {client_cpu:.0f} s, "
           f"server {server_cpu:.0f} s; load average before {load_before[0]:.1f}, during "
           f"{min(loads):.1f}-{max(loads):.1f}")
@@ -288,7 +306,8 @@ def main() -> None:
         print(f"  local path vs server, {m}: {line}")
     if args.json:
         args.json.write_text(json.dumps({
-            "every": args.every, "results": results, "rankings": rankings, "check": checked,
+            "every": args.every, "results": results, "splits": by_split,
+            "rankings": rankings, "check": checked,
             "load": {"before": load_before, "during": loads},
             "cpu_s": {"clients": client_cpu, "server": server_cpu}, "wall_s": total}))
 

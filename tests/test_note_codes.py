@@ -63,6 +63,11 @@ def s_context_window(run, home, tmp_path, monkeypatch) -> dict:
     return find(run, "s", "message", mode="semantic")
 
 
+def s_other_script(run, home, tmp_path, monkeypatch) -> dict:
+    add(run, "s", "My sister Anna lives in Lisbon.", "Noted.")
+    return find(run, "s", "我姐姐住在哪裡", mode="keyword")
+
+
 def s_not_related(run, home, tmp_path, monkeypatch) -> dict:
     _many(run)
     monkeypatch.setenv("AGENVOY_SEARCH_FLOOR", "2")  # no message clears it
@@ -245,6 +250,7 @@ SCENARIOS: dict[tuple[str, str], Callable[..., dict]] = {
     ("search", "nothing_searchable"): s_nothing_searchable,
     ("search", "context_window"): s_context_window,
     ("search", "not_related"): s_not_related,
+    ("search", "other_script"): s_other_script,
     ("search", "unindexed"): s_unindexed,
     ("search", "budget_spent"): s_budget_spent,
     ("search", "unarchived"): s_unarchived,

@@ -23,7 +23,9 @@ def test_everything_in_the_context_window(run, home, words):
     add(run, "s", "only one message")
     for mode in ("semantic", "hybrid"):
         doc = find(run, "s", "message", mode=mode)
-        assert doc["results"] == [] and codes(doc) == ["context_window"], doc
+        # hybrid answers with the keyword matches inside the window (issue #40)
+        assert len(doc["results"]) == (mode == "hybrid"), doc
+        assert codes(doc) == ["context_window"], doc
         assert "context window" in doc["notes"][0]["message"]
     text = run("search", "s", "message")
     assert "all 1 messages are in the context window" in text.stdout
@@ -79,3 +81,16 @@ def test_mcp_search_returns_the_same_notes(home):
     doc = run_async(body)
     assert codes(doc) == codes(cli) == ["any_term"]
     assert doc["notes"] == cli["notes"] and doc["match"] == "any"
+
+
+def test_keyword_in_another_script_than_the_memories_says_so(run, home, words):
+    """Issue #40: a Chinese keyword search over English memories found nothing and said
+    nothing; it says why and points at semantic search (which matches across languages)."""
+    add(run, "s", "My sister Anna lives in Lisbon.", "Noted.")
+    doc = find(run, "s", "我姐姐住在哪裡", mode="keyword")
+    assert doc["results"] == [] and codes(doc) == ["other_script"], doc
+    assert "--mode semantic" in doc["notes"][0]["message"]
+    text = run("search", "s", "--mode", "keyword", "我姐姐住在哪裡")
+    assert "--mode semantic" in text.stdout, text.stdout
+    same = find(run, "s", "where is Porto", mode="keyword")  # same script: the usual answer
+    assert same["results"] == [] and codes(same) == [], same

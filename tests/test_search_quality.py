@@ -103,15 +103,64 @@ def test_top_hit_is_the_message_that_matches_not_its_reply(run, query, target):
         assert ranked(search(run, "p", query, "--mode", mode, "--limit", "3"))[0] == target
 
 
+ACKED = [m for fact in (
+    "My sister Anna lives in Lisbon and works as a nurse.",
+    "We decided the deploy timeout is 45 seconds.",
+    "The wifi password at the cabin is pinecone42.",
+    "I'm allergic to peanuts, keep that in mind for recipes.",
+    "Our cat is called Miso and she is 7 years old.",
+    "The quarterly report is due on March 14.",
+    "I switched the database from MySQL to Postgres last week.",
+    "My favourite band is Radiohead.",
+    "The car needs an oil change every 10,000 km.",
+    "Bob's birthday party is on Saturday at 6pm.",
+) for m in ({"role": "user", "content": fact},
+            {"role": "assistant", "content": "Got it, I'll remember that."})] + [
+    {"role": "user" if i % 2 == 0 else "assistant",
+     "content": f"filler question {i // 2} about nothing in particular" if i % 2 == 0
+     else f"filler answer {i // 2}"} for i in range(16)]
+
+
+def test_an_acknowledgement_is_credited_to_the_fact_before_it(run):
+    """Issue #40: the ack after a fact carries the fact's words in its vector (each message
+    is embedded with the end of the one before it); it must not be listed as a hit of its
+    own (marked '>') beside the fact: it shows as the fact's context."""
+    append(run, "acked", ACKED)
+    for mode in ("semantic", "hybrid"):
+        doc = search(run, "acked", "where does my sister live", "--mode", mode, "--limit", "3")
+        hits = ranked(doc)
+        assert hits[0] == 0, (mode, hits)
+        assert 1 not in hits, (mode, hits)
+        assert any(r["seq"] == 1 and not r["hit"] for r in doc["results"]), mode
+        res = run("search", "acked", "--mode", mode, "--limit", "3", "-q",
+                  "where does my sister live")
+        marked = [line for line in res.stdout.splitlines() if line.startswith(">")]
+        assert marked and not any("Got it" in line for line in marked), res.stdout
+
+
 def test_short_session_says_everything_is_in_the_context_window(run):
     append(run, "short", turns("my cat is called Miso", "cute", "she is three", "nice"))
-    for mode in ("semantic", "hybrid"):
-        res = run("search", "short", "what is my cat called", "--mode", mode)
-        assert res.exit_code == 0, res.stderr
-        assert "all 4 messages are in the context window" in res.stdout
-        assert "keyword" not in res.stdout
-        doc = search(run, "short", "what is my cat called", "--mode", mode)
-        assert doc["results"] == [] and doc["searchable_count"] == 0
+    res = run("search", "short", "what is my cat called", "--mode", "semantic")
+    assert res.exit_code == 0, res.stderr
+    assert "all 4 messages are in the context window" in res.stdout
+    assert "keyword" not in res.stdout
+    doc = search(run, "short", "what is my cat called", "--mode", "semantic")
+    assert doc["results"] == [] and doc["searchable_count"] == 0
+
+
+def test_hybrid_answers_what_keyword_answers_when_the_window_holds_everything(run):
+    """Issue #40: on a session the context window holds whole, hybrid returned nothing while
+    keyword found the message; it returns the keyword matches, said to be in the window."""
+    append(run, "short", turns("my cat is called Miso", "cute", "she is three", "nice"))
+    doc = search(run, "short", "what is my cat called", "--mode", "hybrid")
+    assert ranked(doc)[0] == 0, doc
+    assert doc["searchable_count"] == 0 and doc["score_kind"] == "bm25"
+    assert [n["code"] for n in doc["notes"]] == ["context_window"]
+    res = run("search", "short", "what is my cat called", "--mode", "hybrid")
+    assert "> [" in res.stdout and "my cat is called Miso" in res.stdout
+    assert "all 4 messages are in the context window" in res.stdout
+    nothing = search(run, "short", "zanzibar ferries", "--mode", "hybrid")
+    assert nothing["results"] == [] and "context window" in nothing["notes"][0]["message"]
 
 
 def test_semantic_relevance_floor(run, home: Path, monkeypatch):

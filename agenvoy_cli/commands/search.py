@@ -29,7 +29,8 @@ def _line(row: dict[str, Any], marker: str = "") -> str:
 
 
 # notes the text output shows on stdout (in place of results, or below them), not on stderr
-ON_STDOUT = ("nothing_searchable", "context_window", "not_related", "any_term")
+ON_STDOUT = ("nothing_searchable", "context_window", "not_related", "any_term",
+             "other_script")
 
 
 def _empty(doc: dict[str, Any]) -> str:
@@ -42,9 +43,13 @@ def _empty(doc: dict[str, Any]) -> str:
 
 
 def _any_note(doc: dict[str, Any], out: list[str]) -> None:
-    if any(n["code"] == "any_term" for n in doc.get("notes", ())):
+    codes = {n["code"]: n["message"] for n in doc.get("notes", ())}
+    if "any_term" in codes:
         out.append("")
         out.append("(no message has every term; showing messages with any of them)")
+    if "context_window" in codes:  # hybrid: keyword matches inside the window
+        out.append("")
+        out.append(f"({codes['context_window']})")
 
 
 def _render_time(doc: dict[str, Any]) -> str:

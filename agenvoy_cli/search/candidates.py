@@ -10,7 +10,11 @@ once per kind.
   and after fusion) and their kept text vectors (vectors/attribution.py);
 - what the Relevance asks for (search/relevance.py Needs): the query's similarity to a
   background sample of the session, the index vectors of the sample and of the top hits,
-  their texts and the vectors the Relevance keeps beside the index.
+  their texts and the vectors the Relevance keeps beside the index;
+- what the fitted ranking reads (search/ranking.py, when `fitted`): its pool, the query's
+  similarity to the index vector of each pool message and of its neighbours, the pool's
+  texts, and (`second`) the second model's kept vectors of the pool's and the sample's
+  texts.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.home import fts
-from agenvoy_cli.search import fusion, semantic
+from agenvoy_cli.search import fusion, ranking, semantic
 from agenvoy_cli.search.keyword import keyword_ranking
 from agenvoy_cli.search.query import Query
 from agenvoy_cli.search.relevance import Needs
@@ -61,11 +65,23 @@ class Candidates:
     texts: dict[int, str]  # texts of the top hits, the messages around them, the sample
     text_vectors: dict[int, Sequence[float]]  # kept vectors of those texts (attribution)
     background: Background
+    pool: list[int] = field(default_factory=list)  # the fitted ranking's (empty: not asked)
+    similarity: dict[int, float] = field(default_factory=dict)  # pool and neighbours (index)
+    second_vectors: dict[int, Sequence[float]] = field(default_factory=dict)  # kept, by seq
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What the fitted ranking (search/ranking.py) asks gather for: its pool (fitted), the
+    second model's kept vectors under `second` (None: not read)."""
+
+    fitted: bool = False
+    second: str | None = None
 
 
 def gather(store: Store, session_id: str, query: Query, mode: str, scope: Scope,
            window: TimeWindow, vector: Sequence[float], unindexed: Sequence[int],
-           needs: Needs, n: int = POOL) -> Candidates:
+           needs: Needs, n: int = POOL, wanted: Wanted = Wanted()) -> Candidates:
     """Hold the write lock (Chroma access). `n` candidates per ranking."""
     conn = store.db_readonly()
     keyword, cover = _keyword(conn, session_id, query, mode, scope, window, n)
@@ -74,24 +90,68 @@ def gather(store: Store, session_id: str, query: Query, mode: str, scope: Scope,
     texts = _texts(conn, session_id, scope, vec, keyword)
     late = _unindexed(conn, session_id, query, mode, scope, window, unindexed)
     tops = _tops(vec, needs)
+    pool, near = _pool(vec, keyword, mode, scope, window, wanted)
     ground = Background()
-    if needs.background and vec:
-        ground.sample, ground.similarities, ground.vectors = semantic.background(
-            store, session_id, vector, scope.start, scope.vector_hi, sorted(tops))
-        sims = ground.similarities
-        ground.typical = sum(sims) / len(sims) if sims else None
+    if (needs.background or pool) and vec:
+        ground = _background(store, session_id, vector, scope, tops | near)
     relevance_at: set[int] = set()
     if needs.kept and ground.typical is not None:  # the Relevance reads their texts too
         relevance_at = set(ground.sample) | tops
-        texts.update((m.seq, m.body) for m in rows_of(conn, session_id,
-                                                      relevance_at - set(texts)))
-    attribution_at = sorted(texts) if mode == "hybrid" else sorted(
-        {x for s, _ in vec[:semantic.ATTRIBUTION_TOP] for x in (s - 1, s)} & set(texts))
-    text_vectors: dict[int, Sequence[float]] = {}
+    second_at = set(pool) | set(ground.sample) if wanted.second and ground.sample else set()
+    texts.update((m.seq, m.body) for m in rows_of(
+        conn, session_id, (relevance_at | second_at | set(pool)) - set(texts)))
+    found = Candidates(keyword, vec, late, cover, unsearchable, texts, {}, ground, pool)
+    if pool and ground.sample:
+        found.similarity = _similarity(ground, near, vector)
     if vec:
-        text_vectors, ground.kept = _kept(store, session_id, attribution_at, relevance_at,
-                                          needs.kept)
-    return Candidates(keyword, vec, late, cover, unsearchable, texts, text_vectors, ground)
+        found.text_vectors, ground.kept, found.second_vectors = _kept(
+            store, session_id, _attribution_at(mode, vec, texts, pool),
+            (relevance_at, needs.kept), (second_at, wanted.second))
+    return found
+
+
+def _pool(vec: Sequence[tuple[int, float]], keyword: Sequence[tuple[int, float]], mode: str,
+          scope: Scope, window: TimeWindow, wanted: Wanted) -> tuple[list[int], set[int]]:
+    """The fitted ranking's pool (search/ranking.py; empty: not wanted) and the messages
+    whose index similarity it reads (the pool and the messages next to each)."""
+    if not wanted.fitted or not vec:
+        return [], set()
+    pool = ranking.pool(vec, keyword, 0 if mode == "hybrid" else scope.start,
+                        scope.vector_hi, window.open)
+    return pool, {x for s in pool for x in (s - 1, s, s + 1)
+                  if scope.start <= x < scope.vector_hi}
+
+
+def _background(store: Store, session_id: str, vector: Sequence[float], scope: Scope,
+                also: set[int]) -> Background:
+    """The background sample (search/semantic.py background), with the index vectors of
+    `also` read in the same call."""
+    ground = Background()
+    ground.sample, ground.similarities, ground.vectors = semantic.background(
+        store, session_id, vector, scope.start, scope.vector_hi, sorted(also))
+    sims = ground.similarities
+    ground.typical = sum(sims) / len(sims) if sims else None
+    return ground
+
+
+def _attribution_at(mode: str, vec: Sequence[tuple[int, float]], texts: dict[int, str],
+                    pool: Sequence[int]) -> list[int]:
+    """The messages whose kept own-text vectors attribution and credit read: hybrid, every
+    text gathered; semantic, the top hits and the messages before them, and the fitted
+    ranking's pool (its top is attributed too) with the messages before its members."""
+    checked = max(semantic.ATTRIBUTION_TOP, semantic.CREDIT_TOP)
+    if mode == "hybrid":
+        return sorted(texts)
+    tops = [s for s, _ in vec[:checked]] + list(pool)
+    return sorted({x for s in tops for x in (s - 1, s)} & set(texts))
+
+
+def _similarity(ground: Background, near: set[int], vector: Sequence[float]
+                ) -> dict[int, float]:
+    """The query's similarity to the index vector of each of these messages (read with the
+    background)."""
+    at = sorted(s for s in near if s in ground.vectors)
+    return dict(zip(at, semantic.cosines([ground.vectors[s] for s in at], vector)))
 
 
 def _keyword(conn: sqlite3.Connection | None, session_id: str, query: Query, mode: str,
@@ -142,15 +202,20 @@ def _tops(vec: Sequence[tuple[int, float]], needs: Needs) -> set[int]:
 
 
 def _kept(store: Store, session_id: str, attribution_at: Sequence[int],
-          relevance_at: set[int], key: str | None
-          ) -> tuple[dict[int, Sequence[float]], dict[int, Sequence[float]]]:
-    """The kept text vectors attribution reads and those the Relevance reads (under `key`),
-    in one read."""
+          relevance: tuple[set[int], str | None], second: tuple[set[int], str | None]
+          ) -> tuple[dict[int, Sequence[float]], dict[int, Sequence[float]],
+                     dict[int, Sequence[float]]]:
+    """The kept text vectors attribution reads, those the Relevance reads and those the
+    fitted ranking reads (each: (places, key); no key or no place: none), in one read."""
     own = attribution.OWN_TEXT
-    keys = (own, key) if relevance_at and key else (own,)
-    loaded = attribution.load_keys(store, session_id,
-                                   sorted(set(attribution_at) | relevance_at), keys)
+    asked = [(at, key) for at, key in (relevance, second) if at and key]
+    keys = tuple(dict.fromkeys([own, *(key for _, key in asked)]))
+    places = set(attribution_at).union(*(at for at, _ in asked))
+    loaded = attribution.load_keys(store, session_id, sorted(places), keys)
     keep_at = set(attribution_at)
     text_vectors = {s: v for s, v in loaded.get(own, {}).items() if s in keep_at}
-    kept = loaded.get(key, {}) if relevance_at and key else {}
-    return text_vectors, kept
+
+    def of(at: set[int], key: str | None) -> dict[int, Sequence[float]]:
+        return dict(loaded.get(key, {})) if at and key else {}
+
+    return text_vectors, of(*relevance), of(*second)

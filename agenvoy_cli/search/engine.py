@@ -19,7 +19,11 @@ once (search/query.py) and handed to each:
   attribute  each top hit against the message before it (search/semantic.py)
   relevance  whether anything is related closely enough (search/relevance.py: the Relevance
              the caller holds, or the home's default)
+  rank       the built-in model: the pool scored by the fitted ranking (search/ranking.py),
+             then attributed again; other models:
   fuse       hybrid: the rankings fused, weights from the query (search/fusion.py)
+  credit     a hit that owes its place to the hit before it is that hit's context
+             (search/semantic.py credit)
   expand     each hit with its neighbours, into segments (search/scope.py, results.py)
 
 The vector index is derived (SPEC invariant 3): the catch-up keeps it up to date before every
@@ -44,8 +48,10 @@ from agenvoy_cli.search.timewindow import TimeWindow
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
-    from agenvoy_cli.search.candidates import Candidates
+    from agenvoy_cli.search.candidates import Candidates, Wanted
     from agenvoy_cli.search.relevance import Decision, Relevance
+
+OTHER_SCRIPT_SAMPLE = 50  # recent messages whose script a failed keyword search compares
 
 # The vector pipeline's modules (candidates, relevance, the vector index's) are imported by the
 # functions that run it: at the top they cost every keyword search ~12 ms CPU (216 vs 204 ms
@@ -85,8 +91,21 @@ def keyword_search(store: Store, session_id: str, query: Query, *, limit: int = 
                             "messages with any of them")
             else:
                 result.match = "all"
+        if not hits:
+            _note_other_script(result, query, scope)
     fill(result, store, session_id, scope, hits, query, expand_lo=None)
     return result
+
+
+def _note_other_script(result: SearchResult, query: Query, scope: Scope) -> None:
+    """Nothing found, and the query is in another script than the recent memories (a
+    Chinese question about English messages: no word can match): say so, and that
+    semantic search matches across languages (issue #40)."""
+    texts = [m.body for m in scope.recent[-OTHER_SCRIPT_SAMPLE:] if m.body.strip()]
+    if fusion.scripts_differ(query, texts):
+        result.note("other_script", f"no matches with keyword: {query.text} (the query and "
+                    "the memories are written in different scripts, so no word can match; "
+                    "`--mode semantic` matches across languages)")
 
 
 def _keyword_hits(store: Store, session_id: str, query: Query, scope: Scope, limit: int,
@@ -131,17 +150,16 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     vector = query.vector(emb)  # outside the lock
     caught = catch_up(store, session_id, budget, progress=progress, notice=notice)
     result.indexed, result.unindexed_count = caught.indexed, len(caught.unindexed)
+    wanted = _wanted(mode, query, emb.model_id)
     with store.write_lock():
         scope = scope_of(store, session_id, exclude_window=True)
         cand = candidates.gather(store, session_id, query, mode, scope, window, vector,
-                                 caught.unindexed, needs, max(candidates.POOL, limit))
+                                 caught.unindexed, needs, max(candidates.POOL, limit), wanted)
         note_unarchived(result, unarchived(store.db_readonly(), session_id, scope))
     _note_left_out(result, caught, cand.unsearchable, budget)
     lo = _searched(result, scope, mode)
     if not result.searchable_count:
-        result.note("context_window", f"all {result.message_count} messages are in the "
-                    "context window: nothing else to search")
-        return result
+        return _all_in_window(store, session_id, query, mode, result, limit, window)
     state = semantic.Attribution()
     own_text = _own_text_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, own_text, cand.texts, state)
@@ -151,13 +169,39 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     related = set(decision.related)
     floored = bool(vec) and not related
     vec = [(seq, score) for seq, score in vec if seq in related]
-    ranked = _fuse(mode, query, cand, vec, window, scope)
-    if vec and mode == "hybrid":  # hits that came by vectors: keep them attributed after
-        ranked = semantic.attribute(ranked, vector, own_text, cand.texts, state)
+    fitted = _rank(store, session_id, mode, query, cand, vec, decision) if vec else None
+    if fitted is not None:
+        ranked = semantic.attribute(fitted, vector, own_text, cand.texts, state)
+        result.score_kind = "fitted"
+    else:
+        ranked = _fuse(mode, query, cand, vec, window, scope)
+        if vec and mode == "hybrid":  # hits that came by vectors: keep them attributed
+            ranked = semantic.attribute(ranked, vector, own_text, cand.texts, state)
+    if vec:  # a hit that owes its place to the hit before it is that hit's context
+        ranked = semantic.credit(ranked, vector, own_text, cand.texts,
+                                 cand.background.typical, state)
     _keep(store, session_id, cand.texts, own_text.new, OWN_TEXT)
     fill(result, store, session_id, scope, ranked[:limit], query, expand_lo=lo)
     if floored and not result.results:
         result.note("not_related", f"no message is related closely enough to: {query.text}")
+    return result
+
+
+def _all_in_window(store: Store, session_id: str, query: Query, mode: str,
+                   result: SearchResult, limit: int, window: TimeWindow) -> SearchResult:
+    """Every message is in the context window: semantic says so and answers nothing (as
+    upstream); hybrid answers at least what keyword answers (issue #40): the keyword
+    matches among them (any term), said to be in the window."""
+    total = result.message_count
+    found = keyword_search(store, session_id, query, limit=limit, window=window,
+                           match="any") if mode == "hybrid" else None
+    if found is None or not found.results:
+        result.note("context_window", f"all {total} messages are in the context window: "
+                    "nothing else to search")
+        return result
+    result.results, result.score_kind = found.results, "bm25"
+    result.note("context_window", f"all {total} messages are in the context window (the "
+                "agent sees them already); these are its keyword matches")
     return result
 
 
@@ -235,6 +279,72 @@ def _keep(store: Store, session_id: str, texts: Mapping[int, str],
     new = {s: made[b[:cut]] for s, b in texts.items() if b[:cut] in made}
     with store.write_lock():
         attribution.save(store, session_id, new, key)
+
+
+def _wanted(mode: str, query: Query, model_id: str) -> Wanted:
+    """What the fitted ranking asks the gather stage for (nothing for other models)."""
+    from agenvoy_cli.search import candidates, ranking
+    from agenvoy_cli.search.relevance import SECOND_KEY
+
+    if not ranking.applies(model_id):
+        return candidates.Wanted()
+    return candidates.Wanted(True, SECOND_KEY if ranking.needs_second(mode, query) else None)
+
+
+def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidates,
+          vec: Sequence[tuple[int, float]], decision: Decision
+          ) -> list[tuple[int, float]] | None:
+    """The fitted ranking of the pool (search/ranking.py); None where it does not apply (the
+    index model is not the one it was fitted for, no background sample to z-score against,
+    messages without a vector, a query in another script than the memories, the second
+    model cannot be had): then fusion ranks."""
+    from agenvoy_cli.search import ranking
+
+    memories = [cand.texts[s] for s, _ in vec[:semantic.ATTRIBUTION_TOP] if s in cand.texts]
+    if (not cand.pool or not cand.similarity or cand.unindexed
+            or fusion.scripts_differ(query, memories)):  # not in the tune data
+        return None
+    weights = ranking.weights(mode, query, False)
+    second: dict[int, float] = {}
+    second_background: list[float] = []
+    if "zu" in weights:
+        found = _second_similarities(store, session_id, query, cand, decision)
+        if found is None:
+            return None
+        second, second_background = found
+    signals = ranking.Signals(cand.keyword if mode == "hybrid" else [], cand.similarity,
+                              cand.background.similarities, cand.texts, second,
+                              second_background)
+    return ranking.rank(cand.pool, signals, weights)
+
+
+def _second_similarities(store: Store, session_id: str, query: Query, cand: Candidates,
+                         decision: Decision
+                         ) -> tuple[dict[int, float], list[float]] | None:
+    """The second model's similarity of the query to each pool message's own text and to
+    each background message's: texts whose vector is kept (or the Relevance just made)
+    cost nothing, the others are embedded and kept (vectors/attribution.py). None when the
+    second model cannot be had."""
+    from agenvoy_cli.models.base import EmbedderError
+    from agenvoy_cli.search.relevance import SECOND_KEY, SECOND_SPEC
+    from agenvoy_cli.vectors.attribution import KeptEmbedder
+    from agenvoy_cli.vectors.context import of
+
+    cut = semantic.ATTRIBUTION_CHARS
+    sample = cand.background.sample
+    seqs = [s for s in [*cand.pool, *sample] if s in cand.texts]
+    kept = {cand.texts[s][:cut]: v for s, v in cand.second_vectors.items() if s in cand.texts}
+    kept.update(decision.embedded)
+    try:
+        model = KeptEmbedder(of(store).models.get(SECOND_SPEC, store.settings), kept)
+        texts = model.embed_documents([cand.texts[s][:cut] for s in seqs])
+        sims = semantic.cosines(texts, query.vector(model))
+    except EmbedderError:
+        return None
+    _keep(store, session_id, cand.texts, model.new, SECOND_KEY)
+    by_seq = dict(zip(seqs, sims))
+    return ({s: by_seq[s] for s in cand.pool if s in by_seq},
+            [by_seq[s] for s in sample if s in by_seq])
 
 
 def _fuse(mode: str, query: Query, cand: Candidates, vec: list[tuple[int, float]],

