@@ -120,6 +120,32 @@ def test_session_start_gives_the_summary_when_asked(home, tmp_path):
     assert "database container" in fresh.stdout.decode()  # the project's latest summary
 
 
+def test_session_start_names_the_knowledge_notes(home, tmp_path):
+    """As Agenvoy's system prompt does, the context tells the model which knowledge notes
+    exist (names only, bounded), with or without a summary; none: no notes line."""
+    folder = project(tmp_path)
+    hook(home, event("Stop", folder))
+    start = event("SessionStart", folder, source="startup")
+    assert hook(home, start, "--context").stdout == b""  # no summary, no notes: nothing
+    for name, text in (("deploy-days", "Deploys go out on Tuesdays."),
+                       ("oncall", "The rota is in the wiki.")):
+        assert agenvoy("notes", "add", name, "--content", text,
+                       env={"AGENVOY_HOME": str(home)}).returncode == 0
+    out = orjson.loads(hook(home, start, "--context").stdout)["hookSpecificOutput"]
+    context = out["additionalContext"]
+    assert "deploy-days" in context and "oncall" in context
+    assert "Tuesdays" not in context  # names, not contents
+    from agenvoy_cli.api import Memory
+
+    memory = Memory(home)
+    for i in range(300):  # many notes: the names the context gives stay bounded
+        memory.add_note("t", f"note-{i:03d}-" + "x" * 20)
+    memory.close()
+    context = orjson.loads(hook(home, start, "--context").stdout)["hookSpecificOutput"][
+        "additionalContext"]
+    assert "deploy-days" in context and len(context) <= 8000 and "more" in context
+
+
 @pytest.mark.parametrize("data", [b"", b"not json", b"[]", b"{}",
                                   b'{"hook_event_name": "Stop"}',
                                   b'{"hook_event_name": "Stop", "transcript_path": "/nope.jsonl"}',

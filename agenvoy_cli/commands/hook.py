@@ -103,7 +103,7 @@ def command() -> None:
 @command.command("claude-code")
 @click.option("--context", "give_context", is_flag=True,
               help="On SessionStart, print the session's rolling summary (or its "
-                   "project's latest) for the model.")
+                   "project's latest) and the knowledge notes' names for the model.")
 @click.option("--time-limit", type=click.FloatRange(0.1, 600), default=TIME_LIMIT,
               show_default=True, help="Seconds before the hook stops (what it wrote stays).")
 @click.pass_context

@@ -141,6 +141,20 @@ def list_notes(store: Store, where: str = "1", *, order: str = "name") -> list[N
         return fetch(conn, where, order=order) if conn is not None else []
 
 
+def names(store: Store, limit: int) -> tuple[list[str], int]:
+    """(the first `limit` note names, bytewise as list_notes sorts them; how many notes
+    there are): what a context names without reading every note's text."""
+    if store.db_readonly() is None:
+        return [], 0
+    with store.read_lock():
+        conn = store.db_readonly()
+        if conn is None:
+            return [], 0
+        first = [r[0] for r in conn.execute("SELECT name FROM notes ORDER BY CAST(name AS BLOB) "
+                                            "LIMIT ?", (limit,))]
+        return first, count(conn)
+
+
 def count(conn: sqlite3.Connection | None) -> int:
     if conn is None:
         return 0

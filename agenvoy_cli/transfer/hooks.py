@@ -6,7 +6,7 @@ On Stop, PreCompact and SessionEnd the turn has ended: nothing of the session's 
 is half-written, so its import takes everything now. On SubagentStop the sub-agent's own
 transcript is taken whole, the parent's by the usual rule (its turn goes on). SessionStart
 may return a bounded context for the model (the session's rolling summary, or the latest
-one of its project): the caller prints it, when asked to."""
+one of its project, and the knowledge notes' names): the caller prints it, when asked to."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from agenvoy_cli.transfer.service import import_
 
 MAX_INPUT = 1 << 20  # a hook's JSON on stdin at most
 CONTEXT_CHARS = 8000  # what SessionStart gives the model at most
+CONTEXT_NOTES = 50  # note names SessionStart lists at most (the rest counted)
 TURN_ENDS = ("Stop", "PreCompact", "SessionEnd")
 
 
@@ -97,6 +98,7 @@ def session_context(store: Store, event: Event) -> str:
             else None
         candidates = [found.session_id] if found is not None else []
         candidates += sources.sessions_from(conn, "claude-code", event.cwd)
+    text = ""
     for sid in candidates:
         try:
             summary = read_summary(store.layout.summary(validate_name(sid)))
@@ -104,9 +106,27 @@ def session_context(store: Store, event: Event) -> str:
             continue
         if summary:
             text = context_message(summary, None)["content"]
-            return text if len(text) <= CONTEXT_CHARS else \
-                text[:CONTEXT_CHARS - 20].rstrip() + "\n[... shortened]"
-    return ""
+            break
+    notes = notes_line(store)
+    room = CONTEXT_CHARS - (len(notes) + 2 if notes else 0)
+    if len(text) > room:
+        text = text[:room - 20].rstrip() + "\n[... shortened]"
+    return "\n\n".join(part for part in (text, notes) if part)
+
+
+def notes_line(store: Store) -> str:
+    """The knowledge notes' names, as Agenvoy tells its model they exist (the operator's
+    notes outrank anything else; the model reads one when a request touches it)."""
+    from agenvoy_cli.notes.store import names
+
+    first, total = names(store, CONTEXT_NOTES)
+    if not total:
+        return ""
+    more = f" (and {total - len(first)} more: `find_knowledge` mode list)" \
+        if total > len(first) else ""
+    return ("Knowledge notes (the operator's; read one with `find_knowledge` mode read, or "
+            f"`agenvoy notes show NAME`, before answering what it covers): "
+            f"{', '.join(first)}{more}")
 
 
 def codex_rollout(codex_home: Path, thread_id: str) -> Path | None:
