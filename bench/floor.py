@@ -2,6 +2,7 @@
 
     python bench/floor.py                     # tune, then held-out
     python bench/floor.py --split held-out    # a reported split only (also: fresh, all)
+    python bench/floor.py --split all --small # small sessions (20 messages) made from the sets
     python bench/floor.py --home /tmp/fh --features out.json   # keep the home, dump features
     python bench/floor.py --curve out.json    # the hide/nothing trade-off of those rows
     python bench/floor.py --found OFF.json out.json ...   # per split: answers the floor hid
@@ -54,6 +55,7 @@ SPLITS = {"tune": ("tune.json", "tune_more.json", "tune_dense.json"),
           "heldout": ("heldout.json",), "fresh": ("fresh.json",), "fresh2": ("fresh_dense.json",)}
 SEED_OFFSET = {"tune": 0, "heldout": 100, "fresh": 200, "fresh2": 300}
 WINDOW = 16
+SMALL_FACTS = 2  # facts per small session (--small)
 LIMIT = 8  # "hid a top-8": the floor emptied a search whose vector ranking had the fact in it
 EN_TALK = [
     "Good morning, coffee first and then work.", "The weather is grey again today.",
@@ -158,11 +160,45 @@ class Spy:
         return cand
 
 
-def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
-    rows = []
+def small_sessions(fset: dict, seed: int) -> list[tuple[str, list[dict], list[dict]]]:
+    """The small sessions of a fact set (issue #40: the floor on a newcomer's session): each
+    holds SMALL_FACTS facts, a filler reply after each, then the context window's WINDOW
+    filler messages (20 messages, 4 searched); asked its facts' questions and the set's
+    unanswerable ones. (name suffix, messages, questions) per session."""
+    rng = random.Random(seed)
+    out = []
+    for start in range(0, len(fset["facts"]), SMALL_FACTS):
+        msgs: list[dict] = []
+        asked = []
+        for k in range(start, min(start + SMALL_FACTS, len(fset["facts"]))):
+            fact = fset["facts"][k]
+            asked += [{"q": q, "qlang": lang, "gold": len(msgs)} for lang, q in fact["q"].items()]
+            msgs.append({"role": "user", "content": fact["text"]})
+            msgs.append({"role": "assistant", "content": filler(rng, fset["lang"], len(msgs))})
+        first = len(msgs)
+        msgs += [{"role": "user" if i % 2 == 0 else "assistant",
+                  "content": filler(rng, fset["lang"], i)} for i in range(first, first + WINDOW)]
+        asked += [{"q": u["q"], "qlang": u["lang"], "gold": None} for u in fset["unanswerable"]]
+        out.append((f"-small{start}", msgs, asked))
+    return out
+
+
+def sessions(split: str, small: bool) -> list[tuple[dict, str, list[dict], list[dict]]]:
+    """(fact set, session id, messages, questions) of every session of a split."""
+    out = []
     for fset, seed in fact_sets(split):
-        sid = f"floor-{fset['name']}"
-        msgs, where = session(fset, seed=seed)
+        if small:
+            out += [(fset, f"floor-{fset['name']}{suffix}", msgs, asked)
+                    for suffix, msgs, asked in small_sessions(fset, seed)]
+        else:
+            msgs, where = session(fset, seed=seed)
+            out.append((fset, f"floor-{fset['name']}", msgs, questions(fset, where)))
+    return out
+
+
+def run(split: str, home: Path, spy: Spy, limit: int, small: bool = False) -> list[dict]:
+    rows = []
+    for fset, sid, msgs, asked in sessions(split, small):
         built = home / f".bench-floor-{sid}"
         if not built.exists():
             cli("--home", str(home), "append", sid, "--messages", "-", "--no-compact",
@@ -171,7 +207,7 @@ def run(split: str, home: Path, spy: Spy, limit: int) -> list[dict]:
             # would leave a big session part keyword-only, and the floor would see less)
             cli("--home", str(home), "backfill", sid, "--vectors")
             built.write_text("built by bench/floor.py\n")
-        for q in questions(fset, where):
+        for q in asked:
             doc = cli("--home", str(home), "search", sid, q["q"], "--mode", "semantic",
                       "--limit", str(limit), "--json")
             hits = ranked_hits(doc)
@@ -297,6 +333,9 @@ def main() -> None:
     ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
     ap.add_argument("--features", type=Path, help="write every question's row as JSON")
     ap.add_argument("--limit", type=int, default=8)
+    ap.add_argument("--small", action="store_true",
+                    help="small sessions made from each split's fact sets (20 messages, 4 "
+                         "searched: the floor on a newcomer's session)")
     ap.add_argument("--found", type=Path, nargs="+", metavar=("OFF", "FEATURES"),
                     help="answers hidden that the floor-off search showed (no search run)")
     ap.add_argument("--curve", type=Path, metavar="FEATURES",
@@ -318,8 +357,9 @@ def main() -> None:
         home = args.home or Path(tmp)
         rows = []
         for split in splits:
-            got = run(split, home, spy, args.limit)
-            print(f"== {split} ({len(got)} questions, floor "
+            got = run(split, home, spy, args.limit, args.small)
+            kind = " small sessions" if args.small else ""
+            print(f"== {split}{kind} ({len(got)} questions, floor "
                   f"{os.environ.get('AGENVOY_SEARCH_FLOOR', 'default')})")
             report(got)
             rows += got

@@ -269,6 +269,34 @@ def test_the_shipped_reference_is_the_tune_questions_and_the_models_vectors(embe
             assert float(ref.vectors[i] @ (v / np.linalg.norm(v))) > 0.999, (spec, texts[i])
 
 
+
+def test_the_shipped_background_is_the_models_vectors_of_its_texts(embedders):
+    """search/reference/background-<spec>.npz: each built-in model's document vectors of
+    background.txt, in its order (tools/gen_reference.py), what the floor compares with on a
+    session too small to sample (issue #40)."""
+    import random
+
+    import numpy as np
+
+    from agenvoy_cli.search import hubness
+
+    lines = (hubness.REFERENCE / "background.txt").read_text(encoding="utf-8").splitlines()
+    texts = [t for t in lines if t.strip()]
+    assert len(texts) >= 200 and any(has_han(t) for t in texts)
+    pick = random.Random(7).sample(range(len(texts)), 6)
+    for spec in (floor.BUILT_IN_SPEC, floor.SECOND_SPEC):
+        ground = hubness.ShippedBackground.load(spec)
+        model = embedders.get(spec)
+        assert ground is not None and ground.model_id == model.model_id
+        assert ground.vectors.shape == (len(texts), model.dim) and ground.texts == texts
+        made = np.asarray(model.embed_documents([texts[i] for i in pick]), dtype=np.float32)
+        for row, i in zip(made, pick):
+            assert float(ground.vectors[i] @ (row / np.linalg.norm(row))) > 0.999, texts[i]
+
+
+def has_han(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
 def test_the_reference_vectors_load_once_per_holder(run, home, embedders, monkeypatch):
     """A Memory (a program's, the server's) loads them on its first search and keeps them."""
     from agenvoy_cli.api import Memory

