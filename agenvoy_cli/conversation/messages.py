@@ -60,6 +60,43 @@ def local_to_ns(moment: datetime) -> int:
     return int(time.mktime(moment.timetuple())) * NS + moment.microsecond * 1000
 
 
+class LocalHours:
+    """local_to_ns for the many times of one batch: mktime costs ~4 us (it stats the zone
+    file on every call), so an hour whose local times all map to one offset is turned into
+    unix time by arithmetic from its first second. An hour qualifies, checked once, when
+    mktime puts its first second at an instant that reads as it and the UTC offset is the
+    same from 4 hours before that to 4 hours after its end, read every half hour: no
+    change of offset in it, and no fold (an earlier or later instant reading as one of its
+    times, where mktime's answer is whichever offset it tried first) - the zone database's
+    folds are at most 2 hours. Any other hour goes to mktime time after time."""
+
+    __slots__ = ("_hour", "_base", "_seen")
+
+    def __init__(self) -> None:
+        self._hour: tuple[int, int, int, int] | None = None
+        self._base = 0
+        self._seen: tuple[int, int, int, int] | None = None
+
+    def ns(self, moment: datetime) -> int:
+        hour = (moment.year, moment.month, moment.day, moment.hour)
+        if hour == self._hour:
+            return (self._base + moment.minute * 60 + moment.second) * NS + \
+                moment.microsecond * 1000
+        ns = local_to_ns(moment)
+        if hour == self._seen:  # a second time in this hour: worth checking the hour once
+            self._check(hour)
+        self._seen = hour
+        return ns
+
+    def _check(self, hour: tuple[int, int, int, int]) -> None:
+        first = int(time.mktime((*hour, 0, 0, 0, 0, -1)))
+        if time.localtime(first)[:6] != (*hour, 0, 0):
+            return
+        offset = time.localtime(first).tm_gmtoff
+        if all(time.localtime(first + k * 1800).tm_gmtoff == offset for k in range(-8, 11)):
+            self._hour, self._base = hour, first
+
+
 def ns_to_local(ns: int) -> str:
     return time.strftime(TIME_FORMAT, time.localtime(ns // NS))
 
@@ -356,11 +393,12 @@ def assign_times(messages: Sequence[dict[str, Any]], prev_ns: int | None,
     """
     headers = [_own_time(m) for m in messages]
     out: list[int] = []
+    hours = LocalHours()
     for i, moment in enumerate(headers):
         if isinstance(moment, int):  # sendAt (Agenvoy v0.32's format)
             prev_ns = moment
         elif moment is not None:
-            prev_ns = local_to_ns(moment)
+            prev_ns = hours.ns(moment)
         elif prev_ns is not None:
             prev_ns += 1
         else:
