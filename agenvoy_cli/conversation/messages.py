@@ -261,7 +261,8 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
         raise BadInput(f"{where}: content is empty")
     if "\x00" in text:
         raise BadInput(f"{where}: content contains a NUL character")
-    size = len(text.encode("utf-8", "surrogatepass"))
+    # at most 4 bytes a character: a text that short needs no encoding to be within the bound
+    size = len(text.encode("utf-8", "surrogatepass")) if 4 * len(text) > max_bytes else 0
     if size > max_bytes:
         raise BadInput(f"{where}: content is {size} bytes, over max_history_bytes ({max_bytes})")
     try:
