@@ -57,7 +57,7 @@ def _passes(value: Any, depth: int) -> bool:
     if kind_of is str or kind_of is bool or value is None:
         return True
     if kind_of is int:
-        return _INT_LO <= value <= _INT_HI
+        return bool(_INT_LO <= value <= _INT_HI)
     if kind_of is float:
         return math.isfinite(value)
     if depth > MAX_DEPTH:
