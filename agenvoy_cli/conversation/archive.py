@@ -85,10 +85,8 @@ def send_at_of(conn: sqlite3.Connection, session_id: str, seq: int) -> int | Non
 
 
 def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
-           messages: Sequence[dict[str, Any]], fallback_ns: int,
-           dumped: Sequence[bytes] | None = None) -> int:
-    """Insert messages at places first_seq.. (a place already taken is left as it is).
-    dumped: orjson.dumps of each message, when the caller has them (an append)."""
+           messages: Sequence[dict[str, Any]], fallback_ns: int) -> int:
+    """Insert messages at places first_seq.. (a place already taken is left as it is)."""
     if not messages:
         return 0
     times = assign_times(messages, last_send_at(conn, session_id, first_seq), fallback_ns)
@@ -97,9 +95,8 @@ def insert(conn: sqlite3.Connection, session_id: str, first_seq: int,
         role = str(msg.get("role"))
         text = content_text(msg.get("content"))
         ident = identity_key(role, text, msg)
-        raw = dumped[i] if dumped is not None else orjson.dumps(msg)
         params.append((session_id, send_at, role, text, first_seq + i, ident,
-                       raw.decode(), fts.index_text(search_body(text, msg)),
+                       orjson.dumps(msg).decode(), fts.index_text(search_body(text, msg)),
                        sender(msg), record_hash(msg, ident)))
     sql = ("INSERT OR IGNORE INTO messages (session_id, send_at, role, content, seq, hash, "
            "message, tokens, sender, record_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")

@@ -79,17 +79,15 @@ def read_tail(path: Path, size: int, want: int = 4096) -> tuple[bytes, int]:
         return handle.read(), offset
 
 
-def write_appended(path: Path, new: list[dict[str, Any]], splice: int | None,
-                   dumped: list[bytes] | None = None) -> int:
+def write_appended(path: Path, new: list[dict[str, Any]], splice: int | None) -> int:
     """Write history.json with `new` after the existing messages, which are copied as they
     are (in the kernel, never re-serialized): the cost does not grow with the history.
-    splice=None: there are no existing messages. dumped: orjson.dumps of each of `new`
-    (the archive stores the same bytes). Returns the new size."""
+    splice=None: there are no existing messages. Returns the new size."""
     if splice is None:
         data = dump_history(new)
         atomic_write_bytes(path, data)
         return len(data)
-    tail = b"," + b",".join(dumped if dumped is not None else map(orjson.dumps, new)) + b"]\n"
+    tail = b"," + b",".join(orjson.dumps(m) for m in new) + b"]\n"
     atomic_write_bytes(path, tail, prefix=(path, splice))
     return splice + len(tail)
 

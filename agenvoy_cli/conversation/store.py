@@ -295,11 +295,11 @@ class Store:
     def _archive_append(self, session_id: str, rows: archive.SessionRows, start: int,
                         messages: list[dict[str, Any]], history: History, count: int,
                         new_folder: session_marks.NewFolder | None,
-                        size: int, dumped: list[bytes]) -> None:
+                        size: int) -> None:
         """The SQLite half of an append (the caller puts history.json back if it fails)."""
         with self.transaction() as conn:
             archive.insert(conn, session_id, rows.next_seq, messages,
-                           self._fallback_ns(history), dumped)
+                           self._fallback_ns(history))
             if start != (rows.start_seq or 0):
                 archive.set_start(conn, session_id, start)
             sessions.write_stats(conn, session_id, history.path, count, start, new_folder,
@@ -360,10 +360,9 @@ class Store:
                 # file is in place but its folder's fsync failed (exit 1 must mean: not
                 # appended, or a retry would append twice). Had we died instead, the next
                 # write or doctor would archive the extra messages.
-                dumped = [orjson.dumps(m) for m in stamped]  # the file's and the rows' bytes
-                new_size = write_appended(history.path, stamped, splice, dumped)
+                new_size = write_appended(history.path, stamped, splice)
                 self._archive_append(session_id, rows, start, stamped, history,
-                                     count + len(stamped), new_folder, new_size, dumped)
+                                     count + len(stamped), new_folder, new_size)
             except BaseException:
                 put_back(previous, history.path)
                 if made:  # a first append that failed leaves no session behind
