@@ -293,8 +293,12 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
     for side in (False, True):
         if (side and sidechains == "skip") or (agent and not side):
             continue
-        if side and not agent and not main.get("sidechain"):
-            continue  # the main pass read no sidechain record (or nothing changed)
+        # the main pass read no sidechain record: no side pass; when it read nothing (the
+        # file unchanged since it was read whole), one only to finish a side pass an
+        # earlier run began and did not end (killed, a full disk)
+        resume_only = side and not agent and not main.get("sidechain") and "open" not in main
+        if side and not agent and not main.get("sidechain") and not resume_only:
+            continue
         meta: dict[str, Any] = {"path": str(file.resolve()), "project": project}
         report: dict[str, Any] = main if not side else {}
         if agent:  # a sub-agent's own transcript, named after its parent and its full id
@@ -307,4 +311,4 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
         yield Unit(f"{KIND}:{stem}" + ("#sidechain" if side else ""), KIND, sid,
                    partial(read, file, side, meta, settled, report, limit), meta,
                    stat.st_size, stat.st_mtime_ns, report=report, part_of=part_of,
-                   rescan=True, skips=True, parent=parent)
+                   rescan=True, skips=True, parent=parent, resume_only=resume_only)
