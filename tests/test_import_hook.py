@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from tests.conftest import agenvoy
-from tests.helpers.transfer import AGENT, CODEX, TURN
+from tests.helpers.transfer import AGENT, CODEX, SIDECHAINS, TURN
 
 SESSION = TURN.stem
 
@@ -233,12 +233,10 @@ def test_a_hook_killed_at_a_side_pass_first_commit_is_finished_by_the_next_one(h
     sidechain (before, it was never imported)."""
     import signal
 
-    from tests.test_transfer import CLAUDE
-
-    transcript = tmp_path / "projects" / CLAUDE.parent.name / CLAUDE.name
+    transcript = tmp_path / "projects" / SIDECHAINS.parent.name / SIDECHAINS.name
     transcript.parent.mkdir(parents=True)
-    shutil.copy2(CLAUDE, transcript)
-    data = orjson.dumps({"session_id": CLAUDE.stem, "transcript_path": str(transcript),
+    shutil.copy2(SIDECHAINS, transcript)
+    data = orjson.dumps({"session_id": SIDECHAINS.stem, "transcript_path": str(transcript),
                          "hook_event_name": "Stop"})
     hook(tmp_path / "reference", data)
     log = tmp_path / "commits.log"

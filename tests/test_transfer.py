@@ -9,10 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers.transfer import provider_errors
-
-DATA = Path(__file__).resolve().parent / "data" / "transfer"
-CLAUDE = DATA / "claude" / "-home-ada-src-shop" / "7f3c2a10-5b1e-4c2d-9a8f-0e1d2c3b4a59.jsonl"
+from tests.helpers.transfer import DATA, provider_errors
+from tests.helpers.transfer import SIDECHAINS as CLAUDE
 
 
 def context(run, sid: str) -> list[dict]:
