@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from tests.conftest import agenvoy
-from tests.helpers.transfer import AGENT, CODEX, TURN
+from tests.helpers.transfer import AGENT, CODEX, SIDECHAINS, TURN
 
 SESSION = TURN.stem
 
@@ -224,3 +224,30 @@ def test_auto_names_a_sub_agent_after_its_parent(home, tmp_path):
     shown = orjson.loads(agenvoy("session", "show", "cc-shop-5b0d8e21-agent-a91c4e2f",
                                  "--json", env={"AGENVOY_HOME": str(home)}).stdout)
     assert shown["parent"] == "cc-shop-5b0d8e21"
+
+
+def test_a_hook_killed_at_a_side_pass_first_commit_is_finished_by_the_next_one(home,
+                                                                            tmp_path):
+    """kill -9 at the first commit of a transcript's sidechain pass (the main pass read
+    whole): the next turn's hook, which finds the main pass unchanged, imports the
+    sidechain (before, it was never imported)."""
+    import signal
+
+    transcript = tmp_path / "projects" / SIDECHAINS.parent.name / SIDECHAINS.name
+    transcript.parent.mkdir(parents=True)
+    shutil.copy2(SIDECHAINS, transcript)
+    data = orjson.dumps({"session_id": SIDECHAINS.stem, "transcript_path": str(transcript),
+                         "hook_event_name": "Stop"})
+    hook(tmp_path / "reference", data)
+    log = tmp_path / "commits.log"
+    counted = agenvoy("import", "claude-code", str(transcript), "--now", "--sidechains",
+                      "skip", env={"AGENVOY_HOME": str(tmp_path / "main-only"),
+                                   "AGENVOY_FAULTS": f"point=commit,log={log}"})
+    assert counted.returncode == 0, counted.stderr
+    at = log.read_text().count("\n") + 1
+    killed = agenvoy("hook", "claude-code", input=data, timeout=60, env={
+        "AGENVOY_HOME": str(home), "AGENVOY_FAULTS": f"at={at},point=commit,fail=kill"})
+    assert killed.returncode == -signal.SIGKILL
+    assert not any(r[0].endswith("-side") for r in archive(home))
+    hook(home, data)
+    assert archive(home) == archive(tmp_path / "reference")

@@ -9,10 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers.transfer import provider_errors
-
-DATA = Path(__file__).resolve().parent / "data" / "transfer"
-CLAUDE = DATA / "claude" / "-home-ada-src-shop" / "7f3c2a10-5b1e-4c2d-9a8f-0e1d2c3b4a59.jsonl"
+from tests.helpers.transfer import DATA, provider_errors
+from tests.helpers.transfer import SIDECHAINS as CLAUDE
 
 
 def context(run, sid: str) -> list[dict]:
@@ -633,3 +631,42 @@ def test_a_side_pass_cut_short_is_finished_when_the_main_one_is_unchanged(run, h
                             (side["source"],)).fetchone()[0] == CLAUDE.stat().st_size
     third = imported(run, "claude-code", str(CLAUDE))
     assert [s["source"] for s in third["sources"]] == [first["sources"][0]["source"]]
+
+
+def _cursors(home: Path) -> dict[str, tuple]:
+    with sqlite3.connect(home / ".store/history.db") as conn:
+        return {r[0]: r[1:] for r in conn.execute(
+            "SELECT key, session_id, records, size, meta FROM import_sources")}
+
+
+@pytest.mark.parametrize("failure", ["enospc", "eio"])
+def test_a_side_pass_failed_at_its_first_commit_is_done_by_the_next_run(run, home, tmp_path,
+                                                                        monkeypatch, failure):
+    """A run that fails at the first commit of a transcript's sidechain pass (its claim),
+    after the main pass was marked read whole, leaves no side cursor: the next run finds the
+    main pass unchanged, and only the main cursor can say a side pass is owed (the fault
+    sweep's last claude-code cases; before, the sidechain messages were never imported)."""
+    from agenvoy_cli.home import faults
+
+    monkeypatch.setenv("AGENVOY_HOME", str(tmp_path / "reference"))
+    want = imported(run, "claude-code", str(CLAUDE))
+    side = next(s for s in want["sources"] if s["source"].endswith("#sidechain"))
+    want_rows = [r[:-1] for r in rows(tmp_path / "reference", side["session_id"])]
+    assert want_rows
+    monkeypatch.setenv("AGENVOY_HOME", str(tmp_path / "main-only"))
+    with faults.armed(faults.Plan(point="commit")) as counted:
+        imported(run, "claude-code", str(CLAUDE), "--sidechains", "skip")
+    monkeypatch.setenv("AGENVOY_HOME", str(home))
+    with faults.armed(faults.Plan(at=counted.reached + 1, point="commit", failure=failure)):
+        res = run("import", "claude-code", str(CLAUDE), "--now", "--json")
+    assert res.exit_code == 1, res.stderr
+    cursors = _cursors(home)
+    main = want["sources"][0]["source"]
+    assert cursors[main][2] == CLAUDE.stat().st_size and side["source"] not in cursors
+    again = imported(run, "claude-code", str(CLAUDE))
+    assert [s["source"] for s in again["sources"]] == [main, side["source"]]
+    assert [r[:-1] for r in rows(home, side["session_id"])] == want_rows
+    assert _cursors(home) == _cursors(tmp_path / "reference")
+    assert run("doctor").exit_code == 0
+    third = imported(run, "claude-code", str(CLAUDE))
+    assert [s["source"] for s in third["sources"]] == [main]

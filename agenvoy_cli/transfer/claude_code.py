@@ -33,6 +33,7 @@ from agenvoy_cli.transfer.inputs import (
     too_long,
 )
 from agenvoy_cli.transfer.records import (
+    OWED,
     Record,
     Unit,
     decode_error,
@@ -166,11 +167,12 @@ _SIDE = re.compile(rb'"isSidechain": ?true')
 
 
 def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
-         report: dict[str, Any], limit: int = MAX_RECORD_BYTES, skip: int = 0
-         ) -> Iterator[Record]:
+         report: dict[str, Any], limit: int = MAX_RECORD_BYTES, owes: str | None = None,
+         skip: int = 0) -> Iterator[Record]:
     """The records of a transcript for the main conversation or for its sidechains; an
     assistant message still being written (see the module) is held back, with the records
-    after it. The first `skip` records are passed unparsed (Unit.skips)."""
+    after it. The first `skip` records are passed unparsed (Unit.skips). `owes`: the key
+    of the side pass the main one's cursor names (records.OWED) when it read a sidechain."""
     count = 0  # records yielded
     current: _Open | None = None
     report["open"] = 0
@@ -240,6 +242,8 @@ def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
             yield from current.done()
         else:
             report["open"] = len(current.records)
+    if owes is not None and report.get("sidechain"):
+        meta[OWED] = owes
 
 
 def _head(file: Path, limit: int) -> dict[str, Any]:
@@ -308,7 +312,8 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
         else:
             sid = (session or f"cc-{name}-{stem[:8]}") + ("-side" if side else "")
             parent = f"{KIND}:{stem}" if side else None
+        owes = f"{KIND}:{stem}#sidechain" if not side and sidechains != "skip" else None
         yield Unit(f"{KIND}:{stem}" + ("#sidechain" if side else ""), KIND, sid,
-                   partial(read, file, side, meta, settled, report, limit), meta,
+                   partial(read, file, side, meta, settled, report, limit, owes), meta,
                    stat.st_size, stat.st_mtime_ns, report=report, part_of=part_of,
                    rescan=True, skips=True, parent=parent, resume_only=resume_only)

@@ -36,6 +36,7 @@ from agenvoy_cli.transfer import sources
 from agenvoy_cli.transfer.records import (
     MAX_NS,
     MIN_NS,
+    OWED,
     ReadFailure,
     Record,
     Timed,
@@ -416,9 +417,9 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
                 restore: Callable[[Store, str, Unit, int], None] | None = None
                 ) -> dict[str, Any] | None:
     """The unit's result; None for a resume_only unit with nothing to finish."""
-    cursor = sources.get(store.db_readonly(), unit.key)
-    if unit.resume_only and (cursor is None or (cursor.size, cursor.mtime_ns) == (
-            unit.size, unit.mtime_ns)):
+    conn = store.db_readonly()
+    cursor = sources.get(conn, unit.key)
+    if unit.resume_only and not _owed(conn, unit, cursor):
         return None
     if cursor is not None and unit.size is not None and \
             (cursor.size, cursor.mtime_ns) == (unit.size, unit.mtime_ns) and \
@@ -442,16 +443,23 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
             with store.transaction() as conn:
                 now = sources.get(conn, unit.key)
                 if now is not None:  # unchanged size and time: skipped next time, if whole
+                    parent = sources.get(conn, unit.parent) if unit.parent else None
                     sources.put(conn, now._replace(
                         size=unit.size if whole else None,
                         mtime_ns=unit.mtime_ns if whole else None,
-                        meta=_with_parent(conn, unit)))
+                        meta=unit.meta if parent is None else
+                        {**unit.meta, "parent": parent.session_id}))
+                    if parent is not None and parent.meta.get(OWED) == unit.key:
+                        sources.put(conn, parent._replace(meta={
+                            k: v for k, v in parent.meta.items() if k != OWED}))
     return doc
 
 
-def _with_parent(conn: Any, unit: Unit) -> dict[str, Any]:
-    """The unit's meta, with the session of the unit that started it (a sub-agent's)."""
-    if unit.parent is None:
-        return unit.meta
-    parent = sources.get(conn, unit.parent)
-    return {**unit.meta, "parent": parent.session_id} if parent is not None else unit.meta
+def _owed(conn: Any, unit: Unit, cursor: sources.Cursor | None) -> bool:
+    """Whether a resume_only unit has something to finish: its cursor is there and the
+    file changed since it was read whole, or there is none and its parent's says one is
+    owed (OWED)."""
+    if cursor is not None:
+        return (cursor.size, cursor.mtime_ns) != (unit.size, unit.mtime_ns)
+    parent = sources.get(conn, unit.parent) if unit.parent else None
+    return parent is not None and parent.meta.get(OWED) == unit.key

@@ -37,6 +37,13 @@ class Record(NamedTuple):
     start: int = 0
 
 
+# in a cursor's meta: the key of a resume_only unit this source's read found work for, until
+# that unit is done (engine.import_unit drops it then): a run that fails before that unit's
+# first commit leaves nothing else to say so, and the next run finds this source unchanged
+# and reads none of it. Absent (older cursors, normal runs once done): nothing is owed.
+OWED = "pass_owed"
+
+
 class ReadFailure(Exception):
     """The source cannot be read on from here (what came before it stays imported)."""
 
@@ -62,7 +69,8 @@ class Unit:
     skips: bool = False
     parent: str | None = None  # the key of the unit whose session started this one
     # imported only to finish what an earlier run began (its cursor is there and the file
-    # changed since it was read whole): a pass whose need the reader could not tell
+    # changed since it was read whole, or its parent's cursor names it as OWED): a pass
+    # whose need the reader could not tell
     resume_only: bool = False
 
 

@@ -10,6 +10,8 @@ PROJECT = DATA / "claude-turn" / "-home-ada-src-shop"
 # a Claude Code turn: thinking, text, two tool_use, two results, a second answer
 TURN = PROJECT / "5b0d8e21-3c4f-4a7e-9d12-8f6a2b7c1e90.jsonl"
 AGENT = PROJECT / TURN.stem / "subagents" / "agent-a91c4e2f.jsonl"  # a sub-agent of it
+# a Claude Code transcript with sidechain records (a Task sub-agent's, inline)
+SIDECHAINS = DATA / "claude" / "-home-ada-src-shop" / "7f3c2a10-5b1e-4c2d-9a8f-0e1d2c3b4a59.jsonl"
 CODEX = next((DATA / "codex").rglob("rollout-*.jsonl"))
 
 
