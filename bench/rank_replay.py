@@ -277,7 +277,8 @@ def fitted(mode: str = "hybrid", lifted: bool = True):
         if lifted:
             if "lookup" not in sess:
                 sess["lookup"] = Lookup(sess)
-            ranked = semantic.lift(ranked, q["qv"], sess["lookup"], sess["bodies"])
+            typical = sum(signals.background) / len(signals.background)
+            ranked = semantic.lift(ranked, q["qv"], sess["lookup"], sess["bodies"], typical)
         return [s for s, _ in ranked][:50]
     return rule
 
