@@ -277,8 +277,7 @@ def fitted(mode: str = "hybrid", lifted: bool = True):
         if lifted:
             if "lookup" not in sess:
                 sess["lookup"] = Lookup(sess)
-            typical = sum(signals.background) / len(signals.background)
-            ranked = semantic.lift(ranked, q["qv"], sess["lookup"], sess["bodies"], typical)
+            ranked = semantic.lift(ranked, q["qv"], sess["lookup"], sess["bodies"])
         return [s for s, _ in ranked][:50]
     return rule
 
