@@ -248,8 +248,8 @@ def keyword_rule(q: dict, sess: dict) -> list[int]:
     return [s for s, _ in q["kw"][:50]]
 
 
-def fitted(mode: str = "hybrid", lifted: bool = True):
-    """The shipped ranking stage (search/ranking.py, then semantic.lift) over the replayed
+def fitted(mode: str = "hybrid", attributed: bool = True):
+    """The shipped ranking stage (search/ranking.py, then attribution) over the replayed
     signals, as engine.vector_search calls it (the floor and credit left out)."""
     from agenvoy_cli.search import fusion, ranking, semantic
     from agenvoy_cli.search.query import Query
@@ -274,18 +274,18 @@ def fitted(mode: str = "hybrid", lifted: bool = True):
             second={s: float(q["u"][s]) for s in cands},
             second_background=[float(q["u"][s]) for s in sample])
         ranked = ranking.rank(cands, signals, ranking.weights(mode, query, mismatch))
-        if lifted:
+        if attributed:
             if "lookup" not in sess:
                 sess["lookup"] = Lookup(sess)
-            ranked = semantic.lift(ranked, q["qv"], sess["lookup"], sess["bodies"])
+            ranked = semantic.attribute(ranked, q["qv"], sess["lookup"], sess["bodies"])
         return [s for s, _ in ranked][:50]
     return rule
 
 
 RULES = {"shipped": shipped(), "semantic": shipped("semantic"), "keyword": keyword_rule,
          "fitted-hybrid": fitted("hybrid"), "fitted-semantic": fitted("semantic"),
-         "fitted-hybrid-unlifted": fitted("hybrid", False),
-         "fitted-semantic-unlifted": fitted("semantic", False)}
+         "fitted-hybrid-unattributed": fitted("hybrid", False),
+         "fitted-semantic-unattributed": fitted("semantic", False)}
 
 
 # ----------------------------------------------------------------------------- a fitted rule

@@ -96,39 +96,3 @@ def test_rank_signals_read_each_rankings_places_and_the_neighbours():
     assert scored[4] == ranking.RANK_K / (ranking.RANK_K + 2)  # 3 before it: second
     assert scored[5] == 3.0 / 9.0  # 7 two after it: its BM25 over the best
 
-
-class _Own:
-    """An embedder whose document vectors put each text at a set similarity to the query
-    (the query vector is (1, 0))."""
-
-    def __init__(self, similarity: dict[str, float]) -> None:
-        self.similarity = similarity
-
-    def embed_documents(self, texts):
-        return [[self.similarity[t], 0.0] for t in texts]
-
-
-def test_lift_moves_a_hit_below_its_predecessor_only_in_the_top_and_by_the_margin():
-    from agenvoy_cli.search import semantic
-
-    bodies = {1: "fact", 2: "reply", 3: "answer", 4: "more", 7: "x", 8: "y", 20: "far",
-              21: "after far"}
-    own = _Own({"fact": 0.80, "reply": 0.78, "answer": 0.79, "more": 0.70, "x": 0.5, "y": 0.5,
-                "far": 0.9, "after far": 0.1})
-
-    def ranked(order):
-        return [(s, 1.0 - i / 10) for i, s in enumerate(order)]
-
-    def lifted(order):
-        return [s for s, _ in semantic.lift(ranked(order), [1.0, 0.0], own, bodies)]
-
-    def attributed(order):
-        return [s for s, _ in semantic.attribute(ranked(order), [1.0, 0.0], own, bodies)]
-
-    # the predecessor closer by less than the margin: both keep their places (attribute
-    # swaps them); by more than the margin: swapped
-    assert lifted([2, 1, 7, 8]) == [2, 1, 7, 8] and attributed([2, 1, 7, 8])[:2] == [1, 2]
-    assert lifted([4, 3, 7, 8]) == [3, 4, 7, 8]
-    # the predecessor outside the top ATTRIBUTION_TOP: no swap (attribute swaps)
-    far = [21, 7, 8, 1, 2, 20]
-    assert lifted(far) == far and attributed(far)[0] == 20

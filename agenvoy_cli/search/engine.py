@@ -170,8 +170,8 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     floored = bool(vec) and not related
     vec = [(seq, score) for seq, score in vec if seq in related]
     fitted = _rank(store, session_id, mode, query, cand, vec, decision) if vec else None
-    if fitted is not None:  # the pool scores each message on its own: a lighter check
-        ranked = semantic.lift(fitted, vector, own_text, cand.texts, state)
+    if fitted is not None:
+        ranked = semantic.attribute(fitted, vector, own_text, cand.texts, state)
         result.score_kind = "fitted"
     else:
         ranked = _fuse(mode, query, cand, vec, window, scope)

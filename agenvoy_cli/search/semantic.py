@@ -147,28 +147,6 @@ def attribute(ranked: list[tuple[int, float]], vector: Sequence[float], embedder
     return _reorder(ranked, pairs, state)
 
 
-def lift(ranked: list[tuple[int, float]], vector: Sequence[float], embedder: Any,
-         bodies: dict[int, str], state: Attribution | None = None
-         ) -> list[tuple[int, float]]:
-    """attribute for the fitted ranking (search/ranking.py), which scores each message on
-    its own: only a pair of the top ATTRIBUTION_TOP hits is checked, and the predecessor
-    takes the better place only when its own text is closer to the query by
-    CREDIT_MARGIN (a reply whose index vector carries the fact's words). LoCoMo tune
-    (bench/rank_replay.py, leave one conversation out), hybrid R@5/R@10/MRR: no check
-    0.723/0.782/0.619, attribute 0.691/0.761/0.576, this 0.723/0.782/0.617 (issue #40)."""
-    state = state or Attribution()
-    top = {seq for seq, _ in ranked[:ATTRIBUTION_TOP]}
-    pairs = [s for s in sorted(top) if s - 1 in top and s in bodies and s - 1 in bodies]
-    if not pairs:
-        return ranked
-    need = sorted({x for s in pairs for x in (s - 1, s)} - set(state.own))
-    if need:
-        state.own.update(_own_text_similarity(need, vector, embedder, bodies))
-    own = state.own
-    pairs = [s for s in pairs if own[s - 1] - own[s] > CREDIT_MARGIN]
-    return _reorder(ranked, pairs, Attribution(own=own, first={s: s - 1 for s in pairs}))
-
-
 def credit(ranked: list[tuple[int, float]], vector: Sequence[float], embedder: Any,
            bodies: dict[int, str], typical: float | None, state: Attribution | None = None
            ) -> list[tuple[int, float]]:
