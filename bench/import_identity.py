@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -65,9 +66,14 @@ def main() -> int:
     extra = [(arg.split("=", 1)[0], Path(arg.split("=", 1)[1])) for arg in sys.argv[3:]]
     differing = 0
     for fmt, path in extra + CASES:
-        homes = (tempfile.mkdtemp(), tempfile.mkdtemp())
-        docs = [run(code, home, fmt, path) for code, home in zip((old, new), homes)]
-        a, b = state(homes[0]), state(homes[1])
+        homes = (tempfile.mkdtemp(prefix="import-identity-"),
+                 tempfile.mkdtemp(prefix="import-identity-"))
+        try:
+            docs = [run(code, home, fmt, path) for code, home in zip((old, new), homes)]
+            a, b = state(homes[0]), state(homes[1])
+        finally:
+            for home in homes:
+                shutil.rmtree(home, ignore_errors=True)
         diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
         same = not diff and docs[0] == docs[1]
         print(f"{fmt:12} {path.name[:40]:40} {len(a):3} files/tables  "

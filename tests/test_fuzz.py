@@ -68,29 +68,26 @@ class Home:
         shutil.rmtree(self.path.parent, ignore_errors=True)
 
 
-_template: Path | None = None
-
-
-def populated() -> Home:
-    global _template
-    if _template is None:
-        _template = Path(tempfile.mkdtemp(prefix="agenvoy-fuzz-template-")) / "home"
-        runner = CliRunner()
-        batch = [{"role": "user" if i % 2 == 0 else "assistant",
-                  "content": f"第{i}條 跨 session 錯誤記憶 deploy \"quoted\" (x) item-{i}"}
-                 for i in range(40)]
-        res = runner.invoke(cli, ["append", "s", "--messages", "-", "--time",
-                                  "2024-06-01 12:00:00"], input=orjson.dumps(batch),
-                            env={"AGENVOY_HOME": str(_template),
-                                 "AGENVOY_MAX_HISTORY_BYTES": "4096"})
-        assert res.exit_code == 0, res.stderr
-    return Home(_template)
+@pytest.fixture(scope="session")
+def fuzz_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One populated home per run, under pytest's temporary root (removed with it)."""
+    template = tmp_path_factory.mktemp("fuzz-template") / "home"
+    runner = CliRunner()
+    batch = [{"role": "user" if i % 2 == 0 else "assistant",
+              "content": f"第{i}條 跨 session 錯誤記憶 deploy \"quoted\" (x) item-{i}"}
+             for i in range(40)]
+    res = runner.invoke(cli, ["append", "s", "--messages", "-", "--time",
+                              "2024-06-01 12:00:00"], input=orjson.dumps(batch),
+                        env={"AGENVOY_HOME": str(template),
+                             "AGENVOY_MAX_HISTORY_BYTES": "4096"})
+    assert res.exit_code == 0, res.stderr
+    return template
 
 
 @FUZZ
 @given(data=st.binary(max_size=300))
-def test_append_arbitrary_bytes_on_stdin(data):
-    home = populated()
+def test_append_arbitrary_bytes_on_stdin(fuzz_template, data):
+    home = Home(fuzz_template)
     try:
         before = snapshot(home.path)
         res = home.run("append", "s", "--messages", "-", input=data)
@@ -102,8 +99,8 @@ def test_append_arbitrary_bytes_on_stdin(data):
 
 @FUZZ
 @given(batch=st.one_of(st.lists(MESSAGE, max_size=4), JSON))
-def test_append_arbitrary_json(batch):
-    home = populated()
+def test_append_arbitrary_json(fuzz_template, batch):
+    home = Home(fuzz_template)
     try:
         before = snapshot(home.path)
         res = home.run("append", "s", "--messages", "-", input=orjson.dumps(batch))
@@ -117,8 +114,8 @@ def test_append_arbitrary_json(batch):
 
 @FUZZ
 @given(query=QUERY, mode=st.sampled_from(["keyword"]))
-def test_keyword_search_never_breaks(query, mode):
-    home = populated()
+def test_keyword_search_never_breaks(fuzz_template, query, mode):
+    home = Home(fuzz_template)
     try:
         before = snapshot(home.path)
         res = home.run("search", "s", query, "--mode", mode, "--json")
@@ -138,8 +135,8 @@ def test_keyword_search_never_breaks(query, mode):
     ("session", "reset", "{n}", "--yes"), ("rag", "create", "{n}"),
     ("rag", "search", "{n}", "q", "--mode", "keyword"), ("errors", "show", "{n}"),
 ]))
-def test_names_never_escape_the_home(name, command):
-    home = populated()
+def test_names_never_escape_the_home(fuzz_template, name, command):
+    home = Home(fuzz_template)
     try:
         outside = {p for p in home.path.parent.iterdir()}
         args = [a.replace("{n}", name) for a in command]
@@ -159,8 +156,8 @@ def test_names_never_escape_the_home(name, command):
     "tool_name": JSON, "keywords": st.one_of(st.lists(st.text(max_size=10), max_size=4), JSON),
     "symptom": JSON, "cause": JSON, "action": JSON,
     "outcome": st.one_of(st.sampled_from(["resolved", "failed", "abandoned", "won"]), JSON)}))
-def test_errors_record_from_arbitrary_json(fields):
-    home = populated()
+def test_errors_record_from_arbitrary_json(fuzz_template, fields):
+    home = Home(fuzz_template)
     try:
         before = snapshot(home.path)
         res = home.run("errors", "record", "--from-json", "-", input=orjson.dumps(fields))
@@ -171,8 +168,8 @@ def test_errors_record_from_arbitrary_json(fields):
         home.close()
 
 
-def test_huge_and_deep_inputs():
-    home = populated()
+def test_huge_and_deep_inputs(fuzz_template):
+    home = Home(fuzz_template)
     try:
         before = snapshot(home.path)
         huge = "x" * (10 * 1024 * 1024)
@@ -189,8 +186,8 @@ def test_huge_and_deep_inputs():
         home.close()
 
 
-def test_wrong_option_combinations():
-    home = populated()
+def test_wrong_option_combinations(fuzz_template):
+    home = Home(fuzz_template)
     try:
         before = snapshot(home.path)
         for args in (["compact"], ["compact", "s", "--all"], ["backfill"],
@@ -256,8 +253,8 @@ def tree(home: Path) -> dict[str, str]:
 
 @FUZZ
 @given(when=TIMES)
-def test_time_option_never_breaks(when):
-    home = populated()
+def test_time_option_never_breaks(fuzz_template, when):
+    home = Home(fuzz_template)
     try:
         before = tree(home.path)
         res = home.run("append", "s", "--role", "user", "--content", "t", "--time", when)
@@ -272,8 +269,8 @@ def test_time_option_never_breaks(when):
 
 @FUZZ
 @given(var=st.sampled_from(ENV_NUMBERS), value=NUMBERS, command=st.sampled_from(ENV_COMMANDS))
-def test_numbers_from_the_environment_never_break(var, value, command):
-    home = populated()
+def test_numbers_from_the_environment_never_break(fuzz_template, var, value, command):
+    home = Home(fuzz_template)
     try:
         before = tree(home.path)
         res = home.run(*command, env={var: value})
@@ -310,8 +307,8 @@ def test_odd_homes_never_break(value, command):
 
 @FUZZ
 @given(tail=st.text(max_size=20))
-def test_llm_command_strings_never_break(tail):
-    home = populated()
+def test_llm_command_strings_never_break(fuzz_template, tail):
+    home = Home(fuzz_template)
     try:
         before = tree(home.path)
         # `false` first: whatever the tail, nothing but false (or a parse error) runs
@@ -334,8 +331,8 @@ KINDS = ["symlink", "fifo", "directory", "file"]
                                 ("context", "s"), ("search", "s", "q", "--mode", "keyword"),
                                 ("doctor",), ("session", "list"), ("compact", "s"),
                                 ("errors", "list")]))
-def test_planted_files_are_refused_without_harm(where, kind, command):
-    home = populated()
+def test_planted_files_are_refused_without_harm(fuzz_template, where, kind, command):
+    home = Home(fuzz_template)
     outside = home.path.parent / "outside"
     outside.mkdir()
     try:
@@ -461,12 +458,12 @@ IMPORTS = {
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(sorted(IMPORTS)), garbage=st.binary(max_size=40),
        cut=st.integers(0, 64))
-def test_every_importer_never_breaks(data, which, garbage, cut):
+def test_every_importer_never_breaks(fuzz_template, data, which, garbage, cut):
     strategy, jsonl, suffix = IMPORTS[which]
     raw = _encode(data.draw(strategy), jsonl)
     if cut:  # cut short, or with bytes of anything after it
         raw = raw[:-cut] if cut < 32 else raw + garbage
-    home = populated()
+    home = Home(fuzz_template)
     try:
         folder = home.path.parent / "input"
         folder.mkdir()
@@ -525,10 +522,10 @@ BAD_SHAPES = [
 ]
 
 
-def test_message_field_shapes_are_refused_with_the_field_named():
+def test_message_field_shapes_are_refused_with_the_field_named(fuzz_template):
     """Each of these ended in "internal error" or was stored in a shape Agenvoy's Go structs
     cannot read (one such entry makes Agenvoy drop the whole history.json)."""
-    home = populated()
+    home = Home(fuzz_template)
     try:
         before = snapshot(home.path)
         for message, said in BAD_SHAPES:
@@ -592,10 +589,10 @@ READERS = [("context", "s"), ("context", "s", "--json"), ("session", "show", "s"
 
 @FUZZ
 @given(batch=st.lists(OPENAI_MESSAGE, min_size=1, max_size=3))
-def test_openai_messages_of_any_field_shape(batch):
+def test_openai_messages_of_any_field_shape(fuzz_template, batch):
     """append takes a message or refuses it in one line; what it took, every command that
     reads messages reads without an internal error."""
-    home = populated()
+    home = Home(fuzz_template)
     try:
         before = snapshot(home.path)
         res = home.run("append", "s", "--messages", "-", input=orjson.dumps(batch))
@@ -610,9 +607,9 @@ def test_openai_messages_of_any_field_shape(batch):
 
 @FUZZ
 @given(batch=st.lists(OPENAI_MESSAGE, min_size=1, max_size=3))
-def test_history_json_another_program_wrote_with_any_field_shape(batch):
+def test_history_json_another_program_wrote_with_any_field_shape(fuzz_template, batch):
     """Agenvoy or a person may write what append refuses: it is read, never a crash."""
-    home = populated()
+    home = Home(fuzz_template)
     try:
         path = home.path / "sessions" / "s" / "history.json"
         kept = orjson.loads(path.read_bytes())
