@@ -627,3 +627,50 @@ def test_the_listing_times_are_contract_rfc3339(zone, monkeypatch):
     finally:
         monkeypatch.undo()
         clock.tzset()
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Australia/Lord_Howe", "Europe/London",
+                                  "UTC", "America/St_Johns", "Pacific/Chatham",
+                                  "Europe/Dublin"])
+def test_batch_times_and_headers_are_mktime_and_strftime(zone, monkeypatch):
+    """assign_times turns an hour of header times into unix time by arithmetic
+    (LocalHours) and headers are formatted by hand (stamp_of): the same numbers as mktime
+    and the same text as strftime, time after time, across DST changes (folds, gaps,
+    half-hour ones) with the times close together (as a batch's are) and far apart."""
+    import time as clock
+    from datetime import datetime, timedelta
+
+    from agenvoy_cli.conversation.history_format import stamp_of
+    from agenvoy_cli.conversation.messages import (
+        TIME_FORMAT,
+        LocalHours,
+        header_time,
+        local_to_ns,
+    )
+
+    monkeypatch.setenv("TZ", zone)
+    clock.tzset()
+    try:
+        rng = random.Random(zone)
+        for start in (datetime(2025, 3, 8), datetime(2025, 10, 25), datetime(2025, 11, 1),
+                      datetime(2024, 4, 5), datetime(2024, 9, 27), datetime(1678, 1, 2),
+                      datetime(2261, 12, 1)):
+            hours, stamps, moment = LocalHours(), LocalHours(), start
+            for _ in range(6000):
+                moment += timedelta(seconds=rng.randint(1, 1500) if rng.random() < 0.3
+                                    else rng.randint(0, 20), microseconds=rng.randrange(2))
+                assert hours.ns(moment) == local_to_ns(moment), (zone, moment)
+                stamp = stamp_of(moment)
+                assert stamp == moment.strftime(TIME_FORMAT), moment
+                assert header_time(f"---\n當前時間: {stamp}\n---\nhi") == moment.replace(
+                    microsecond=0)
+                assert stamps.stamp_ns(stamp) == local_to_ns(moment.replace(microsecond=0))
+                for bad in (f"{stamp[:14]}60{stamp[16:]}", f"{stamp[:17]}99"):  # no such time
+                    assert stamps.stamp_ns(bad) is None
+                    assert header_time(f"---\n當前時間: {bad}\n---\nhi") is None
+        assert LocalHours().stamp_ns("2025-02-29 10:00:00") is None  # no such day
+        assert stamp_of(datetime(999, 1, 2, 3, 4, 5)) == datetime(999, 1, 2, 3, 4, 5).strftime(
+            TIME_FORMAT)
+    finally:
+        monkeypatch.undo()
+        clock.tzset()

@@ -610,3 +610,26 @@ def test_import_of_a_folder_takes_what_agenvoy_itself_wrote_there(run, home, tmp
     assert doc["added"] == 7
     assert context(run, "s") == want and trim_point(run, "s")["start_seq"] == 2
     assert path.read_bytes() == before  # the other home's session is only read
+
+
+def test_a_side_pass_cut_short_is_finished_when_the_main_one_is_unchanged(run, home):
+    """A run killed (or out of disk) during a transcript's sidechain pass, after its main
+    pass was marked read whole: the next run finds the main pass unchanged and reads
+    nothing of the file, yet finishes the side pass its cursor says is not whole (the
+    fault sweep's kills after the side's first commit; before, the side was never read
+    again). A transcript re-run with both passes whole lists no side source."""
+    first = imported(run, "claude-code", str(CLAUDE))
+    side = next(s for s in first["sources"] if s["source"].endswith("#sidechain"))
+    side_rows = rows(home, side["session_id"])
+    assert side_rows
+    with sqlite3.connect(home / ".store/history.db") as conn:  # as a kill leaves it
+        conn.execute("UPDATE import_sources SET size = NULL, mtime_ns = NULL WHERE key = ?",
+                     (side["source"],))
+    again = imported(run, "claude-code", str(CLAUDE))
+    assert [s["source"] for s in again["sources"]] == [s["source"] for s in first["sources"]]
+    assert again["added"] == 0 and rows(home, side["session_id"]) == side_rows
+    with sqlite3.connect(home / ".store/history.db") as conn:
+        assert conn.execute("SELECT size FROM import_sources WHERE key = ?",
+                            (side["source"],)).fetchone()[0] == CLAUDE.stat().st_size
+    third = imported(run, "claude-code", str(CLAUDE))
+    assert [s["source"] for s in third["sources"]] == [first["sources"][0]["source"]]

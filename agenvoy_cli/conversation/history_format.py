@@ -145,7 +145,16 @@ def new_session_format(settings: Any) -> str:
 
 
 def header_block(moment: datetime, who: str = "") -> str:
-    return _block(moment.strftime(TIME_FORMAT), who)
+    return _block(stamp_of(moment), who)
+
+
+def stamp_of(moment: datetime) -> str:
+    """moment.strftime(TIME_FORMAT), ~5x faster (every imported or appended message has
+    one): the same digits for a four-digit year; another year goes through strftime."""
+    if 1000 <= moment.year <= 9999:
+        return (f"{moment.year}-{moment.month:02d}-{moment.day:02d} "
+                f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}")
+    return moment.strftime(TIME_FORMAT)
 
 
 def _block(stamp: str, who: str) -> str:
@@ -158,7 +167,9 @@ def in_format(message: dict[str, Any], moment: datetime, fmt: str, who: str = ""
     file's tail tells the format)."""
     who = who or (message.get(SENDER) if isinstance(message.get(SENDER), str) else "") or ""
     at = send_at(message)
-    out = {k: v for k, v in message.items() if k not in (SEND_AT, SENDER)}
+    out = dict(message)  # (a copy, then pops: ~3x faster than a filtering comprehension)
+    out.pop(SEND_AT, None)
+    out.pop(SENDER, None)
     if fmt == "sendat":
         out[SEND_AT] = at if at is not None else local_to_ns(moment)
         if who:

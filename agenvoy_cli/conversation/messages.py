@@ -60,6 +60,62 @@ def local_to_ns(moment: datetime) -> int:
     return int(time.mktime(moment.timetuple())) * NS + moment.microsecond * 1000
 
 
+class LocalHours:
+    """local_to_ns for the many times of one batch: mktime costs ~4 us (it stats the zone
+    file on every call), so an hour whose local times all map to one offset is turned into
+    unix time by arithmetic from its first second. An hour qualifies, checked once, when
+    mktime puts its first second at an instant that reads as it and the UTC offset is the
+    same from 4 hours before that to 4 hours after its end, read every half hour: no
+    change of offset in it, and no fold (an earlier or later instant reading as one of its
+    times, where mktime's answer is whichever offset it tried first) - the zone database's
+    folds are at most 2 hours. Any other hour goes to mktime time after time."""
+
+    __slots__ = ("_hour", "_base", "_seen", "_text")
+
+    def __init__(self) -> None:
+        self._hour: tuple[int, int, int, int] | None = None
+        self._base = 0
+        self._seen: tuple[int, int, int, int] | None = None
+        self._text = ""  # _hour as a header stamp starts ("YYYY-MM-DD HH")
+
+    def stamp_ns(self, stamp: str) -> int | None:
+        """header_time(...) of a header whose time text is `stamp`, as unix ns: None when
+        that is no time (a day or minute that does not exist, a year out of range)."""
+        if stamp[:13] == self._text:  # the hour is a real one: only its minute and second
+            minute, second = int(stamp[14:16]), int(stamp[17:19])
+            return (self._base + minute * 60 + second) * NS if minute < 60 and second < 60 \
+                else None
+        try:
+            moment = _to_datetime(stamp)
+        except ValueError:
+            return None
+        if not MIN_YEAR <= moment.year <= MAX_YEAR:
+            return None
+        ns = self.ns(moment)
+        if self._hour == (moment.year, moment.month, moment.day, moment.hour):
+            self._text = stamp[:13]
+        return ns
+
+    def ns(self, moment: datetime) -> int:
+        hour = (moment.year, moment.month, moment.day, moment.hour)
+        if hour == self._hour:
+            return (self._base + moment.minute * 60 + moment.second) * NS + \
+                moment.microsecond * 1000
+        ns = local_to_ns(moment)
+        if hour == self._seen:  # a second time in this hour: worth checking the hour once
+            self._check(hour)
+        self._seen = hour
+        return ns
+
+    def _check(self, hour: tuple[int, int, int, int]) -> None:
+        first = int(time.mktime((*hour, 0, 0, 0, 0, -1)))
+        if time.localtime(first)[:6] != (*hour, 0, 0):
+            return
+        offset = time.localtime(first).tm_gmtoff
+        if all(time.localtime(first + k * 1800).tm_gmtoff == offset for k in range(-8, 11)):
+            self._hour, self._base, self._text = hour, first, ""
+
+
 def ns_to_local(ns: int) -> str:
     return time.strftime(TIME_FORMAT, time.localtime(ns // NS))
 
@@ -224,7 +280,8 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
         raise BadInput(f"{where}: content is empty")
     if "\x00" in text:
         raise BadInput(f"{where}: content contains a NUL character")
-    size = len(text.encode("utf-8", "surrogatepass"))
+    # at most 4 bytes a character: a text that short needs no encoding to be within the bound
+    size = len(text.encode("utf-8", "surrogatepass")) if 4 * len(text) > max_bytes else 0
     if size > max_bytes:
         raise BadInput(f"{where}: content is {size} bytes, over max_history_bytes ({max_bytes})")
     try:
@@ -339,12 +396,14 @@ class Message(NamedTuple):
         return ns_to_local(self.send_at)
 
 
-def _own_time(message: dict[str, Any]) -> datetime | int | None:
-    """sendAt (unix ns) when the message has it, else its header time."""
+def _own_time(message: dict[str, Any], hours: LocalHours) -> int | None:
+    """sendAt (unix ns) when the message has it, else its header time (header_time's, as
+    unix ns)."""
     ns = message.get("sendAt")
     if isinstance(ns, int) and not isinstance(ns, bool) and ns > 0:
         return ns
-    return header_time(content_text(message.get("content")))
+    stamp, _ = _header(content_text(message.get("content")))
+    return None if stamp is None else hours.stamp_ns(stamp)
 
 
 def assign_times(messages: Sequence[dict[str, Any]], prev_ns: int | None,
@@ -354,22 +413,17 @@ def assign_times(messages: Sequence[dict[str, Any]], prev_ns: int | None,
     With no previous time, a message before the first header takes that header's
     time minus its distance; with no header at all, `fallback_ns` (+ distance).
     """
-    headers = [_own_time(m) for m in messages]
+    hours = LocalHours()
+    headers = [_own_time(m, hours) for m in messages]
     out: list[int] = []
     for i, moment in enumerate(headers):
-        if isinstance(moment, int):  # sendAt (Agenvoy v0.32's format)
+        if moment is not None:
             prev_ns = moment
-        elif moment is not None:
-            prev_ns = local_to_ns(moment)
         elif prev_ns is not None:
             prev_ns += 1
         else:
             nxt = next(((j, h) for j, h in enumerate(headers[i:], i) if h is not None), None)
-            if nxt is None:
-                prev_ns = fallback_ns
-            else:
-                first = nxt[1] if isinstance(nxt[1], int) else local_to_ns(nxt[1])
-                prev_ns = first - (nxt[0] - i)
+            prev_ns = fallback_ns if nxt is None else nxt[1] - (nxt[0] - i)
         out.append(prev_ns)
     return out
 

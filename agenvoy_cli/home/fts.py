@@ -47,6 +47,9 @@ def _bigrams(run: str) -> list[str]:
 def index_text(text: str) -> str:
     """The string stored in messages.tokens and indexed by FTS5."""
 
+    if text.isascii():  # no CJK to expand (isascii is a flag check; the scan is not)
+        return text
+
     def expand(match: re.Match[str]) -> str:
         return " " + " ".join(_bigrams(match.group(0))) + " "
 

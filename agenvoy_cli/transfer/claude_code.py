@@ -14,6 +14,7 @@ and the agent's id, or are skipped."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -159,8 +160,9 @@ class _Open:
         return out
 
 
-_MAIN = (b'"isSidechain":false', b'"isSidechain": false')  # as Claude Code writes it
-_SIDE = (b'"isSidechain":true', b'"isSidechain": true')
+# as Claude Code writes it (a pattern: one scan of the line finds either spacing)
+_MAIN = re.compile(rb'"isSidechain": ?false')
+_SIDE = re.compile(rb'"isSidechain": ?true')
 
 
 def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
@@ -179,12 +181,11 @@ def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
             if not line.complete:
                 break  # still being written: the next import reads it whole
             raw = data if data is not None else line.raw
-            if not sidechain and data is not None and (_SIDE[0] in data or _SIDE[1] in data):
+            if not sidechain and data is not None and _SIDE.search(data):
                 report["sidechain"] = True  # its sidechains' pass is worth reading
             record: Record | None = None
             entry: Any = None
-            if count < skip or (sidechain and data is not None and (
-                    _MAIN[0] in data or _MAIN[1] in data)):
+            if count < skip or (sidechain and data is not None and _MAIN.search(data)):
                 record = Record(raw, [])  # before the cursor, or the main one's (a side pass)
             elif data is None:  # a line no side can claim: counted once, by the main one
                 record = Record(raw, [], None if sidechain else too_long(line, limit))
@@ -292,8 +293,12 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
     for side in (False, True):
         if (side and sidechains == "skip") or (agent and not side):
             continue
-        if side and not agent and not main.get("sidechain"):
-            continue  # the main pass read no sidechain record (or nothing changed)
+        # the main pass read no sidechain record: no side pass; when it read nothing (the
+        # file unchanged since it was read whole), one only to finish a side pass an
+        # earlier run began and did not end (killed, a full disk)
+        resume_only = side and not agent and not main.get("sidechain") and "open" not in main
+        if side and not agent and not main.get("sidechain") and not resume_only:
+            continue
         meta: dict[str, Any] = {"path": str(file.resolve()), "project": project}
         report: dict[str, Any] = main if not side else {}
         if agent:  # a sub-agent's own transcript, named after its parent and its full id
@@ -306,4 +311,4 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
         yield Unit(f"{KIND}:{stem}" + ("#sidechain" if side else ""), KIND, sid,
                    partial(read, file, side, meta, settled, report, limit), meta,
                    stat.st_size, stat.st_mtime_ns, report=report, part_of=part_of,
-                   rescan=True, skips=True, parent=parent)
+                   rescan=True, skips=True, parent=parent, resume_only=resume_only)

@@ -414,8 +414,12 @@ class _Import:
 def import_unit(store: Store, unit: Unit, *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False,
                 restore: Callable[[Store, str, Unit, int], None] | None = None
-                ) -> dict[str, Any]:
+                ) -> dict[str, Any] | None:
+    """The unit's result; None for a resume_only unit with nothing to finish."""
     cursor = sources.get(store.db_readonly(), unit.key)
+    if unit.resume_only and (cursor is None or (cursor.size, cursor.mtime_ns) == (
+            unit.size, unit.mtime_ns)):
+        return None
     if cursor is not None and unit.size is not None and \
             (cursor.size, cursor.mtime_ns) == (unit.size, unit.mtime_ns) and \
             (not unit.rescan or cursor.meta.get(SCANNED) or dry_run):

@@ -16,6 +16,8 @@ MAX_RECORD_BYTES = 32 << 20  # one line or array element; a longer one is skippe
 # a file this long untouched is not being written: what its writer left open is complete
 QUIET_SECONDS = 120.0
 _CHUNK = 1 << 20
+# read buffer: the default (the block size, 4 KiB) costs a read call per few records
+READ_BUFFER = 256 << 10
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR,
           "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
 
@@ -57,7 +59,7 @@ def open_input(path: Path) -> BinaryIO:
     if what is not None:
         os.close(fd)
         raise NotRegular(f"not a regular file ({what}): skipped")
-    return os.fdopen(fd, "rb")
+    return os.fdopen(fd, "rb", buffering=READ_BUFFER)
 
 
 class Line:

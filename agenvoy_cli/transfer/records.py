@@ -61,6 +61,9 @@ class Unit:
     # two messages (the reader holds an open one back), so nothing before them is needed
     skips: bool = False
     parent: str | None = None  # the key of the unit whose session started this one
+    # imported only to finish what an earlier run began (its cursor is there and the file
+    # changed since it was read whole): a pass whose need the reader could not tell
+    resume_only: bool = False
 
 
 def moment_ns(value: Any) -> int | None:

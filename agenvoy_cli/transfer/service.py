@@ -238,6 +238,8 @@ def _import_path(store: Store, fmt: str, path: Path, found: Looks | None, job: J
             done = engine.import_unit(store, unit, session=job.session, dry_run=dry_run,
                                       strict=strict,
                                       restore=agenvoy.restore if fmt == "agenvoy" else None)
+            if done is None:
+                continue
             if len(results) < SHOWN:
                 results.append(done)
             else:  # (a batch file of a million requests: the document stays bounded)
