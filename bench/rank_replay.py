@@ -355,8 +355,12 @@ def feature_matrix(q: dict, sess: dict):
     if "lens" not in sess:
         sess["lens"] = np.log1p(np.array([len(sess["bodies"][int(i)]) for i in sess["seqs"]]))
         sess["speakers"] = [ranking.speaker(sess["bodies"][int(i)]) for i in sess["seqs"]]
+        # the session's speakers by the search's own rule (ranking.transcript_speakers; the
+        # search applies it to the pool, where LoCoMo's two speakers lead as large a share)
+        sess["talking"] = ranking.transcript_speakers(
+            sess["bodies"][int(i)] for i in sess["seqs"])
     f["len"] = sess["lens"]
-    named = ranking.named(q["q"], {s for s in sess["speakers"] if s})
+    named = ranking.named(q["q"], sess["talking"])
     f["spk"] = np.array([1.0 if s and s in named else 0.0 for s in sess["speakers"]])
     for k in NEIGHBOURED:
         f[f"{k}_prev"], f[f"{k}_next"] = _shift(f[k], 1), _shift(f[k], -1)

@@ -96,3 +96,23 @@ def test_rank_signals_read_each_rankings_places_and_the_neighbours():
     assert scored[4] == ranking.RANK_K / (ranking.RANK_K + 2)  # 3 before it: second
     assert scored[5] == 3.0 / 9.0  # 7 two after it: its BM25 over the best
 
+
+
+def test_a_prefix_counts_as_a_speaker_only_in_a_transcript_of_several_people():
+    # an agent's memory: a few messages start with "Error:" / "Note:" — not people talking
+    log = {i: f"ran the deploy step {i} and it went fine" for i in range(1, 21)}
+    log[3] = "Error: connection refused while pushing the image"
+    log[9] = "Note: the error budget is fine this week"
+    assert ranking.transcript_speakers(log.values()) == set()
+    w = ranking.weights("hybrid", Query.parse("what error did the deploy give"), False)
+    signals = ranking.Signals(keyword=[], similarity={i: 0.8 for i in log},
+                              background=[0.70, 0.72, 0.74, 0.76, 0.78], texts=log,
+                              second={}, second_background=[], vector=[],
+                              query="what error did the deploy give")
+    plain = dict(ranking.rank(list(log), signals, {"spk": 1.0}))
+    assert set(plain.values()) == {0.0}, plain
+    assert ranking.rank(list(log), signals, w)  # ranks without the speaker signal
+    # a dialogue: two names each prefixing a share of the turns
+    talk = {1: "Melanie: hi", 2: "Caroline: hello", 3: "Melanie: I paint", 4: "Caroline: I run",
+            5: "a filler message"}
+    assert ranking.transcript_speakers(talk.values()) == {"melanie", "caroline"}

@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agenvoy_cli.search.query import Query
@@ -51,6 +52,10 @@ KEYWORD_SIGNALS = ("bmn", "bmhit", "bmn_prev", "bmn_next", "bmn_prev2", "bmn_nex
                    "rbm_prev", "rbm_next")
 # "<speaker>: text": a name of at most four words before the colon, starting with a letter
 SPEAKER = re.compile(r"([^\W\d_][\w'.-]*(?: [\w'.-]+){0,3}):\s")
+# a prefix is a speaker only in a transcript: at least two names, each leading this share of
+# the pool's messages (LoCoMo's two speakers lead ~45 % each; an agent's "Error:" or
+# "Note:" lines are a few messages and never count)
+SPEAKER_SHARE = 0.15
 # bench/rank_replay.py fit, rounded to two decimals (leave-one-session-out on tune, R@5 /
 # R@10 / MRR: hybrid latin 0.723/0.782/0.619, cjk 0.814/0.853/0.701; semantic latin
 # 0.662/0.746/0.560, cjk 0.824/0.853/0.694; the CJK weights are the first fit's, the tune
@@ -107,6 +112,19 @@ def speaker(text: str) -> str:
     return found.group(1).lower() if found else ""
 
 
+def transcript_speakers(texts: Iterable[str]) -> set[str]:
+    """The names that lead enough of these messages to be people talking (none if one)."""
+    counts: Counter[str] = Counter()
+    total = 0
+    for text in texts:
+        total += 1
+        name = speaker(text)
+        if name:
+            counts[name] += 1
+    found = {name for name, n in counts.items() if n >= SPEAKER_SHARE * total}
+    return found if len(found) >= 2 else set()
+
+
 def named(query: str, speakers: Collection[str]) -> set[str]:
     """The speakers among these (lower case) the query names as whole words."""
     text = query.lower()
@@ -149,7 +167,9 @@ def rank(candidates: Sequence[int], signals: Signals, weights: Mapping[str, floa
     rvec = _by_rank(signals.vector)
     rbm = _by_rank(signals.keyword)
     speakers = {seq: speaker(signals.texts.get(seq, "")) for seq in candidates}
-    asked = named(signals.query, set(speakers.values()) - {""}) if "spk" in weights else set()
+    asked = (named(signals.query, transcript_speakers(signals.texts.get(seq, "")
+                                                      for seq in candidates))
+             if "spk" in weights else set())
     scored = []
     for seq in candidates:
         text = signals.texts.get(seq, "")
