@@ -211,3 +211,14 @@ def test_rag_and_error_lookup_take_a_short_question_as_any_term(run, home, tmp_p
     assert sorted(doc["records"][0]["matched_terms"]) == ["redis", "ttl"]
     res = run("errors", "lookup", "redis ttl", "--no-semantic", "--json")
     assert res.json()["match"] == "all" and res.json()["count"] == 1
+
+
+def test_a_contraction_of_stop_words_matches_nothing(run, home):
+    # "What's" is "what" + "s" to FTS: both stop-words, as "That's" and "I'm" are
+    add(run, "s", "That's a big change; what made you decide?", "I'm so sorry, that's a loss.",
+        "the Redis TTL expired again", "unrelated chatter")
+    doc = find(run, "s", "What's the boiling point of tungsten in kelvin?")
+    assert contents(doc) == [], contents(doc)
+    doc = find(run, "s", "What's the Redis TTL doing?")
+    assert contents(doc) == ["the Redis TTL expired again"]
+    assert [sorted(r["matched_terms"]) for r in doc["results"]] == [["Redis", "TTL"]]

@@ -36,6 +36,13 @@ through to too under until up upon us very was we were what when where which whi
 whose why will with would you your yours yourself yourselves
 """
 STOPWORDS = frozenset(_STOPWORDS.split())
+# what a contraction leaves beside its stop-word once FTS splits it at the apostrophe
+# ("what's" -> what + s, "don't" -> don + t): a word made only of these and stop-words
+# carries no topic either
+_CLITICS = """
+s t m re ll ve d don doesn didn isn aren wasn weren won wouldn couldn shouldn haven hasn hadn
+"""
+CLITICS = frozenset(_CLITICS.split())
 INTERROGATIVES = frozenset(["what", "when", "where", "which", "who", "whom", "whose", "why",
                             "how"])
 # Chinese function bigrams (question words, pronouns, fillers): in nearly every dialogue
@@ -60,8 +67,15 @@ def fold(text: str) -> str:
 def content_query(query: str) -> str:
     """The query without stopwords (unless nothing would be left), for any-term ranking."""
     terms = query.split()
-    kept = [t for t in terms if fold(t).strip("?!.,;:'\"()") not in STOPWORDS]
+    kept = [t for t in terms if not _no_topic(fold(t).strip("?!.,;:'\"()"))]
     return " ".join(kept) if kept and fts.query_terms(" ".join(kept)) else query
+
+
+def _no_topic(word: str) -> bool:
+    if word in STOPWORDS:
+        return True
+    tokens = fts.term_tokens(word) if "'" in word or "\u2019" in word else []
+    return bool(tokens) and all(t in STOPWORDS or t in CLITICS for t in tokens)
 
 
 def term_count(query: str) -> int:
