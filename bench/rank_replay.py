@@ -404,13 +404,15 @@ def rows_for(d: dict, mode: str) -> list[tuple]:
 
 
 def train(rows: list[tuple], cols: list[int], *, l2: float = 1e-4, iters: int = 300,
-          lr: float = 0.05):
+          lr: float = 0.05, fixed: dict[str, float] | None = None):
     """Listwise: the weights that maximise the softmax probability of the gold places
-    among each question's pool (Adam, full batch)."""
+    among each question's pool (Adam, full batch); `fixed` weights (by feature name) are
+    held as given, only `cols` are fitted on top of them."""
     import numpy as np
 
     rows = [r for r in rows if r[2].sum() > 0]
     X = np.concatenate([r[1][:, cols] for r in rows])
+    base = _fixed_score(np.concatenate([r[1] for r in rows]), fixed)
     T = np.concatenate([r[2] / r[2].sum() for r in rows])
     g = np.concatenate([np.full(len(r[1]), i) for i, r in enumerate(rows)])
     starts = np.cumsum([0] + [len(r[1]) for r in rows])[:-1]
@@ -418,7 +420,7 @@ def train(rows: list[tuple], cols: list[int], *, l2: float = 1e-4, iters: int = 
     m = np.zeros_like(w)
     v = np.zeros_like(w)
     for it in range(1, iters + 1):
-        s = X @ w
+        s = X @ w + base
         s = s - np.maximum.reduceat(s, starts)[g]
         e = np.exp(s)
         p = e / np.add.reduceat(e, starts)[g]
@@ -429,10 +431,21 @@ def train(rows: list[tuple], cols: list[int], *, l2: float = 1e-4, iters: int = 
     return w
 
 
-def linear_order(w, cols: list[int], feats, pool) -> list[int]:
+def _fixed_score(feats, fixed: dict[str, float] | None):
+    """The fixed weights' part of every row's score (0 without any)."""
     import numpy as np
 
-    score = feats[:, cols] @ w
+    out = np.zeros(len(feats))
+    for name, weight in (fixed or {}).items():
+        out += weight * feats[:, ALL.index(name)]
+    return out
+
+
+def linear_order(w, cols: list[int], feats, pool, fixed: dict[str, float] | None = None
+                 ) -> list[int]:
+    import numpy as np
+
+    score = feats[:, cols] @ w + _fixed_score(feats, fixed)
     return [int(pool[i]) for i in np.lexsort((-pool, -score))[:50]]
 
 
@@ -442,7 +455,7 @@ def cross_validate(rows: list[tuple], names: list[str], **kw) -> tuple[dict, obj
     out = []
     for held in sorted({r[0]["session"] for r in rows}):
         w = train([r for r in rows if r[0]["session"] != held], cols, **kw)
-        out += [score_ranked(linear_order(w, cols, f, p), q["gold"])
+        out += [score_ranked(linear_order(w, cols, f, p, kw.get("fixed")), q["gold"])
                 for q, f, _, p in rows if q["session"] == held]
     return ({k: sum(r[k] for r in out) / len(out) for k in out[0]},
             train(rows, cols, **kw))
@@ -467,11 +480,43 @@ def cross_validate_rule(rows: list[tuple], names: list[str], attribution: bool, 
         w = train([r for r in rows if r[0]["session"] != held], cols, **kw)
         for q, f, _, p in rows:
             if q["session"] == held:
-                order = linear_order(w, cols, f, p)
+                order = linear_order(w, cols, f, p, kw.get("fixed"))
                 if attribution:
                     order = attributed(order, q, d["sessions"][q["session"]])
                 out.append(score_ranked(order, q["gold"]))
     return {k: sum(r[k] for r in out) / len(out) for k in out[0]}
+
+
+def cross_validate_staged(d: dict, base: list[str], names: list[str], attribution: bool,
+                          **kw) -> tuple[dict, dict, dict[str, float], object]:
+    """Hybrid as semantic plus keyword terms, left one session out: per fold the `base`
+    weights are fitted on the semantic pools of the other sessions (semantic's own fit),
+    then held fixed while `names` are fitted on their hybrid pools. (semantic's and
+    hybrid's metrics over the held-out questions, the base and the added weights on all.)"""
+    sem_rows, hyb_rows = rows_for(d, "semantic"), rows_for(d, "hybrid")
+    base_cols, cols = [ALL.index(n) for n in base], [ALL.index(n) for n in names]
+    sem_out, hyb_out = [], []
+
+    def fit(train_sem, train_hyb):
+        fixed = dict(zip(base, train(train_sem, base_cols).tolist()))
+        return fixed, train(train_hyb, cols, fixed=fixed, **kw)
+
+    def order(w, c, f, p, fixed, q):
+        ranked = linear_order(w, c, f, p, fixed)
+        return attributed(ranked, q, d["sessions"][q["session"]]) if attribution else ranked
+
+    for held in sorted({r[0]["session"] for r in hyb_rows}):
+        fixed, w = fit([r for r in sem_rows if r[0]["session"] != held],
+                       [r for r in hyb_rows if r[0]["session"] != held])
+        sem_out += [score_ranked(order(w[:0], [], f, p, fixed, q), q["gold"])
+                    for q, f, _, p in sem_rows if q["session"] == held]
+        hyb_out += [score_ranked(order(w, cols, f, p, fixed, q), q["gold"])
+                    for q, f, _, p in hyb_rows if q["session"] == held]
+    fixed, w = fit(sem_rows, hyb_rows)
+
+    def mean(out):
+        return {k: sum(r[k] for r in out) / len(out) for k in out[0]}
+    return mean(sem_out), mean(hyb_out), fixed, w
 
 
 def fmt(m: dict) -> str:
@@ -484,15 +529,26 @@ def run_fit(args) -> None:
         prepare(d)
     import numpy as np
 
+    fixed = json.loads(args.fixed) if args.fixed else None
+    if args.base:
+        for spec in args.features:
+            names = [n for n in spec.split(",") if n]
+            for name, d in sets.items():
+                sem, hyb, base, w = cross_validate_staged(
+                    d, args.base.split(","), names, args.attribution, l2=args.l2)
+                print(f"{name:10} base {args.base} + {spec:40} CV semantic {fmt(sem)} "
+                      f"hybrid {fmt(hyb)}  w {np.round(w, 3).tolist()}  base "
+                      f"{ {k: round(v, 3) for k, v in base.items()} }", flush=True)
+        return
     for spec in args.features:
-        names = spec.split(",")
+        names = [n for n in spec.split(",") if n]
         for name, d in sets.items():
             rows = rows_for(d, args.mode)
-            m, w = cross_validate(rows, names)
+            m, w = cross_validate(rows, names, l2=args.l2, fixed=fixed)
             print(f"{args.mode:8} {name:10} {spec:60} CV {fmt(m)}  w "
                   f"{np.round(w, 3).tolist()}", flush=True)
             if args.attribution:
-                m = cross_validate_rule(rows, names, True, d)
+                m = cross_validate_rule(rows, names, True, d, l2=args.l2, fixed=fixed)
                 print(f"{'':8} {name:10} {'  + attribution':60} CV {fmt(m)}", flush=True)
 
 
@@ -524,7 +580,15 @@ def main() -> None:
     f.add_argument("--mode", choices=["hybrid", "semantic"], default="hybrid")
     f.add_argument("--attribution", action="store_true",
                    help="also: the held-out rankings attributed after the linear order")
-    f.add_argument("features", nargs="+", help="comma-separated feature names (ALL)")
+    f.add_argument("--l2", type=float, default=1e-4, help="the fit's L2 penalty")
+    f.add_argument("--fixed", default="",
+                   help='JSON {feature: weight} held fixed, the features fitted on top '
+                        '(e.g. the semantic weights, keyword features fitted for hybrid)')
+    f.add_argument("--base", default="",
+                   help="comma-separated: hybrid = these features' semantic fit (per fold) "
+                        "+ the given features fitted on top (--mode ignored)")
+    f.add_argument("features", nargs="+",
+                   help="comma-separated feature names (ALL); ',' alone: fit nothing")
     e = sub.add_parser("eval")
     e.add_argument("--sets", default="locomo,zh_memory")
     e.add_argument("--rule", action="append")

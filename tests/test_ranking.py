@@ -116,3 +116,14 @@ def test_a_prefix_counts_as_a_speaker_only_in_a_transcript_of_several_people():
     talk = {1: "Melanie: hi", 2: "Caroline: hello", 3: "Melanie: I paint", 4: "Caroline: I run",
             5: "a filler message"}
     assert ranking.transcript_speakers(talk.values()) == {"melanie", "caroline"}
+
+
+def test_cjk_hybrid_is_semantic_plus_keyword_evidence_only():
+    # hybrid may leave semantic's order only where the keyword ranking says so (issue #40:
+    # hybrid never below the better of its parts): the same weight on every other signal,
+    # and a message's own keyword signals count for it, never against it
+    semantic = ranking.WEIGHTS[("semantic", "cjk")]
+    hybrid = ranking.WEIGHTS[("hybrid", "cjk")]
+    assert {k: w for k, w in hybrid.items() if k not in ranking.KEYWORD_SIGNALS} == semantic
+    assert set(hybrid) - set(semantic) <= set(ranking.KEYWORD_SIGNALS)
+    assert all(hybrid.get(k, 0.0) >= 0 for k in ("bmn", "bmhit", "rbm"))
