@@ -248,9 +248,10 @@ def keyword_rule(q: dict, sess: dict) -> list[int]:
     return [s for s, _ in q["kw"][:50]]
 
 
-def fitted(mode: str = "hybrid", attributed: bool = True, gated: str = ""):
+def fitted(mode: str = "hybrid", attributed: bool = True, coverage: bool = True):
     """The shipped ranking stage (search/ranking.py, then attribution) over the replayed
-    signals, as engine.vector_search calls it (the floor and credit left out)."""
+    signals, as engine.vector_search calls it (the floor and credit left out; coverage
+    False: keyword signals kept when the keyword matches are incidental, as before)."""
     from agenvoy_cli.search import fusion, ranking, semantic
     from agenvoy_cli.search.query import Query
 
@@ -273,15 +274,12 @@ def fitted(mode: str = "hybrid", attributed: bool = True, gated: str = ""):
             texts={s: sess["bodies"][s] for s in cands},
             second={s: float(q["u"][s]) for s in cands},
             second_background=[float(q["u"][s]) for s in sample])
-        use = mode
-        if gated and kw:
+        cover = None
+        if kw and coverage:  # as candidates.gather: the best keyword hit's share of the query
             from agenvoy_cli.home import fts
 
             cover = fusion.coverage(query.tokens, fts.term_tokens(sess["bodies"][kw[0][0]]))
-            if cover < fusion.LOW_COVERAGE and (gated == "semantic" or query.cjk_share < 0.5):
-                use = "semantic" if gated == "semantic" else "drop"
-        ranked = ranking.rank(cands, signals, ranking.weights(
-            "hybrid" if use == "drop" else use, query, mismatch or use == "drop"))
+        ranked = ranking.rank(cands, signals, ranking.weights(mode, query, mismatch, cover))
         if attributed:
             if "lookup" not in sess:
                 sess["lookup"] = Lookup(sess)
@@ -293,8 +291,7 @@ def fitted(mode: str = "hybrid", attributed: bool = True, gated: str = ""):
 RULES = {"shipped": shipped(), "semantic": shipped("semantic"), "keyword": keyword_rule,
          "fitted-hybrid": fitted("hybrid"), "fitted-semantic": fitted("semantic"),
          "fitted-hybrid-unattributed": fitted("hybrid", False),
-         "fitted-hybrid-gated": fitted("hybrid", gated="semantic"),
-         "fitted-hybrid-dropkw": fitted("hybrid", gated="drop"),
+         "fitted-hybrid-keyword-always": fitted("hybrid", coverage=False),
          "fitted-semantic-unattributed": fitted("semantic", False)}
 
 
