@@ -33,7 +33,8 @@ still ranked by keyword (``unindexed_count`` says how many).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import BadInput
@@ -169,18 +170,9 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     related = set(decision.related)
     floored = bool(vec) and not related
     vec = [(seq, score) for seq, score in vec if seq in related]
-    fitted = _rank(store, session_id, mode, query, cand, vec, decision) if vec else None
-    if floored and fusion.incidental(query, cand.coverage):
-        # nothing related by meaning, and the keyword matches share only a word or two of
-        # the query: hybrid has nothing to answer either (an unrelated question's "what")
-        ranked = []
-    elif fitted is not None:
-        ranked = semantic.attribute(fitted, vector, own_text, cand.texts, state)
-        result.score_kind = "fitted"
-    else:
-        ranked = _fuse(mode, query, cand, vec, window, scope)
-        if vec and mode == "hybrid":  # hits that came by vectors: keep them attributed
-            ranked = semantic.attribute(ranked, vector, own_text, cand.texts, state)
+    ranked = _order(store, session_id, mode, query, cand, vec, decision, floored, result,
+                    partial(semantic.attribute, vector=vector, embedder=own_text,
+                            bodies=cand.texts, state=state), window, scope)
     if vec:  # a hit that owes its place to the hit before it is that hit's context
         ranked = semantic.credit(ranked, vector, own_text, cand.texts,
                                  cand.background.typical, state)
@@ -189,6 +181,26 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     if floored and not result.results:
         result.note("not_related", f"no message is related closely enough to: {query.text}")
     return result
+
+
+def _order(store: Store, session_id: str, mode: str, query: Query, cand: Candidates,
+           vec: list[tuple[int, float]], decision: Decision, floored: bool,
+           result: SearchResult, attribute: Callable[[list[tuple[int, float]]],
+                                                     list[tuple[int, float]]],
+           window: TimeWindow, scope: Scope) -> list[tuple[int, float]]:
+    """The hits in order: the fitted ranking where it applies, else fusion, attributed.
+    Nothing when the floor found nothing related by meaning and the keyword matches share
+    only a word or two of the query (fusion.incidental: an unrelated question's "body")."""
+    if floored and fusion.incidental(query, cand.coverage):
+        return []
+    fitted = _rank(store, session_id, mode, query, cand, vec, decision) if vec else None
+    if fitted is not None:
+        result.score_kind = "fitted"
+        return attribute(fitted)
+    ranked = _fuse(mode, query, cand, vec, window, scope)
+    if vec and mode == "hybrid":  # hits that came by vectors: keep them attributed
+        return attribute(ranked)
+    return ranked
 
 
 def _all_in_window(store: Store, session_id: str, query: Query, mode: str,
