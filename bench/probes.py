@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,12 +121,30 @@ UNRELATED: list[str] = [
 FILLER = 16
 
 
-def conversation() -> tuple[list[dict], dict[int, int]]:
+@dataclass(frozen=True)
+class ProbeSet:
+    facts: list[tuple[str, str]]
+    small_talk: list[tuple[str, str]]
+    zh_en: list[tuple[str, int]]
+    paraphrase: list[tuple[str, int]]
+    unrelated: list[str]
+
+
+def probe_set(split: str) -> ProbeSet:
+    """The report set (this file) or the tune set (bench/probes_tune.py)."""
+    if split == "report":
+        return ProbeSet(FACTS, SMALL_TALK, ZH_EN, PARAPHRASE, UNRELATED)
+    import probes_tune as t
+
+    return ProbeSet(t.FACTS, t.SMALL_TALK, t.ZH_EN, t.PARAPHRASE, t.UNRELATED)
+
+
+def conversation(probes: ProbeSet) -> tuple[list[dict], dict[int, int]]:
     """The messages to append and fact index -> seq of its message."""
     msgs: list[dict] = []
     where: dict[int, int] = {}
-    for i, (fact, reply) in enumerate(FACTS):
-        talk = SMALL_TALK[i % len(SMALL_TALK)]
+    for i, (fact, reply) in enumerate(probes.facts):
+        talk = probes.small_talk[i % len(probes.small_talk)]
         for user, assistant in (talk, (fact, reply)):
             if user == fact:
                 where[i] = len(msgs)
@@ -164,34 +183,37 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--path", choices=["inprocess", "process"], default="inprocess")
+    ap.add_argument("--split", choices=["report", "tune"], default="report",
+                    help="tune: bench/probes_tune.py (choose rules on it); report: this file")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/agenvoy-bench-probes-cache"))
     args = ap.parse_args()
-    msgs, where = conversation()
+    sys.path.insert(0, str(ROOT / "bench"))
+    probes = probe_set(args.split)
+    msgs, where = conversation(probes)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENVOY_HOME"] = tmp
         cli("append", "probe", "--messages", "-", "--time", "2026-01-05 10:00:00",
             input=json.dumps(msgs).encode())
         if args.path == "process":
-            sys.path.insert(0, str(ROOT / "bench"))
             from locomo_cli import Served
 
             with Served(Path(tmp), ["probe"], args.cache) as served:
-                out = measure(args, where, served.search)
+                out = measure(args, probes, where, served.search)
         else:
-            out = measure(args, where, lambda session, query, mode, limit: cli(
+            out = measure(args, probes, where, lambda session, query, mode, limit: cli(
                 "search", session, query, "--mode", mode, "--limit", str(limit), "--json"))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
 
 
-def measure(args, where: dict[int, int], search) -> dict:
+def measure(args, probes: ProbeSet, where: dict[int, int], search) -> dict:
     """Every probe set in every mode through search(session, query, mode, limit)."""
     out: dict = {}
     if True:
         for mode in args.modes.split(","):
-            for name, probes in (("zh->en", ZH_EN), ("paraphrase", PARAPHRASE)):
+            for name, asked in (("zh->en", probes.zh_en), ("paraphrase", probes.paraphrase)):
                 top1 = top5 = succ = 0
-                for query, fact in probes:
+                for query, fact in asked:
                     doc = search("probe", query, mode, 5)
                     hits = ranked_hits(doc)
                     target = where[fact]
@@ -200,14 +222,19 @@ def measure(args, where: dict[int, int], search) -> dict:
                     succ += bool(hits) and hits[0] == target + 1
                     if args.verbose:
                         print(f"  {mode} {query!r}: target {target}, hits {hits[:5]}")
-                n = len(probes)
+                n = len(asked)
                 out[f"{mode} {name}"] = {"top1": top1, "top5": top5, "successor_top1": succ,
                                          "n": n}
                 print(f"{mode:9} {name:11} top-1 {top1}/{n}  top-5 {top5}/{n}  "
                       f"top-1 was the reply after the fact: {succ}/{n}")
-            empty = sum(not search("probe", q, mode, 5)["results"] for q in UNRELATED)
-            out[f"{mode} unrelated"] = {"empty": empty, "n": len(UNRELATED)}
-            print(f"{mode:9} unrelated   returned nothing: {empty}/{len(UNRELATED)}")
+            empty = 0
+            for query in probes.unrelated:
+                hits = ranked_hits(search("probe", query, mode, 5))
+                empty += not hits
+                if args.verbose and hits:
+                    print(f"  {mode} unrelated {query!r}: hits {hits[:5]}")
+            out[f"{mode} unrelated"] = {"empty": empty, "n": len(probes.unrelated)}
+            print(f"{mode:9} unrelated   returned nothing: {empty}/{len(probes.unrelated)}")
     return out
 
 

@@ -248,9 +248,10 @@ def keyword_rule(q: dict, sess: dict) -> list[int]:
     return [s for s, _ in q["kw"][:50]]
 
 
-def fitted(mode: str = "hybrid", attributed: bool = True):
+def fitted(mode: str = "hybrid", attributed: bool = True, coverage: bool = True):
     """The shipped ranking stage (search/ranking.py, then attribution) over the replayed
-    signals, as engine.vector_search calls it (the floor and credit left out)."""
+    signals, as engine.vector_search calls it (the floor and credit left out; coverage
+    False: keyword signals kept when the keyword matches are incidental, as before)."""
     from agenvoy_cli.search import fusion, ranking, semantic
     from agenvoy_cli.search.query import Query
 
@@ -273,7 +274,12 @@ def fitted(mode: str = "hybrid", attributed: bool = True):
             texts={s: sess["bodies"][s] for s in cands},
             second={s: float(q["u"][s]) for s in cands},
             second_background=[float(q["u"][s]) for s in sample])
-        ranked = ranking.rank(cands, signals, ranking.weights(mode, query, mismatch))
+        cover = None
+        if kw and coverage:  # as candidates.gather: the best keyword hit's share of the query
+            from agenvoy_cli.home import fts
+
+            cover = fusion.coverage(query.tokens, fts.term_tokens(sess["bodies"][kw[0][0]]))
+        ranked = ranking.rank(cands, signals, ranking.weights(mode, query, mismatch, cover))
         if attributed:
             if "lookup" not in sess:
                 sess["lookup"] = Lookup(sess)
@@ -285,6 +291,7 @@ def fitted(mode: str = "hybrid", attributed: bool = True):
 RULES = {"shipped": shipped(), "semantic": shipped("semantic"), "keyword": keyword_rule,
          "fitted-hybrid": fitted("hybrid"), "fitted-semantic": fitted("semantic"),
          "fitted-hybrid-unattributed": fitted("hybrid", False),
+         "fitted-hybrid-keyword-always": fitted("hybrid", coverage=False),
          "fitted-semantic-unattributed": fitted("semantic", False)}
 
 
@@ -302,8 +309,11 @@ RULES = {"shipped": shipped(), "semantic": shipped("semantic"), "keyword": keywo
 #   len  log(1 + characters of m)
 #   spk  1 when m is "<speaker>: ..." and the query names that speaker (ranking.speaker)
 #   X_prev, X_next  the feature of the message before / after m; X_prev2, X_next2 two away
-FEATURES = ["zc", "zu", "za", "zsp", "bmn", "bmhit", "rbm", "rvec", "len", "spk"]
-NEIGHBOURED = ["zc", "zu", "za", "zsp", "bmn", "rbm", "rvec"]
+#   cov  the share of the query's content tokens m holds (ranking.coverage; 0: no keyword hit)
+#   covbm, covrbm  bmn and rbm times cov
+FEATURES = ["zc", "zu", "za", "zsp", "bmn", "bmhit", "rbm", "rvec", "len", "spk", "cov",
+            "covbm", "covrbm"]
+NEIGHBOURED = ["zc", "zu", "za", "zsp", "bmn", "rbm", "rvec", "cov"]
 ALL = FEATURES + [f"{k}_{side}" for k in NEIGHBOURED for side in ("prev", "next")] \
     + [f"{k}_{side}2" for k in ("zc", "bmn") for side in ("prev", "next")]
 K_RANK = 5.0
@@ -326,7 +336,9 @@ def feature_matrix(q: dict, sess: dict):
     """Every searchable message's features (rows in place order)."""
     import numpy as np
 
+    from agenvoy_cli.home import fts
     from agenvoy_cli.search import ranking
+    from agenvoy_cli.search.query import Query
 
     n = len(sess["seqs"])
     sample = np.array(list(range(0, n, max(1, n // BACKGROUND)))[:BACKGROUND])  # semantic.py's
@@ -352,6 +364,15 @@ def feature_matrix(q: dict, sess: dict):
     order = np.argsort(-q["c"], kind="stable")[:POOL]
     rvec[order] = K_RANK / (K_RANK + np.arange(1, len(order) + 1))
     f["rvec"] = rvec
+    cov = np.zeros(n)
+    tokens = Query.of(q["q"]).tokens
+    toks = sess.setdefault("toks", {})
+    for seq, _ in q["kw"][:POOL]:
+        if seq < n:
+            if seq not in toks:
+                toks[seq] = fts.term_tokens(sess["bodies"][int(sess["seqs"][seq])])
+            cov[seq] = ranking.coverage(tokens, toks[seq])
+    f["cov"], f["covbm"], f["covrbm"] = cov, cov * f["bmn"], cov * rbm
     if "lens" not in sess:
         sess["lens"] = np.log1p(np.array([len(sess["bodies"][int(i)]) for i in sess["seqs"]]))
         sess["speakers"] = [ranking.speaker(sess["bodies"][int(i)]) for i in sess["seqs"]]

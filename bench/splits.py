@@ -9,6 +9,10 @@ is reported as such, not tuned further on that split.
 tune
   - LoCoMo conversations 0-4 (every question of categories 1-4; LOCOMO_TUNE)
   - bench/zh_memory_sets/tune.json (users u0-u2, even-numbered phrasings)
+  - bench/probes_tune.py (`bench/probes.py --split tune`: a second conversation of 20
+    facts, written 2026-12-05 after the report probes below had been looked at; the
+    attribution of a question about the user and hybrid's incidental keyword matches
+    were chosen on it)
 report
   - LoCoMo conversations 5-9 (all their questions, categories 1-4; LOCOMO_REPORT)
   - bench/zh_memory_sets/heldout.json (users u3-u5, odd-numbered phrasings)
@@ -28,7 +32,8 @@ LOCOMO_REPORT = (5, 6, 7, 8, 9)
 ZH_MEMORY_TUNE = "tune"
 ZH_MEMORY_REPORT = "heldout"
 FLOOR_REPORT = ("heldout", "fresh", "fresh2")
-PROBES_REPORT = ("zh->en", "paraphrase", "unrelated")
+PROBES_REPORT = ("zh->en", "paraphrase", "unrelated")  # bench/probes.py --split report
+PROBES_TUNE = "bench/probes_tune.py"
 
 
 def locomo_split(conversation: int) -> str:

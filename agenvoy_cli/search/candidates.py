@@ -63,6 +63,7 @@ class Candidates:
     coverage: float | None  # share of the query's tokens in the best keyword hit
     unsearchable: int  # vectors an inconsistent index left out
     texts: dict[int, str]  # texts of the top hits, the messages around them, the sample
+    roles: dict[int, str]  # ... and their roles (attribution reads them)
     text_vectors: dict[int, Sequence[float]]  # kept vectors of those texts (attribution)
     background: Background
     pool: list[int] = field(default_factory=list)  # the fitted ranking's (empty: not asked)
@@ -87,7 +88,7 @@ def gather(store: Store, session_id: str, query: Query, mode: str, scope: Scope,
     keyword, cover = _keyword(conn, session_id, query, mode, scope, window, n)
     vec, unsearchable = semantic.vector_hits(store, session_id, vector, n, lo_seq=scope.start,
                                              hi_seq=scope.vector_hi, window=window)
-    texts = _texts(conn, session_id, scope, vec, keyword)
+    texts, roles = _texts(conn, session_id, scope, vec, keyword)
     late = _unindexed(conn, session_id, query, mode, scope, window, unindexed)
     tops = _tops(vec, needs)
     pool, near = _pool(vec, keyword, mode, scope, window, wanted)
@@ -98,9 +99,9 @@ def gather(store: Store, session_id: str, query: Query, mode: str, scope: Scope,
     if needs.kept:  # the Relevance reads their texts too (no sample: the tops' alone)
         relevance_at = set(ground.sample) | tops
     second_at = set(pool) | set(ground.sample) if wanted.second and ground.sample else set()
-    texts.update((m.seq, m.body) for m in rows_of(
-        conn, session_id, (relevance_at | second_at | set(pool)) - set(texts)))
-    found = Candidates(keyword, vec, late, cover, unsearchable, texts, {}, ground, pool)
+    for m in rows_of(conn, session_id, (relevance_at | second_at | set(pool)) - set(texts)):
+        texts[m.seq], roles[m.seq] = m.body, m.role
+    found = Candidates(keyword, vec, late, cover, unsearchable, texts, roles, {}, ground, pool)
     if pool and ground.sample:
         found.similarity = _similarity(ground, near, vector)
     if vec:
@@ -172,15 +173,15 @@ def _keyword(conn: sqlite3.Connection | None, session_id: str, query: Query, mod
 
 def _texts(conn: sqlite3.Connection | None, session_id: str, scope: Scope,
            vec: Sequence[tuple[int, float]], keyword: Sequence[tuple[int, float]]
-           ) -> dict[int, str]:
-    """Texts for the attribution check, before and after fusion (smoothing adds neighbours):
-    the top hits of both rankings, two messages before each and one after."""
+           ) -> tuple[dict[int, str], dict[int, str]]:
+    """Texts and roles for the attribution check, before and after fusion (smoothing adds
+    neighbours): the top hits of both rankings, two messages before each and one after."""
     top = [s for s, _ in [*vec[:2 * semantic.ATTRIBUTION_TOP],
                           *keyword[:2 * semantic.ATTRIBUTION_TOP]]]
     want = {x for s in top for x in (s - 2, s - 1, s, s + 1) if x >= 0}
-    texts = {m.seq: m.body for m in scope.recent if m.seq in want}
-    texts.update((m.seq, m.body) for m in rows_of(conn, session_id, want - set(texts)))
-    return texts
+    found = [m for m in scope.recent if m.seq in want]
+    found += rows_of(conn, session_id, want - {m.seq for m in found})
+    return {m.seq: m.body for m in found}, {m.seq: m.role for m in found}
 
 
 def _unindexed(conn: sqlite3.Connection | None, session_id: str, query: Query, mode: str,

