@@ -309,7 +309,7 @@ RULES = {"shipped": shipped(), "semantic": shipped("semantic"), "keyword": keywo
 #   len  log(1 + characters of m)
 #   spk  1 when m is "<speaker>: ..." and the query names that speaker (ranking.speaker)
 #   X_prev, X_next  the feature of the message before / after m; X_prev2, X_next2 two away
-#   cov  the share of the query's content tokens m holds (ranking.coverage; 0: no keyword hit)
+#   cov  the share of the query's content tokens m holds (fusion.coverage; 0: no keyword hit)
 #   covbm, covrbm  bmn and rbm times cov
 FEATURES = ["zc", "zu", "za", "zsp", "bmn", "bmhit", "rbm", "rvec", "len", "spk", "cov",
             "covbm", "covrbm"]
@@ -337,7 +337,7 @@ def feature_matrix(q: dict, sess: dict):
     import numpy as np
 
     from agenvoy_cli.home import fts
-    from agenvoy_cli.search import ranking
+    from agenvoy_cli.search import fusion, ranking
     from agenvoy_cli.search.query import Query
 
     n = len(sess["seqs"])
@@ -371,7 +371,7 @@ def feature_matrix(q: dict, sess: dict):
         if seq < n:
             if seq not in toks:
                 toks[seq] = fts.term_tokens(sess["bodies"][int(sess["seqs"][seq])])
-            cov[seq] = ranking.coverage(tokens, toks[seq])
+            cov[seq] = fusion.coverage(tokens, toks[seq])
     f["cov"], f["covbm"], f["covrbm"] = cov, cov * f["bmn"], cov * rbm
     if "lens" not in sess:
         sess["lens"] = np.log1p(np.array([len(sess["bodies"][int(i)]) for i in sess["seqs"]]))

@@ -134,12 +134,6 @@ def transcript_speakers(texts: Iterable[str]) -> set[str]:
     return found if len(found) >= 2 else set()
 
 
-def coverage(query_tokens: Collection[str], tokens: Iterable[str]) -> float:
-    """The share of the query's content tokens a message's tokens hold (fusion.coverage:
-    a prefix stands in for FTS5's stemming)."""
-    return fusion.coverage(query_tokens, tokens)
-
-
 def named(query: str, speakers: Collection[str]) -> set[str]:
     """The speakers among these (lower case) the query names as whole words."""
     text = query.lower()
