@@ -119,9 +119,12 @@ def test_about_the_user(query, about):
     assert about_the_user(query) is about
 
 
-def pair_state(own_fact: float, own_reply: float, about_user: bool) -> semantic.Attribution:
+def pair_state(own_fact: float, own_reply: float, about_user: bool,
+               typical: float | None = 0.70, index: float = 0.80) -> semantic.Attribution:
+    """A user's message (4, its index similarity `index`) and the assistant's reply (5)."""
     return semantic.Attribution(own={4: own_fact, 5: own_reply}, about_user=about_user,
-                                roles={4: "user", 5: "assistant"})
+                                roles={4: "user", 5: "assistant"}, index={4: index},
+                                typical=typical)
 
 
 def attributed(state: semantic.Attribution) -> list[int]:
@@ -138,6 +141,20 @@ def test_the_users_statement_keeps_its_place_within_the_margin():
     assert attributed(pair_state(0.80, 0.80 + far, about_user=True))[:2] == [5, 4]
 
 
+def test_the_users_message_must_be_a_hit_by_itself():
+    """Small talk before an assistant message that states the user's fact ("Could you
+    format that as a list?" before "I'm training for the Berlin marathon"): no preference
+    (tests/test_floor_second_opinion.py failed with a preference on own texts alone, e5
+    puts such requests near any question)."""
+    near = semantic.CREDIT_MARGIN / 2
+    small_talk = 0.70 + semantic.CREDIT_MARGIN * 0.9  # barely above the typical message
+    assert attributed(pair_state(0.80, 0.80 + near, True, index=small_talk))[:2] == [5, 4]
+    assert attributed(pair_state(0.80, 0.80 + near, True, typical=None))[:2] == [5, 4]
+    state = pair_state(0.80, 0.80 + near, True)
+    state.index = {}  # not among the vector ranking's hits
+    assert attributed(state)[:2] == [5, 4]
+
+
 def test_the_rule_is_for_a_user_message_before_the_assistants_reply():
     state = pair_state(0.80, 0.81, about_user=True)
     state.roles = {4: "assistant", 5: "user"}
@@ -148,7 +165,8 @@ def test_a_reply_that_moved_up_is_still_checked_against_the_fact_it_answers():
     """The reply (5) won its place from the turn after it (6); the fact (4) before it is
     checked too when the question is about the user (one step further, not a chain)."""
     state = semantic.Attribution(own={4: 0.82, 5: 0.80, 6: 0.70}, about_user=True,
-                                 roles={4: "user", 5: "assistant", 6: "user"})
+                                 roles={4: "user", 5: "assistant", 6: "user"},
+                                 index={4: 0.80}, typical=0.70)
     ranked = [(6, 0.9), (5, 0.8), (4, 0.7)]
     bodies = {4: "fact", 5: "reply", 6: "next"}
     out = [s for s, _ in semantic.attribute(ranked, [1.0], None, bodies, state)]

@@ -161,7 +161,9 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     lo = _searched(result, scope, mode)
     if not result.searchable_count:
         return _all_in_window(store, session_id, query, mode, result, limit, window)
-    state = semantic.Attribution(about_user=about_the_user(query.text), roles=cand.roles)
+    state = semantic.Attribution(about_user=about_the_user(query.text), roles=cand.roles,
+                                 index=dict(cand.vector),
+                                 typical=cand.background.typical)
     own_text = _own_text_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, own_text, cand.texts, state)
     # relevance over the hits as attribution left them (bench/floor_fit.py measured that)

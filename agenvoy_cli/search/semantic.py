@@ -91,11 +91,15 @@ class Attribution:
     own: dict[int, float] = field(default_factory=dict)  # seq -> its own text's similarity
     moved: set[int] = field(default_factory=set)
     first: dict[int, int] = field(default_factory=dict)  # pair (seq-1, seq) -> the winner
-    # the query asks about the user (query.about_the_user) and the roles of the messages
-    # checked: then a user's message keeps the better place over the assistant's reply just
-    # after it unless the reply's own text is the closer by more than CREDIT_MARGIN
+    # the query asks about the user (query.about_the_user), the roles of the messages
+    # checked, their index similarities (the vector ranking's) and the query's typical one
+    # in the session: then a user's message that is a hit by itself (its index similarity
+    # above the typical by CREDIT_MARGIN) keeps the better place over the assistant's reply
+    # just after it unless the reply's own text is the closer by more than CREDIT_MARGIN
     about_user: bool = False
     roles: dict[int, str] = field(default_factory=dict)
+    index: dict[int, float] = field(default_factory=dict)
+    typical: float | None = None
 
 
 def _own_text_similarity(need: Sequence[int], vector: Sequence[float], embedder: Any,
@@ -114,8 +118,9 @@ def _winner(seq: int, state: Attribution) -> int | None:
     # a question about the user and the user's message before the assistant's reply to it:
     # the statement of the user's own fact, checked even when the reply already moved (it
     # won its place from the turn after it; the fact it replies to is one step further)
-    stated = (state.about_user and state.roles.get(seq - 1) == "user"
-              and state.roles.get(seq) == "assistant")
+    stated = (state.about_user and state.typical is not None
+              and state.roles.get(seq - 1) == "user" and state.roles.get(seq) == "assistant"
+              and state.index.get(seq - 1, -1.0) - state.typical > CREDIT_MARGIN)
     if not stated and (seq in state.moved or seq - 1 in state.moved):
         return None
     lead = state.own[seq - 1] - state.own[seq] + (CREDIT_MARGIN if stated else 0.0)
