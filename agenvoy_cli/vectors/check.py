@@ -6,6 +6,11 @@ near-identical vectors it returns a fraction of them (34 of 50, 103 of 150 measu
 filtered search needs, and what a stale client loses, is the id -> label map of the HNSW
 layer: a query restricted to ids the map lacks fails ("Error finding id"). So membership is
 tested by restricted queries, in batches, bisecting the batches that fail.
+
+A vector the map knows can still be unreachable: HNSW's graph may hold no path to it (many
+copies of one vector fill each other's neighbour lists; vectors/collection.py CONSTRUCTION_EF).
+A restricted query does not find it either (it walks the same graph): the census is one query
+as wide as the collection, whose answer lacks exactly the vectors no search can return.
 """
 
 from __future__ import annotations
@@ -49,3 +54,17 @@ def _dim(col: Any) -> int:
         return dim
     got = col.get(limit=1, include=["embeddings"])
     return len(got["embeddings"][0])
+
+
+def unreachable(col: Any, ids: Sequence[str] | None = None) -> set[str]:
+    """The ids (default: every id of the metadata; pass those the HNSW layer knows) that no
+    search of the collection returns: one query with n_results = the count (~0.03 s at 10,000
+    vectors; docs/benchmarks.md). From a point no stored vector is near, so the walk starts
+    where any question's would."""
+    ids = metadata_ids(col) if ids is None else list(ids)
+    if not ids:
+        return set()
+    probe = [[1.0] + [0.0] * (_dim(col) - 1)]
+    width = max(len(ids), int(col.count()))
+    got = col.query(query_embeddings=probe, n_results=width, include=[])
+    return set(ids) - set(got["ids"][0])

@@ -47,10 +47,22 @@ SYNC_THRESHOLD = 100
 SEARCH_EF = 1000
 
 
-def searched_wide(metadata: dict[str, Any]) -> dict[str, Any]:
-    """A new collection's metadata with the search width (every collection we create:
-    VectorIndex, the per-session migration, doctor's rebuild)."""
-    return {**metadata, "hnsw:search_ef": SEARCH_EF}
+# How Chroma builds the HNSW graph (its ef_construction and M, fixed when a collection is
+# created). With Chroma's defaults (100, 16) a session's repeated messages ("ok", "thanks", one
+# tool output many times: the same vector) leave vectors no search reaches, at any width: on
+# 5,000 vectors with 1 % copies of one vector, 87-97 of them; with these, none up to 5 % copies
+# (bench/hnsw_unreachable.py; docs/vectors.md). A home built before keeps its collections'
+# parameters: doctor's census finds what they cannot reach and --repair rebuilds them.
+CONSTRUCTION_EF = 400
+NEIGHBOURS = 32
+
+
+def hnsw_settings(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A new collection's metadata with the graph's build parameters and the search width
+    (every collection we create: VectorIndex, the per-session migration, doctor's rebuild);
+    they override what an older collection's metadata carried into a rebuild."""
+    return {**metadata, "hnsw:search_ef": SEARCH_EF, "hnsw:construction_ef": CONSTRUCTION_EF,
+            "hnsw:M": NEIGHBOURS}
 
 def _chroma_failure(code: int) -> BaseException:
     """What chromadb raises when its SQLite hits a full or failing disk (measured: an
@@ -355,7 +367,7 @@ class VectorIndex:
                             "dim": emb.dim, **self._extra}
                     col = api.get_or_create_collection(
                         server_name(self.store, self.name), embedding_function=None,
-                        metadata=searched_wide(meta))
+                        metadata=hnsw_settings(meta))
                 else:
                     col = api.get_collection(server_name(self.store, self.name),
                                              embedding_function=None)

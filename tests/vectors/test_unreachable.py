@@ -1,0 +1,133 @@
+"""Vectors Chroma's HNSW graph holds but no search reaches (vectors/check.py unreachable):
+collections we create are built so that a session's repeated messages leave none
+(vectors/collection.py CONSTRUCTION_EF, NEIGHBOURS); doctor finds them in a collection an
+older version built and --repair rebuilds it with the parameters of today.
+
+With Chroma's defaults (construction_ef 100, M 16) the sets below left 20-130 of 2,000 vectors
+unreachable in every build measured; with ours, none (bench/hnsw_unreachable.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tests.helpers.chroma import new_process
+
+# what an older version of this tool created: Chroma's default graph
+OLD = {"hnsw:space": "cosine", "hnsw:sync_threshold": 100, "hnsw:batch_size": 100,
+       "hnsw:search_ef": 1000}
+
+
+def _store(home: Path):
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors.hooks import open_store
+
+    return open_store(Layout(home))
+
+
+def _repetitive(dim: int, n: int = 2000, seed: int = 0):
+    """n unit vectors around 20 directions: 5 % exact copies of a direction (the ack of many
+    turns) and 2 % copies of one vector (one tool output again and again)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(20, dim))
+    out = []
+    for _ in range(n):
+        draw = rng.random()
+        if draw < 0.02:
+            v = base[0].copy()
+        elif draw < 0.07:
+            v = base[rng.integers(20)].copy()
+        else:
+            v = rng.normal(size=dim) + 3 * base[rng.integers(20)]
+        out.append(v / np.linalg.norm(v))
+    return np.array(out, dtype=np.float32)
+
+
+def test_a_collection_we_create_leaves_no_vector_unreachable(home: Path, words) -> None:
+    from agenvoy_cli.vectors.check import unreachable
+    from agenvoy_cli.vectors.collection import VectorIndex
+
+    vecs = _repetitive(words.dim)
+    store = _store(home)
+    try:
+        index = VectorIndex(store, "copies-test")
+        for i in range(0, len(vecs), 100):  # as the catch-up adds them: a batch at a time
+            index.add([str(j) for j in range(i, i + 100)], vecs[i:i + 100].tolist(),
+                      [{"i": j} for j in range(i, i + 100)])
+        lost = unreachable(index.collection)
+    finally:
+        store.close()
+    assert not lost, f"{len(lost)} of {len(vecs)} vectors no search returns"
+
+
+def _messages(n: int, seed: int = 0) -> bytes:
+    """A session that says the same few things many times (acks, one tool output) among
+    varied messages."""
+    import random
+
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(400)]
+    texts = []
+    for i in range(n):
+        draw = rng.random()
+        if draw < 0.06:
+            texts.append("ok thanks")
+        elif draw < 0.10:
+            texts.append("build passed: 0 failures")
+        else:
+            texts.append(" ".join(rng.sample(vocab, 6)))
+    return orjson.dumps([{"role": "user" if i % 2 == 0 else "assistant", "content": t}
+                         for i, t in enumerate(texts)])
+
+
+def _old_session_collection(home: Path, sid: str, dim: int, model_id: str) -> None:
+    """The session's collection as an older version created it (Chroma's default graph), before
+    anything is indexed: the catch-up then fills it, as it would have then."""
+    from agenvoy_cli.vectors.collection import client
+    from agenvoy_cli.vectors.messages import collection_for
+
+    store = _store(home)
+    try:
+        with store.write_lock():
+            client(store).create_collection(
+                collection_for(sid), embedding_function=None,
+                metadata={**OLD, "model_id": model_id, "dim": dim, "session_id": sid})
+    finally:
+        store.close()
+
+
+def _census(home: Path, sid: str) -> tuple[set[str], dict[str, Any]]:
+    from agenvoy_cli.vectors.check import unreachable
+    from agenvoy_cli.vectors.messages import MessageIndex
+
+    new_process()
+    store = _store(home)
+    try:
+        with store.write_lock():
+            index = MessageIndex(store).session(sid)
+            assert index is not None
+            col = index.collection
+            return unreachable(col), dict((col.configuration_json or {}).get("hnsw") or {})
+    finally:
+        store.close()
+
+
+def _old_home_with_unreachable(home: Path, run, words, sid: str = "s") -> set[str]:
+    """A session indexed into an old-style collection until the census finds vectors no search
+    reaches (bounded: a few builds; each one measured did)."""
+    for attempt in range(4):
+        run("session", "clear", sid, "--yes")
+        _old_session_collection(home, sid, words.dim, words.model_id)
+        assert run("append", sid, "--messages", "-",
+                   input=_messages(1500, attempt)).exit_code == 0
+        res = run("backfill", sid, "--vectors")
+        assert res.exit_code == 0, res.stderr
+        lost, hnsw = _census(home, sid)
+        assert hnsw.get("ef_construction", 100) == 100
+        if lost:
+            return lost
+    raise AssertionError("four old-style builds left every vector reachable")
