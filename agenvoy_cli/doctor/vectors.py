@@ -11,7 +11,8 @@ project's rows must agree; --repair re-indexes exactly what is missing or stale.
 - A collection whose HNSW graph holds vectors no search reaches (the census: one query as wide
   as the collection, vectors/check.py; what Chroma's default graph parameters leave when a
   session repeats a message) is rebuilt with today's parameters (vectors/collection.py
-  CONSTRUCTION_EF): every vector is kept, nothing is embedded again.
+  CONSTRUCTION_EF): every vector is kept, nothing is embedded again. One already built with
+  them is only said (a note): a rebuild would build the same graph (docs/vectors.md, Not done).
 - Message vectors older than the trim point or without their message are deleted; a vector
   whose content hash (metadata) is not that of the message archived at its place describes
   another message: it is deleted and the message embedded again.
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import api as vectors
 from agenvoy_cli.vectors.check import hnsw_missing, unreachable
+from agenvoy_cli.vectors.collection import CONSTRUCTION_EF, NEIGHBOURS
 from agenvoy_cli.vectors.location import has_vectors, server_url
 from agenvoy_cli.vectors.messages import MessageIndex
 
@@ -123,13 +125,26 @@ def _layers(col: Any) -> tuple[dict[str, dict[str, Any]], set[str] | None, set[s
         return meta, None, set(), " ".join(str(exc).split())[:200]
 
 
-def _unreachable(lost: set[str], total: int, col: Any) -> str:
+def _graph(col: Any) -> tuple[int, int]:
+    """(construction_ef, M) the collection's HNSW graph was built with (Chroma's defaults when
+    unsaid)."""
     hnsw = (getattr(col, "configuration_json", None) or {}).get("hnsw") or {}
-    return (f"{len(lost)} of {total} vector(s) are in the HNSW index but no search reaches "
-            "them (semantic search never returns them; the graph was built with "
-            f"construction_ef {hnsw.get('ef_construction', '?')}, M "
-            f"{hnsw.get('max_neighbors', '?')}); a rebuild with today's parameters keeps "
-            "every vector")
+    return int(hnsw.get("ef_construction", 100)), int(hnsw.get("max_neighbors", 16))
+
+
+def _built_today(col: Any) -> bool:
+    ef, m = _graph(col)
+    return ef >= CONSTRUCTION_EF and m >= NEIGHBOURS
+
+
+def _unreachable(lost: set[str], total: int, col: Any) -> str:
+    ef, m = _graph(col)
+    said = (f"{len(lost)} of {total} vector(s) are in the HNSW index but no search reaches "
+            f"them (semantic search never returns them; the graph was built with "
+            f"construction_ef {ef}, M {m})")
+    if _built_today(col):  # a rebuild would build the same graph: said, not repaired
+        return f"{said}; too many copies of one vector for HNSW (docs/vectors.md, Not done)"
+    return f"{said}; a rebuild with today's parameters keeps every vector"
 
 
 def _check_other(doctor: Report, name: str) -> None:
@@ -152,6 +167,9 @@ def _check_other(doctor: Report, name: str) -> None:
             return f"rebuilt the collection keeping its {kept} vector(s)"
         return f"rebuilt the collection keeping {kept} vector(s); {len(missing)} dropped ({owner})"
 
+    if not missing and err is None and _built_today(index.collection):
+        doctor.report(None, UNREACHABLE, f"collection {name}: {what}", note=True)
+        return
     doctor.report(None, "vectors" if missing or err else UNREACHABLE, f"collection {name}: {what}",
                   fix)
 
@@ -222,4 +240,8 @@ def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> No
         return f"rebuilt the session's collection: kept {kept}, re-embedded {added}, " \
                f"deleted {len(stale)} stale"
 
+    if not missing and err is None and not stale and not other and \
+            _built_today(index.collection):
+        doctor.report(sid, UNREACHABLE, what, note=True)
+        return
     doctor.report(sid, "vectors" if missing or err else UNREACHABLE, what, fix)
