@@ -168,10 +168,11 @@ def test_a_healthy_home_has_no_unreachable_finding(home: Path, run, words) -> No
     assert _doctor(run)["problems"] == []
 
 
-def test_unreachable_in_a_graph_built_today_is_said_not_rebuilt(home: Path, run, words) -> None:
+def test_too_many_copies_of_one_vector_are_rebuilt_and_what_remains_said(home: Path, run,
+                                                                          words) -> None:
     """40 % copies of one vector: more than any graph parameters measured can hold (docs/
-    vectors.md, Not done). A rebuild would build the same graph: doctor says it (a note), and
-    --repair leaves the collection alone."""
+    vectors.md, Not done). doctor reports it; --repair rebuilds and says what is still
+    unreachable after (a graph built anew differs every time: the count may be 0)."""
     from agenvoy_cli.vectors.check import unreachable
     from agenvoy_cli.vectors.collection import VectorIndex
 
@@ -190,9 +191,11 @@ def test_unreachable_in_a_graph_built_today_is_said_not_rebuilt(home: Path, run,
             raise AssertionError("three builds left every vector reachable")
     finally:
         store.close()
-    for args in ((), ("--repair",)):
-        found = _doctor(run, *args)
-        said = [p for p in found["problems"] if p["check"] == "vectors-unreachable"]
-        assert len(said) == 1 and said[0]["note"] and said[0]["repaired"] is None, found
-        assert "construction_ef 400, M 32" in said[0]["detail"]
-        assert found["remaining"] == 0, found
+    found = _doctor(run)
+    said = [p for p in found["problems"] if p["check"] == "vectors-unreachable"]
+    assert len(said) == 1 and "construction_ef 400, M 32" in said[0]["detail"], found
+    repaired = _doctor(run, "--repair")
+    said = [p for p in repaired["problems"] if p["check"] == "vectors-unreachable"]
+    assert re.fullmatch(r"rebuilt the collection keeping its 2000 vector\(s\)(; \d+ vector\(s\) "
+                        r"still unreachable \(too many copies of one vector.*)?",
+                        said[0]["repaired"]), said
