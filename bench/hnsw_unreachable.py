@@ -16,8 +16,9 @@ with noise 1e-3 (`near`); also printed, the build's wall time and the census que
 cost: the path users run. Per round a fresh home, a session of --messages messages (6 % "ok
 thanks", 4 % one tool output, the rest varied), then `agenvoy backfill s --vectors` timed in a
 fresh process (CPU and wall of that command only; imports and the append are not timed), once
-into a collection made with the old parameters (what a home of an older version holds) and
-once into one this version makes, interleaved (old, new, old, new, ...); then, in the same
+as an older version did (a collection with Chroma's default graph, no census after an add:
+vectors/collection.py REACH_ROUNDS 0) and once as this version does, interleaved (old, new,
+new, old, ...); then, in the same
 process, the census of the session's collection and the CPU of 50 queries (n_results 8, the
 width of a search). Medians. The embedder is tests/words_embedder.py's hashed words (512-d, no
 model): what is left is Chroma's; a real model's embedding time is the same in both.
@@ -119,7 +120,9 @@ old, messages, home = orjson.loads(sys.stdin.buffer.read())
 code, err = invoke(["append", "s", "--messages", "-", "--no-compact"], messages.encode())
 assert code == 0, err
 store = open_store(Layout(__import__("pathlib").Path(home)))
-if old:
+if old:  # an older version: Chroma's default graph, no census after an add
+    import agenvoy_cli.vectors.collection as collection
+    collection.REACH_ROUNDS = 0
     with store.write_lock():
         client(store).create_collection(collection_for("s"), embedding_function=None,
             metadata={**old, "model_id": WordsEmbedder.model_id, "dim": WordsEmbedder.dim,
