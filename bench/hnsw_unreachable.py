@@ -18,7 +18,8 @@ thanks", 4 % one tool output, the rest varied), then `agenvoy backfill s --vecto
 fresh process (CPU and wall of that command only; imports and the append are not timed), once
 as an older version did (a collection with Chroma's default graph, no census after an add:
 vectors/collection.py REACH_ROUNDS 0) and once as this version does, interleaved (old, new,
-new, old, ...); then, in the same
+new, old, ...; `--variants old,params,new` adds today's graph without the census after an
+add, to tell the two costs apart); then, in the same
 process, the census of the session's collection and the CPU of 50 queries (n_results 8, the
 width of a search). Medians. The embedder is tests/words_embedder.py's hashed words (512-d, no
 model): what is left is Chroma's; a real model's embedding time is the same in both.
@@ -116,13 +117,14 @@ from agenvoy_cli.vectors.collection import client
 from agenvoy_cli.vectors.messages import MessageIndex, collection_for
 from agenvoy_cli.vectors.check import unreachable
 from tests.words_embedder import WordsEmbedder
-old, messages, home = orjson.loads(sys.stdin.buffer.read())
+variant, old, messages, home = orjson.loads(sys.stdin.buffer.read())
 code, err = invoke(["append", "s", "--messages", "-", "--no-compact"], messages.encode())
 assert code == 0, err
 store = open_store(Layout(__import__("pathlib").Path(home)))
-if old:  # an older version: Chroma's default graph, no census after an add
-    import agenvoy_cli.vectors.collection as collection
+import agenvoy_cli.vectors.collection as collection
+if variant != "new":  # no census after an add, as an older version
     collection.REACH_ROUNDS = 0
+if variant == "old":  # Chroma's default graph, as an older version made it
     with store.write_lock():
         client(store).create_collection(collection_for("s"), embedding_function=None,
             metadata={**old, "model_id": WordsEmbedder.model_id, "dim": WordsEmbedder.dim,
@@ -163,12 +165,12 @@ def session_messages(n: int, seed: int) -> str:
     return orjson.dumps(out).decode()
 
 
-def cost_round(old: bool, messages: str) -> dict:
+def cost_round(variant: str, messages: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "AGENVOY_HOME": tmp, "OMP_NUM_THREADS": "1",
                "AGENVOY_MAX_HISTORY_BYTES": str(10**9), "AGENVOY_LOCK_TIMEOUT": "120"}
         out = subprocess.run([sys.executable, "-c", CHILD], input=orjson.dumps(
-            [OLD if old else None, messages, tmp]), capture_output=True, env=env, cwd=ROOT,
+            [variant, OLD, messages, tmp]), capture_output=True, env=env, cwd=ROOT,
             check=False)
         if out.returncode:
             raise SystemExit(out.stderr.decode()[-3000:])
@@ -177,10 +179,11 @@ def cost_round(old: bool, messages: str) -> dict:
 
 def cost(args: argparse.Namespace) -> None:
     messages = session_messages(args.messages, 0)
-    rows: dict[str, list[dict]] = {"old": [], "new": []}
+    names = args.variants.split(",")
+    rows: dict[str, list[dict]] = {name: [] for name in names}
     for r in range(args.rounds):
-        for name in ("old", "new") if r % 2 == 0 else ("new", "old"):
-            got = cost_round(name == "old", messages)
+        for name in names if r % 2 == 0 else names[::-1]:
+            got = cost_round(name, messages)
             rows[name].append(got)
             print(f"round {r} {name}: backfill CPU {got['cpu']:.1f} s wall {got['wall']:.1f} s,"
                   f" unreachable {got['lost']} of {got['count']}, census "
@@ -204,6 +207,8 @@ def main() -> None:
     k = sub.add_parser("cost")
     k.add_argument("--messages", type=int, default=10000)
     k.add_argument("--rounds", type=int, default=5)
+    k.add_argument("--variants", default="old,new",
+                   help="old, params (today's graph, no census after an add), new")
     args = ap.parse_args()
     census(args) if args.what == "census" else cost(args)
 
