@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from tests.helpers.chroma import new_process
+from tests.helpers.chroma import new_process, session_collection
 
 # what an older version of this tool created: Chroma's default graph
 OLD = {"hnsw:space": "cosine", "hnsw:sync_threshold": 100, "hnsw:batch_size": 100,
@@ -141,18 +141,9 @@ def _old_session_collection(home: Path, sid: str, dim: int, model_id: str) -> No
 
 def _census(home: Path, sid: str) -> tuple[set[str], dict[str, Any]]:
     from agenvoy_cli.vectors.check import unreachable
-    from agenvoy_cli.vectors.messages import MessageIndex
 
-    new_process()
-    store = _store(home)
-    try:
-        with store.write_lock():
-            index = MessageIndex(store).session(sid)
-            assert index is not None
-            col = index.collection
-            return unreachable(col), dict((col.configuration_json or {}).get("hnsw") or {})
-    finally:
-        store.close()
+    with session_collection(home, sid) as col:
+        return unreachable(col), dict((col.configuration_json or {}).get("hnsw") or {})
 
 
 def _old_home_with_unreachable(home: Path, run, words, monkeypatch) -> tuple[str, set[str]]:
