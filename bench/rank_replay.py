@@ -279,7 +279,8 @@ def fitted(mode: str = "hybrid", attributed: bool = True, coverage: bool = True)
             from agenvoy_cli.home import fts
 
             cover = fusion.coverage(query.tokens, fts.term_tokens(sess["bodies"][kw[0][0]]))
-        ranked = ranking.rank(cands, signals, ranking.weights(mode, query, mismatch, cover))
+        ranked = ranking.rank(cands, signals, ranking.weights(mode, query, mismatch, cover,
+                                                                bool(kw)))
         if attributed:
             if "lookup" not in sess:
                 sess["lookup"] = Lookup(sess)

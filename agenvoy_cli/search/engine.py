@@ -322,7 +322,7 @@ def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidat
     if (not cand.pool or not cand.similarity or cand.unindexed
             or fusion.scripts_differ(query, memories)):  # not in the tune data
         return None
-    weights = ranking.weights(mode, query, False, cand.coverage)
+    weights = ranking.weights(mode, query, False, cand.coverage, bool(cand.keyword))
     second: dict[int, float] = {}
     second_background: list[float] = []
     if "zu" in weights:
