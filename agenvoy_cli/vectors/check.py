@@ -10,7 +10,10 @@ tested by restricted queries, in batches, bisecting the batches that fail.
 A vector the map knows can still be unreachable: HNSW's graph may hold no path to it (many
 copies of one vector fill each other's neighbour lists; vectors/collection.py CONSTRUCTION_EF).
 A restricted query does not find it either (it walks the same graph): the census is one query
-as wide as the collection, whose answer lacks exactly the vectors no search can return.
+as wide as the collection, whose answer lacks the vectors no search can return (queries from
+nine other points, stored vectors and random ones, lacked the same ones: measured on
+bench/floor.py's floor-E3). A search of width 1000 for 50 can still miss a vector the census
+reaches; the census is what no width can fix.
 """
 
 from __future__ import annotations
@@ -58,9 +61,8 @@ def _dim(col: Any) -> int:
 
 def unreachable(col: Any, ids: Sequence[str] | None = None) -> set[str]:
     """The ids (default: every id of the metadata; pass those the HNSW layer knows) that no
-    search of the collection returns: one query with n_results = the count (~0.03 s at 10,000
-    vectors; docs/benchmarks.md). From a point no stored vector is near, so the walk starts
-    where any question's would."""
+    search of the collection returns: one query with n_results = the count (44 ms at 10,000
+    vectors when it returns them all; docs/benchmarks.md), from a fixed probe."""
     count = int(col.count())
     if not count:
         return set()

@@ -50,8 +50,8 @@ SEARCH_EF = 1000
 # How Chroma builds the HNSW graph (its ef_construction and M, fixed when a collection is
 # created). With Chroma's defaults (100, 16) a session's repeated messages ("ok", "thanks", one
 # tool output many times: the same vector) leave vectors no search reaches, at any width: on
-# 5,000 vectors with 1 % copies of one vector, 87-97 of them; with these, none up to 5 % copies
-# (bench/hnsw_unreachable.py; docs/vectors.md). A home built before keeps its collections'
+# 5,000 vectors with 1 % copies of one vector, 76-102 of them; with these, none up to 5 %
+# copies (bench/hnsw_unreachable.py; docs/vectors.md). A home built before keeps its collections'
 # parameters: doctor's census finds what they cannot reach and --repair rebuilds them.
 CONSTRUCTION_EF = 400
 NEIGHBOURS = 32
