@@ -211,7 +211,7 @@ def test_a_healthy_home_has_no_unreachable_finding(home: Path, run, words) -> No
 def test_too_many_copies_of_one_vector_are_rebuilt_and_what_remains_said(home: Path, run,
                                                                           words, monkeypatch
                                                                           ) -> None:
-    """40 % copies of one vector: more than any graph parameters measured can hold (docs/
+    """15 % copies of one vector: more than any graph parameters measured can hold (docs/
     vectors.md, Not done), added without the census an add takes (as an older version did).
     doctor reports it; --repair rebuilds and says what is still unreachable after (the
     rebuild's own adds mend what they can: the count may be 0)."""
@@ -224,16 +224,16 @@ def test_too_many_copies_of_one_vector_are_rebuilt_and_what_remains_said(home: P
     try:
         with monkeypatch.context() as unmended:
             unmended.setattr(collection, "REACH_ROUNDS", 0)  # the graph as built
-            for attempt in range(3):  # each of 4 builds measured left 2-70 unreachable
+            for attempt in range(5):  # 4 of 4 builds measured left 12-21 (raw chromadb)
                 index = VectorIndex(store, f"copies-{attempt}")
-                vecs = _repetitive(words.dim, seed=attempt, one=0.4)
-                for i in range(0, len(vecs), 500):
-                    index.add([str(j) for j in range(i, i + 500)], vecs[i:i + 500].tolist(),
-                              [{"i": j} for j in range(i, i + 500)])
+                vecs = _repetitive(words.dim, n=3000, seed=attempt, one=0.15)
+                for i in range(0, len(vecs), 1000):
+                    index.add([str(j) for j in range(i, i + 1000)], vecs[i:i + 1000].tolist(),
+                              [{"i": j} for j in range(i, i + 1000)])
                 if unreachable(index.collection):
                     break
             else:
-                raise AssertionError("three builds left every vector reachable")
+                raise AssertionError("five builds left every vector reachable")
     finally:
         store.close()
     found = _doctor(run)
@@ -241,6 +241,6 @@ def test_too_many_copies_of_one_vector_are_rebuilt_and_what_remains_said(home: P
     assert len(said) == 1 and "construction_ef 400, M 32" in said[0]["detail"], found
     repaired = _doctor(run, "--repair")
     said = [p for p in repaired["problems"] if p["check"] == "vectors-unreachable"]
-    assert re.fullmatch(r"rebuilt the collection keeping its 2000 vector\(s\)(; \d+ vector\(s\) "
+    assert re.fullmatch(r"rebuilt the collection keeping its 3000 vector\(s\)(; \d+ vector\(s\) "
                         r"still unreachable \(too many copies of one vector.*)?",
                         said[0]["repaired"]), said
