@@ -8,6 +8,11 @@ project's rows must agree; --repair re-indexes exactly what is missing or stale.
   what makes every filtered search fail with "Error finding id"), or whose files are gone, is
   rebuilt: the vectors HNSW still returns are kept, the rest re-embedded (messages) or left to
   the owner's own repair (error memory: records whose vector is gone are embedded again).
+- A collection whose HNSW graph holds vectors no search reaches (the census: one query as wide
+  as the collection, vectors/check.py; what Chroma's default graph parameters leave when a
+  session repeats a message) is rebuilt with today's parameters (vectors/collection.py
+  CONSTRUCTION_EF), or built anew with them (a graph is built differently every time): every
+  vector is kept, nothing is embedded again; the repair says what is still unreachable after.
 - Message vectors older than the trim point or without their message are deleted; a vector
   whose content hash (metadata) is not that of the message archived at its place describes
   another message: it is deleted and the message embedded again.
@@ -22,7 +27,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import api as vectors
-from agenvoy_cli.vectors.check import hnsw_missing
+from agenvoy_cli.vectors.check import hnsw_missing, unreachable
 from agenvoy_cli.vectors.location import has_vectors, server_url
 from agenvoy_cli.vectors.messages import MessageIndex
 
@@ -103,23 +108,58 @@ def check_home(doctor: Report, session_ids: list[str]) -> bool:
     return True
 
 
-def _layers(col: Any) -> tuple[dict[str, dict[str, Any]], set[str] | None, str | None]:
-    """(id -> metadata, ids HNSW returns or None, the error reading them)."""
+UNREACHABLE = "vectors-unreachable"
+
+
+def _layers(col: Any) -> tuple[dict[str, dict[str, Any]], set[str] | None, set[str],
+                                str | None]:
+    """(id -> metadata, ids HNSW holds or None, those of them no search reaches, the error
+    reading them)."""
     got = col.get(include=["metadatas"])
     meta = {i: (m or {}) for i, m in zip(got["ids"], got["metadatas"])}
     try:
-        return meta, set(meta) - hnsw_missing(col, list(meta)), None
+        hnsw = set(meta) - hnsw_missing(col, list(meta))
+        return meta, hnsw, unreachable(col, sorted(hnsw)), None
     except Exception as exc:  # noqa: BLE001 - files gone, unreadable index
-        return meta, None, " ".join(str(exc).split())[:200]
+        return meta, None, set(), " ".join(str(exc).split())[:200]
+
+
+def _graph(col: Any) -> tuple[int, int]:
+    """(construction_ef, M) the collection's HNSW graph was built with (Chroma's defaults when
+    unsaid)."""
+    hnsw = (getattr(col, "configuration_json", None) or {}).get("hnsw") or {}
+    return int(hnsw.get("ef_construction", 100)), int(hnsw.get("max_neighbors", 16))
+
+
+def _unreachable(lost: set[str], total: int, col: Any) -> str:
+    ef, m = _graph(col)
+    return (f"{len(lost)} of {total} vector(s) are in the HNSW index but no search reaches "
+            f"them (semantic search never returns them; the graph was built with "
+            f"construction_ef {ef}, M {m}); a rebuild keeps every vector")
+
+
+def _still_unreachable(index: Any) -> str:
+    """What the census finds in a rebuilt collection, said after the repair. A graph built
+    anew (today's parameters, another insertion order) reached every vector in each case
+    measured but one: very many copies of one vector (docs/vectors.md, Not done)."""
+    try:
+        lost = unreachable(index.collection)
+    except Exception:  # noqa: BLE001 - said by the next doctor run, not here
+        return ""
+    if not lost:
+        return ""
+    return (f"; {len(lost)} vector(s) still unreachable (too many copies of one vector for "
+            "HNSW: docs/vectors.md, Not done)")
 
 
 def _check_other(doctor: Report, name: str) -> None:
     index = vectors.open_index(doctor.store, name, create=False)
-    meta, hnsw, err = _layers(index.collection)
+    meta, hnsw, lost, err = _layers(index.collection)
     missing = set(meta) - hnsw if hnsw is not None else set(meta)
-    if not missing and err is None:
+    if not missing and not lost and err is None:
         return
-    what = f"cannot be read ({err})" if err else \
+    what = f"cannot be read ({err})" if err else _unreachable(lost, len(meta), index.collection) \
+        if not missing else \
         f"{len(missing)} of {len(meta)} vector(s) are in Chroma's metadata but not its HNSW index"
 
     def fix() -> str:
@@ -128,9 +168,13 @@ def _check_other(doctor: Report, name: str) -> None:
             index, set(meta) - missing, lambda: vectors.make_index(doctor.store, name, base))
         owner = "the error memory's repair embeds them again" if name == vectors.ERRORS else \
             "run `agenvoy rag sync NAME --rebuild` to embed them again"
+        if not missing:
+            fresh = vectors.open_index(doctor.store, name, create=False)
+            return f"rebuilt the collection keeping its {kept} vector(s){_still_unreachable(fresh)}"
         return f"rebuilt the collection keeping {kept} vector(s); {len(missing)} dropped ({owner})"
 
-    doctor.report(None, "vectors", f"collection {name}: {what}", fix)
+    doctor.report(None, "vectors" if missing or err else UNREACHABLE, f"collection {name}: {what}",
+                  fix)
 
 
 def _archived(doctor: Report, sid: str, start_seq: int, next_seq: int) -> dict[int, str]:
@@ -165,7 +209,7 @@ def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> No
     index = messages.session(sid)
     if index is None:
         return
-    meta, hnsw, err = _layers(index.collection)
+    meta, hnsw, lost, err = _layers(index.collection)
     archived = _archived(doctor, sid, start_seq, next_seq)
     stale = {i for i, m in meta.items() if int(m.get("seq", -1)) not in archived
              or i != vectors.message_id(sid, int(m.get("seq", -1)))}
@@ -175,14 +219,16 @@ def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> No
     other = {i for i, m in meta.items() if i not in stale
              and m.get("hash") != archived[int(m.get("seq", -1))]}
     missing = (set(meta) - stale) - hnsw if hnsw is not None else set(meta) - stale
-    if err is None and not missing:
+    lost -= stale | other  # deleted by either repair
+    if err is None and not missing and not lost:
         if stale or other:
             doctor.report(sid, "vectors", _misplaced(stale, other),
                           lambda: _replace_misplaced(doctor, sid, index, stale, other))
         return
     what = f"its vector collection cannot be read ({err})" if err else \
         f"{len(missing)} vector(s) are in Chroma's metadata but not its HNSW index " \
-        "(semantic search leaves them out)"
+        "(semantic search leaves them out)" if missing else \
+        _unreachable(lost, len(meta), index.collection)
     if stale or other:
         what += f"; {_misplaced(stale, other)}"
 
@@ -194,7 +240,8 @@ def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> No
 
         kept = vectors.rebuild_index(index, keep, create)
         added = _index_session(doctor, sid)
+        fresh = MessageIndex(doctor.store, create=False).session(sid)
         return f"rebuilt the session's collection: kept {kept}, re-embedded {added}, " \
-               f"deleted {len(stale)} stale"
+               f"deleted {len(stale)} stale{_still_unreachable(fresh) if fresh else ''}"
 
-    doctor.report(sid, "vectors", what, fix)
+    doctor.report(sid, "vectors" if missing or err else UNREACHABLE, what, fix)

@@ -135,11 +135,11 @@ def rebuild_index(index: Any, keep: set[str], create: Callable[[], Any]) -> int:
 def make_index(store: Store, name: str, metadata: dict[str, Any]) -> Any:
     """The collection `name` made anew (or found) with this metadata, searched wide; its
     VectorIndex."""
-    from agenvoy_cli.vectors.collection import searched_wide
+    from agenvoy_cli.vectors.collection import hnsw_settings
 
     with store.write_lock():
         client(store).get_or_create_collection(server_name(store, name), embedding_function=None,
-                                               metadata=searched_wide(metadata))
+                                               metadata=hnsw_settings(metadata))
     return open_index(store, name, create=False)
 
 

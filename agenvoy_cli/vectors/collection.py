@@ -47,10 +47,25 @@ SYNC_THRESHOLD = 100
 SEARCH_EF = 1000
 
 
-def searched_wide(metadata: dict[str, Any]) -> dict[str, Any]:
-    """A new collection's metadata with the search width (every collection we create:
-    VectorIndex, the per-session migration, doctor's rebuild)."""
-    return {**metadata, "hnsw:search_ef": SEARCH_EF}
+# How Chroma builds the HNSW graph (its ef_construction and M, fixed when a collection is
+# created). With Chroma's defaults (100, 16) a session's repeated messages ("ok", "thanks", one
+# tool output many times: the same vector) leave vectors no search reaches, at any width: on
+# 5,000 vectors with 1 % copies of one vector, 76-102 of them; with these, none up to 5 %
+# copies (bench/hnsw_unreachable.py; docs/vectors.md). A home built before keeps its collections'
+# parameters: doctor's census finds what they cannot reach and --repair rebuilds them.
+CONSTRUCTION_EF = 400
+NEIGHBOURS = 32
+# An add that moved vectors into the graph re-adds what the census finds unreachable; more than
+# SYNC_THRESHOLD of them go straight into the graph again, so it looks again, this many times.
+REACH_ROUNDS = 3
+
+
+def hnsw_settings(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A new collection's metadata with the graph's build parameters and the search width
+    (every collection we create: VectorIndex, the per-session migration, doctor's rebuild);
+    they override what an older collection's metadata carried into a rebuild."""
+    return {**metadata, "hnsw:search_ef": SEARCH_EF, "hnsw:construction_ef": CONSTRUCTION_EF,
+            "hnsw:M": NEIGHBOURS}
 
 def _chroma_failure(code: int) -> BaseException:
     """What chromadb raises when its SQLite hits a full or failing disk (measured: an
@@ -355,7 +370,7 @@ class VectorIndex:
                             "dim": emb.dim, **self._extra}
                     col = api.get_or_create_collection(
                         server_name(self.store, self.name), embedding_function=None,
-                        metadata=searched_wide(meta))
+                        metadata=hnsw_settings(meta))
                 else:
                     col = api.get_collection(server_name(self.store, self.name),
                                              embedding_function=None)
@@ -412,12 +427,41 @@ class VectorIndex:
         with guard.exclusive(self.store):
             col = self.collection
             self._bump()
+            before = int(col.count())
             for i in range(0, len(ids), BATCH):
                 with writing(self.store, self.name):
                     before_write("upsert")
                     col.upsert(ids=list(ids[i:i + BATCH]),
                                embeddings=[list(v) for v in vectors[i:i + BATCH]],
                                metadatas=list(metadatas[i:i + BATCH]))
+            if len(ids) >= SYNC_THRESHOLD or \
+                    int(col.count()) // SYNC_THRESHOLD != before // SYNC_THRESHOLD:
+                self._reach_all(col)
+
+    def _reach_all(self, col: Any) -> None:
+        """After Chroma moved vectors from its exact buffer (batch_size: SYNC_THRESHOLD of
+        them, always searched) into the HNSW graph: the census (vectors/check.py unreachable,
+        ~20-30 ms at 10,000 vectors), and what no search reaches deleted and added again,
+        into the exact buffer (until the next move, which checks again). Even today's graph
+        parameters leave some when a session repeats one text (CONSTRUCTION_EF;
+        bench/floor.py's floor-E3: one message of 2,016). A census that fails changes nothing:
+        doctor finds what is left."""
+        from agenvoy_cli.vectors.check import unreachable
+
+        for _ in range(REACH_ROUNDS):
+            try:
+                lost = sorted(unreachable(col))
+                if not lost:
+                    return
+                got = col.get(ids=lost, include=["embeddings", "metadatas"])
+            except Exception:  # noqa: BLE001 - chromadb raises many kinds
+                return
+            with writing(self.store, self.name):
+                before_write("delete")
+                col.delete(ids=got["ids"])
+                before_write("upsert")
+                col.upsert(ids=got["ids"], embeddings=[list(v) for v in got["embeddings"]],
+                           metadatas=got["metadatas"])
 
     def _bump(self) -> None:
         if not server_url(self.store):

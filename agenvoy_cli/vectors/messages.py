@@ -29,8 +29,8 @@ from agenvoy_cli.vectors.collection import (
     collection_names,
     directory,
     embedder,
+    hnsw_settings,
     message_id,
-    searched_wide,
     server_name,
     server_url,
     writing,
@@ -271,7 +271,7 @@ def migrate(store: Store) -> int:
             for sid, rows in groups.items():
                 col = api.get_or_create_collection(
                     server_name(store, collection_for(sid)), embedding_function=None,
-                    metadata=searched_wide({**base, "session_id": sid}))
+                    metadata=hnsw_settings({**base, "session_id": sid}))
                 guard.bump(store)
                 with writing(store, sid):
                     before_write("upsert")

@@ -5,10 +5,13 @@ HNSW layer lacks vectors its metadata has)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -49,6 +52,24 @@ def new_process() -> None:
     from agenvoy_cli.vectors import context
 
     context.close_all()
+
+
+@contextlib.contextmanager
+def session_collection(home: Path, sid: str) -> Iterator[Any]:
+    """A session's Chroma collection as a new process sees it, under the store's lock."""
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.vectors.hooks import open_store
+    from agenvoy_cli.vectors.messages import MessageIndex
+
+    new_process()
+    store = open_store(Layout(home))
+    try:
+        with store.write_lock():
+            index = MessageIndex(store).session(sid)
+            assert index is not None
+            yield index.collection
+    finally:
+        store.close()
 
 
 def make_inconsistent(home: Path, run) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.chroma import new_process, seed_indexed
+from tests.helpers.chroma import new_process, seed_indexed, session_collection
 
 
 def _store(home: Path):
@@ -19,17 +19,9 @@ def _store(home: Path):
 
 def _width(home: Path, sid: str = "s") -> int:
     from agenvoy_cli.vectors.collection import search_ef
-    from agenvoy_cli.vectors.messages import MessageIndex
 
-    new_process()
-    store = _store(home)
-    try:
-        with store.write_lock():
-            index = MessageIndex(store).session(sid)
-            assert index is not None
-            return search_ef(index.collection)
-    finally:
-        store.close()
+    with session_collection(home, sid) as col:
+        return search_ef(col)
 
 
 def test_a_collection_we_create_searches_wide(home: Path, run, words) -> None:
