@@ -176,8 +176,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
                     partial(semantic.attribute, vector=vector, embedder=own_text,
                             bodies=cand.texts, state=state), window, scope)
     if vec:  # a hit that owes its place to the hit before it is that hit's context
-        ranked = semantic.credit(ranked, vector, own_text, cand.texts,
-                                 cand.background.typical, state)
+        ranked = semantic.credit(ranked, vector, own_text, cand.texts, state)
     _keep(store, session_id, cand.texts, own_text.new, OWN_TEXT)
     fill(result, store, session_id, scope, ranked[:limit], query, expand_lo=lo)
     if floored and not result.results:
