@@ -1,5 +1,7 @@
 """The relevance floor on its own development set, through `agenvoy search --mode semantic`.
 
+    python bench/floor.py --split held-out --modes keyword,semantic,hybrid   # each mode
+
     python bench/floor.py                     # tune, then held-out
     python bench/floor.py --split held-out    # a reported split only (also: fresh, all)
     python bench/floor.py --split all --small # small sessions (20 messages) made from the sets
@@ -24,6 +26,7 @@ floor (nothing returned; target <= 2 %) and, of those, the ones whose fact the v
 ranking had in its top 8 (the answer the floor hid, not one the ranker missed), unanswerable
 ones answered with nothing (target >= 75 %), and top-1 of the answerable ones. Each
 question is one in-process `agenvoy search SESSION QUERY --mode semantic --limit 8 --json`
+(--modes: each mode in turn; keyword has no floor, so its "hidden" is "found nothing")
 (click's CliRunner over the real command); a spy on search/candidates.py gather records
 what the floor saw (best similarity, the query's typical one, the top texts) for
 --features.
@@ -196,7 +199,8 @@ def sessions(split: str, small: bool) -> list[tuple[dict, str, list[dict], list[
     return out
 
 
-def run(split: str, home: Path, spy: Spy, limit: int, small: bool = False) -> list[dict]:
+def run(split: str, home: Path, spy: Spy, limit: int, small: bool = False,
+        mode: str = "semantic") -> list[dict]:
     rows = []
     for fset, sid, msgs, asked in sessions(split, small):
         built = home / f".bench-floor-{sid}"
@@ -208,13 +212,15 @@ def run(split: str, home: Path, spy: Spy, limit: int, small: bool = False) -> li
             cli("--home", str(home), "backfill", sid, "--vectors")
             built.write_text("built by bench/floor.py\n")
         for q in asked:
-            doc = cli("--home", str(home), "search", sid, q["q"], "--mode", "semantic",
+            spy.last = spy.full = spy.evidence = None  # keyword mode gathers nothing
+            doc = cli("--home", str(home), "search", sid, q["q"], "--mode", mode,
                       "--limit", str(limit), "--json")
             hits = ranked_hits(doc)
             cand = spy.last
             vec = cand.vector if cand else []
             top = [cand.texts.get(s, "") for s, _ in vec[:5]] if cand else []
             rows.append({**q, "set": fset["name"], "mlang": fset["lang"], "split": split,
+                         "mode": mode,
                          "hits": hits[:limit], "empty": not hits,
                          "best": max((s for _, s in vec), default=None),
                          "typical": cand.background.typical if cand else None,
@@ -333,6 +339,8 @@ def main() -> None:
     ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
     ap.add_argument("--features", type=Path, help="write every question's row as JSON")
     ap.add_argument("--limit", type=int, default=8)
+    ap.add_argument("--modes", default="semantic",
+                    help="comma-separated search modes, each run in turn (default semantic)")
     ap.add_argument("--small", action="store_true",
                     help="small sessions made from each split's fact sets (20 messages, 4 "
                          "searched: the floor on a newcomer's session)")
@@ -357,12 +365,13 @@ def main() -> None:
         home = args.home or Path(tmp)
         rows = []
         for split in splits:
-            got = run(split, home, spy, args.limit, args.small)
-            kind = " small sessions" if args.small else ""
-            print(f"== {split}{kind} ({len(got)} questions, floor "
-                  f"{os.environ.get('AGENVOY_SEARCH_FLOOR', 'default')})")
-            report(got)
-            rows += got
+            for mode in args.modes.split(","):
+                got = run(split, home, spy, args.limit, args.small, mode)
+                kind = " small sessions" if args.small else ""
+                print(f"== {split}{kind}, {mode} ({len(got)} questions, floor "
+                      f"{os.environ.get('AGENVOY_SEARCH_FLOOR', 'default')})", flush=True)
+                report(got)
+                rows += got
     if args.features:
         args.features.write_text(json.dumps(rows, ensure_ascii=False, indent=1))
 

@@ -112,6 +112,18 @@ def test_hybrid_without_a_keyword_hit_ranks_as_semantic(run, session):
     assert ranked(run, query, "hybrid") == semantic
 
 
+def test_hybrid_asked_in_another_script_ranks_as_semantic(run, session):
+    """Failed before: a Chinese question over English memories (no keyword evidence: the
+    scripts differ) was fused by reciprocal rank with the neighbours smoothed and attributed
+    again, and hybrid's order left semantic's below the top."""
+    for query in ("我們的貓每天要吃什麼藥？", "我為什麼不能跑步？"):
+        semantic = ranked(run, query, "semantic")
+        assert len(semantic) == 5, semantic
+        assert ranked(run, query, "hybrid") == semantic, query
+    res = run("search", "life", "--mode", "hybrid", "--json", "--", "我為什麼不能跑步？")
+    assert res.json()["score_kind"] == "cosine"
+
+
 # --------------------------------------------------------------------------- units
 
 
@@ -226,3 +238,14 @@ def test_hybrid_weights_without_keyword_evidence_are_semantics():
         assert ranking.weights("hybrid", query, True) == semantic  # script mismatch
         assert ranking.weights("hybrid", query, False, 0.9) != semantic
         assert ranking.needs_second("hybrid", query) == ("zu" in semantic)
+
+
+def test_keyword_evidence():
+    about_me = Query.parse("Which part of my vehicle is broken?")
+    other = Query.parse("What setback did Melanie face in October 2023?")
+    assert fusion.keyword_evidence(about_me, True, False, 0.9)
+    assert not fusion.keyword_evidence(about_me, True, False, 0.2)  # incidental
+    assert fusion.keyword_evidence(other, True, False, 0.2)  # LoCoMo's kind keeps it
+    for query in (about_me, other):
+        assert not fusion.keyword_evidence(query, False, False, None)  # no hit
+        assert not fusion.keyword_evidence(query, True, True, 0.9)  # another script

@@ -43,7 +43,7 @@ from agenvoy_cli.search.catchup import CatchUp, Notice, Progress, catch_up
 from agenvoy_cli.search.defaults import DEFAULT_LIMIT, MODES
 from agenvoy_cli.search.keyword import keyword_ranking, unarchived_ranking
 from agenvoy_cli.search.query import MATCHES, Query, about_the_user
-from agenvoy_cli.search.results import SearchResult
+from agenvoy_cli.search.results import SCORE_KINDS, SearchResult
 from agenvoy_cli.search.scope import Scope, fill, note_unarchived, scope_of, unarchived
 from agenvoy_cli.search.timewindow import TimeWindow
 
@@ -176,8 +176,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
                     partial(semantic.attribute, vector=vector, embedder=own_text,
                             bodies=cand.texts, state=state), window, scope)
     if vec:  # a hit that owes its place to the hit before it is that hit's context
-        ranked = semantic.credit(ranked, vector, own_text, cand.texts,
-                                 cand.background.typical, state)
+        ranked = semantic.credit(ranked, vector, own_text, cand.texts, state)
     _keep(store, session_id, cand.texts, own_text.new, OWN_TEXT)
     fill(result, store, session_id, scope, ranked[:limit], query, expand_lo=lo)
     if floored and not result.results:
@@ -192,9 +191,15 @@ def _order(store: Store, session_id: str, mode: str, query: Query, cand: Candida
            window: TimeWindow, scope: Scope) -> list[tuple[int, float]]:
     """The hits in order: the fitted ranking where it applies, else fusion, attributed.
     Nothing when the floor found nothing related by meaning and the keyword matches share
-    only a word or two of the query (fusion.incidental: an unrelated question's "body")."""
+    only a word or two of the query (fusion.incidental: an unrelated question's "body").
+    Hybrid without keyword evidence (fusion.keyword_evidence) is ranked as semantic."""
     if floored and fusion.incidental(query, cand.coverage):
         return []
+    if mode == "hybrid" and not fusion.keyword_evidence(
+            query, bool(cand.keyword), fusion.scripts_differ(query, _memories(cand, vec)),
+            cand.coverage):
+        mode = "semantic"
+        result.score_kind = SCORE_KINDS[mode]
     fitted = _rank(store, session_id, mode, query, cand, vec, decision) if vec else None
     if fitted is not None:
         result.score_kind = "fitted"
@@ -318,9 +323,8 @@ def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidat
     model cannot be had): then fusion ranks."""
     from agenvoy_cli.search import ranking
 
-    memories = [cand.texts[s] for s, _ in vec[:semantic.ATTRIBUTION_TOP] if s in cand.texts]
     if (not cand.pool or not cand.similarity or cand.unindexed
-            or fusion.scripts_differ(query, memories)):  # not in the tune data
+            or fusion.scripts_differ(query, _memories(cand, vec))):  # not in the tune data
         return None
     weights = ranking.weights(mode, query, False, cand.coverage, bool(cand.keyword))
     second: dict[int, float] = {}
@@ -365,6 +369,12 @@ def _second_similarities(store: Store, session_id: str, query: Query, cand: Cand
             [by_seq[s] for s in sample if s in by_seq])
 
 
+def _memories(cand: Candidates, vec: Sequence[tuple[int, float]]) -> list[str]:
+    """The texts of the top vector hits: what the session is written in (fusion's script
+    check)."""
+    return [cand.texts[s] for s, _ in vec[:semantic.ATTRIBUTION_TOP] if s in cand.texts]
+
+
 def _fuse(mode: str, query: Query, cand: Candidates, vec: list[tuple[int, float]],
           window: TimeWindow, scope: Scope) -> list[tuple[int, float]]:
     """Semantic: the vector ranking, the keyword-ranked messages without a vector fused in;
@@ -375,8 +385,7 @@ def _fuse(mode: str, query: Query, cand: Candidates, vec: list[tuple[int, float]
         return fusion.fuse([fusion.Ranking("keyword", cand.unindexed, fusion.FUSION_W_KEYWORD),
                             fusion.Ranking("vector", vec, fusion.FUSION_W_VECTOR)],
                            neighbour=0.0)
-    w = fusion.weights(query, [cand.texts[s] for s, _ in vec[:semantic.ATTRIBUTION_TOP]
-                               if s in cand.texts], cand.coverage)
+    w = fusion.weights(query, _memories(cand, vec), cand.coverage)
     smooth = fusion.FUSION_NEIGHBOUR if window.open else 0.0  # a neighbour may lie outside
     return fusion.fuse([fusion.Ranking("keyword", cand.keyword, w.keyword),
                         fusion.Ranking("vector", vec, w.vector)],

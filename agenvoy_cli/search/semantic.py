@@ -164,18 +164,17 @@ def attribute(ranked: list[tuple[int, float]], vector: Sequence[float], embedder
 
 
 def credit(ranked: list[tuple[int, float]], vector: Sequence[float], embedder: Any,
-           bodies: dict[int, str], typical: float | None, state: Attribution | None = None
-           ) -> list[tuple[int, float]]:
+           bodies: dict[int, str], state: Attribution) -> list[tuple[int, float]]:
     """The ranking without the hits that owe their place to the hit just before them in the
     conversation: a message ranked below its predecessor whose own text is no closer to
-    the query than the session's `typical` message while the predecessor's is closer than
-    its own by CREDIT_MARGIN (an acknowledgement after a fact: its vector carries the
-    fact's words). The predecessor's hit shows it as its context. Only the top CREDIT_TOP
-    hits are checked; no typical similarity (too little background): nothing is credited
-    (issue #40)."""
+    the query than the session's typical message (`state.typical`) while the
+    predecessor's is closer than its own by CREDIT_MARGIN (an acknowledgement after a fact:
+    its vector carries the fact's words). The predecessor's hit shows it as its context.
+    Only the top CREDIT_TOP hits are checked; no typical similarity (too little
+    background): nothing is credited (issue #40)."""
+    typical = state.typical
     if typical is None:
         return ranked
-    state = state or Attribution()
     check = _follows_a_hit(ranked[:CREDIT_TOP], bodies)
     if not check:
         return ranked
