@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.helpers.chroma import new_process, session_collection
 
@@ -244,3 +245,58 @@ def test_too_many_copies_of_one_vector_are_rebuilt_and_what_remains_said(home: P
     assert re.fullmatch(r"rebuilt the collection keeping its 3000 vector\(s\)(; \d+ vector\(s\) "
                         r"still unreachable \(too many copies of one vector.*)?",
                         said[0]["repaired"]), said
+
+
+def _plain(n: int) -> bytes:
+    return orjson.dumps([{"role": "user" if i % 2 == 0 else "assistant",
+                          "content": f"message {i} about topic{i % 37} and item{i}"}
+                         for i in range(n)])
+
+
+@pytest.mark.parametrize("failure", ["enospc", "eio"])
+@pytest.mark.parametrize("step", ["delete", "upsert"])
+def test_a_fault_in_the_census_re_add_loses_nothing(home: Path, run, words, monkeypatch,
+                                                    failure: str, step: str) -> None:
+    """The census's re-add is a delete then an upsert: a full or failing disk at either is
+    said as such (never "internal error"), the messages stay, and the next backfill puts
+    back every vector the delete took (the catch-up finds them without one)."""
+    from agenvoy_cli.home import faults
+    from agenvoy_cli.vectors import check, collection
+
+    assert run("append", "s", "--messages", "-", input=_plain(120)).exit_code == 0
+    real = check.unreachable
+    first: list[set[str]] = []
+
+    def census(col: Any, ids: Any = None) -> set[str]:  # as a build that left 10 unreachable
+        if not first:
+            first.append(set(sorted(col.get(include=[])["ids"])[:10]))
+            return first[0]
+        return real(col, ids)
+
+    real_before = collection.before_write
+    seen: list[str] = []
+
+    def before_write(what: str) -> None:  # the injector's chroma failure, at the re-add
+        if first:
+            seen.append(what)
+            if what == step:
+                raise collection._chroma_failure(faults.FAILURES[failure])
+        real_before(what)
+
+    monkeypatch.setattr(check, "unreachable", census)
+    monkeypatch.setattr(collection, "before_write", before_write)
+    res = run("backfill", "s", "--vectors")
+    assert seen[-1] == step and seen[0] == "delete", seen
+    assert res.exit_code == 1, (res.stdout, res.stderr)
+    said = res.stderr.strip()
+    assert "internal error" not in said and len(said.splitlines()) == 1, said
+    assert ("no space left" if failure == "enospc" else "I/O error") in said, said
+    monkeypatch.setattr(collection, "before_write", real_before)
+
+    shown = run("session", "show", "s", "--json")
+    assert shown.exit_code == 0 and shown.json()["message_count"] == 120, shown.stdout
+    assert run("backfill", "s", "--vectors").exit_code == 0
+    with session_collection(home, "s") as col:
+        assert col.count() == 120
+        assert real(col) == set()
+    assert _doctor(run)["problems"] == []
