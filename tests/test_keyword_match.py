@@ -222,3 +222,16 @@ def test_a_contraction_of_stop_words_matches_nothing(run, home):
     doc = find(run, "s", "What's the Redis TTL doing?")
     assert contents(doc) == ["the Redis TTL expired again"]
     assert [sorted(r["matched_terms"]) for r in doc["results"]] == [["Redis", "TTL"]]
+
+
+def test_a_stop_word_in_other_punctuation_matches_nothing(run, home):
+    # Spanish opens a question with "¿", French quotes with «»: "¿A" is the FTS token "a",
+    # a stop-word; before, it matched every English message holding the article
+    add(run, "s", "Could you format that as a list?", "I'm allergic to penicillin.",
+        "a note about the build")
+    doc = find(run, "s", "¿A qué medicamento soy alérgico?")
+    assert doc["results"] == [], contents(doc)
+    doc = find(run, "s", "«The» list, and/or the note?")
+    assert sorted(c for c in contents(doc)) == ["Could you format that as a list?",
+                                                "a note about the build"], contents(doc)
+    assert all(set(r["matched_terms"]) <= {"list", "note"} for r in doc["results"]), doc

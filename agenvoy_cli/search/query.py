@@ -73,9 +73,13 @@ def content_query(query: str) -> str:
 
 
 def _no_topic(word: str) -> bool:
+    """A word whose FTS tokens are all stop-words (or a contraction's clitics): "What's",
+    "¿A", "«The»", "and/or" match what "a" or "the" would."""
     if word in STOPWORDS:
         return True
-    tokens = fts.term_tokens(word) if "'" in word or "\u2019" in word else []
+    if word.isalnum():
+        return False
+    tokens = fts.term_tokens(word)
     return bool(tokens) and all(t in STOPWORDS or t in CLITICS for t in tokens)
 
 
