@@ -147,7 +147,8 @@ def _census(home: Path, sid: str) -> tuple[set[str], dict[str, Any]]:
         return unreachable(col), dict((col.configuration_json or {}).get("hnsw") or {})
 
 
-def _old_home_with_unreachable(home: Path, run, words, monkeypatch) -> tuple[str, set[str]]:
+def _old_home_with_unreachable(home: Path, run, words, monkeypatch
+                               ) -> tuple[str, dict[str, Any]]:
     """A session indexed into an old-style collection, as an older version did (Chroma's default
     graph, no census after an add), until the census finds vectors no search reaches (bounded:
     a few sessions; each one measured did)."""
@@ -164,8 +165,11 @@ def _old_home_with_unreachable(home: Path, run, words, monkeypatch) -> tuple[str
         assert res.exit_code == 0, res.stderr
         lost, hnsw = _census(home, sid)
         assert hnsw.get("ef_construction", 100) == 100
-        if lost:
-            return sid, lost
+        # what doctor sees is a fresh process's graph, which can differ from this one's
+        # (docs/vectors.md, Not done): build until doctor finds some
+        found = _doctor(run) if lost else {}
+        if found.get("problems"):
+            return sid, found
     raise AssertionError("four old-style builds left every vector reachable")
 
 
@@ -178,9 +182,8 @@ def _doctor(run, *args: str) -> dict[str, Any]:
 
 def test_doctor_finds_unreachable_vectors_and_repair_rebuilds(home: Path, run, words,
                                                               monkeypatch) -> None:
-    sid, _ = _old_home_with_unreachable(home, run, words, monkeypatch)
+    sid, found = _old_home_with_unreachable(home, run, words, monkeypatch)
     built = [f"s{i}" for i in range(int(sid[1:]) + 1)]
-    found = _doctor(run)
     # The census of one process and the next can differ (measured: 1 then 2; an earlier
     # session with none, then one; the cause was not established): doctor must find this
     # session or an earlier one, each built the old way.
