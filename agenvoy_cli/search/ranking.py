@@ -91,7 +91,7 @@ def weights(mode: str, query: Query, script_mismatch: bool,
     """The weights of this mode and query: hybrid without keyword evidence
     (fusion.keyword_evidence: no keyword hit, a script mismatch, an about-the-user
     question's incidental matches) ranks with semantic's."""
-    script = "cjk" if query.cjk_share >= CJK_SHARE else "latin"
+    script = _script(query)
     if mode == "hybrid" and not fusion.keyword_evidence(query, keyword_found, script_mismatch,
                                                         coverage):
         mode = "semantic"
@@ -101,8 +101,14 @@ def weights(mode: str, query: Query, script_mismatch: bool,
 def needs_second(mode: str, query: Query) -> bool:
     """Whether this search's ranking may read the second model's similarities (zu): its
     mode's weights or semantic's, which hybrid falls back to (weights())."""
-    script = "cjk" if query.cjk_share >= CJK_SHARE else "latin"
+    script = _script(query)
     return any("zu" in WEIGHTS[(m, script)] for m in {mode, "semantic"})
+
+
+def _script(query: Query) -> str:
+    """Which fitted weights a query takes: "cjk" (CJK_SHARE of its letters or more) or
+    "latin"."""
+    return "cjk" if query.cjk_share >= CJK_SHARE else "latin"
 
 
 def pool(vector: Sequence[tuple[int, float]], keyword: Sequence[tuple[int, float]],
