@@ -154,3 +154,34 @@ def test_a_window_cut_inside_the_interleaving_stays_valid(run, home, tmp_path, c
     res = run("context", "s", "--max-messages", str(len(batch) - cut), "--json")
     assert res.exit_code == 0, res.stderr
     openai_shape(res.json()["messages"])
+
+
+def _rows(home: Path, sid: str) -> list[tuple]:
+    db = home / ".store" / "history.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT seq, send_at, role, content, message, gone FROM messages "
+                            "WHERE session_id = ? ORDER BY seq", (sid,)).fetchall()
+
+
+@pytest.mark.parametrize("fmt,source", [("claude-code", CLAUDE), ("codex", CODEX)])
+def test_an_import_after_every_record_ends_as_one_import(run, home, tmp_path, monkeypatch,
+                                                         fmt, source):
+    """Exactly once while the file is written: an import after each record (the writer
+    still at it), then one when the turn ended, leave what one import of the whole does."""
+    lines = source.read_bytes().splitlines(keepends=True)
+    other = tmp_path / "one-shot"
+    monkeypatch.setenv("AGENVOY_HOME", str(other))
+    sid = imported(run, fmt, source)
+    want = _rows(other, sid)
+    monkeypatch.setenv("AGENVOY_HOME", str(home))
+    path = tmp_path / "p" / source.parent.name / source.name
+    path.parent.mkdir(parents=True)
+    for done in range(1, len(lines) + 1):
+        path.write_bytes(b"".join(lines[:done]))
+        res = run("import", fmt, str(path), "--json")
+        assert res.exit_code == 0, res.stderr
+        assert all(r[4] in {w[4] for w in want} for r in _rows(home, sid)), done  # never a part
+    assert imported(run, fmt, path) == sid
+    assert _rows(home, sid) == want
