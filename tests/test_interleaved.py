@@ -13,30 +13,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.helpers.transfer import DATA, provider_errors
+from tests.helpers.transfer import DATA, calls_and_results, openai_shape
 
 CLAUDE = DATA / "claude-interleaved" / "-home-ada-src-shop" / \
     "9c41d7e2-6a3b-4f15-8e27-1b0c9d8a7f64.jsonl"
 CODEX = next((DATA / "codex-interleaved").rglob("rollout-*.jsonl"))
-
-
-def openai_shape(messages: list[dict]) -> None:
-    """Raises unless each message is one of the openai package's chat message params, and
-    each call is followed by one result per call id (what the API checks beyond types)."""
-    from openai.types.chat import ChatCompletionMessageParam
-    from pydantic import TypeAdapter
-
-    checked = TypeAdapter(list[ChatCompletionMessageParam]).validate_python(messages)
-    for m in checked:
-        for call in m.get("tool_calls") or []:  # lazily validated: walk them
-            assert call["type"] == "function" and call["function"]["name"]
-    assert provider_errors(messages) == []
-    i = 0
-    while i < len(messages):
-        calls = [c["id"] for c in messages[i].get("tool_calls") or []]
-        answers = [m.get("tool_call_id") for m in messages[i + 1:i + 1 + len(calls)]]
-        assert answers == calls, (i, calls, answers)
-        i += 1 + len(calls)
 
 
 def context(run, sid: str) -> list[dict]:
@@ -64,12 +45,6 @@ def archived(home: Path, sid: str) -> list[dict]:
         rows = conn.execute("SELECT message FROM messages WHERE session_id = ? ORDER BY seq",
                             (sid,)).fetchall()
     return [orjson.loads(r[0]) for r in rows]
-
-
-def calls_and_results(messages: list[dict]) -> tuple[list[str], list[str]]:
-    calls = [c["id"] for m in messages for c in m.get("tool_calls") or []]
-    results = [m["tool_call_id"] for m in messages if m.get("role") == "tool"]
-    return sorted(calls), sorted(results)
 
 
 def imported(run, fmt: str, path: Path) -> str:

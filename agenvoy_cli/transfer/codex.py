@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from agenvoy_cli.conversation.messages import stored_form
 from agenvoy_cli.transfer.inputs import (
     MAX_RECORD_BYTES,
     QUIET_SECONDS,
@@ -75,12 +76,11 @@ def _call(call_id: Any, name: Any, args: Any, reasoning: list[str]) -> dict[str,
 def convert(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
     kind = payload.get("type")
     if kind == "message":
-        role = payload.get("role")
-        role = "system" if role == "developer" else role
         content = _parts(payload.get("content"))
         if content is None:
             return []
-        msg: dict[str, Any] = {"role": role, "content": content}
+        msg = stored_form({"role": payload.get("role"), "content": content})
+        role = msg["role"]
         if role == "assistant" and reasoning:
             msg["reasoning_content"] = "\n".join(reasoning)
             reasoning.clear()
