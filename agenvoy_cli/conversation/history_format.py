@@ -185,9 +185,10 @@ def in_format(message: dict[str, Any], moment: datetime, fmt: str, who: str = ""
         # Agenvoy v0.32's Record.WithPrefix puts a prefix; its normalise leaves lists alone
         out["content"] = [{"type": "text", "text": header_block(moment, who)}, *content]
         return out
-    if at is not None and content in (None, "") and out.get("tool_calls"):
-        # a tool call given its own time (sendAt, e.g. by an import): the header is its
-        # content, or the call would take the previous message's time
+    if at is not None and content in (None, "") and (out.get("tool_calls") or
+                                                     out.get("role") == "tool"):
+        # a tool call, or an empty result, given its own time (sendAt, e.g. by an import):
+        # the header is its content, or it would take the previous message's time
         out["content"] = header_block(moment, who)
         return out
     if is_blank(text) or header_time(text) is not None:

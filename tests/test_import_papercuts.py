@@ -1,0 +1,134 @@
+"""Import papercuts of issue #49 (9 to 14): each message keeps its own time, a skip names
+the record it skips, a request's model and tools are shown, a hook never takes a folder,
+and a session's name does not depend on when its first import ran."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+
+CC_ID = "11111111-2222-3333-4444-555555555555"
+
+
+def claude_record(kind: str, uuid: str, ts: str, message: dict, **more) -> dict:
+    return {"parentUuid": None, "isSidechain": False, "userType": "external",
+            "cwd": "/home/ada/src/shop", "sessionId": CC_ID, "version": "2.1.9",
+            "gitBranch": "main", "type": kind, "uuid": uuid, "timestamp": ts,
+            "message": message, **more}
+
+
+def write_jsonl(path: Path, records: list) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(r if isinstance(r, bytes) else orjson.dumps(r) + b"\n"
+                              for r in records))
+    return path
+
+
+def rows(home: Path, sid: str) -> list[tuple]:
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        return conn.execute("SELECT seq, send_at, role, message FROM messages WHERE "
+                            "session_id = ? ORDER BY seq", (sid,)).fetchall()
+
+
+@pytest.mark.parametrize("fmt", ["header", "sendat"])
+def test_an_empty_tool_result_keeps_its_own_time(run, home, tmp_path, monkeypatch, fmt):
+    monkeypatch.setenv("AGENVOY_HISTORY_FORMAT", fmt)
+    path = write_jsonl(tmp_path / "-home-ada-src-shop" / f"{CC_ID}.jsonl", [
+        claude_record("user", "u1", "2026-01-01T10:00:00.000Z",
+                      {"role": "user", "content": "run it"}),
+        claude_record("assistant", "a1", "2026-01-01T10:00:05.000Z", {
+            "id": "m1", "role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "true"}}]}),
+        claude_record("user", "u2", "2026-01-01T10:07:00.000Z", {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": ""}]}),
+        claude_record("assistant", "a2", "2026-01-01T10:08:00.000Z", {
+            "id": "m2", "role": "assistant", "content": [{"type": "text", "text": "done"}]})])
+    res = run("import", "claude-code", str(path), "--now", "--json")
+    assert res.exit_code == 0, res.stderr
+    sid = res.json()["sources"][0]["session_id"]
+    got = rows(home, sid)
+    assert [r[2] for r in got] == ["user", "assistant", "tool", "assistant"]
+    assert got[2][1] == 1767262020 * 10**9  # 10:07:00, not 10:00:05 + 1 ns
+    # and so does history.json: a rebuild of the archive from it gives the same time
+    assert run("doctor", "--json").exit_code == 0
+
+
+def test_a_skip_names_the_record_it_skips_not_the_last_one(run, home, tmp_path):
+    path = write_jsonl(tmp_path / "chat.jsonl", [
+        {"role": "user", "content": "one"}, {"role": "assistant", "content": "two"},
+        {"role": "robot", "content": "three"}, {"role": "user", "content": "four"},
+        {"role": "assistant", "content": "five"}])
+    res = run("import", "openai", str(path), "--json")
+    assert res.exit_code == 0, res.stderr
+    (reason,) = res.json()["sources"][0]["reasons"]
+    assert reason.startswith("record 3: message 0: role 'robot'"), reason
+
+
+def test_a_skip_in_a_request_names_the_request_line_and_the_message(run, home, tmp_path):
+    good = {"role": "user", "content": "fine"}
+    path = write_jsonl(tmp_path / "train.jsonl", [
+        {"messages": [good, {"role": "assistant", "content": "ok"}]},
+        {"messages": [good, {"role": "assistant", "content": "a\u0000b"}]},
+        {"messages": [good, {"role": "assistant", "content": "ok"}]}])
+    res = run("import", "openai", str(path), "--session", "s", "--json")
+    assert res.exit_code == 0, res.stderr
+    (reason,) = res.json()["sources"][0]["reasons"]
+    assert reason.startswith("record 2: message 1: content contains a NUL"), reason
+
+
+def test_a_claude_code_skip_names_its_line(run, home, tmp_path):
+    records = [claude_record("user", f"u{i}", f"2026-01-01T10:00:0{i}.000Z",
+                             {"role": "user", "content": f"question {i}"}) for i in range(5)]
+    records[3]["message"]["content"] = "bad \u0000 byte"
+    path = write_jsonl(tmp_path / "-home-ada-src-shop" / f"{CC_ID}.jsonl", records)
+    res = run("import", "claude-code", str(path), "--now", "--json")
+    assert res.exit_code == 0, res.stderr
+    (reason,) = res.json()["sources"][0]["reasons"]
+    assert reason.startswith("record 4: message 0: content contains a NUL"), reason
+
+
+def test_an_export_skip_names_its_line(run, home, tmp_path):
+    assert run("append", "s", "--role", "user", "--content", "hello").exit_code == 0
+    assert run("append", "s", "--role", "assistant", "--content", "hi").exit_code == 0
+    res = run("export", "s", "--output", str(tmp_path / "s.jsonl"))
+    assert res.exit_code == 0, res.stderr
+    lines = (tmp_path / "s.jsonl").read_bytes().splitlines()
+    kinds = [orjson.loads(x)["type"] for x in lines]
+    at = len(kinds) - 1 - kinds[::-1].index("message")  # the last message line
+    bad = orjson.loads(lines[at])
+    bad["message"] = "not an object"
+    lines[at] = orjson.dumps(bad)
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    res = run("import", "agenvoy", str(path), "--session", "t", "--json")
+    assert res.exit_code == 0, res.stderr
+    (reason,) = res.json()["sources"][0]["reasons"]
+    assert reason.startswith(f"line {at + 1}: "), reason
+
+
+@pytest.mark.parametrize("key", ["transcript_path", "agent_transcript_path"])
+def test_a_hook_given_a_folder_imports_nothing_and_says_so(home, tmp_path, key):
+    """A transcript_path naming a folder imported every .jsonl under it. The hook refuses
+    in one line of its log; it still exits 0: a Claude Code Stop hook exiting 2 would
+    block the turn's end and hand the line to the model."""
+    from tests.conftest import agenvoy
+    from tests.helpers.transfer import TURN
+
+    folder = tmp_path / "projects"
+    shutil.copytree(TURN.parent.parent, folder)
+    name = "SubagentStop" if key == "agent_transcript_path" else "Stop"
+    doc = {"session_id": TURN.stem, "hook_event_name": name, "cwd": "/home/ada/src/shop",
+           key: str(folder)}
+    res = agenvoy("hook", "claude-code", input=orjson.dumps(doc),
+                  env={"AGENVOY_HOME": str(home)}, timeout=60)
+    assert res.returncode == 0 and res.stdout == b""
+    db = home / ".store" / "history.db"
+    if db.exists():
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+    log = (home / ".store" / "hook.log").read_text()
+    assert log.count("\n") == 1 and "is a folder, not a transcript" in log, log
