@@ -132,3 +132,46 @@ def test_a_hook_given_a_folder_imports_nothing_and_says_so(home, tmp_path, key):
             assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
     log = (home / ".store" / "hook.log").read_text()
     assert log.count("\n") == 1 and "is a folder, not a transcript" in log, log
+
+
+TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},
+         {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
+REQUEST = {"model": "gpt-4.1-mini", "tools": TOOLS, "tool_choice": "required",
+           "temperature": 0.2,
+           "messages": [{"role": "user", "content": "find the invoice"},
+                        {"role": "assistant", "content": "found it"}]}
+
+
+@pytest.mark.parametrize("shape", ["request", "requests-jsonl", "batch", "gathered"])
+def test_a_requests_model_and_tools_are_shown_and_exported(run, home, tmp_path, monkeypatch,
+                                                          shape):
+    if shape == "request":
+        path = tmp_path / "req.json"
+        path.write_bytes(orjson.dumps(REQUEST, option=orjson.OPT_INDENT_2))
+    elif shape == "batch":
+        path = write_jsonl(tmp_path / "batch.jsonl", [
+            {"custom_id": "r1", "method": "POST", "url": "/v1/chat/completions",
+             "body": REQUEST}])
+    else:
+        other = {**REQUEST, "messages": REQUEST["messages"][:1]}
+        path = write_jsonl(tmp_path / "reqs.jsonl", [REQUEST, other])
+    more = ["--session", "mine"] if shape == "gathered" else []
+    res = run("import", "openai", str(path), *more, "--json")
+    assert res.exit_code == 0, res.stderr
+    sid = res.json()["sources"][0]["session_id"]
+    shown = run("session", "show", sid, "--json")
+    assert shown.exit_code == 0, shown.stderr
+    (request,) = shown.json()["requests"]
+    body = request.get("body", request)
+    assert body["model"] == "gpt-4.1-mini" and body["tools"] == TOOLS
+    assert body["tool_choice"] == "required" and body["temperature"] == 0.2
+    text = run("session", "show", sid).stdout
+    assert "gpt-4.1-mini" in text and "lookup, search" in text and "required" in text
+    # kept by an export, and by the import of that export into another home
+    out = tmp_path / "export.jsonl"
+    assert run("export", sid, "--output", str(out)).exit_code == 0
+    monkeypatch.setenv("AGENVOY_HOME", str(tmp_path / "other"))
+    res = run("import", "agenvoy", str(out), "--json")
+    assert res.exit_code == 0, res.stderr
+    again = run("session", "show", sid, "--json").json()["requests"]
+    assert again == shown.json()["requests"]

@@ -26,6 +26,7 @@ from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.home.locking import Locks
 from agenvoy_cli.transfer.inputs import lines, open_input
 from agenvoy_cli.transfer.records import ReadFailure, Record, Unit, decode_error
+from agenvoy_cli.transfer.sources import requests
 
 FORMAT = "agenvoy-export"
 VERSION = 1
@@ -56,9 +57,11 @@ def session_lines(conn: sqlite3.Connection | None, folder: Path, session_id: str
         history = read_json(folder / "history.json", default=[])
         rows = [{"seq": i, "message": m, "gone": 0} for i, m in enumerate(history)
                 if isinstance(m, dict)]
-    yield {"type": "session", "format": FORMAT, "version": VERSION, "session_id": session_id,
-           "home": str(home), "start_seq": start, "message_count": len(rows),
-           "history_format": _history_format(folder / "history.json")}
+    head = {"type": "session", "format": FORMAT, "version": VERSION, "session_id": session_id,
+            "home": str(home), "start_seq": start, "message_count": len(rows),
+            "history_format": _history_format(folder / "history.json")}
+    found = requests(conn, session_id)
+    yield {**head, "requests": found} if found else head
     for row in rows:
         yield {"type": "message", **row}
     yield {"type": "summary", "summary": read_json(folder / "summary.json", default=None),
@@ -112,7 +115,9 @@ def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any], str]], where:
             fmt = head.get("history_format")
             yield Unit(f"agenvoy:{head.get('home')}/{sid}", "agenvoy", session or sid,
                        partial(list, records),
-                       {"path": where, "home": head.get("home")},
+                       {"path": where, "home": head.get("home"),
+                        **({"requests": head["requests"]}
+                           if isinstance(head.get("requests"), list) else {})},
                        summary=(line.get("summary"), line.get("meta")),
                        history_format=fmt if fmt in history_format.FORMATS else None,
                        trim=sum(1 for seq in seqs if isinstance(seq, int) and seq < start))

@@ -107,8 +107,16 @@ def _message_record(raw: bytes, item: Any, where: str, legacy: Legacy) -> Record
     return Record(raw, [(legacy.form(item, where), None)])
 
 
-def _request_record(raw: bytes, item: Any, where: str) -> Record:
+def _request_record(raw: bytes, item: Any, where: str,
+                    meta: dict[str, Any] | None = None) -> Record:
+    """A request's messages; what it carries beside them added to meta["requests"] (once:
+    requests gathered into one session mostly share their model and tools)."""
     found = request_messages(item)
+    if meta is not None and found is not None:
+        kept = meta.setdefault("requests", [])
+        carried = request_meta(item)
+        if carried and carried not in kept:
+            kept.append(carried)
     if found is None:
         return Record(raw, [], f"{where}: not a request with messages")
     out: list[Timed] = []
@@ -162,7 +170,8 @@ def _single(path: Path, limit: int) -> bool:
     return True
 
 
-def read_jsonl(path: Path, requests: bool, settled: bool, limit: int) -> Iterator[Record]:
+def read_jsonl(path: Path, requests: bool, settled: bool, limit: int,
+               meta: dict[str, Any] | None = None) -> Iterator[Record]:
     """The records of a JSON Lines file."""
     legacy = Legacy()
     with open_input(path) as handle:
@@ -179,11 +188,12 @@ def read_jsonl(path: Path, requests: bool, settled: bool, limit: int) -> Iterato
                 yield Record(raw, [], f"line {line.number}: {decode_error(exc)}")
                 continue
             where = f"line {line.number}"
-            yield _request_record(raw, item, where) if requests else \
+            yield _request_record(raw, item, where, meta) if requests else \
                 _message_record(raw, item, where, legacy)
 
 
-def read_array(path: Path, requests: bool, limit: int) -> Iterator[Record]:
+def read_array(path: Path, requests: bool, limit: int,
+               meta: dict[str, Any] | None = None) -> Iterator[Record]:
     legacy = Legacy()
     with open_input(path) as handle:
         stream = JsonStream(handle, limit=limit)
@@ -191,7 +201,7 @@ def read_array(path: Path, requests: bool, limit: int) -> Iterator[Record]:
             for index, item in enumerate(stream.array()):
                 where = f"element {index}"
                 raw = raw_bytes(item)
-                yield _request_record(raw, item, where) if requests else \
+                yield _request_record(raw, item, where, meta) if requests else \
                     _message_record(raw, item, where, legacy)
         except Malformed as exc:
             raise ReadFailure(str(exc)) from None
@@ -243,8 +253,8 @@ def file_units(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
         elif form == "request":
             records = partial(read_request, file, meta, limit)
         else:
-            records = partial(read_jsonl, file, True, settled, limit) \
-                if form == "requests-jsonl" else partial(read_array, file, True, limit)
+            records = partial(read_jsonl, file, True, settled, limit, meta) \
+                if form == "requests-jsonl" else partial(read_array, file, True, limit, meta)
         yield Unit(f"openai:{where}", "openai", session or base, records, meta, stat.st_size,
                    stat.st_mtime_ns, report=report)
         return
