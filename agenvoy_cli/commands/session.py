@@ -84,8 +84,8 @@ def request_rows(requests: list[dict[str, Any]]) -> list[tuple[str, str]]:
     for key in ("model", "tools", "tool_choice"):
         seen: list[str] = []
         for request in requests:
-            body = request.get("body") if isinstance(request.get("body"), dict) else request
-            value = body.get(key, request.get(key))
+            body = request.get("body")
+            value = (body if isinstance(body, dict) else request).get(key, request.get(key))
             if value is None:
                 continue
             text = _tool_names(value) if key == "tools" else \
