@@ -175,3 +175,44 @@ def test_a_requests_model_and_tools_are_shown_and_exported(run, home, tmp_path, 
     assert res.exit_code == 0, res.stderr
     again = run("session", "show", sid, "--json").json()["requests"]
     assert again == shown.json()["requests"]
+
+
+def test_codex_hook_under_a_notification_lag_keeps_the_final_reasoning(home, tmp_path):
+    """Codex notified the turn's end while the rollout still lacked its final message (its
+    reasoning written, the message not yet): that reasoning waits for the message, which
+    the next notification's import brings, as one import of the whole rollout does."""
+    from tests.conftest import agenvoy
+    from tests.helpers.transfer import CODEX
+
+    lines = CODEX.read_bytes().splitlines(keepends=True)
+    lines = [x for x in lines if x.strip() != b"{broken"]
+    final = next(i for i, x in enumerate(lines) if b'"role": "assistant"' in x)
+    reasoning = orjson.dumps({"timestamp": "2025-10-02T10:00:07.500Z", "type": "response_item",
+                              "payload": {"type": "reasoning", "summary": [
+                                  {"type": "summary_text", "text": "**Dividing by zero**"}],
+                                  "content": None}}) + b"\n"
+    whole = lines[:final] + [reasoning] + lines[final:]
+    codex_home = tmp_path / "codex"
+    day = codex_home / "sessions" / "2025" / "10" / "02"
+    day.mkdir(parents=True)
+    rollout = day / CODEX.name
+    rollout.write_bytes(b"".join(whole[:final + 1]))  # the reasoning, not its message yet
+    payload = orjson.dumps({"type": "agent-turn-complete", "thread-id": CODEX.stem[-36:],
+                            "turn-id": "1", "cwd": "/home/ada/src/api"}).decode()
+    env = {"AGENVOY_HOME": str(home), "CODEX_HOME": str(codex_home)}
+    assert agenvoy("hook", "codex", payload, env=env).returncode == 0
+    rollout.write_bytes(b"".join(whole))  # the final message lands
+    assert agenvoy("hook", "codex", payload, env=env).returncode == 0
+    one = tmp_path / "whole.jsonl"
+    one.write_bytes(b"".join(whole))
+    other = tmp_path / "one-shot"
+    assert agenvoy("import", "codex", str(one), "--now",
+                   env={"AGENVOY_HOME": str(other)}).returncode == 0
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        got = conn.execute("SELECT seq, send_at, role, message FROM messages ORDER BY seq"
+                           ).fetchall()
+    with sqlite3.connect(other / ".store" / "history.db") as conn:
+        want = conn.execute("SELECT seq, send_at, role, message FROM messages ORDER BY seq"
+                            ).fetchall()
+    assert got == want
+    assert "Dividing by zero" in orjson.loads(got[-1][3])["reasoning_content"]
