@@ -216,3 +216,55 @@ def test_codex_hook_under_a_notification_lag_keeps_the_final_reasoning(home, tmp
                             ).fetchall()
     assert got == want
     assert "Dividing by zero" in orjson.loads(got[-1][3])["reasoning_content"]
+
+
+def _turn(cwd: str, sidechain: bool = False, agent: str | None = None) -> list[dict]:
+    more = {"agentId": agent} if agent else {}
+    out = [claude_record("user", "u1", "2026-01-01T10:00:00.000Z",
+                         {"role": "user", "content": "rename the module"}, **more),
+           claude_record("assistant", "a1", "2026-01-01T10:00:05.000Z", {
+               "id": "m1", "role": "assistant",
+               "content": [{"type": "text", "text": "renamed"}]}, **more)]
+    for r in out:
+        r["cwd"], r["isSidechain"] = cwd, sidechain
+    return out
+
+
+SNAPSHOT = {"type": "file-history-snapshot", "messageId": "u1", "isSnapshotUpdate": False,
+            "snapshot": {"messageId": "u1", "trackedFileBackups": {},
+                         "timestamp": "2026-01-01T10:00:00.000Z"}}
+
+
+def _sessions(run) -> list[str]:
+    return sorted(d["session_id"] for d in run("session", "list", "--json").json()["sessions"])
+
+
+def test_a_sessions_name_does_not_depend_on_when_its_first_import_ran(run, home, tmp_path,
+                                                                      monkeypatch):
+    """A hook before the transcript's first user record named the session from its folder
+    (`-home-ada-src-my-shop` -> shop), one after it from its cwd (my-shop)."""
+    path = tmp_path / "projects" / "-home-ada-src-my-shop" / f"{CC_ID}.jsonl"
+    whole = [SNAPSHOT, *_turn("/home/ada/src/my-shop")]
+    monkeypatch.setenv("AGENVOY_HOME", str(tmp_path / "one-shot"))
+    write_jsonl(path, whole)
+    assert run("import", "claude-code", str(path), "--now").exit_code == 0
+    want = _sessions(run)
+    assert want == ["cc-my-shop-11111111"]
+    monkeypatch.setenv("AGENVOY_HOME", str(home))
+    write_jsonl(path, whole[:1])  # only the snapshot so far
+    assert run("import", "claude-code", str(path), "--now").exit_code == 0
+    write_jsonl(path, whole)
+    assert run("import", "claude-code", str(path), "--now").exit_code == 0
+    assert _sessions(run) == want
+
+
+def test_a_sub_agent_is_named_after_its_parent_not_its_own_cwd(run, home, tmp_path):
+    folder = tmp_path / "projects" / "-home-ada-src-shop"
+    write_jsonl(folder / f"{CC_ID}.jsonl", [SNAPSHOT, *_turn("/home/ada/src/shop")])
+    write_jsonl(folder / CC_ID / "subagents" / "agent-b7e2.jsonl",
+                _turn("/home/ada/src/shop/web/assets", True, "b7e2"))
+    res = run("import", "claude-code", str(folder), "--now", "--json")
+    assert res.exit_code == 0, res.stderr
+    assert _sessions(run) == ["cc-shop-11111111", "cc-shop-11111111-agent-b7e2"]
+    shown = run("session", "show", "cc-shop-11111111-agent-b7e2", "--json").json()
+    assert shown["parent"] == "cc-shop-11111111"

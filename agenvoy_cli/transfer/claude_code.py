@@ -271,13 +271,17 @@ class _Reader:
 
 def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
          report: dict[str, Any], limit: int = MAX_RECORD_BYTES, owes: str | None = None,
-         skip: int = 0) -> Iterator[Record]:
+         skip: int = 0, *, ready: bool = True) -> Iterator[Record]:
     """The records of a transcript for the main conversation or for its sidechains; an
     assistant message still being written (see the module) is held back, with the records
     after it. The first `skip` records are passed unparsed (Unit.skips). `owes`: the key
-    of the side pass the main one's cursor names (records.OWED) when it read a sidechain."""
+    of the side pass the main one's cursor names (records.OWED) when it read a sidechain.
+    Not `ready` (its head held no message record): nothing, so that no cursor names its
+    session before what it is named after is known."""
     reader = _Reader(sidechain, meta, limit, skip)
     report["open"] = 0
+    if not ready:
+        return
     with open_input(path) as handle:
         for line in lines(handle, limit):
             if not line.complete:
@@ -290,22 +294,47 @@ def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
         meta[OWED] = owes
 
 
+HEAD_LINES = 1000  # read for the first message record at most
+
+
 def _head(file: Path, limit: int) -> dict[str, Any]:
-    """cwd, sessionId and agentId from the first records that carry them."""
+    """cwd, sessionId and agentId from the records up to the first message (user or
+    assistant) record; "message": whether there is one (or HEAD_LINES were read). What a
+    session is named after is known then: the same whenever its first import runs."""
     found: dict[str, Any] = {}
+    if not file.is_file():
+        return found
     with open_input(file) as handle:
-        for _, line in zip(range(50), lines(handle, limit)):
+        for count, line in enumerate(lines(handle, limit), 1):
+            if not line.complete or count > HEAD_LINES:
+                found["message"] = found.get("message") or count > HEAD_LINES
+                break
             try:
                 entry = orjson.loads(line.data) if line.data is not None else None
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(entry, dict):
-                for key in ("cwd", "sessionId", "agentId"):
-                    if isinstance(entry.get(key), str) and entry[key] and key not in found:
-                        found[key] = entry[key]
-            if len(found) == 3:
+            if not isinstance(entry, dict):
+                continue
+            for key in ("cwd", "sessionId", "agentId"):
+                if isinstance(entry.get(key), str) and entry[key] and key not in found:
+                    found[key] = entry[key]
+            if entry.get("type") in ("user", "assistant"):
+                found["message"] = True
                 break
     return found
+
+
+def _named(head: dict[str, Any], project: str) -> str:
+    """What a transcript's sessions are named after: its first records' cwd, else its
+    project folder's last word."""
+    first = head.get("cwd")
+    return slug(Path(first).name if first else project.rsplit("-", 1)[-1]) or "project"
+
+
+def _parent_transcript(file: Path, parent_uuid: str) -> Path:
+    """A sub-agent's parent transcript: <project>/<uuid>.jsonl, beside its folder."""
+    project = file.parent.parent.parent if file.parent.name == "subagents" else file.parent
+    return project / f"{parent_uuid}.jsonl"
 
 
 def _fit(name: str) -> str:
@@ -332,11 +361,13 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
     agent = file.name.startswith("agent-")
     in_subagents = file.parent.name == "subagents"
     project = file.parent.parent.parent.name if in_subagents else file.parent.name
-    first = head.get("cwd")
-    name = slug(Path(first).name if first else project.rsplit("-", 1)[-1]) or "project"
     parent_uuid = str(head.get("sessionId") or (file.parent.parent.name if in_subagents
                                                  else stem))
+    # a sub-agent is named after its parent (its own cwd may be anywhere)
+    name = _named(_head(_parent_transcript(file, parent_uuid), limit) if agent else head,
+                  project)
     parent_sid = f"cc-{name}-{parent_uuid[:8]}"
+    ready = bool(head.get("message"))  # no message record yet: nothing to import, nor name
     main: dict[str, Any] = {}
     for side in (False, True):
         if (side and sidechains == "skip") or (agent and not side):
@@ -358,6 +389,7 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
             parent = f"{KIND}:{stem}" if side else None
         owes = f"{KIND}:{stem}#sidechain" if not side and sidechains != "skip" else None
         yield Unit(f"{KIND}:{stem}" + ("#sidechain" if side else ""), KIND, sid,
-                   partial(read, file, side, meta, settled, report, limit, owes), meta,
+                   partial(read, file, side, meta, settled, report, limit, owes,
+                           ready=ready), meta,
                    stat.st_size, stat.st_mtime_ns, report=report, part_of=part_of,
                    rescan=True, skips=True, parent=parent, resume_only=resume_only)
