@@ -14,6 +14,7 @@ One session per file for the first three; one per request for the last two, unle
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -79,7 +80,7 @@ class Legacy:
             out.setdefault("content", None)
             out["tool_calls"] = [{"id": cid, "type": "function", "function": {
                 "name": call.get("name"),
-                "arguments": args if isinstance(args, str) else orjson.dumps(args).decode()}}]
+                "arguments": args if isinstance(args, str) else _text(args)}}]
             out[ORIGINAL] = {"function_call": call}
             return out
         if message.get("role") == "function":
@@ -87,16 +88,26 @@ class Legacy:
         return stored_form(message)
 
     def _result(self, message: dict[str, Any], where: str) -> dict[str, Any]:
-        """A function's result: it answers the last call of that name not answered yet."""
+        """A function's result: it answers the last call of that name not answered yet
+        (without a name: the last call not answered yet)."""
         name = message.get("name")
         place = next((i for i in range(len(self.calls) - 1, -1, -1)
-                      if self.calls[i][1] == name), None)
+                      if self.calls[i][1] == name or "name" not in message), None)
         cid = self.calls.pop(place)[0] if place is not None else \
             f"call-{slug(where, 60) or 'function'}-unanswered"
         out = {k: v for k, v in message.items() if k != "name"}
         out.update(role="tool", tool_call_id=cid)
         out[ORIGINAL] = {"role": "function", **({"name": name} if "name" in message else {})}
         return out
+
+
+def _text(value: Any) -> str:
+    """A value as JSON text (one a stream read may hold that orjson refuses: a number
+    beyond 64 bits, a lone surrogate)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, default=repr)
 
 
 def _message_record(raw: bytes, item: Any, where: str, legacy: Legacy) -> Record:
