@@ -166,9 +166,11 @@ class Memory:
 
     def session(self, session_id: str) -> dict[str, Any]:
         """One session with its archive row_count, trim point, path, where `import` brought
-        it from (source) and the session that started it (parent: a sub-agent's), NotFound."""
+        it from (source), the session that started it (parent: a sub-agent's) and what the
+        requests it was imported from carried beside their messages (requests: model,
+        tools, tool_choice...), NotFound."""
         from agenvoy_cli.conversation import session_list, sessions
-        from agenvoy_cli.transfer.sources import origins, parents
+        from agenvoy_cli.transfer.sources import origins, parents, requests
 
         store = self.store
         with store.read_lock():
@@ -180,6 +182,7 @@ class Memory:
             info["path"] = str(store.layout.session_dir(session_id))
             info["source"] = origins(store.db_readonly()).get(session_id)
             info["parent"] = parents(store.db_readonly()).get(session_id)
+            info["requests"] = requests(store.db_readonly(), session_id)
         return info
 
     def compact(self, session_id: str | None = None,

@@ -9,7 +9,7 @@ import click
 import orjson
 
 from agenvoy_cli.commands.common import json_option, memory, read_limited, session_argument
-from agenvoy_cli.conversation.messages import ROLES, parse_local_time
+from agenvoy_cli.conversation.messages import INSTRUCTIONS, ROLES, parse_local_time
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home.layout import validate_name
 from agenvoy_cli.output import emit, warn
@@ -63,7 +63,8 @@ def parse_batch(text: str) -> list[Any]:
 
 @click.command("append")
 @session_argument
-@click.option("--role", type=click.Choice(ROLES), help="Role of a single message.")
+@click.option("--role", type=click.Choice((*ROLES, INSTRUCTIONS)),
+              help="Role of a single message (developer is stored as system).")
 @click.option("--content", help="Content of a single message ('-' reads stdin).")
 @click.option("--messages", "messages_file", metavar="FILE",
               help="JSON array or JSON Lines of messages ('-' reads stdin).")

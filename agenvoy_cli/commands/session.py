@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -65,13 +66,44 @@ def list_cmd(ctx: click.Context, as_json: bool, fmt: str | None = None) -> None:
 @json_option
 @click.pass_context
 def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
-    """One session, with its archive row count and trim point."""
+    """One session, with its archive row count, trim point, and the model, tools and
+    tool_choice of the requests it was imported from."""
     emit(memory(ctx).session(session_id), as_json, lambda d: table(
         [(k, human_time(v) if k.endswith("_at") else v) for k, v in d.items()
-         if k != "trim_point" and not k.endswith("_ns")]
+         if k not in ("trim_point", "requests") and not k.endswith("_ns")]
         + [("trim point", f"{human_time(d['trim_point']['start_at'], 'never trimmed')} "
-                          f"(seq {d['trim_point']['start_seq']})")],
+                          f"(seq {d['trim_point']['start_seq']})")]
+        + request_rows(d.get("requests") or []),
         ["field", "value"]))
+
+
+def request_rows(requests: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """model, tools (their names) and tool_choice of imported requests, each value once
+    (a batch line keeps them in its body); the whole of them is in --json."""
+    rows = []
+    for key in ("model", "tools", "tool_choice"):
+        seen: list[str] = []
+        for request in requests:
+            body = request.get("body")
+            value = (body if isinstance(body, dict) else request).get(key, request.get(key))
+            if value is None:
+                continue
+            text = _tool_names(value) if key == "tools" else \
+                value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            if text not in seen:
+                seen.append(text)
+        if seen:
+            rows.append((f"request {key}", "; ".join(seen)))
+    return rows
+
+
+def _tool_names(tools: Any) -> str:
+    names = []
+    for tool in tools if isinstance(tools, list) else []:
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        name = (fn if isinstance(fn, dict) else tool if isinstance(tool, dict) else {}).get("name")
+        names.append(str(name) if name else "?")
+    return ", ".join(names) or "none"
 
 
 def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove: bool,

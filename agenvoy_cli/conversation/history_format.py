@@ -22,6 +22,7 @@ from typing import Any
 
 from agenvoy_cli.conversation.messages import (
     HEADER_LABEL,
+    ORIGINAL,
     RECORD_KEYS,
     TIME_FORMAT,
     content_text,
@@ -184,9 +185,10 @@ def in_format(message: dict[str, Any], moment: datetime, fmt: str, who: str = ""
         # Agenvoy v0.32's Record.WithPrefix puts a prefix; its normalise leaves lists alone
         out["content"] = [{"type": "text", "text": header_block(moment, who)}, *content]
         return out
-    if at is not None and content in (None, "") and out.get("tool_calls"):
-        # a tool call given its own time (sendAt, e.g. by an import): the header is its
-        # content, or the call would take the previous message's time
+    if at is not None and content in (None, "") and (out.get("tool_calls") or
+                                                     out.get("role") == "tool"):
+        # a tool call, or an empty result, given its own time (sendAt, e.g. by an import):
+        # the header is its content, or it would take the previous message's time
         out["content"] = header_block(moment, who)
         return out
     if is_blank(text) or header_time(text) is not None:
@@ -337,14 +339,17 @@ def prefix(message: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-ARCHIVE_ONLY = (SEND_AT, SENDER, "original_parts")  # kept, never sent to a provider
+# kept, never sent to a provider
+ARCHIVE_ONLY = (SEND_AT, SENDER, "original_parts", ORIGINAL)
 
 
 def model_message(message: dict[str, Any]) -> dict[str, Any]:
-    """The message a provider accepts: no sendAt/sender keys, nor the parts an import
-    turned into ones a provider takes (original_parts); a sendAt-format message shows its
-    time the way Agenvoy v0.32 does (Record.WithPrefix), a header message keeps its header."""
-    if SEND_AT not in message and SENDER not in message and "original_parts" not in message:
+    """The message a provider accepts: no sendAt/sender keys, nor what an import turned into
+    a form a provider takes (original_parts, original_fields); a sendAt-format message shows
+    its time the way Agenvoy v0.32 does (Record.WithPrefix), a header message keeps its
+    header."""
+    if SEND_AT not in message and SENDER not in message and "original_parts" not in message \
+            and ORIGINAL not in message:
         return message
     out = {k: v for k, v in message.items() if k not in ARCHIVE_ONLY}
     head = prefix(message)

@@ -19,6 +19,10 @@ except ImportError:  # pragma: no cover - not CPython
     from hashlib import blake2b as _blake2b
 
 ROLES = ("user", "assistant", "system", "tool")
+# what a message in another OpenAI form had in place of the fields it is stored with (the
+# form read given back: the message with these over its own); kept, never sent
+ORIGINAL = "original_fields"
+INSTRUCTIONS = "developer"  # OpenAI's role for instructions (its current docs): a system one
 HEADER_LABEL = "當前時間"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 _TIME_RE = r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})"
@@ -249,6 +253,14 @@ def header_for(moment: datetime) -> str:
     return f"---\n{HEADER_LABEL}: {moment.strftime(TIME_FORMAT)}\n---\n"
 
 
+def stored_form(message: dict[str, Any]) -> dict[str, Any]:
+    """The message with OpenAI's `developer` role as the system role it is stored with
+    (as the Codex import always did); the role it had kept in ORIGINAL."""
+    if message.get("role") != INSTRUCTIONS:
+        return message
+    return {**message, "role": "system", ORIGINAL: {"role": INSTRUCTIONS}}
+
+
 def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
     """A message as it will be stored; raises BadInput naming the message index. Every
     OpenAI-style message is accepted: content a string, null/absent (with tool_calls), or
@@ -256,6 +268,7 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
     where = f"message {index}"
     if not isinstance(obj, dict):
         raise BadInput(f"{where}: expected a JSON object, got {kind(obj)}")
+    obj = stored_form(obj)
     role = obj.get("role")
     if role not in ROLES:
         raise BadInput(f"{where}: role {role!r} is not one of {', '.join(ROLES)}")

@@ -66,49 +66,60 @@ def restore(connect: Callable[[], sqlite3.Connection | None], session_id: str,
     return out
 
 
+def _results_by_id(messages: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """The places of the tool results, by the (string) call id they answer, in order."""
+    found: dict[str, list[int]] = {}
+    for i, m in enumerate(messages):
+        cid = m.get("tool_call_id") if m.get("role") == "tool" else None
+        if isinstance(cid, str):
+            found.setdefault(cid, []).append(i)
+    return found
+
+
+def _answers(calls: list[dict[str, Any]], after: int, places: dict[str, list[int]],
+             used: set[int]) -> list[tuple[dict[str, Any], int]]:
+    """Each call (by a string id, once) with the first result after `after` that answers
+    it and no earlier call took; calls without one are left out."""
+    out: list[tuple[dict[str, Any], int]] = []
+    seen: set[str] = set()
+    for call in calls:
+        cid = call.get("id")
+        if not isinstance(cid, str) or cid in seen:
+            continue
+        seen.add(cid)
+        place = next((k for k in places.get(cid, ()) if k > after and k not in used), None)
+        if place is not None:
+            used.add(place)
+            out.append((call, place))
+    return out
+
+
 def valid_pairs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Leave out what a provider rejects: an assistant message with neither content nor tool
-    calls, a tool result without its call, a call without its result (its other calls and
-    its content stay)."""
+    """The messages as a provider takes them: each assistant message with tool calls right
+    before one result per call. A result written after something else (Claude Code 2.1
+    writes one between the tool_use records of one message, Codex a developer message
+    between a call and its output) is moved up to its call, so nothing is lost; what cannot
+    be paired is left out: an assistant message with neither content nor tool calls, a
+    tool result without its call, a call without its result (its other calls and its
+    content stay)."""
+    places = _results_by_id(messages)
+    used: set[int] = set()
     out: list[dict[str, Any]] = []
-    i = 0
-    while i < len(messages):
-        m = messages[i]
+    for i, m in enumerate(messages):
         role = m.get("role")
         if role == "tool":
-            i += 1  # not after its call (the run of results is read with the call below)
-            continue
+            continue  # placed after its call (or without one: left out)
         if role == "assistant" and m.get("tool_calls"):
-            j = i + 1
-            results = []
-            while j < len(messages) and messages[j].get("role") == "tool":
-                results.append(messages[j])
-                j += 1
-            # a call pairs with its result by a string id (another program's history.json
-            # may hold anything there: such a pair is left out, as an unanswered call is)
-            ids = [c.get("id") for c in tool_calls(m) if isinstance(c.get("id"), str)]
-            answered = {r.get("tool_call_id") for r in results
-                        if isinstance(r.get("tool_call_id"), str)}
-            calls = [c for c in tool_calls(m) if c.get("id") in ids and c["id"] in answered]
-            seen: set[Any] = set()
-            kept = []
-            for r in results:
-                cid = r.get("tool_call_id")
-                if isinstance(cid, str) and cid in ids and cid not in seen:
-                    seen.add(cid)
-                    kept.append(r)
-            if calls:
-                out.append({**m, "tool_calls": calls})
-                out.extend(kept)
+            pairs = _answers(tool_calls(m), i, places, used)
+            if pairs:
+                out.append({**m, "tool_calls": [call for call, _ in pairs]})
+                out.extend(messages[k] for _, k in pairs)
             elif _has_content(m):
                 out.append({k: v for k, v in m.items() if k != "tool_calls"})
-            i = j
             continue
         if role == "assistant" and not _has_content(m):
-            i += 1
             continue
         out.append(m)
-        i += 1
     return out
 
 

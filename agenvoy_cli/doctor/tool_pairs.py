@@ -1,10 +1,10 @@
 """doctor's check that a session's tool calls and results pair up in its archive: a tool
 result whose call is missing, and a tool call whose result is missing while the session
-went on (a call at the very end is still running: not reported). Providers refuse both in a
-context; an import of an older version left them when it archived a message before it was
-complete (the next import completes it), or a call Agenvoy never archived left history.json
-before this tool read it. Said as notes (doctor's exit stays 0): nothing on disk repairs them,
-a result cannot be made up."""
+went on (a call at the very end is still running: not reported). A result written after
+other messages pairs with its call (context moves it up to it). Providers refuse the rest in
+a context, which leaves them out; a call Agenvoy never archived left history.json before
+this tool read it, or the source never had the other half. Said as notes (doctor's exit
+stays 0): nothing on disk repairs them, a result cannot be made up."""
 
 from __future__ import annotations
 
@@ -32,39 +32,48 @@ def _message(raw: str | None) -> dict[str, Any] | None:
     return message
 
 
+def _calls(raw: str | None) -> dict[str, None] | None:
+    """The call ids of an assistant row ({} without calls; None: not known)."""
+    message = _message(raw)
+    if message is None:
+        return None
+    calls = message.get("tool_calls")
+    return {str(c.get("id")): None for c in calls if isinstance(c, dict)} \
+        if isinstance(calls, list) else {}
+
+
 def unpaired(rows: Any) -> tuple[list[int], list[tuple[int, str]]]:
     """(places of results without their call, (place, id) of calls without their result)
-    over rows (seq, role, message) in order: a call's results are the tool messages right
-    after it. A row whose tool fields are not known (Agenvoy wrote it) is judged by nobody:
-    neither it nor the rows that would pair with it are reported."""
+    over rows (seq, role, message) in order: a result answers a call before it, wherever
+    it was written (context moves it up to its call: Claude Code and Codex write some after
+    other messages). A row whose tool fields are not known (Agenvoy wrote it) is judged by
+    nobody: neither it nor the results after it that no known call awaits are reported."""
     orphans: list[int] = []
-    missing: list[tuple[int, str]] = []
-    waiting: dict[str, int] | None = {}  # the last call's unanswered ids (None: not known)
+    waiting: dict[str, int] = {}  # unanswered call id -> its place
+    last: dict[str, None] = {}  # the last call message's ids, while nothing else followed
+    known = True  # whether the last assistant row's tool fields are known
     for seq, role, raw in rows:
         if role == "tool":
             message = _message(raw)
-            answer = message.get("tool_call_id") if message is not None else None
-            if waiting is None or message is None:
+            if message is None:
                 continue
-            if str(answer) in waiting:
-                del waiting[str(answer)]
-            else:
+            answer = str(message.get("tool_call_id"))
+            if answer in waiting:
+                del waiting[answer]
+            elif known:
                 orphans.append(seq)
             continue
-        if waiting:
-            missing.extend((place, cid) for cid, place in waiting.items())
-        waiting = {}
-        if role == "assistant" and (raw is None or '"tool_calls"' in raw or not raw):
-            message = _message(raw)
-            if message is None:
-                waiting = None
-            else:
-                calls = message.get("tool_calls")
-                waiting = {str(c.get("id")): seq for c in calls if isinstance(c, dict)} \
-                    if isinstance(calls, list) else {}
-        elif role == "assistant" and _message(raw) is None:
-            waiting = None
-    return orphans, missing  # calls still waiting at the end are running, not missing
+        last = {}
+        if role != "assistant":
+            continue
+        calls = _calls(raw)
+        known = calls is not None
+        for cid in calls or {}:
+            waiting[cid] = seq
+        last = calls or {}
+    # the last call message's unanswered calls are still running, not missing
+    missing = [(place, cid) for cid, place in waiting.items() if cid not in last]
+    return orphans, missing
 
 
 def _places(seqs: list[int]) -> str:
@@ -77,8 +86,7 @@ def check_tool_pairs(doctor: Any, sid: str) -> None:
     rows = conn.execute("SELECT seq, role, message FROM messages WHERE session_id = ? AND "
                         "seq IS NOT NULL ORDER BY seq", (sid,))
     orphans, missing = unpaired(rows)
-    hint = "; if the session was imported, the next import completes a message an older " \
-        "version archived before it was complete"
+    hint = "; a result cannot be made up: context leaves these out"
     if orphans:
         doctor.report(sid, "tool-pairs", f"{len(orphans)} tool result(s) without their call "
                       f"(seq {_places(orphans)}){hint}", note=True)

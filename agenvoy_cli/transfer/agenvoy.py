@@ -26,6 +26,7 @@ from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.home.locking import Locks
 from agenvoy_cli.transfer.inputs import lines, open_input
 from agenvoy_cli.transfer.records import ReadFailure, Record, Unit, decode_error
+from agenvoy_cli.transfer.sources import requests
 
 FORMAT = "agenvoy-export"
 VERSION = 1
@@ -56,9 +57,11 @@ def session_lines(conn: sqlite3.Connection | None, folder: Path, session_id: str
         history = read_json(folder / "history.json", default=[])
         rows = [{"seq": i, "message": m, "gone": 0} for i, m in enumerate(history)
                 if isinstance(m, dict)]
-    yield {"type": "session", "format": FORMAT, "version": VERSION, "session_id": session_id,
-           "home": str(home), "start_seq": start, "message_count": len(rows),
-           "history_format": _history_format(folder / "history.json")}
+    head = {"type": "session", "format": FORMAT, "version": VERSION, "session_id": session_id,
+            "home": str(home), "start_seq": start, "message_count": len(rows),
+            "history_format": _history_format(folder / "history.json")}
+    found = requests(conn, session_id)
+    yield {**head, "requests": found} if found else head
     for row in rows:
         yield {"type": "message", **row}
     yield {"type": "summary", "summary": read_json(folder / "summary.json", default=None),
@@ -87,19 +90,20 @@ def export_lines(store: Store, session_id: str) -> Iterator[dict[str, Any]]:
     yield from lines
 
 
-def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any]]], where: str,
+def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any], str]], where: str,
                       session: str | None) -> Iterator[Unit]:
+    """The sessions of export lines (raw, line, its place: "line N" of a file)."""
     head: dict[str, Any] | None = None
     records: list[Record] = []
     seqs: list[Any] = []  # the exported places, for the trim point
-    for raw, line in lines:
+    for raw, line, place in lines:
         kind = line.get("type")
         if kind == "session":
             head, records, seqs = line, [], []
         elif kind == "message" and head is not None:
             message = line.get("message")
             if not isinstance(message, dict):
-                records.append(Record(raw, [], f"{where}: a message line without a message"))
+                records.append(Record(raw, [], f"{place}: a message line without a message"))
                 continue
             if line.get("sender") and "sender" not in message:
                 message = {**message, "sender": line["sender"]}
@@ -111,14 +115,16 @@ def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any]]], where: str,
             fmt = head.get("history_format")
             yield Unit(f"agenvoy:{head.get('home')}/{sid}", "agenvoy", session or sid,
                        partial(list, records),
-                       {"path": where, "home": head.get("home")},
+                       {"path": where, "home": head.get("home"),
+                        **({"requests": head["requests"]}
+                           if isinstance(head.get("requests"), list) else {})},
                        summary=(line.get("summary"), line.get("meta")),
                        history_format=fmt if fmt in history_format.FORMATS else None,
                        trim=sum(1 for seq in seqs if isinstance(seq, int) and seq < start))
             head = None
 
 
-def _file_lines(path: Path) -> Iterator[tuple[bytes, dict[str, Any]]]:
+def _file_lines(path: Path) -> Iterator[tuple[bytes, dict[str, Any], str]]:
     """An export's lines (a regular file, each line bounded): one that is not a JSON object
     ends the read (ReadFailure), the sessions before it imported."""
     with open_input(path) as handle:
@@ -129,7 +135,7 @@ def _file_lines(path: Path) -> Iterator[tuple[bytes, dict[str, Any]]]:
                 raise ReadFailure(f"line {line.number}: {decode_error(exc)}") from None
             if not isinstance(value, dict):
                 raise ReadFailure(f"line {line.number}: not an export line")
-            yield line.raw, value
+            yield line.raw, value, f"line {line.number}"
 
 
 def units(path: Path, session: str | None, locks: Locks | None = None) -> Iterator[Unit]:
@@ -146,8 +152,8 @@ def units(path: Path, session: str | None, locks: Locks | None = None) -> Iterat
     folders = [path] if (path / "history.json").exists() else \
         sorted(p for p in sessions.iterdir() if p.is_dir())
     for folder in folders:
-        lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x)
-                 for x in folder_lines(folder, locks)]
+        lines = [(orjson.dumps(x, option=orjson.OPT_SORT_KEYS), x, f"{folder}: line {i}")
+                 for i, x in enumerate(folder_lines(folder, locks), 1)]
         yield from _units_from_lines(iter(lines), str(folder.resolve()), session)
 
 

@@ -8,7 +8,9 @@ record are skipped. Claude Code writes one assistant record per content block as
 stream (thinking, text, each tool_use), all with the message's `message.id`, seconds apart:
 those records are one message, archived only once it is complete - a record of another
 message follows, or the transcript has been quiet for `quiet` seconds (or the caller knows
-the turn ended: `settled`). Until then the cursor stays before its first record.
+the turn ended: `settled`). Until then the cursor stays before its first record. A result
+of its calls written between its blocks (Claude Code 2.1: calls A and B, A's result, call C)
+does not end it: the results written before its last block follow it there.
 Sidechain (sub-agent) records go to a session of their own, named after the parent session
 and the agent's id, or are skipped."""
 
@@ -27,6 +29,7 @@ from agenvoy_cli.home.layout import NAME_MAX_BYTES
 from agenvoy_cli.transfer.inputs import (
     MAX_RECORD_BYTES,
     QUIET_SECONDS,
+    Line,
     files,
     lines,
     open_input,
@@ -136,7 +139,8 @@ def merge(into: dict[str, Any] | None, more: dict[str, Any]) -> dict[str, Any]:
 
 class _Open:
     """The assistant message being written: the records read of it (and those after it),
-    the message they make so far."""
+    the message they make so far, and the results of its calls written between its blocks
+    (Claude Code 2.1 writes a result before the message's next tool_use)."""
 
     def __init__(self, msg_id: str, first: int) -> None:
         self.msg_id, self.first = msg_id, first  # first: its first record's number
@@ -152,116 +156,185 @@ class _Open:
             self.message = merge(self.message, message)
             self.moment = self.moment if self.moment is not None else moment
 
+    def answers(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether a record's messages are all results of this message's calls."""
+        ids = {c.get("id") for c in (self.message or {}).get("tool_calls") or []}
+        return bool(messages) and all(m.get("role") == "tool" and m.get("tool_call_id") in ids
+                                      for m in messages)
+
     def done(self) -> list[Record]:
-        """Its records, the message on its last block."""
+        """Its records, the message on its last block, followed there by the results
+        written before that block (the later ones stay on their own records)."""
         out = list(self.records)
-        if self.message is not None:
-            out[self.last] = out[self.last]._replace(messages=[(self.message, self.moment)],
-                                                     start=self.first)
+        if self.message is None:
+            return out
+        early = [item for r in out[:self.last] for item in r.messages]
+        out[:self.last] = [r._replace(messages=[]) for r in out[:self.last]]
+        out[self.last] = out[self.last]._replace(
+            messages=[(self.message, self.moment), *early], start=self.first)
         return out
 
 
 # as Claude Code writes it (a pattern: one scan of the line finds either spacing)
 _MAIN = re.compile(rb'"isSidechain": ?false')
 _SIDE = re.compile(rb'"isSidechain": ?true')
+_CONVERT_ERRORS = (ValueError, AttributeError, TypeError)
+
+
+class _Reader:
+    """read()'s state over one pass: the records yielded, the message held open."""
+
+    def __init__(self, sidechain: bool, meta: dict[str, Any], limit: int, skip: int) -> None:
+        self.sidechain, self.meta, self.limit, self.skip = sidechain, meta, limit, skip
+        self.count = 0  # records yielded
+        self.current: _Open | None = None
+
+    def _out(self, records: list[Record]) -> list[Record]:
+        self.count += len(records)
+        return records
+
+    def _entry(self, line: Line, raw: bytes) -> tuple[Any, Record | None]:
+        """(the parsed record, None) or (None, the bookkeeping Record it is)."""
+        data = line.data
+        if self.count < self.skip or (self.sidechain and data is not None and
+                                      _MAIN.search(data)):
+            return None, Record(raw, [])  # before the cursor, or the main one's (a side pass)
+        if data is None:  # a line no side can claim: counted once, by the main one
+            return None, Record(raw, [], None if self.sidechain else too_long(line, self.limit))
+        try:
+            entry = orjson.loads(data)
+            if not isinstance(entry, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:
+            return None, Record(raw, [], None if self.sidechain else
+                                f"line {line.number}: {decode_error(exc)}")
+        if entry.get("type") not in ("user", "assistant") or \
+                bool(entry.get("isSidechain")) != self.sidechain:
+            return None, Record(raw, [])
+        return entry, None
+
+    def _learn(self, entry: dict[str, Any]) -> None:
+        for name, key in (("cwd", "cwd"), ("gitBranch", "git_branch")):
+            value = entry.get(name)
+            if value and isinstance(value, str):
+                self.meta[key] = value
+
+    def line(self, line: Line) -> list[Record]:
+        """The records this line completes (none while a message is held open)."""
+        raw = line.data if line.data is not None else line.raw
+        entry, record = self._entry(line, raw)
+        messages: list[dict[str, Any]] = []
+        if entry is not None:
+            self._learn(entry)
+            try:
+                messages = convert(entry)
+            except _CONVERT_ERRORS as exc:
+                record = Record(raw, [], f"line {line.number}: {exc}")
+        if record is not None:  # bookkeeping: it neither opens nor closes a message
+            if self.current is not None:
+                self.current.records.append(record)
+                return []
+            return self._out([record])
+        return self._message(entry, raw, messages)
+
+    def _message(self, entry: dict[str, Any], raw: bytes,
+                 messages: list[dict[str, Any]]) -> list[Record]:
+        moment = moment_ns(entry.get("timestamp"))
+        body = entry.get("message")
+        msg_id = body.get("id") if entry.get("type") == "assistant" and \
+            isinstance(body, dict) else None
+        msg_id = msg_id if msg_id and isinstance(msg_id, str) else None
+        current = self.current
+        if current is not None and msg_id == current.msg_id and len(messages) <= 1:
+            current.add(raw, messages[0] if messages else None, moment)
+            return []
+        if current is not None and msg_id is None and current.answers(messages):
+            current.records.append(Record(raw, [(m, moment) for m in messages]))
+            return []  # its next block may follow: held with it
+        out = self._out(current.done()) if current is not None else []
+        self.current = None
+        if msg_id is not None and len(messages) <= 1:
+            self.current = _Open(msg_id, self.count + 1)
+            self.current.add(raw, messages[0] if messages else None, moment)
+            return out
+        return out + self._out([Record(raw, [(m, moment) for m in messages])])
+
+    def end(self, settled: bool, report: dict[str, Any]) -> list[Record]:
+        """What is held open at the end: yielded when the transcript is settled."""
+        if self.current is None:
+            return []
+        if settled:
+            return self._out(self.current.done())
+        report["open"] = len(self.current.records)
+        return []
 
 
 def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
          report: dict[str, Any], limit: int = MAX_RECORD_BYTES, owes: str | None = None,
-         skip: int = 0) -> Iterator[Record]:
+         skip: int = 0, *, ready: bool = True) -> Iterator[Record]:
     """The records of a transcript for the main conversation or for its sidechains; an
     assistant message still being written (see the module) is held back, with the records
     after it. The first `skip` records are passed unparsed (Unit.skips). `owes`: the key
-    of the side pass the main one's cursor names (records.OWED) when it read a sidechain."""
-    count = 0  # records yielded
-    current: _Open | None = None
+    of the side pass the main one's cursor names (records.OWED) when it read a sidechain.
+    Not `ready` (its head held no message record): nothing, so that no cursor names its
+    session before what it is named after is known."""
+    reader = _Reader(sidechain, meta, limit, skip)
     report["open"] = 0
-    loads = orjson.loads
+    if not ready:
+        return
     with open_input(path) as handle:
         for line in lines(handle, limit):
-            data = line.data
             if not line.complete:
                 break  # still being written: the next import reads it whole
-            raw = data if data is not None else line.raw
-            if not sidechain and data is not None and _SIDE.search(data):
+            if not sidechain and line.data is not None and _SIDE.search(line.data):
                 report["sidechain"] = True  # its sidechains' pass is worth reading
-            record: Record | None = None
-            entry: Any = None
-            if count < skip or (sidechain and data is not None and _MAIN.search(data)):
-                record = Record(raw, [])  # before the cursor, or the main one's (a side pass)
-            elif data is None:  # a line no side can claim: counted once, by the main one
-                record = Record(raw, [], None if sidechain else too_long(line, limit))
-            else:
-                try:
-                    entry = loads(data)
-                    if not isinstance(entry, dict):
-                        raise ValueError("not a JSON object")
-                except ValueError as exc:
-                    record = Record(raw, [], None if sidechain else
-                                    f"line {line.number}: {decode_error(exc)}")
-            kind = entry.get("type") if record is None else None
-            if record is None and (kind not in ("user", "assistant") or
-                                   bool(entry.get("isSidechain")) != sidechain):
-                record = Record(raw, [])
-            if record is None:
-                for name, key in (("cwd", "cwd"), ("gitBranch", "git_branch")):
-                    value = entry.get(name)
-                    if value and isinstance(value, str):
-                        meta[key] = value
-                try:
-                    messages = convert(entry)
-                except (ValueError, AttributeError, TypeError) as exc:
-                    record = Record(raw, [], f"line {line.number}: {exc}")
-            if record is not None:  # bookkeeping: it neither opens nor closes a message
-                if current is not None:
-                    current.records.append(record)
-                else:
-                    count += 1
-                    yield record
-                continue
-            moment = moment_ns(entry.get("timestamp"))
-            body = entry.get("message")
-            msg_id = body.get("id") if kind == "assistant" and isinstance(body, dict) else None
-            msg_id = msg_id if msg_id and isinstance(msg_id, str) else None
-            if current is not None and msg_id == current.msg_id and len(messages) <= 1:
-                current.add(raw, messages[0] if messages else None, moment)
-                continue
-            if current is not None:  # a record of another message: that one is complete
-                for done in current.done():
-                    count += 1
-                    yield done
-                current = None
-            if msg_id is not None and len(messages) <= 1:
-                current = _Open(msg_id, count + 1)
-                current.add(raw, messages[0] if messages else None, moment)
-                continue
-            count += 1
-            yield Record(raw, [(m, moment) for m in messages])
-    if current is not None:
-        if settled:
-            yield from current.done()
-        else:
-            report["open"] = len(current.records)
+            yield from reader.line(line)
+    yield from reader.end(settled, report)
     if owes is not None and report.get("sidechain"):
         meta[OWED] = owes
 
 
+HEAD_LINES = 1000  # read for the first message record at most
+
+
 def _head(file: Path, limit: int) -> dict[str, Any]:
-    """cwd, sessionId and agentId from the first records that carry them."""
+    """cwd, sessionId and agentId from the records up to the first message (user or
+    assistant) record; "message": whether there is one (or HEAD_LINES were read). What a
+    session is named after is known then: the same whenever its first import runs."""
     found: dict[str, Any] = {}
+    if not file.is_file():
+        return found
     with open_input(file) as handle:
-        for _, line in zip(range(50), lines(handle, limit)):
+        for count, line in enumerate(lines(handle, limit), 1):
+            if not line.complete or count > HEAD_LINES:
+                found["message"] = found.get("message") or count > HEAD_LINES
+                break
             try:
                 entry = orjson.loads(line.data) if line.data is not None else None
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(entry, dict):
-                for key in ("cwd", "sessionId", "agentId"):
-                    if isinstance(entry.get(key), str) and entry[key] and key not in found:
-                        found[key] = entry[key]
-            if len(found) == 3:
+            if not isinstance(entry, dict):
+                continue
+            for key in ("cwd", "sessionId", "agentId"):
+                if isinstance(entry.get(key), str) and entry[key] and key not in found:
+                    found[key] = entry[key]
+            if entry.get("type") in ("user", "assistant"):
+                found["message"] = True
                 break
     return found
+
+
+def _named(head: dict[str, Any], project: str) -> str:
+    """What a transcript's sessions are named after: its first records' cwd, else its
+    project folder's last word."""
+    first = head.get("cwd")
+    return slug(Path(first).name if first else project.rsplit("-", 1)[-1]) or "project"
+
+
+def _parent_transcript(file: Path, parent_uuid: str) -> Path:
+    """A sub-agent's parent transcript: <project>/<uuid>.jsonl, beside its folder."""
+    project = file.parent.parent.parent if file.parent.name == "subagents" else file.parent
+    return project / f"{parent_uuid}.jsonl"
 
 
 def _fit(name: str) -> str:
@@ -288,11 +361,13 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
     agent = file.name.startswith("agent-")
     in_subagents = file.parent.name == "subagents"
     project = file.parent.parent.parent.name if in_subagents else file.parent.name
-    first = head.get("cwd")
-    name = slug(Path(first).name if first else project.rsplit("-", 1)[-1]) or "project"
     parent_uuid = str(head.get("sessionId") or (file.parent.parent.name if in_subagents
                                                  else stem))
+    # a sub-agent is named after its parent (its own cwd may be anywhere)
+    name = _named(_head(_parent_transcript(file, parent_uuid), limit) if agent else head,
+                  project)
     parent_sid = f"cc-{name}-{parent_uuid[:8]}"
+    ready = bool(head.get("message"))  # no message record yet: nothing to import, nor name
     main: dict[str, Any] = {}
     for side in (False, True):
         if (side and sidechains == "skip") or (agent and not side):
@@ -314,6 +389,7 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
             parent = f"{KIND}:{stem}" if side else None
         owes = f"{KIND}:{stem}#sidechain" if not side and sidechains != "skip" else None
         yield Unit(f"{KIND}:{stem}" + ("#sidechain" if side else ""), KIND, sid,
-                   partial(read, file, side, meta, settled, report, limit, owes), meta,
+                   partial(read, file, side, meta, settled, report, limit, owes,
+                           ready=ready), meta,
                    stat.st_size, stat.st_mtime_ns, report=report, part_of=part_of,
                    rescan=True, skips=True, parent=parent, resume_only=resume_only)

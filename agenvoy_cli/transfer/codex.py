@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from agenvoy_cli.conversation.messages import stored_form
 from agenvoy_cli.transfer.inputs import (
     MAX_RECORD_BYTES,
     QUIET_SECONDS,
@@ -75,12 +76,11 @@ def _call(call_id: Any, name: Any, args: Any, reasoning: list[str]) -> dict[str,
 def convert(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
     kind = payload.get("type")
     if kind == "message":
-        role = payload.get("role")
-        role = "system" if role == "developer" else role
         content = _parts(payload.get("content"))
         if content is None:
             return []
-        msg: dict[str, Any] = {"role": role, "content": content}
+        msg = stored_form({"role": payload.get("role"), "content": content})
+        role = msg["role"]
         if role == "assistant" and reasoning:
             msg["reasoning_content"] = "\n".join(reasoning)
             reasoning.clear()
@@ -136,12 +136,16 @@ def _merged(held: list[Record], first: int) -> list[Record]:
 
 
 def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any],
-         limit: int = MAX_RECORD_BYTES, skip: int = 0) -> Iterator[Record]:
+         limit: int = MAX_RECORD_BYTES, skip: int = 0, *, quiet: bool = True
+         ) -> Iterator[Record]:
     """The records of a rollout; a call without its output, or reasoning without the message
     it leads to, is held back with what follows it. The first `skip` records are passed
-    unparsed (Unit.skips)."""
+    unparsed (Unit.skips). `settled` and not `quiet` (the caller says the turn ended, the
+    file is fresh): reasoning at the end still waits for its message (Codex notifies the
+    turn's end before it has written the last one, at times)."""
     reasoning: list[str] = []
     held: list[Record] = []  # from a call whose output, or reasoning whose message, is not there
+    since = 0  # the place in held of the record that began the reasoning still waiting
     count = 0  # records yielded
     report["open"] = 0
     with open_input(path) as handle:
@@ -152,6 +156,7 @@ def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any]
                 count += 1
                 yield Record(line.raw, [])
                 continue
+            waiting = bool(reasoning)  # before this record
             if line.data is None:
                 record = Record(line.raw, [], too_long(line, limit))
             else:
@@ -165,15 +170,16 @@ def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any]
                     yield done
                 held = []
             if held or (calls and not answered) or reasoning:
+                since = since if waiting else len(held)
                 held.append(record)  # (reasoning waits for the message it leads to)
                 continue
             count += 1
             yield record
-    if held:
-        if settled:
-            yield from _merged(held, count + 1)
-        else:
-            report["open"] = len(held)
+    keep = since if reasoning and not quiet else len(held)
+    if settled:
+        yield from _merged(held[:keep], count + 1)
+        held = held[keep:]
+    report["open"] = len(held)
 
 
 def _record(raw: bytes, number: int, meta: dict[str, Any], reasoning: list[str]) -> Record:
@@ -227,7 +233,8 @@ def file_unit(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
     cwd = cwd if isinstance(cwd, str) else ""
     name = slug(Path(cwd).name) or "session"
     report: dict[str, Any] = {}
-    settled = now or time.time() - stat.st_mtime >= quiet
+    still = time.time() - stat.st_mtime >= quiet
     return Unit(f"codex:{ident}", "codex", session or f"codex-{name}-{ident[:8]}",
-                partial(read, file, meta, settled, report, limit), meta, stat.st_size,
+                partial(read, file, meta, now or still, report, limit, quiet=still), meta,
+                stat.st_size,
                 stat.st_mtime_ns, report=report, part_of=part_of, skips=True)

@@ -212,6 +212,7 @@ class _Import:
         self.seen = hashlib.blake2b(digest_size=16)
         self.tail = _tail(store, sid, cursor.seq_end) if cursor and not dry_run else []
         self.pending: list[Timed] = []
+        self.places: list[int] = []  # the record (1-based) of each pending message
         self.size = 0  # of history.json after this import's last append (0: not known)
         self.total = 0  # messages the unit has
         self.scan = Completions(store, sid, unit.part_of) if cursor is not None and \
@@ -245,19 +246,31 @@ class _Import:
             out.append(message)
         return out
 
-    def valid(self, messages: list[dict[str, Any]], records: int) -> list[dict[str, Any]]:
+    def valid(self, messages: list[dict[str, Any]], places: int | list[int]
+              ) -> list[dict[str, Any]]:
         """The messages Store.append takes; the others skipped with their reasons (asked
-        only when a batch was refused, or to count a dry run: the Store checks every batch)."""
+        only when a batch was refused, or to count a dry run: the Store checks every batch).
+        `places`: the record of each message (or of them all), named in a reason with the
+        message's index in it."""
+        return self._valid(messages, places)[0]
+
+    def _valid(self, messages: list[dict[str, Any]], places: int | list[int]
+               ) -> tuple[list[dict[str, Any]], list[int]]:
         out: list[dict[str, Any]] = []
+        kept: list[int] = []
         limit = self.store.settings.max_history_bytes
-        for message in messages:
+        at = places if isinstance(places, list) else [places] * len(messages)
+        index = 0  # of the message in its record
+        for i, message in enumerate(messages):
+            index = index + 1 if i and at[i] == at[i - 1] else 0
             try:
-                history_format.validate(validate_message(message, len(out), limit), "message")
+                history_format.validate(validate_message(message, index, limit), "message")
             except BadInput as exc:  # the bounds' own words when one of them is the cause
-                self.out.skip(f"record {records}: {problem(message) or exc}")
+                self.out.skip(f"record {at[i]}: {problem(message) or exc}")
                 continue
             out.append(message)
-        return out
+            kept.append(at[i])
+        return out, kept
 
     def checked(self, items: list[Timed], records: int) -> list[dict[str, Any]]:
         """The messages that can be stored, stamped with their times; the others skipped."""
@@ -275,32 +288,35 @@ class _Import:
 
     def flush(self, records: int) -> None:
         checked = self.stamped(self.pending)
-        self.pending = []
+        places = self.places[:len(checked)] + [records] * (len(checked) - len(self.places))
+        self.pending, self.places = [], []
         if self.dry_run:
-            self.doc["added"] += len(self.valid(checked, records))
+            self.doc["added"] += len(self.valid(checked, places))
             return
         if self.tail:  # (rare: a killed run's last batch) compared as the Store wrote them
-            checked = self.valid(checked, records)
+            checked, places = self._valid(checked, places)
         while checked and self.tail and self.tail[0] in _identities(checked[0]):
             self.tail.pop(0)  # appended by a run that died before writing its cursor
             checked.pop(0)
+            places.pop(0)
         self.tail = [] if checked else self.tail
         with self.store.write_lock():
             if checked and not self.claimed:
                 self.claim()
             if checked:
-                checked = self.append(checked, records)
+                checked = self.append(checked, places)
             self.cursor_put(records)
         self.doc["added"] += len(checked)
 
-    def append(self, messages: list[dict[str, Any]], records: int) -> list[dict[str, Any]]:
+    def append(self, messages: list[dict[str, Any]], places: list[int]
+               ) -> list[dict[str, Any]]:
         """Append a batch (an export's session keeps its own format and trim point); a batch
         the Store refuses goes in without the messages it refuses. What went in."""
         try:
             done = self.store.append(self.sid, messages, compact=False,
                                      history_format=self.unit.history_format)
         except BadInput:
-            messages = self.valid(messages, records)
+            messages = self.valid(messages, places)
             if not messages:
                 return messages
             done = self.store.append(self.sid, messages, compact=False,
@@ -387,6 +403,7 @@ class _Import:
                         self.unit.part_of is not None and messages:
                     messages = self.complete(record, count)
                 self.pending.extend(messages)
+                self.places.extend([count] * len(messages))
                 last = count
                 if len(self.pending) >= BATCH:
                     self.flush(count)

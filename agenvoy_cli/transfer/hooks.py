@@ -72,10 +72,19 @@ def parse_event(data: bytes) -> Event:
                  _text(doc, "source"))
 
 
+def _one_file(path: Path | None) -> None:
+    """A hook names one transcript: a folder would import every .jsonl under it."""
+    if path is not None and path.is_dir():
+        raise BadInput(f"{path} is a folder, not a transcript file: nothing imported")
+
+
 def claude_code_event(store: Store, event: Event, *, context: bool = False) -> tuple[list[dict[str,
                                                                                Any]], str]:
     """(the import results, the context for the model: "" unless SessionStart and asked)."""
     done: list[dict[str, Any]] = []
+    if event.name in (*TURN_ENDS, "SubagentStop"):
+        _one_file(event.transcript)
+        _one_file(event.agent_transcript)
     if event.name in TURN_ENDS and event.transcript is not None:
         done.append(import_(store, "claude-code", [str(event.transcript)], now=True))
     elif event.name == "SubagentStop":

@@ -14,6 +14,7 @@ One session per file for the first three; one per request for the last two, unle
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -22,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from agenvoy_cli.conversation.messages import ORIGINAL, stored_form
 from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, QUIET_SECONDS, lines, open_input, too_long
 from agenvoy_cli.transfer.records import (
     ReadFailure,
@@ -57,27 +59,87 @@ def request_meta(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _message_record(raw: bytes, item: Any, where: str) -> Record:
+class Legacy:
+    """OpenAI's older forms in the ones stored, over one conversation in order: `developer`
+    as system (messages.stored_form), and the legacy function calling of fine-tuning files
+    (an assistant `function_call`, then a `role: function` result) as a tool call and its
+    tool result, paired by an id made of the call's place (the same on every read). What
+    they replaced is kept in ORIGINAL: the form read is given back whole."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []  # (id, name) of the calls not answered yet
+
+    def form(self, message: dict[str, Any], where: str) -> dict[str, Any]:
+        call = message.get("function_call")
+        if message.get("role") == "assistant" and isinstance(call, dict) and \
+                not message.get("tool_calls"):
+            cid = f"call-{slug(where, 60) or 'function'}"
+            self.calls.append((cid, call.get("name")))
+            args = call.get("arguments")
+            out = {k: v for k, v in message.items() if k != "function_call"}
+            out.setdefault("content", None)
+            out["tool_calls"] = [{"id": cid, "type": "function", "function": {
+                "name": call.get("name"),
+                "arguments": args if isinstance(args, str) else _text(args)}}]
+            out[ORIGINAL] = {"function_call": call}
+            return out
+        if message.get("role") == "function":
+            return self._result(message, where)
+        return stored_form(message)
+
+    def _result(self, message: dict[str, Any], where: str) -> dict[str, Any]:
+        """A function's result: it answers the last call of that name not answered yet
+        (without a name: the last call not answered yet)."""
+        name = message.get("name")
+        place = next((i for i in range(len(self.calls) - 1, -1, -1)
+                      if self.calls[i][1] == name or "name" not in message), None)
+        cid = self.calls.pop(place)[0] if place is not None else \
+            f"call-{slug(where, 60) or 'function'}-unanswered"
+        out = {k: v for k, v in message.items() if k != "name"}
+        out.update(role="tool", tool_call_id=cid)
+        out[ORIGINAL] = {"role": "function", **({"name": name} if "name" in message else {})}
+        return out
+
+
+def _text(value: Any) -> str:
+    """A value as JSON text (one a stream read may hold that orjson refuses: a number
+    beyond 64 bits, a lone surrogate)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def _message_record(raw: bytes, item: Any, where: str, legacy: Legacy) -> Record:
     if not isinstance(item, dict) or not isinstance(item.get("role"), str):
         what = "a request (messages inside)" if request_messages(item) is not None else \
             "not a chat message"
         return Record(raw, [], f"{where}: {what}")
-    return Record(raw, [(item, None)])
+    return Record(raw, [(legacy.form(item, where), None)])
 
 
-def _request_record(raw: bytes, item: Any, where: str) -> Record:
+def _request_record(raw: bytes, item: Any, where: str,
+                    meta: dict[str, Any] | None = None) -> Record:
+    """A request's messages; what it carries beside them added to meta["requests"] (once:
+    requests gathered into one session mostly share their model and tools)."""
     found = request_messages(item)
+    if meta is not None and found is not None:
+        kept = meta.setdefault("requests", [])
+        carried = request_meta(item)
+        if carried and carried not in kept:
+            kept.append(carried)
     if found is None:
         return Record(raw, [], f"{where}: not a request with messages")
     out: list[Timed] = []
-    bad = 0
-    for message in found:
+    bad = []
+    legacy = Legacy()
+    for index, message in enumerate(found):
         if isinstance(message, dict) and isinstance(message.get("role"), str):
-            out.append((message, None))
+            out.append((legacy.form(message, f"{where} message {index}"), None))
         else:
-            bad += 1
-    return Record(raw, out, f"{where}: {bad} item(s) of messages are not chat messages"
-                  if bad else None)
+            bad.append(index)
+    return Record(raw, out, f"{where}: {len(bad)} item(s) of messages are not chat messages "
+                  f"(message {', '.join(map(str, bad[:5]))})" if bad else None)
 
 
 def shape(path: Path, limit: int = MAX_RECORD_BYTES) -> str:
@@ -119,8 +181,10 @@ def _single(path: Path, limit: int) -> bool:
     return True
 
 
-def read_jsonl(path: Path, requests: bool, settled: bool, limit: int) -> Iterator[Record]:
+def read_jsonl(path: Path, requests: bool, settled: bool, limit: int,
+               meta: dict[str, Any] | None = None) -> Iterator[Record]:
     """The records of a JSON Lines file."""
+    legacy = Legacy()
     with open_input(path) as handle:
         for line in lines(handle, limit):
             if line.data is None:
@@ -135,25 +199,28 @@ def read_jsonl(path: Path, requests: bool, settled: bool, limit: int) -> Iterato
                 yield Record(raw, [], f"line {line.number}: {decode_error(exc)}")
                 continue
             where = f"line {line.number}"
-            yield _request_record(raw, item, where) if requests else \
-                _message_record(raw, item, where)
+            yield _request_record(raw, item, where, meta) if requests else \
+                _message_record(raw, item, where, legacy)
 
 
-def read_array(path: Path, requests: bool, limit: int) -> Iterator[Record]:
+def read_array(path: Path, requests: bool, limit: int,
+               meta: dict[str, Any] | None = None) -> Iterator[Record]:
+    legacy = Legacy()
     with open_input(path) as handle:
         stream = JsonStream(handle, limit=limit)
         try:
             for index, item in enumerate(stream.array()):
                 where = f"element {index}"
                 raw = raw_bytes(item)
-                yield _request_record(raw, item, where) if requests else \
-                    _message_record(raw, item, where)
+                yield _request_record(raw, item, where, meta) if requests else \
+                    _message_record(raw, item, where, legacy)
         except Malformed as exc:
             raise ReadFailure(str(exc)) from None
 
 
 def read_request(path: Path, meta: dict[str, Any], limit: int) -> Iterator[Record]:
     """The messages of a request object, streamed; the other members into meta."""
+    legacy = Legacy()
     with open_input(path) as handle:
         stream = JsonStream(handle, limit=limit)
         request: dict[str, Any] = {}
@@ -162,13 +229,14 @@ def read_request(path: Path, meta: dict[str, Any], limit: int) -> Iterator[Recor
                 holder = key in ("messages", "body") and stream.peek() in ("[", "{")
                 if key == "messages" and stream.peek() == "[":
                     for index, item in enumerate(stream.array()):
-                        yield _message_record(raw_bytes(item), item, f"message {index}")
+                        yield _message_record(raw_bytes(item), item, f"message {index}",
+                                              legacy)
                 elif key == "body" and holder:
                     for sub in stream.members():  # a batch line's body, pretty-printed
                         if sub == "messages" and stream.peek() == "[":
                             for index, item in enumerate(stream.array()):
                                 yield _message_record(raw_bytes(item), item,
-                                                      f"message {index}")
+                                                      f"message {index}", legacy)
                         else:
                             request.setdefault("body", {})[sub] = stream.value()
                 else:
@@ -196,8 +264,8 @@ def file_units(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
         elif form == "request":
             records = partial(read_request, file, meta, limit)
         else:
-            records = partial(read_jsonl, file, True, settled, limit) \
-                if form == "requests-jsonl" else partial(read_array, file, True, limit)
+            records = partial(read_jsonl, file, True, settled, limit, meta) \
+                if form == "requests-jsonl" else partial(read_array, file, True, limit, meta)
         yield Unit(f"openai:{where}", "openai", session or base, records, meta, stat.st_size,
                    stat.st_mtime_ns, report=report)
         return

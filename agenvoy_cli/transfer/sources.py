@@ -89,6 +89,27 @@ def sessions_from(conn: sqlite3.Connection | None, fmt: str, cwd: str) -> list[s
     return out
 
 
+def requests(conn: sqlite3.Connection | None, session_id: str) -> list[dict[str, Any]]:
+    """What the requests a session was imported from carried beside their messages (model,
+    tools, tool_choice...), each once, in the order their sources were read."""
+    if conn is None:
+        return []
+    try:
+        found = conn.execute("SELECT meta FROM import_sources WHERE session_id = ? "
+                             "ORDER BY updated_at", (session_id,)).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    out: list[dict[str, Any]] = []
+    for (meta,) in found:
+        info = orjson.loads(meta)
+        one = info.get("request")
+        for request in ([one] if isinstance(one, dict) else []) + list(
+                info.get("requests") or []):
+            if isinstance(request, dict) and request and request not in out:
+                out.append(request)
+    return out
+
+
 def parents(conn: sqlite3.Connection | None) -> dict[str, str]:
     """session id -> the session that started it (a sub-agent's, as its import recorded)."""
     if conn is None:

@@ -35,3 +35,28 @@ def provider_errors(messages: list[dict]) -> list[str]:
         else:
             open_calls = set()
     return errors
+
+
+def calls_and_results(messages: list[dict]) -> tuple[list[str], list[str]]:
+    calls = [c["id"] for m in messages for c in m.get("tool_calls") or []]
+    results = [m["tool_call_id"] for m in messages if m.get("role") == "tool"]
+    return sorted(calls), sorted(results)
+
+
+def openai_shape(messages: list[dict]) -> None:
+    """Raises unless each message is one of the openai package's chat message params, and
+    each call is followed by one result per call id (what the API checks beyond types)."""
+    from openai.types.chat import ChatCompletionMessageParam
+    from pydantic import TypeAdapter
+
+    checked = TypeAdapter(list[ChatCompletionMessageParam]).validate_python(messages)
+    for m in checked:
+        for call in m.get("tool_calls") or []:  # lazily validated: walk them
+            assert call["type"] == "function" and call["function"]["name"]
+    assert provider_errors(messages) == []
+    i = 0
+    while i < len(messages):
+        calls = [c["id"] for c in messages[i].get("tool_calls") or []]
+        answers = [m.get("tool_call_id") for m in messages[i + 1:i + 1 + len(calls)]]
+        assert answers == calls, (i, calls, answers)
+        i += 1 + len(calls)
