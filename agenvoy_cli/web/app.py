@@ -1,0 +1,181 @@
+"""The pages of `agenvoy web` (Starlette, server-rendered with Jinja2; no script at all).
+
+Read-only unless started with --write: without it no route that writes exists (404, not a
+refusal). A write is two POSTs: the first shows what will change and asks (a confirmation
+page that works without JavaScript), the second, with confirm=yes, does it; both carry the
+CSRF token. Every call into the home runs on one worker thread, in turn, as the MCP
+server's store thread does."""
+
+from __future__ import annotations
+
+import hmac
+import re
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from agenvoy_cli.api import Memory
+from agenvoy_cli.errors import AgenvoyError, BadInput
+from agenvoy_cli.web import views
+from agenvoy_cli.web.guard import derived
+
+HERE = Path(__file__).resolve().parent
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'")
+MODES = ("keyword", "semantic", "hybrid")
+# shown as visible marks, never applied: bidirectional overrides and isolates (a message
+# must not reorder the page around it); lone surrogates (invalid UTF-8 read as text)
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def inert(text: Any) -> str:
+    """Text as a page may show it: bidi controls as ⟦U+202E⟧ marks (escaping is Jinja's)."""
+    return _BIDI.sub(lambda m: f"⟦U+{ord(m.group()):04X}⟧", str(text))
+
+
+class Web:
+    """The viewer's state: the home, the templates, the worker thread, --write."""
+
+    def __init__(self, memory: Memory, token: str, write: bool, state: dict[str, Any]
+                 ) -> None:
+        import jinja2
+
+        self.memory, self.write, self.state = memory, write, state
+        self.csrf = derived(token, "csrf")
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+            trim_blocks=True, lstrip_blocks=True)
+        self.env.filters["inert"] = inert
+        self.env.filters["when"] = views.when
+        self.limiter = anyio.CapacityLimiter(1)
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter)
+
+    def page(self, name: str, status: int = 200, **data: Any) -> Response:
+        html = self.env.get_template(name).render(write=self.write, csrf=self.csrf, **data)
+        body = _SURROGATE.sub("\ufffd", html).encode("utf-8")
+        return Response(body, status, media_type="text/html; charset=utf-8", headers={
+            "content-security-policy": CSP, "x-content-type-options": "nosniff",
+            "referrer-policy": "no-referrer", "cache-control": "no-store"})
+
+    async def show(self, name: str, fn: Callable[..., Any], *args: Any) -> Response:
+        """A page whose data `fn` reads; an error of the home is the page's one line."""
+        try:
+            data = await self.call(fn, self.memory, *args)
+        except AgenvoyError as exc:
+            status = 404 if exc.kind == "not_found" else 400 if exc.exit_code == 2 else 500
+            return self.page("error.html", status, message=str(exc))
+        return self.page(name, **data)
+
+    async def form(self, request: Request) -> dict[str, str]:
+        """A write's fields, after its CSRF token is checked (403 otherwise)."""
+        fields = {k: str(v) for k, v in (await request.form()).items()}
+        if not hmac.compare_digest(fields.get("csrf", ""), self.csrf):
+            raise PermissionError("missing or wrong CSRF token")
+        return fields
+
+
+def build(memory: Memory, token: str, write: bool, state: dict[str, Any]) -> Starlette:
+    web = Web(memory, token, write, state)
+    from agenvoy_cli.web import writes
+
+    routes = [Route("/", _wrap(web, _sessions)), Route("/s/{sid}", _wrap(web, _session)),
+              Route("/context/{sid}", _wrap(web, _context)),
+              Route("/search", _wrap(web, _search)), Route("/errors", _wrap(web, _errors)),
+              Route("/notes", _wrap(web, _notes)), Route("/notes/{name}", _wrap(web, _note)),
+              Route("/health", _wrap(web, _health)), Route("/web.css", _css)]
+    if write:
+        routes += writes.routes(web, _wrap)
+    return Starlette(routes=routes)
+
+
+def _wrap(web: Web, handler: Callable[..., Any]) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        web.state["requests"] = web.state.get("requests", 0) + 1
+        try:
+            return await handler(web, request)  # type: ignore[no-any-return]
+        except PermissionError as exc:
+            return web.page("error.html", 403, message=str(exc))
+        except BadInput as exc:
+            return web.page("error.html", 400, message=str(exc))
+        except AgenvoyError as exc:
+            return web.page("error.html", 500, message=str(exc))
+        except Exception as exc:  # noqa: BLE001 - one line on the page, the trace on stderr
+            traceback.print_exc()
+            return web.page("error.html", 500, message=f"internal error: "
+                            f"{type(exc).__name__}: {exc}")
+    return endpoint
+
+
+async def _css(request: Request) -> Response:
+    return Response((HERE / "static" / "web.css").read_bytes(), media_type="text/css",
+                    headers={"cache-control": "max-age=3600"})
+
+
+async def _sessions(web: Web, request: Request) -> Response:
+    return await web.show("sessions.html", views.sessions_page)
+
+
+async def _session(web: Web, request: Request) -> Response:
+    raw = request.query_params.get("before")
+    before = int(raw) if raw and raw.isdigit() else None
+    return await web.show("session.html", views.session_page, request.path_params["sid"],
+                          before)
+
+
+async def _context(web: Web, request: Request) -> Response:
+    return await web.show("context.html", views.context_page, request.path_params["sid"])
+
+
+async def _search(web: Web, request: Request) -> Response:
+    params = request.query_params
+    mode = params.get("mode") or "hybrid"
+    if mode not in MODES:
+        raise BadInput(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    scopes = [s for s in params.getlist("in") if s in views.SCOPES] or list(views.SCOPES)
+    sessions = (await web.call(Memory.sessions, web.memory))["sessions"]
+    sessions.sort(key=lambda d: d.get("last_message_at_ns") or 0, reverse=True)
+    sid = params.get("session") or (sessions[0]["session_id"] if sessions else None)
+    return await _search_page(web, params, mode, sid, scopes, sessions)
+
+
+async def _search_page(web: Web, params: Any, mode: str, sid: str | None,
+                       scopes: list[str], sessions: list[dict[str, Any]]) -> Response:
+    try:
+        data = await web.call(views.search_page, web.memory, params.get("q", ""), mode, sid,
+                              scopes)
+    except AgenvoyError as exc:
+        return web.page("error.html", 404 if exc.kind == "not_found" else 400,
+                        message=str(exc))
+    return web.page("search.html", **data, sessions=[s["session_id"] for s in sessions],
+                    all_scopes=views.SCOPES, modes=MODES)
+
+
+async def _errors(web: Web, request: Request) -> Response:
+    return await web.show("errors.html", views.errors_page)
+
+
+async def _notes(web: Web, request: Request) -> Response:
+    return await web.show("notes.html", lambda m: m.notes())
+
+
+async def _note(web: Web, request: Request) -> Response:
+    return await web.show("note.html", lambda m, n: {"note": m.note(n)},
+                          request.path_params["name"])
+
+
+async def _health(web: Web, request: Request) -> Response:
+    return await web.show("health.html", views.health_page, web.state)
+
+
+def redirect(path: str) -> Response:
+    return RedirectResponse(path, 303)
