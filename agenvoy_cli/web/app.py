@@ -127,7 +127,9 @@ async def _sessions(web: Web, request: Request) -> Response:
 
 async def _session(web: Web, request: Request) -> Response:
     raw = request.query_params.get("before")
-    before = int(raw) if raw and raw.isdigit() else None
+    if raw is not None and not raw.isdigit():
+        raise BadInput(f"before must be a message's place (an integer >= 0), got {raw!r}")
+    before = int(raw) if raw else None
     return await web.show("session.html", views.session_page, request.path_params["sid"],
                           before)
 

@@ -82,10 +82,11 @@ def seed_import(home: Path, tmp: Path) -> None:
     assert res.returncode == 0, res.stderr
 
 
-def cli(home: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def cli(home: Path, *args: str, timeout: float = 180, input: str | None = None
+        ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AGENVOY_HOME": str(home), "AGENVOY_NO_SERVER": "1"}
     return subprocess.run([sys.executable, "-m", "agenvoy_cli", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env, cwd=ROOT)
+                          text=True, timeout=timeout, env=env, cwd=ROOT, input=input)
 
 
 class Viewer:
