@@ -27,6 +27,8 @@ from agenvoy_cli.web import views
 from agenvoy_cli.web.guard import derived
 
 HERE = Path(__file__).resolve().parent
+# same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with a
+# form's POST, which the exact Origin check refuses
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
        "frame-ancestors 'none'; base-uri 'none'")
 MODES = ("keyword", "semantic", "hybrid")
@@ -65,7 +67,7 @@ class Web:
         body = _SURROGATE.sub("\ufffd", html).encode("utf-8")
         return Response(body, status, media_type="text/html; charset=utf-8", headers={
             "content-security-policy": CSP, "x-content-type-options": "nosniff",
-            "referrer-policy": "no-referrer", "cache-control": "no-store"})
+            "referrer-policy": "same-origin", "cache-control": "no-store"})
 
     async def show(self, name: str, fn: Callable[..., Any], *args: Any) -> Response:
         """A page whose data `fn` reads; an error of the home is the page's one line."""

@@ -87,5 +87,5 @@ class Guard:
     async def _reply(send: Any, reply: tuple[int, list[tuple[bytes, bytes]], bytes]) -> None:
         status, headers, body = reply
         await send({"type": "http.response.start", "status": status,
-                    "headers": [*headers, (b"referrer-policy", b"no-referrer")]})
+                    "headers": [*headers, (b"referrer-policy", b"same-origin")]})
         await send({"type": "http.response.body", "body": body})
