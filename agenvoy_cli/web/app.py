@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import re
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -103,19 +104,30 @@ def build(memory: Memory, token: str, write: bool, state: dict[str, Any]) -> Sta
 def _wrap(web: Web, handler: Callable[..., Any]) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         web.state["requests"] = web.state.get("requests", 0) + 1
-        try:
-            return await handler(web, request)  # type: ignore[no-any-return]
-        except PermissionError as exc:
-            return web.page("error.html", 403, message=str(exc))
-        except BadInput as exc:
-            return web.page("error.html", 400, message=str(exc))
-        except AgenvoyError as exc:
-            return web.page("error.html", 500, message=str(exc))
-        except Exception as exc:  # noqa: BLE001 - one line on the page, the trace on stderr
-            traceback.print_exc()
-            return web.page("error.html", 500, message=f"internal error: "
-                            f"{type(exc).__name__}: {exc}")
+        started, cpu = time.perf_counter(), time.process_time()
+        response = await _answer(web, handler, request)
+        # the server's own time for the page (bench/web.py reads it): wall, and the
+        # process's CPU (one request at a time runs on the worker thread)
+        response.headers["server-timing"] = (
+            f"app;dur={(time.perf_counter() - started) * 1000:.2f}, "
+            f"cpu;dur={(time.process_time() - cpu) * 1000:.2f}")
+        return response
     return endpoint
+
+
+async def _answer(web: Web, handler: Callable[..., Any], request: Request) -> Response:
+    try:
+        return await handler(web, request)  # type: ignore[no-any-return]
+    except PermissionError as exc:
+        return web.page("error.html", 403, message=str(exc))
+    except BadInput as exc:
+        return web.page("error.html", 400, message=str(exc))
+    except AgenvoyError as exc:
+        return web.page("error.html", 500, message=str(exc))
+    except Exception as exc:  # noqa: BLE001 - one line on the page, the trace on stderr
+        traceback.print_exc()
+        return web.page("error.html", 500, message=f"internal error: "
+                        f"{type(exc).__name__}: {exc}")
 
 
 async def _css(request: Request) -> Response:
