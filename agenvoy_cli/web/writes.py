@@ -16,7 +16,7 @@ from agenvoy_cli.errors import AgenvoyError, BadInput
 
 if TYPE_CHECKING:
     from agenvoy_cli.api import Memory
-    from agenvoy_cli.web.app import Web
+    from agenvoy_cli.web.base import Web
 
 
 def routes(web: Web, wrap: Any) -> list[Route]:
