@@ -19,6 +19,9 @@ import pytest
 from tests.web import browser
 from tests.web.seed import HUGE, SCRIPT, cli, seed, viewer
 
+# real processes (and a browser): out of the quick pre-commit run, in CI
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Iterator[Path]:

@@ -11,7 +11,12 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.web.seed import HUGE, JS_LINK, RTL, SCRIPT, cli, viewer
+
+# real processes (and a browser): out of the quick pre-commit run, in CI
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 120
 
@@ -211,3 +216,33 @@ def test_bad_requests_are_one_line_pages(home: Path) -> None:
                                                               f"Bearer {web.token}"})
             assert status in (400, 404), (path, status)
             assert b'class="failure"' in body and b"Traceback" not in body
+
+
+def test_notes_add_edit_remove_with_write_as_the_cli_sees_them(home: Path) -> None:
+    small_home(home)
+    with viewer(home, "--write") as web:
+        auth = {"Authorization": f"Bearer {web.token}",
+                "Content-Type": "application/x-www-form-urlencoded"}
+        _, _, page = request(web.url, "/notes-new", headers=auth)
+        csrf = re.search(rb'name="csrf" value="([0-9a-f]+)"', page).group(1).decode()
+
+        def post(path: str, form: str) -> bytes:
+            asked = request(web.url, path, method="POST", headers=auth,
+                            body=f"csrf={csrf}&{form}".encode())
+            assert asked[0] == 200 and b'name="confirm" value="yes"' in asked[2], path
+            done = request(web.url, path, method="POST", headers=auth,
+                           body=f"csrf={csrf}&confirm=yes&{form}".encode())
+            assert done[0] == 200 and b'class="done"' in done[2], (path, done[2][-400:])
+            return done[2]
+
+        post("/notes-new", "name=oncall&content=Pager+rota%3A+week+1+Ana")
+        assert "Pager rota: week 1 Ana" in cli(home, "notes", "show", "oncall").stdout
+        post("/notes/oncall/edit", "name=oncall&content=Pager+rota%3A+week+1+Bo")
+        assert "week 1 Bo" in cli(home, "notes", "show", "oncall").stdout
+        post("/notes/oncall/remove", "")
+        assert cli(home, "notes", "show", "oncall").returncode == 3
+        # a bad note is the page's one line, and nothing is written
+        status, _, body = request(web.url, "/notes-new", method="POST", headers=auth,
+                                  body=f"csrf={csrf}&confirm=yes&name=a/b&content=x".encode())
+        assert status == 400 and b'class="failure"' in body
+        assert "a/b" not in cli(home, "notes", "list").stdout
