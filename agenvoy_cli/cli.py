@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export", "Export sessions as lossless JSON Lines or Markdown."),
     "hook": ("hook", "Import when another agent's turn ends (Claude Code hooks, Codex notify)."),
     "mcp": ("mcp", "Serve the memory to agents as a stdio MCP server (warm, indexing ahead)."),
+    "web": ("web", "A local viewer of the home in the browser (read-only unless --write)."),
 }
 
 

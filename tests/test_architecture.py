@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"doctor"},
     {"transfer"},
     {"api"},
-    {"server"},
+    {"server", "web"},
     {"commands"},
     # the package root: its face for the outside (lazy Memory and __version__), which no
     # module of the package imports

@@ -96,7 +96,15 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if conn.in_transaction:  # SQLite may have rolled back already (disk full, I/O error)
             conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        # a COMMIT that failed (disk full, I/O error) may leave the transaction open: a
+        # long-lived process (web, MCP server, the API) would then refuse every later
+        # transaction on this connection ("cannot start a transaction within a transaction")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def reclaim_space(conn: sqlite3.Connection) -> bool:
