@@ -155,7 +155,15 @@ def session_page(memory: Memory, session_id: str, before: int | None) -> dict[st
         if conn is not None:
             top = archive.session_rows(conn, session_id).next_seq
             end = top if before is None else max(0, min(before, top))
-            rows = archive.rows_from(conn, session_id, max(0, end - PAGE), end)
+            # a row another program (Agenvoy, in Go) wrote may hold invalid UTF-8, which
+            # sqlite3 refuses to decode: shown with U+FFFD, for this read only (every call
+            # into the home runs on the viewer's one worker thread)
+            kept = conn.text_factory
+            conn.text_factory = _lenient
+            try:
+                rows = archive.rows_from(conn, session_id, max(0, end - PAGE), end)
+            finally:
+                conn.text_factory = kept
     page = pair([message_view(m.raw, m.seq, m.send_at) for m in rows])
     page.reverse()  # newest first
     first = rows[0].seq if rows else 0
@@ -165,6 +173,10 @@ def session_page(memory: Memory, session_id: str, before: int | None) -> dict[st
             "newer": (rows[-1].seq + 1 + PAGE) if rows and rows[-1].seq + 1 < top else None,
             "persona_text": persona_of(info),
             "origin": ORIGINS.get(info.get("source") or "", info.get("source")) or "appended"}
+
+
+def _lenient(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def _pretty(data: Any) -> str:

@@ -167,8 +167,18 @@ def test_hostile_content_is_sent_as_inert_text(home: Path) -> None:
                        ("surrogate", b'[{"role":"user","content":"caf\\udcff lait"}]')):
         (home / "sessions" / name).mkdir(parents=True)
         (home / "sessions" / name / "history.json").write_bytes(data)
+    # and an archived row another program (Agenvoy, in Go) wrote with invalid UTF-8
+    import sqlite3
+
+    with sqlite3.connect(home / ".store" / "history.db") as conn:
+        changed = conn.execute("UPDATE messages SET content = CAST(? AS TEXT), message = NULL "
+                               "WHERE session_id = 'main' AND seq = 0",
+                               (b"deploy caf\xc3 \xff failed",)).rowcount
+        assert changed == 1
     with viewer(home) as web:
         auth = {"Authorization": f"Bearer {web.token}"}
+        status, _, body = request(web.url, "/s/main", headers=auth)
+        assert status == 200 and "deploy caf\ufffd \ufffd failed" in body.decode("utf-8")
         status, headers, body = request(web.url, "/s/hostile", headers=auth)
         assert status == 200
         html = body.decode("utf-8")  # valid UTF-8, whatever the home holds
