@@ -141,12 +141,21 @@ class Memory:
         every term or any term (default: all for 1-3 terms, else any). "notes" holds
         {"code", "message"} objects (docs/json-vocabulary.md)."""
         from agenvoy_cli.search.engine import search
+        from agenvoy_cli.search.outside import note_outside
         from agenvoy_cli.search.timewindow import time_window
 
         window = time_window(range, since, until)
+        relevance = None if mode == "keyword" else self.relevance
         result = search(self.store, session_id, query, mode, limit=limit, window=window,
                         progress=progress, budget=budget, notice=notice, match=match,
-                        relevance=None if mode == "keyword" else self.relevance)
+                        relevance=relevance)
+        given = [f"--{k} {v}" for k, v in (("range", range), ("since", since),
+                                          ("until", until)) if v and v != "all"]
+        note_outside(result, lambda wide: search(self.store, session_id, query, mode,
+                                                 limit=limit, window=wide, budget=0,
+                                                 match=match, relevance=relevance),
+                     f"within {' '.join(given)}", "a search without "
+                     f"{'/'.join(g.split()[0] for g in given)}")
         return result.as_dict()
 
     def sessions(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from agenvoy_cli.errors import INTERRUPTED, AgenvoyError, documented
-from agenvoy_cli.output import fail, wants_json
+from agenvoy_cli.output import fail, reader_gone, wants_json
 from agenvoy_cli.version import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -106,6 +106,8 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             fail("interrupted", INTERRUPTED, "interrupted", _json_errors(ctx), prefix="")
             ctx.exit(INTERRUPTED)
+        except BrokenPipeError:  # stdout's reader left: quiet, as Unix tools are
+            ctx.exit(reader_gone())
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as exc:  # noqa: BLE001 - one line, not a traceback, unless --debug
@@ -225,7 +227,12 @@ def main() -> None:
     start_program()
     arm_faults(Settings(environment()).faults)
     try:
-        cli.main(prog_name="agenvoy", windows_expand_args=False)
+        try:
+            cli.main(prog_name="agenvoy", windows_expand_args=False)
+        finally:  # what is still buffered, written while an error can still be handled
+            sys.stdout.flush()
     except KeyboardInterrupt:
         click.echo("agenvoy: interrupted", err=True)
         sys.exit(INTERRUPTED)
+    except BrokenPipeError:  # stdout's reader left (help text, a final flush): quiet
+        sys.exit(reader_gone())

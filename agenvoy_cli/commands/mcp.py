@@ -38,14 +38,15 @@ def command(ctx: click.Context, session_id: str | None, bind: str | None,
     """Serve the memory over MCP on stdin/stdout (for Claude Desktop, Cursor, agents...),
     or with --http over streamable HTTP for any number of hosts and machines.
 
-    Tools: search_chat_history, remember_error, search_error_history, read_error, list_rag,
-    search_rag (upstream Agenvoy's names and parameters), append_messages, get_context;
-    with --tools agenvoy|both also Agenvoy v0.32's chat_history and error_history;
-    each session's rolling summary is a resource. The embedder and the vector index stay
-    loaded, and new messages (also those other processes append) are embedded in the
-    background, so searches rarely wait. While an HTTP server runs, `agenvoy search`,
-    `errors lookup` and `rag search` go through it. Stops on EOF (stdio) or SIGTERM
-    (exit 0). Exit 2: bad usage (a bind beyond loopback without a token); 1: the port
+    Tools: search_chat_history, remember_error, search_error_history, read_error,
+    search_notes, read_note (upstream Agenvoy's names and parameters), list_rag,
+    search_rag, save_note, append_messages, get_context; --tools agenvoy puts Agenvoy
+    v0.32's chat_history, error_history and find_knowledge in place of the first six
+    (--tools both: all). Each session's rolling summary is a resource. The embedder and
+    the vector index stay loaded, and new messages (also those other processes append) are
+    embedded in the background, so searches rarely wait. While an HTTP server runs,
+    `agenvoy search`, `errors lookup` and `rag search` go through it. Stops on EOF (stdio)
+    or SIGTERM (exit 0). Exit 2: bad usage (a bind beyond loopback without a token); 1: the port
     cannot be listened on; 75: an HTTP server already serves this home."""
     if session_id is not None:
         validate_name(session_id)

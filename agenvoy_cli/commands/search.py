@@ -30,11 +30,12 @@ def _line(row: dict[str, Any], marker: str = "") -> str:
 
 # notes the text output shows on stdout (in place of results, or below them), not on stderr
 ON_STDOUT = ("nothing_searchable", "context_window", "not_related", "any_term",
-             "other_script")
+             "other_script", "outside_window")
 
 
 def _empty(doc: dict[str, Any]) -> str:
-    for note in doc.get("notes", ()):
+    # the first such note; that the time window hid every match says the most
+    for note in sorted(doc.get("notes", ()), key=lambda n: n["code"] != "outside_window"):
         if note["code"] in ON_STDOUT:
             return str(note["message"])
     if doc["mode"] == "keyword":
@@ -147,8 +148,9 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
     any order, case-insensitive; Chinese by any substring of two or more characters), in two
     groups: [archive] (trimmed out of
     history.json, from SQLite) and [recent] (history.json). semantic and hybrid leave out the
-    context window (the last max_history_messages) and show each hit with 2 messages before
-    and 1 after. A semantic or hybrid search first embeds messages not yet indexed, for at
+    context window (the last max_history_messages; when every message is in it, semantic
+    finds nothing and hybrid answers its keyword matches) and show each hit with 2 messages
+    before and 1 after. A semantic or hybrid search first embeds messages not yet indexed, for at
     most --budget seconds; messages left without a vector are still searched by keyword.
     No match is not an error (exit 0). A query that starts with '-' goes in -q/--query
     (or after --)."""

@@ -20,6 +20,8 @@ from collections.abc import Container
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from agenvoy_cli.conversation.messages import (
     HEADER_LABEL,
     ORIGINAL,
@@ -163,6 +165,24 @@ def _block(stamp: str, who: str) -> str:
     return f"---\n{HEADER_LABEL}: {stamp}\n{line}---\n"
 
 
+def _tool_json(message: dict[str, Any], content: Any) -> bool:
+    """A tool result whose content is JSON: kept parseable (a header in front of it would
+    make the model, and any program reading the result, see text that is not JSON) when it
+    has no time of its own (`append`'s batch): it takes the time of the message before it,
+    its call's. One with a time of its own (an import) keeps the header in this format,
+    the only place for that time; the sendAt format keeps both apart."""
+    if message.get("role") != "tool" or not isinstance(content, str):
+        return False
+    head = content.lstrip()[:1]
+    if head not in ("{", "["):
+        return False
+    try:
+        orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def in_format(message: dict[str, Any], moment: datetime, fmt: str, who: str = "") -> dict[str, Any]:
     """The message as this session writes it: a header, or sendAt/sender (kept last, so the
     file's tail tells the format)."""
@@ -191,7 +211,8 @@ def in_format(message: dict[str, Any], moment: datetime, fmt: str, who: str = ""
         # the header is its content, or it would take the previous message's time
         out["content"] = header_block(moment, who)
         return out
-    if is_blank(text) or header_time(text) is not None:
+    if is_blank(text) or header_time(text) is not None or (at is None and
+                                                           _tool_json(out, content)):
         return out
     block = header_block(moment, who)
     if isinstance(content, str):

@@ -171,9 +171,9 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def call_line(call: dict[str, Any]) -> str:
+def call_line(call: dict[str, Any], width: int = CALL_WIDTH) -> str:
     """A tool call for people: `→ Bash(mix phx.server)`, the arguments in short (one value
-    alone, else key=value pairs), on one line of at most CALL_WIDTH characters of them."""
+    alone, else key=value pairs), on one line of at most `width` characters of them."""
     fn = call_function(call)
     name = fn.get("name") if isinstance(fn.get("name"), str) and fn["name"] else "?"
     raw = fn.get("arguments")
@@ -188,8 +188,8 @@ def call_line(call: dict[str, Any]) -> str:
     else:
         shown = "" if value is None else _shown(value)
     shown = " ".join(shown.split())
-    if len(shown) > CALL_WIDTH:
-        shown = shown[:CALL_WIDTH - 1] + "…"
+    if len(shown) > width:
+        shown = shown[:width - 1] + "…"
     return f"→ {name}({shown})"
 
 

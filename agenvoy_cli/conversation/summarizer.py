@@ -41,9 +41,12 @@ from agenvoy_cli.conversation.messages import (
     NS,
     TIME_FORMAT,
     Message,
+    call_line,
     header_time,
     local_to_ns,
     parse_local_time,
+    strip_header,
+    tool_calls,
 )
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.conversation.summary import (
@@ -153,8 +156,30 @@ def messages_after(conn: Any, session_id: str, recent: list[Message],
 
 
 # -- chunks and requests ------------------------------------------------------------------------
+SUMMARY_CALL_WIDTH = 240  # characters of a call's arguments the LLM sees (bounded: chunks
+#                           are sized by the messages' text alone)
+
+
+def _shown(m: Message, names: dict[str, str]) -> str:
+    """A message as the LLM reads it: its text, then a `→ name(arguments)` line per tool
+    call (a call alone was an empty block); a tool result led by its call's name."""
+    text = m.text
+    call_id = m.raw.get("tool_call_id")
+    name = (names.get(call_id) if isinstance(call_id, str) else None) or m.raw.get("name")
+    if m.role == "tool" and isinstance(name, str) and name:
+        body = strip_header(text)
+        text = f"{text[:len(text) - len(body)]}{name} → {body}"
+    calls = [call_line(c, SUMMARY_CALL_WIDTH) for c in tool_calls(m.raw)]
+    if not calls:
+        return text
+    return "\n".join([text.rstrip("\n"), *calls] if text.strip() else calls)
+
+
 def render_chunk(chunk: Sequence[Message]) -> str:
-    body = "".join(f"[{m.role}]\n{m.text}\n\n" for m in chunk)
+    names = {c["id"]: str(c["function"].get("name") or "") for m in chunk
+             for c in tool_calls(m.raw)
+             if isinstance(c.get("id"), str) and isinstance(c.get("function"), dict)}
+    body = "".join(f"[{m.role}]\n{_shown(m, names)}\n\n" for m in chunk)
     # A fence longer than any backtick run inside, so a message cannot close it.
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)

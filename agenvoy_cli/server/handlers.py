@@ -61,7 +61,8 @@ def render_history(doc: dict[str, Any]) -> str:
     if not rows:
         if doc.get("match") == "none":
             return f"nothing searchable in: {doc['query']}"
-        return f"no matches with keyword: {doc['query']}"
+        hidden = [n["message"] for n in doc.get("notes", ()) if n["code"] == "outside_window"]
+        return "\n".join([f"no matches with keyword: {doc['query']}", *hidden])
     from agenvoy_cli.search.results import grouped_lines, who
 
     out = grouped_lines(doc, lambda row: f"[{row['sent_at']} · {who(row)}] {row['content']}")
@@ -77,25 +78,38 @@ def _budget(ctx: Context, a: Args) -> float:
     return a.number("budget", lo=0, hi=T.MAX_BUDGET, default=ctx.store.settings.search_budget)
 
 
-def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
+def windowed_search(ctx: Context, session_id: str, keyword: str, mode: str, limit: int,
+                    span: str, default: str, budget: float) -> dict[str, Any]:
+    """The search of search_chat_history and chat_history (mode=search) over time_range
+    `span`; nothing inside the window but matches outside it: a note says so."""
     from agenvoy_cli.search.engine import search
+    from agenvoy_cli.search.outside import note_outside
     from agenvoy_cli.search.timewindow import time_window
 
-    a = Args("search_chat_history", raw, _properties("search_chat_history"))
-    keyword = a.string("keyword", required=True) or ""
-    mode = a.choice("mode", T.SEARCH_MODES, "semantic")
-    span = a.choice("time_range", T.TIME_RANGES, "1d")
     window = time_window("1mo" if span == "1m" else span)  # upstream's 1m is 30 days
-    limit = a.choice("limit", T.HISTORY_LIMITS, 8)
-    session_id = a.session(ctx.bound)
-    budget = _budget(ctx, a)
     # Agenvoy's writes to history.json: archived first
     align_if_written_elsewhere(ctx.store, session_id)
     result = search(ctx.store, session_id, keyword, mode, limit=limit, window=window,
                     budget=budget, relevance=ctx.relevance)
+    note_outside(result, lambda wide: search(ctx.store, session_id, keyword, mode,
+                                             limit=limit, window=wide, budget=0,
+                                             relevance=ctx.relevance),
+                 f"within time_range {span}" + (" (the default)" if span == default else ""),
+                 'time_range "all"')
     if mode != "keyword":
         ctx.touched(session_id)
-    doc = result.as_dict()
+    return result.as_dict()
+
+
+def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
+    a = Args("search_chat_history", raw, _properties("search_chat_history"))
+    keyword = a.string("keyword", required=True) or ""
+    mode = a.choice("mode", T.SEARCH_MODES, "semantic")
+    span = a.choice("time_range", T.TIME_RANGES, T.DEFAULT_TIME_RANGE)
+    limit = a.choice("limit", T.HISTORY_LIMITS, 8)
+    session_id = a.session(ctx.bound)
+    doc = windowed_search(ctx, session_id, keyword, mode, limit, span, T.DEFAULT_TIME_RANGE,
+                          _budget(ctx, a))
     return render_history(doc), doc
 
 

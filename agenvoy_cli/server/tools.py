@@ -11,6 +11,11 @@ from typing import Any
 
 SEARCH_MODES = ["keyword", "semantic", "hybrid"]
 TIME_RANGES = ["1d", "7d", "1m", "1y", "all"]
+# search_chat_history's default: all (upstream's v0.31 tool had 1d). Its own description
+# sends keyword "across full history (archive + recent)", and a host's model rarely sets
+# time_range: the last day hid every older conversation (issue #49). A recent hit still
+# ranks first; chat_history (--tools agenvoy) keeps upstream's 1d, exactly.
+DEFAULT_TIME_RANGE = "all"
 HISTORY_LIMITS = [8, 16, 32]
 OUTCOMES = ["resolved", "failed", "abandoned"]
 ERROR_LIMIT_MAX = 16
@@ -66,9 +71,11 @@ def definitions(bound: str | None) -> list[dict[str, Any]]:
                          "description": "keyword: every term, across the full history "
                          "including the archive. semantic: vector similarity in recent "
                          "messages. hybrid: keyword ranking fused with vectors."},
-                "time_range": {"type": "string", "enum": TIME_RANGES, "default": "1d",
+                "time_range": {"type": "string", "enum": TIME_RANGES,
+                               "default": DEFAULT_TIME_RANGE,
                                "description": "Time window filter (last day, 7 days, 30 "
-                               "days, year, or all). Applies to every mode."},
+                               "days, year, or all). Applies to every mode. Nothing "
+                               "inside it but matches outside: the answer says so."},
                 "limit": {"type": "integer", "enum": HISTORY_LIMITS, "default": 8,
                           "description": "Hit cap per source. Output exceeds limit after "
                           "context expansion."},

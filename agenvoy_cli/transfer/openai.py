@@ -252,7 +252,8 @@ def file_units(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
     form = shape(file, limit)
     settled = now or time.time() - stat.st_mtime >= quiet
     where = str(file.resolve())
-    base = f"openai-{slug(file.stem) or 'messages'}"
+    stem = slug(file.stem) or "messages"
+    base = stem if stem == "openai" or stem.startswith("openai-") else f"openai-{stem}"
     report = {"shape": form}
     meta: dict[str, Any] = {"path": where, "shape": form}
     if form in ("messages-jsonl", "messages-array", "request") or (
