@@ -77,8 +77,9 @@ def check_tool_pairs(doctor: Any, sid: str) -> None:
     rows = conn.execute("SELECT seq, role, message FROM messages WHERE session_id = ? AND "
                         "seq IS NOT NULL ORDER BY seq", (sid,))
     orphans, missing = unpaired(rows)
-    hint = "; if the session was imported, the next import completes a message an older " \
-        "version archived before it was complete"
+    hint = "; if the session was imported, the next import completes a message an " \
+        "import archived before its writer had finished it (a split an older version left " \
+        "stays)"
     if orphans:
         doctor.report(sid, "tool-pairs", f"{len(orphans)} tool result(s) without their call "
                       f"(seq {_places(orphans)}){hint}", note=True)

@@ -33,6 +33,7 @@ from agenvoy_cli.transfer.inputs import (
     too_long,
 )
 from agenvoy_cli.transfer.records import (
+    OPEN_FROM,
     OWED,
     Record,
     Unit,
@@ -237,8 +238,10 @@ def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
                 continue
             count += 1
             yield Record(raw, [(m, moment) for m in messages])
+    meta.pop(OPEN_FROM, None)
     if current is not None:
-        if settled:
+        if settled:  # maybe not the end of it (#49): the next import reads it again
+            meta[OPEN_FROM] = current.first
             yield from current.done()
         else:
             report["open"] = len(current.records)
