@@ -125,3 +125,18 @@ def test_the_hook_stopped_by_its_time_limit_behind_the_lock(home, tmp_path):
     hook(case, transcript)
     assert fault_sweep.core(fault_sweep.state(case)) == want and not want["gone"]
     assert doctor(case)["code"] == 0
+
+
+def test_session_reset_and_remove_are_all_or_nothing(tmp_path):
+    """#49: on a full disk (or a failing one, kill -9, Ctrl-C) at the commit that deletes
+    the session's rows, `session reset` and `session remove` left history.json deleted and
+    the rows in place, and doctor --repair then put history.json back: now the home is as
+    before (vectors may lag: derived), or, stopped after that commit, done."""
+    paths = {p.name: p for p in fault_sweep.paths("http://127.0.0.1:9")}
+    problems = []
+    for name in ("session reset --no-summary", "session remove"):
+        ref = fault_sweep.reference(paths[name], tmp_path)
+        at = ref.points.index("commit COMMIT") + 1  # the rows' deletion
+        for failure in ("enospc", "eio", "interrupt", "kill"):
+            problems += fault_sweep.check_case(ref, at, failure, tmp_path)
+    assert not problems, "\n".join(problems)

@@ -402,8 +402,13 @@ def paths(llm_url: str) -> list[WritePath]:
                   lambda i: ["compact", "s", "--max-bytes", "1024"], False),
         WritePath("session reset", "conversation", lambda h, i: with_vectors(h),
                   lambda i: ["session", "reset", "s", "-y"], False, env=llm),
+        # all or nothing (#49): a failure before the rows' commit leaves everything as it
+        # was, history.json included (the refreshed summary of a reset with an LLM is a
+        # write of its own, before)
+        WritePath("session reset --no-summary", "conversation", lambda h, i: with_vectors(h),
+                  lambda i: ["session", "reset", "s", "-y", "--no-summary"], True),
         WritePath("session remove", "conversation", lambda h, i: with_vectors(h),
-                  lambda i: ["session", "remove", "s", "-y"], False),
+                  lambda i: ["session", "remove", "s", "-y"], True),
         WritePath("summarize", "summary", lambda h, i: conversation(h, n=20),
                   lambda i: ["summarize", "s"], False, env=llm),
         WritePath("backfill", "conversation", _outside_writer,
@@ -570,9 +575,12 @@ def check_case(ref: Reference, at: int, failure: str, workdir: Path) -> list[str
     problems += _check_report(home, outcome, failure, said)
     before, want = core(ref.before), core(ref.after)
     now = state(home)
-    interrupted = failure in INTERRUPTIONS and outcome.code in (0, INTERRUPTED)
+    # an interruption after the change's last write: done (or its tidying left, `finish`)
+    interrupted = failure in INTERRUPTIONS and outcome.code in (0, INTERRUPTED) and (
+        core(now) == want or (path.finish is not None and
+                              acknowledged_in(now) >= acknowledged_in(ref.after)))
     if path.atomic and outcome.code not in (0, None, -signal.SIGKILL) and core(now) != before \
-            and not (interrupted and core(now) == want):  # stopped after its last write
+            and not interrupted:
         problems.append(f"failed (exit {outcome.code}) but changed the home: "
                         f"{_diff(before, core(now))}")
     repaired = run(home, "doctor", "--repair", env={"AGENVOY_EMBEDDER": EMBEDDER})
