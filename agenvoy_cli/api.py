@@ -527,8 +527,9 @@ class Memory:
         from agenvoy_cli.home.layout import validate_name
 
         validate_name(session_id)
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
-            raise BadInput(f"SEQ must be a message's place (an integer >= 0), got {seq!r}")
+        if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < 2**63:
+            raise BadInput(f"SEQ must be a message's place (an integer from 0 to 2^63-1), "
+                           f"got {seq!r}")
         conn = self.store.db_readonly()
         rows = []
         if conn is not None:
@@ -544,9 +545,11 @@ class Memory:
                              warn=warn)
 
     def edit_note(self, name: str, content: str | None = None, *, rename: str | None = None,
-                  replace: bool = False, warn: Warn | None = None) -> dict[str, Any]:
+                  replace: bool = False, expect: str | None = None,
+                  warn: Warn | None = None) -> dict[str, Any]:
         """Change a note's content and/or name (NotFound; a new name that exists is refused
-        unless `replace`). "action": replaced | renamed | unchanged."""
+        unless `replace`). "action": replaced | renamed | unchanged. `expect`: the content
+        the change was made from (an editor's); a note changed since is refused."""
         from agenvoy_cli.errors import BadInput
         from agenvoy_cli.notes.names import check_content, check_name, note_name
         from agenvoy_cli.notes.store import get, save
@@ -561,7 +564,8 @@ class Memory:
         body = old.content if content is None else content
         target = key if rename is None else note_name(rename, body)
         note, action = save(self.store, target, body, replace=replace or target == key,
-                            rename_from=key if target != key else None, **_warn(warn))
+                            rename_from=key if target != key else None, expect=expect,
+                            **_warn(warn))
         return {**note.as_dict(), "action": action, "renamed_from": key if target != key
                 else None}
 

@@ -25,6 +25,11 @@ EXIT_CODES: dict[int, str] = {
 }
 
 
+class TimeLimit(BaseException):
+    """A hook's time is up (its SIGALRM raises it wherever the code is; a BaseException, as
+    KeyboardInterrupt: no layer's `except Exception` keeps it)."""
+
+
 class AgenvoyError(Exception):
     """Base of every error the CLI turns into one line on stderr (and, with --json, into
     {"error": {"code", "kind", "message"}} on stdout: `kind` names the family). Its text is

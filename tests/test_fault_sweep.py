@@ -3,8 +3,8 @@
 The default run checks a sample: AGENVOY_FAULT_CASES cases (default 4: a minute on two busy
 cores) drawn with a seed (AGENVOY_FAULT_SEED, else a fresh one; printed, so a failing draw
 can be replayed) from every (path, point, failure); AGENVOY_FAULT_PATHS (names, comma-
-separated) and AGENVOY_FAULT_FAILURES (enospc,eio,kill) narrow it. The full sweep runs
-every case of every path:
+separated) and AGENVOY_FAULT_FAILURES (enospc, eio, kill, interrupt, timelimit; comma-
+separated) narrow it. The full sweep runs every case of every path:
 
     AGENVOY_FAULT_SWEEP=full .venv/bin/python -m pytest -q -s tests/test_fault_sweep.py
 
@@ -67,7 +67,8 @@ def test_every_write_path_at_its_injection_points(llm_url: str, workdir: Path,
             continue
         ref = fault_sweep.reference(path, workdir)
         points += len(ref.points)
-        every = [(at, f) for at in range(1, len(ref.points) + 1) for f in FAILURES]
+        every = [(at, f) for at in range(1, len(ref.points) + 1) for f in FAILURES
+                 if path.takes(f)]
         draw = every if chosen[path.name] is None else rng.sample(
             every, min(chosen[path.name] or 1, len(every)))
         for at, failure in draw:

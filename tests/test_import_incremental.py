@@ -64,6 +64,30 @@ def test_an_import_between_any_two_records_ends_as_one_import(run, home, tmp_pat
     assert run("doctor").exit_code == 0
 
 
+@pytest.mark.parametrize("split", range(1, len(LINES)))
+@pytest.mark.parametrize("early", ["stop hook", "quiet"])
+def test_a_message_split_by_an_early_final_import_is_merged_by_the_next(
+        run, home, tmp_path, one_shot, split, early):
+    """#49: a Stop hook that fires before Claude Code flushed the message's last blocks
+    (--now), or a cron import after a block took longer than the quiet time, archives a
+    half-written message as final; the next import merges the rest into it, so the archive
+    and history.json end as one import of the whole file."""
+    path = transcript(tmp_path / "p", LINES[:split])
+    if early == "quiet":
+        past = time.time() - 3600
+        os.utime(path, (past, past))
+        importing(run, path)
+    else:
+        importing(run, path, "--now")
+    path.write_bytes(b"".join(LINES))
+    importing(run, path, "--now")
+    assert rows(home) == one_shot
+    history = orjson.loads((home / "sessions" / SID / "history.json").read_bytes())
+    assert [orjson.loads(r[4]) for r in one_shot] == history
+    assert run("doctor").exit_code == 0
+    assert importing(run, path, "--now")["sources"][0]["status"] == "unchanged"
+
+
 def test_an_import_after_every_record_ends_as_one_import(run, home, tmp_path, one_shot):
     path = transcript(tmp_path / "p", [])
     for done in range(1, len(LINES) + 1):

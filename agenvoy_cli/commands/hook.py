@@ -16,12 +16,9 @@ from typing import Any
 import click
 
 from agenvoy_cli.commands.common import get_store, settings_of
+from agenvoy_cli.errors import TimeLimit
 
 TIME_LIMIT = 20.0  # seconds; Claude Code's own limit for a hook is 60 s
-
-
-class TimeLimit(BaseException):
-    """The hook's time is up (a BaseException: no layer's `except Exception` keeps it)."""
 
 
 @contextmanager
@@ -65,6 +62,8 @@ def quietly(ctx: click.Context, what: str, seconds: float,
     except TimeLimit:
         lines = [f"stopped at its time limit ({seconds:g} s); the next hook or import "
                  "goes on from where it stopped"]
+    except KeyboardInterrupt:
+        lines = ["interrupted; the next hook or import goes on from where it stopped"]
     except BaseException as exc:  # noqa: BLE001 - a hook never fails the host's turn
         lines = [_describe(exc)]
     for line in lines:

@@ -203,13 +203,19 @@ def edit_cmd(ctx: click.Context, name: str, content: str | None, file: str | Non
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise BadInput("stdin is not a terminal: give --content TEXT, --file F or "
                            "--rename NEW (the editor is only opened on a terminal)")
-        current = api.note(name, warn=warn)["content"]
-        edited = click.edit(current, extension=".md", require_save=True)
-        if edited is None:
-            warn("agenvoy: note: not saved in the editor; nothing changed")
-            text = current
-        else:
-            text = edited
+        shown = api.note(name, warn=warn)
+        edited = click.edit(shown["content"], extension=".md", require_save=True)
+        # (click.edit ends the text it hands the editor with a newline)
+        if edited is None or edited in (shown["content"], shown["content"] + "\n"):
+            # no write: another process may have changed the note meanwhile
+            warn("agenvoy: note: not changed in the editor; nothing saved")
+            emit({**shown, "action": "unchanged", "renamed_from": None}, as_json,
+                 _render_note)
+            return
+        # saved only over the text the editor opened: a concurrent edit is never reverted
+        emit(api.edit_note(name, edited, expect=shown["content"], warn=warn), as_json,
+             _render_note)
+        return
     emit(api.edit_note(name, text, rename=rename, replace=replace, warn=warn), as_json,
          _render_note)
 

@@ -5,14 +5,15 @@ context loss", internal/agents/exec/reset.go)."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.conversation import archive, sessions
-from agenvoy_cli.errors import BadInput, OperationFailed, StoreBusy
+from agenvoy_cli.errors import AgenvoyError, BadInput, OperationFailed, StoreBusy
 from agenvoy_cli.home import sqlite
-from agenvoy_cli.home.files import FileIdentity, file_identity
+from agenvoy_cli.home.files import FileIdentity, file_identity, link_aside, put_back
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
@@ -24,10 +25,15 @@ ATTEMPTS = 3  # summary refreshes tried while messages keep arriving
 def clear_session(store: Store, session_id: str, *, remove: bool,
                   guard: Callable[[], None] | None = None,
                   summary: bool = False) -> dict[str, Any]:
-    """history.json first (SQLite stays a superset), then Agenvoy's own session files, vectors
-    before rows (never ahead), the folder last. `guard` runs first under the lock and may
-    refuse (history.json changed since the summary was refreshed). `summary`: also
-    summary.json and summary.meta.json (Agenvoy's ResetAll)."""
+    """All or nothing (#49: a full disk used to leave history.json deleted and the rows in
+    place, and doctor then put history.json back). Vectors first (derived: behind is
+    allowed, never ahead); history.json out of the way (a hard link keeps it: putting it
+    back needs no disk space); the rows in one transaction. A failure up to that commit
+    puts history.json back: nothing changed. After it, what is left (Agenvoy's own session
+    files, the summary with `summary`, the folder) is completed by running the command
+    again. `guard` runs first under the lock and may refuse (history.json changed since the
+    summary was refreshed). `summary`: also summary.json and summary.meta.json (Agenvoy's
+    ResetAll)."""
     if store.hooks.active(store):
         store.hooks.preload()
     with store.write_lock():
@@ -38,28 +44,59 @@ def clear_session(store: Store, session_id: str, *, remove: bool,
         layout = store.layout
         folder = layout.session_dir(session_id)
         history = layout.history(session_id)
+        store.hooks.after_clear(store, session_id)
         had_history = history.exists()
-        if had_history:
-            history.unlink()
+        previous = link_aside(history) if had_history else None
+        try:
+            rows = _clear_rows(store, session_id, history, previous, remove=remove)
+        finally:
+            if previous is not None:
+                previous.unlink(missing_ok=True)
         removed = [p.name for p in layout.agent_files(session_id) if _remove(p)]
         if summary:
             removed += [p.name for p in (layout.summary(session_id),
                                          layout.summary_meta(session_id)) if _remove(p)]
-        store.hooks.after_clear(store, session_id)
-        rows = 0
-        if layout.db.exists():
-            with store.transaction() as conn:
-                rows = archive.delete_session(conn, session_id)
-                sessions.drop(conn, session_id)
-                if not remove:  # the folder stays: a row saying it holds no messages
-                    sessions.write_stats(conn, session_id, history, 0, 0)
-            sqlite.reclaim_space(store.db())
         if remove and folder.exists():
             shutil.rmtree(folder)
         return {"session_id": session_id, "action": "removed" if remove else "reset",
                 "history_deleted": had_history, "rows_deleted": rows,
                 "agent_files_deleted": removed,
                 "summary_kept": (not remove) and layout.summary(session_id).exists()}
+
+
+def _clear_rows(store: Store, session_id: str, history: Path, previous: Path | None, *,
+                remove: bool) -> int:
+    """history.json deleted, then the session's rows; history.json put back unless the
+    rows' deletion committed (an interruption may land right after the COMMIT)."""
+    layout = store.layout
+    rows = 0
+    try:
+        history.unlink(missing_ok=True)
+        if layout.db.exists():
+            with store.transaction() as conn:
+                rows = archive.delete_session(conn, session_id)
+                sessions.drop(conn, session_id)
+                if not remove:  # the folder stays: a row saying it holds no messages
+                    sessions.write_stats(conn, session_id, history, 0, 0)
+    except BaseException:
+        if previous is not None and not _rows_deleted(store, session_id):
+            put_back(previous, history)
+        raise
+    if rows:
+        sqlite.reclaim_space(store.db())
+    return rows
+
+
+def _rows_deleted(store: Store, session_id: str) -> bool:
+    """Whether the session's rows are gone (a failure to tell is a no)."""
+    try:
+        conn = store.db()
+        if conn.in_transaction:
+            return False
+        return conn.execute("SELECT 1 FROM messages WHERE session_id = ? LIMIT 1",
+                            (session_id,)).fetchone() is None
+    except (AgenvoyError, OSError, sqlite3.Error):
+        return False
 
 
 def _remove(path: Path) -> bool:

@@ -305,6 +305,20 @@ class Store:
             sessions.write_stats(conn, session_id, history.path, count, start, new_folder,
                                  size=size)
 
+    @staticmethod
+    def _batch_archived(conn: sqlite3.Connection, session_id: str, first: int,
+                        count: int) -> bool:
+        """Whether an append's archive half committed (its rows are at first.., which no
+        one else can fill under the lock). A failure to tell is a no: the old file back."""
+        try:
+            if conn.in_transaction:
+                return False
+            got = conn.execute("SELECT count(*) FROM messages WHERE session_id = ? AND "
+                               "seq >= ?", (session_id, first)).fetchone()[0]
+        except (sqlite3.Error, AgenvoyError, OSError):
+            return False
+        return bool(got >= count)
+
     def append(self, session_id: str, messages: list[Any], moment: datetime | None = None,
                *, compact: bool = True, sender: str = "",
                history_format: str | None = None,
@@ -364,10 +378,14 @@ class Store:
                 self._archive_append(session_id, rows, start, stamped, history,
                                      count + len(stamped), new_folder, new_size)
             except BaseException:
-                put_back(previous, history.path)
-                if made:  # a first append that failed leaves no session behind
-                    with contextlib.suppress(OSError):
-                        history.path.parent.rmdir()
+                # an interruption (Ctrl-C, a hook's time limit) can land right after the
+                # archive's COMMIT: the batch is in, and putting the old file back would
+                # leave archived messages out of history.json
+                if not self._batch_archived(conn, session_id, rows.next_seq, len(stamped)):
+                    put_back(previous, history.path)
+                    if made:  # a first append that failed leaves no session behind
+                        with contextlib.suppress(OSError):
+                            history.path.parent.rmdir()
                 raise
             finally:
                 if previous is not None:
@@ -431,6 +449,23 @@ class Store:
         if where is not None:
             self.align(session_id)  # the rewritten file's identity in session_stats
         return True
+
+    def restore_holes(self, session_id: str) -> int:
+        """Put back into history.json the archived messages an interrupted write left out
+        of it (conversation/holes.py), at their places; how many. history.json first: the
+        align after it (or the next one, after a crash) marks them live again."""
+        from agenvoy_cli.conversation import holes
+
+        with self.write_lock():
+            history = self.history(session_id)
+            conn = self.db()
+            found, seqs = holes.find(conn, session_id, history.messages)
+            if not found:
+                return 0
+            write_history(history.path, dump_history(
+                holes.merged(conn, session_id, history.messages, seqs, found)))
+            self.align(session_id, thorough=True)
+        return len(found)
 
     def compact(self, session_id: str, max_bytes: int | None = None, *,
                 force: bool = False) -> Compaction:

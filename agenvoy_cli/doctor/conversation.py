@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.conversation import alignment, archive
+from agenvoy_cli.conversation import alignment, archive, holes
 from agenvoy_cli.conversation.history import History, dump_history, write_history
 from agenvoy_cli.conversation.messages import content_text, identity_key, is_blank, message_identity
 from agenvoy_cli.home.files import move_aside
@@ -58,6 +58,8 @@ def check_archive(doctor: Doctor, sid: str, history: History) -> None:
         return
     if dups:
         return  # the repair above aligns again
+    if report_holes(doctor, sid, history.messages):
+        return  # the repair aligns the whole session again
     cands = alignment.candidates(conn, sid, rows.start_seq or 0)
     report_unarchived(doctor, sid, history.messages, cands, rows.next_seq)
 
@@ -80,6 +82,20 @@ def report_unarchived(doctor: Doctor, sid: str, messages: Sequence[dict[str, Any
     if edited:
         doctor.report(sid, "archive", f"{edited} message(s) of history.json were edited since "
                       "they were archived", lambda: realign(doctor, sid))
+
+
+def report_holes(doctor: Doctor, sid: str, messages: Sequence[dict[str, Any]]) -> bool:
+    """Archived messages an interrupted write left out of history.json (never a person's
+    removal: conversation/holes.py); --repair puts them back in place."""
+    found, _ = holes.find(doctor.store.db(), sid, messages)
+    if not found:
+        return False
+    places = f"{found[0].seq}" if len(found) == 1 else f"{found[0].seq}-{found[-1].seq}"
+    doctor.report(sid, "history.json", f"{len(found)} archived message(s) missing from it "
+                  f"(place {places}; an interrupted write left them out)",
+                  lambda: f"put {doctor.store.restore_holes(sid)} message(s) back in "
+                  "history.json")
+    return True
 
 
 def realign(doctor: Doctor, sid: str) -> str:

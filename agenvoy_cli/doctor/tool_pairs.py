@@ -86,7 +86,8 @@ def check_tool_pairs(doctor: Any, sid: str) -> None:
     rows = conn.execute("SELECT seq, role, message FROM messages WHERE session_id = ? AND "
                         "seq IS NOT NULL ORDER BY seq", (sid,))
     orphans, missing = unpaired(rows)
-    hint = "; a result cannot be made up: context leaves these out"
+    hint = "; a result cannot be made up: context leaves these out (an import that " \
+        "archived a message before its writer had finished it completes it next time)"
     if orphans:
         doctor.report(sid, "tool-pairs", f"{len(orphans)} tool result(s) without their call "
                       f"(seq {_places(orphans)}){hint}", note=True)

@@ -137,6 +137,9 @@ class GuardedCursor(sqlite3.Cursor):
         try:
             if faults.is_armed():
                 _injection_point(self, sql)
+                done = super().execute(sql, parameters)
+                faults.passed()
+                return done
             return super().execute(sql, parameters)
         except sqlite3.Error as exc:
             raise wrap(exc, self.path) from None
@@ -145,6 +148,9 @@ class GuardedCursor(sqlite3.Cursor):
         try:
             if faults.is_armed():
                 _injection_point(self, sql)
+                done = super().executemany(sql, seq)
+                faults.passed()
+                return done
             return super().executemany(sql, seq)
         except sqlite3.Error as exc:
             raise wrap(exc, self.path) from None
@@ -153,6 +159,9 @@ class GuardedCursor(sqlite3.Cursor):
         try:
             if faults.is_armed():
                 _injection_point(self, script)
+                ran = super().executescript(script)
+                faults.passed()
+                return ran
             return super().executescript(script)
         except sqlite3.Error as exc:
             raise wrap(exc, self.path) from None

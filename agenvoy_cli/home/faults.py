@@ -6,7 +6,10 @@ marker line), every SQLite commit of a home connection (home/dbguard.py: COMMIT,
 statement outside a transaction, which commits by itself) and every write to the vector
 index (vectors/collection.py: add, delete, create, drop) first calls `hit(point)`. Armed,
 the Nth of those calls fails as a full disk (ENOSPC) or a failing disk (EIO) would fail
-there, or the process ends as under kill -9 (SIGKILL to itself: no cleanup, no flush).
+there, or the process ends as under kill -9 (SIGKILL to itself: no cleanup, no flush), or
+an in-process interruption lands there (KeyboardInterrupt as Ctrl-C raises it, the hook's
+TimeLimit as its SIGALRM does: an exception wherever the code happens to be, and what runs
+on the way out runs).
 Unarmed (always, outside tests), hit() is the test of one empty list.
 
 A process is armed once, at its entry: `cli.main` takes AGENVOY_FAULTS from its settings
@@ -16,7 +19,10 @@ uses `armed(plan)`. The value is comma-separated `key=value` pairs:
     at=N          fail the Nth call (1-based) among `point`; without it nothing fails and
                   the calls are only counted (a dry counting run)
     point=P       any (default), write, fsync, rename, commit or chroma
-    fail=F        enospc (default), eio or kill
+    fail=F        enospc (default), eio, kill, interrupt (KeyboardInterrupt) or
+                  timelimit (errors.TimeLimit); an interruption lands before the call,
+                  but right after a commit (passed(): the moment a signal most often
+                  lands, SQLite's fsync, and the one a failure never shows)
     once=1        a full disk fails only that one call (by default it stays full: every
                   later write, fsync, commit and vector write of the process fails too;
                   renames need no space and pass); eio and kill are always once
@@ -38,7 +44,11 @@ from collections.abc import Callable, Iterator
 
 ENV = "AGENVOY_FAULTS"
 POINTS = ("write", "fsync", "rename", "commit", "chroma")
-FAILURES = {"enospc": errno.ENOSPC, "eio": errno.EIO, "kill": 0}
+FAILURES = {"enospc": errno.ENOSPC, "eio": errno.EIO, "kill": 0, "interrupt": 0,
+            "timelimit": 0}
+INTERRUPTIONS = ("interrupt", "timelimit")
+# (an interruption at a commit is raised after it, by passed())
+_AFTER = ("commit",)
 # What a full disk keeps failing once it is full (a rename needs no new block).
 _NEED_SPACE = ("write", "fsync", "commit", "chroma")
 
@@ -62,6 +72,7 @@ class Plan:
         self.at, self.point, self.failure, self.once, self.log = at, point, failure, once, log
         self.reached = 0  # calls of `point` seen so far
         self.fired = False
+        self.pending: BaseException | None = None  # an interruption due after the call
         self._lock = threading.Lock()
 
     def reach(self, point: str, what: str, error: ErrorFor | None) -> None:
@@ -82,6 +93,12 @@ class Plan:
             import signal  # here: its import (~0.7 ms) is not paid by every append
 
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.failure in INTERRUPTIONS:
+            stop = _interruption(self.failure)
+            if point in _AFTER:
+                self.pending = stop
+                return
+            raise stop
         raise _error(error, FAILURES[self.failure], what)
 
     def _note(self, line: str) -> None:
@@ -93,6 +110,14 @@ class Plan:
             os.write(fd, line.replace("\n", " ").encode("utf-8", "replace") + b"\n")
         finally:
             os.close(fd)
+
+
+def _interruption(failure: str) -> BaseException:
+    if failure == "timelimit":
+        from agenvoy_cli.errors import TimeLimit
+
+        return TimeLimit()
+    return KeyboardInterrupt()
 
 
 def _error(error: ErrorFor | None, code: int, what: str) -> BaseException:
@@ -109,6 +134,13 @@ def hit(point: str, what: object = "", error: ErrorFor | None = None) -> None:
     as write(2) and fsync(2) give). Does nothing unless armed."""
     if _plans:
         _plans[0].reach(point, str(what), error)
+
+
+def passed() -> None:
+    """Called right after a call hit() saw (a commit): an interruption due then lands."""
+    if _plans and _plans[0].pending is not None:
+        stop, _plans[0].pending = _plans[0].pending, None
+        raise stop
 
 
 def is_armed() -> bool:

@@ -60,6 +60,8 @@ def check_name(name: str) -> str:
         raise BadInput(f"note name {key!r}: name cannot start with a dot")
     if any(c in GLOB for c in key):
         raise BadInput(f"note name {key!r}: name cannot contain a glob character")
+    if any("\ud800" <= c <= "\udfff" for c in key):  # a byte that is not UTF-8 (argv)
+        raise BadInput(f"note name {key!r}: name is not valid UTF-8 text")
     if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in key):
         raise BadInput(f"note name {key!r}: name cannot contain a control character")
     return key

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.contract import moment
-from agenvoy_cli.errors import BadInput, NotFound
+from agenvoy_cli.errors import BadInput, NotFound, OperationFailed
 from agenvoy_cli.home import fts
 from agenvoy_cli.notes.names import check_content, check_name
 
@@ -176,11 +176,13 @@ def _insert(conn: sqlite3.Connection, name: str, content: str, created: int, upd
 
 def save(store: Store, name: str, content: str, *, replace: bool = False,
          rename_from: str | None = None, source: str = "", now: int | None = None,
-         warn: Warn = quiet) -> tuple[Note, str]:
+         expect: str | None = None, warn: Warn = quiet) -> tuple[Note, str]:
     """Write a note; (the note, "added" | "replaced" | "renamed" | "unchanged"). `name` is a
     checked name (names.note_name). An existing name is refused (BadInput, nothing
     written) unless `replace`. `rename_from`: the note's old name (it must exist); the new
-    name must be free unless `replace`."""
+    name must be free unless `replace`. `expect`: the content the caller's change started
+    from (an editor's); a note changed since is refused (OperationFailed), never
+    overwritten."""
     check_content(content)
     now = now_ns() if now is None else now
     with store.write_lock():
@@ -193,6 +195,10 @@ def save(store: Store, name: str, content: str, *, replace: bool = False,
                 raise NotFound(f"no note named {rename_from!r}")
         if target is not None and not replace and (rename_from is None or rename_from != name):
             raise BadInput(f"a note named {name!r} exists (use --replace to overwrite it)")
+        edited = old if rename_from is not None else target
+        if expect is not None and (edited is None or edited.content != expect):
+            raise OperationFailed(f"note {edited.name if edited else name!r} changed while "
+                                  "it was being edited; nothing saved (edit it again)")
         if old is not None and target is old and old.content == content:
             return old, "unchanged"
         doomed = list({n.id: n for n in (old, target) if n is not None}.values())

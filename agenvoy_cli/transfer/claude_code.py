@@ -36,6 +36,7 @@ from agenvoy_cli.transfer.inputs import (
     too_long,
 )
 from agenvoy_cli.transfer.records import (
+    OPEN_FROM,
     OWED,
     Record,
     Unit,
@@ -260,10 +261,13 @@ class _Reader:
         return out + self._out([Record(raw, [(m, moment) for m in messages])])
 
     def end(self, settled: bool, report: dict[str, Any]) -> list[Record]:
-        """What is held open at the end: yielded when the transcript is settled."""
+        """What is held open at the end: yielded when the transcript is settled, and
+        its first record named (OPEN_FROM) so that the next import reads it again (#49)."""
+        self.meta.pop(OPEN_FROM, None)
         if self.current is None:
             return []
         if settled:
+            self.meta[OPEN_FROM] = self.current.first
             return self._out(self.current.done())
         report["open"] = len(self.current.records)
         return []

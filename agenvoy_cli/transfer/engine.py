@@ -36,6 +36,7 @@ from agenvoy_cli.transfer import sources
 from agenvoy_cli.transfer.records import (
     MAX_NS,
     MIN_NS,
+    OPEN_FROM,
     OWED,
     ReadFailure,
     Record,
@@ -199,6 +200,16 @@ class Completions:
         return self.found
 
 
+def _skip(cursor: sources.Cursor) -> int:
+    """Records the reader may pass unparsed: those the cursor covers, less the last
+    message when it was taken as complete only because the file was settled (OPEN_FROM:
+    its writer may have added blocks to it since, which must merge into it)."""
+    first = cursor.meta.get(OPEN_FROM)
+    if isinstance(first, int) and not isinstance(first, bool) and 0 < first <= cursor.records:
+        return first - 1
+    return cursor.records
+
+
 class _Import:
     """One unit's import, record by record."""
 
@@ -222,7 +233,7 @@ class _Import:
             unit.meta[SCANNED] = 1
         for key, value in (cursor.meta if cursor else {}).items():
             unit.meta.setdefault(key, value)  # what the reader learns only from skipped records
-        self.skip = cursor.records if cursor and unit.skips and self.scan is None and \
+        self.skip = _skip(cursor) if cursor and unit.skips and self.scan is None and \
             cursor.meta.get(BOUNDARY) else 0
         self.claimed = cursor is not None
         # a message with no time of its own and none before it: the source's (stable

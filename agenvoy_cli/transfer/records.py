@@ -42,6 +42,11 @@ class Record(NamedTuple):
 # first commit leaves nothing else to say so, and the next run finds this source unchanged
 # and reads none of it. Absent (older cursors, normal runs once done): nothing is owed.
 OWED = "pass_owed"
+# In a cursor's meta: the number of the first record of the last message, when the reader
+# took it as complete only because the file was settled (--now, a quiet file) while its
+# writer may still add blocks to it (#49: a Stop hook that fires before Claude Code
+# flushed them). The next import reads again from there, so the rest merges into it.
+OPEN_FROM = "settled_message_from"
 
 
 class ReadFailure(Exception):

@@ -43,7 +43,9 @@ from tests.conftest import ROOT
 
 EMBEDDER = "python:tests.words_embedder:current"  # importable from ROOT, as in CI
 TIME = "2024-05-01 10:00:00"
-FAILURES = ("enospc", "eio", "kill")
+FAILURES = ("enospc", "eio", "kill", "interrupt", "timelimit")
+INTERRUPTIONS = ("interrupt", "timelimit")  # in-process: an exception, what runs on the way out
+INTERRUPTED = 130  # the CLI's exit code after Ctrl-C
 LEFTOVER_SUFFIXES = (".tmp", ".salvage")
 LEFTOVER_MARKS = (".damaged-", ".salvage-")
 DATA = ROOT / "tests" / "data" / "transfer"
@@ -167,6 +169,8 @@ def _state(home: Path) -> dict[str, Any]:
         "archive": _rows(db, "SELECT session_id, seq, role, content FROM messages "
                              "ORDER BY session_id, seq, content"),
         "trim": _rows(db, "SELECT session_id, start_seq FROM session_meta ORDER BY 1"),
+        # rows marked as left history.json: only a user's change may do that (#49)
+        "gone": _rows(db, "SELECT session_id, seq FROM messages WHERE gone != 0 ORDER BY 1, 2"),
         # (whether a record has its vector is derived, as message vectors are: it may lag)
         "errors": _rows(db, "SELECT tool_name, keywords, symptom, action, outcome "
                             "FROM error_records ORDER BY 1, 3, 4"),
@@ -237,6 +241,17 @@ class WritePath:
     # what completes a change whose own part is done (every message the reference archived
     # is archived) but whose tidying is not: an append's compaction (`compact`)
     finish: Callable[[Path], list[str]] | None = None
+    event: Callable[[Path], bytes] | None = None  # stdin made from the inputs folder (a hook)
+
+    @property
+    def hook(self) -> bool:
+        return self.argv(Path("."))[:1] == ["hook"]
+
+    def takes(self, failure: str) -> bool:
+        """The hook's time limit is the hook's; an MCP server handles its own signals."""
+        if failure == "timelimit":
+            return self.hook
+        return failure != "interrupt" or self.mcp is None
 
 
 def _nothing(home: Path, inputs: Path) -> None:
@@ -337,6 +352,31 @@ def _outside_writer_only(home: Path) -> None:
     path.write_bytes(orjson.dumps(hist))
 
 
+CLAUDE_TURN = DATA / "claude-turn" / "-home-ada-src-shop" / \
+    "5b0d8e21-3c4f-4a7e-9d12-8f6a2b7c1e90.jsonl"
+
+
+def _growing(inputs: Path) -> Path:
+    return inputs / "growing" / "-home-ada-src-shop" / CLAUDE_TURN.name
+
+
+def _transcript_begun(home: Path, inputs: Path) -> None:
+    """A Claude Code session imported while its transcript was half-way, then the rest of
+    the turn written: what the next Stop hook imports (an append to a session)."""
+    conversation(home)
+    path = _growing(inputs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = CLAUDE_TURN.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:4]))
+    ok(home, "import", "claude-code", str(path), "--now")
+    path.write_bytes(b"".join(lines))
+
+
+def _stop_event(inputs: Path) -> bytes:
+    return orjson.dumps({"hook_event_name": "Stop", "session_id": CLAUDE_TURN.stem,
+                         "transcript_path": str(_growing(inputs)), "cwd": "/home/ada/src/shop"})
+
+
 def paths(llm_url: str) -> list[WritePath]:
     """Every write path of the home."""
     llm = {"AGENVOY_LLM_BASE_URL": llm_url, "AGENVOY_LLM_MODEL": "test-model",
@@ -362,8 +402,13 @@ def paths(llm_url: str) -> list[WritePath]:
                   lambda i: ["compact", "s", "--max-bytes", "1024"], False),
         WritePath("session reset", "conversation", lambda h, i: with_vectors(h),
                   lambda i: ["session", "reset", "s", "-y"], False, env=llm),
+        # all or nothing (#49): a failure before the rows' commit leaves everything as it
+        # was, history.json included (the refreshed summary of a reset with an LLM is a
+        # write of its own, before)
+        WritePath("session reset --no-summary", "conversation", lambda h, i: with_vectors(h),
+                  lambda i: ["session", "reset", "s", "-y", "--no-summary"], True),
         WritePath("session remove", "conversation", lambda h, i: with_vectors(h),
-                  lambda i: ["session", "remove", "s", "-y"], False),
+                  lambda i: ["session", "remove", "s", "-y"], True),
         WritePath("summarize", "summary", lambda h, i: conversation(h, n=20),
                   lambda i: ["summarize", "s"], False, env=llm),
         WritePath("backfill", "conversation", _outside_writer,
@@ -392,6 +437,8 @@ def paths(llm_url: str) -> list[WritePath]:
                              "Deploys go out on Thursdays now."], True),
         WritePath("notes remove", "notes", _notes, lambda i: ["notes", "remove", "oncall", "-y"],
                   True),
+        WritePath("hook claude-code", "import", _transcript_begun,
+                  lambda i: ["hook", "claude-code"], False, event=_stop_event),
     ]
     for fmt, source in (("claude-code", DATA / "claude"), ("codex", DATA / "codex"),
                         ("chatgpt", DATA / "chatgpt" / "conversations.json"),
@@ -422,8 +469,14 @@ def execute(path: WritePath, home: Path, inputs: Path, faults: str | None,
         env["AGENVOY_FAULTS"] = faults
     if path.mcp and argv is None:
         return _execute_mcp(path, home, env)
-    res = run(home, *(argv or path.argv(inputs)), env=env, stdin=None if argv else path.stdin)
-    return Outcome(res.returncode, res.stderr.decode("utf-8", "replace"), False)
+    stdin = path.event(inputs) if path.event is not None else path.stdin
+    res = run(home, *(argv or path.argv(inputs)), env=env, stdin=None if argv else stdin)
+    said = res.stderr.decode("utf-8", "replace")
+    log = home / ".store" / "hook.log"
+    if path.hook and log.exists():  # a hook exits 0 whatever happens: its log says why
+        said += log.read_text("utf-8", "replace")
+        log.unlink()
+    return Outcome(res.returncode, said, False)
 
 
 def _execute_mcp(path: WritePath, home: Path, env: dict[str, str]) -> Outcome:
@@ -522,7 +575,12 @@ def check_case(ref: Reference, at: int, failure: str, workdir: Path) -> list[str
     problems += _check_report(home, outcome, failure, said)
     before, want = core(ref.before), core(ref.after)
     now = state(home)
-    if path.atomic and outcome.code not in (0, None, -signal.SIGKILL) and core(now) != before:
+    # an interruption after the change's last write: done (or its tidying left, `finish`)
+    interrupted = failure in INTERRUPTIONS and outcome.code in (0, INTERRUPTED) and (
+        core(now) == want or (path.finish is not None and
+                              acknowledged_in(now) >= acknowledged_in(ref.after)))
+    if path.atomic and outcome.code not in (0, None, -signal.SIGKILL) and core(now) != before \
+            and not interrupted:
         problems.append(f"failed (exit {outcome.code}) but changed the home: "
                         f"{_diff(before, core(now))}")
     repaired = run(home, "doctor", "--repair", env={"AGENVOY_EMBEDDER": EMBEDDER})
@@ -578,6 +636,10 @@ def _check_report(home: Path, outcome: Outcome, failure: str, said: str) -> list
     if failure == "kill":
         if outcome.code not in (-signal.SIGKILL, None):
             out.append(f"exit {outcome.code} after kill -9")
+        return out
+    if failure in INTERRUPTIONS:
+        if outcome.code not in (0, INTERRUPTED):
+            out.append(f"exit {outcome.code} after an interruption (130, or 0 for a hook)")
         return out
     if outcome.code == 0:
         return out  # absorbed (a best-effort write); the state checks judge it

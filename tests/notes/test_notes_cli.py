@@ -106,6 +106,10 @@ def test_an_existing_name_is_refused_unless_replace(run, home):
     (("--content", "x", "--file", "-"), "exactly one of"),
     (("--from", "s", "0"), "no archived message"),
     (("--from", "../s", "0"), "path separator"),
+    # #49: a place beyond SQLite's integers, a name with a byte that is not UTF-8 (as the
+    # shell hands it over: a lone surrogate)
+    (("--from", "s", "1000000000000000000000000000000"), "SEQ must be"),
+    (("na\udcffme", "--content", "x"), "not valid UTF-8"),
 ])
 def test_bad_input_is_refused_and_nothing_is_written(run, home, args, words):
     ok(run, "add", "kept", "--content", "a note that must stay")
@@ -113,6 +117,7 @@ def test_bad_input_is_refused_and_nothing_is_written(run, home, args, words):
     res = run("notes", "add", *args)
     assert res.exit_code in (2, 3), res.stderr
     assert words in res.stderr and res.stderr.count("\n") == 1
+    assert "internal error" not in res.stderr
     assert rows(home) == before
 
 
@@ -233,6 +238,47 @@ def test_edit_in_the_editor_on_a_terminal(home, tmp_path):
     assert proc.returncode == 0, proc.stderr
     shown = agenvoy("notes", "show", "rules")
     assert shown.stdout.decode() == "new text from the editor\n"
+
+
+def _edit_on_a_terminal(tmp_path: Path, script: str) -> subprocess.CompletedProcess:
+    """`notes edit rules` on a real terminal (a pty), $EDITOR running `script` (sh)."""
+    import pty
+
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\n{script}\n")
+    editor.chmod(0o755)
+    primary, secondary = pty.openpty()
+    try:
+        return subprocess.run([sys.executable, "-m", "agenvoy_cli", "notes", "edit", "rules"],
+                              stdin=secondary, stdout=secondary, stderr=subprocess.PIPE,
+                              env={**os.environ, "EDITOR": str(editor), "VISUAL": ""},
+                              cwd=ROOT, timeout=60)
+    finally:
+        os.close(secondary)
+        os.close(primary)
+
+
+ELSEWHERE = f'"{sys.executable}" -m agenvoy_cli notes edit rules --content "{{}}" >/dev/null'
+
+
+def test_the_editor_never_reverts_a_concurrent_edit(home, tmp_path):
+    """#49: another process edits the note while $EDITOR is open. Quitting without saving
+    writes nothing (the other edit stays); saving a change refuses in one line, non-zero,
+    rather than overwrite the other edit; saving the text unchanged writes nothing."""
+    assert agenvoy("notes", "add", "rules", "--content", "old text").returncode == 0
+    proc = _edit_on_a_terminal(tmp_path, ELSEWHERE.format("edit one"))  # quits, not saved
+    assert proc.returncode == 0, proc.stderr
+    assert agenvoy("notes", "show", "rules").stdout.decode() == "edit one\n"
+    proc = _edit_on_a_terminal(tmp_path, ELSEWHERE.format("edit two") +
+                               "\nprintf 'mine\\n' > \"$1\"")
+    said = proc.stderr.decode()
+    assert proc.returncode not in (0, 2) and said.count("\n") == 1, said
+    assert "changed" in said and "internal error" not in said
+    assert agenvoy("notes", "show", "rules").stdout.decode() == "edit two\n"
+    proc = _edit_on_a_terminal(tmp_path, ELSEWHERE.format("edit three") +
+                               "\ntouch \"$1\"")  # saved with nothing changed
+    assert proc.returncode == 0, proc.stderr
+    assert agenvoy("notes", "show", "rules").stdout.decode() == "edit three\n"
 
 
 def test_remove_takes_a_note_out_of_everything(run, home, words):
