@@ -66,7 +66,9 @@ def _judge(name: str, data: bytes, where: str) -> tuple[str | None, str | None, 
 
 def take_legacy(store: Store, warn: Warn = quiet) -> list[str]:
     """Take in the home's knowledge/*.md that are new or changed since last time; the
-    names added. Cheap when there is nothing new: one directory listing and one read."""
+    names added. Cheap when there is nothing new: one directory listing and one read. On a
+    home Agenvoy 1.0 shares, its `knowledge` table is followed first (note_store)."""
+    note_store.follow_knowledge(store, warn)
     folder = store.layout.knowledge
     entries = _legacy_entries(folder, warn)
     if not entries:
