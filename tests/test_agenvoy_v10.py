@@ -16,6 +16,7 @@ import pytest
 
 from tests.agenvoy_sim_v032 import GoAgentV032
 from tests.agenvoy_sim_v10 import GoAgentV10, message_meta, trim_tables, upgrade_to_v10
+from tests.helpers.schemas import validate
 
 SID = "s"
 TOKEN = re.compile(r"\btok\d+\b")
@@ -69,8 +70,11 @@ def go(home: Path, layout: str):
 def test_the_layout_is_detected_and_said_by_doctor_and_session_list(run, home, go, layout):
     go.say(SID, "user", "hello tok0")
     own_append(run, {"role": "assistant", "content": "hi tok1"})
-    for doc in (doctor_clean(run), ok(run("session", "list", "--json")),
-                ok(run("session", "show", SID, "--json"))):
+    for doc, schema in ((doctor_clean(run), "doctor"),
+                        (ok(run("session", "list", "--json")), "session-list"),
+                        (ok(run("session", "show", SID, "--json")), "session-show"),
+                        (ok(run("session", "tasks", SID, "--json")), "session-tasks")):
+        validate(doc, schema)
         assert doc["layout"]["version"] == VERSION[layout]
         assert doc["layout"]["trim_table"] == ("message_meta" if layout == "1.0"
                                                else "session_meta")
@@ -284,6 +288,7 @@ def test_session_tasks_finds_what_the_agent_did_by_words_and_time(run, home):
         return [t["task_hash"] for t in ok(run("session", "tasks", *args, "--json"))["tasks"]]
 
     assert hashes(SID) == ["a1", "a2"]  # newest first
+    validate(ok(run("session", "tasks", SID, "--full", "--json")), "session-tasks")
     assert hashes(SID, "password", "REDIS") == ["a1"]  # every word, any order, any case
     assert hashes(SID, "requirepass") == ["a1"]  # the tools' results are searched too
     assert hashes(SID, "密碼") == ["a1"] and hashes(SID, "部署") == ["a2"]
