@@ -12,7 +12,8 @@ process start), A (v0.32) and B (1.0) interleaved, `rounds` times. Reported: R@5
 MRR per layout (they must be equal: keyword search answers from our own index on both), the
 median B/A ratio of wall and CPU time per search, and as a third column what upstream's
 own trigram index alone would find (MATCH over messages_fts5 with every 3-character window
-of the query's terms, any of them, BM25, same top 50): why our index answers keyword search on every layout.
+of the query's terms, any of them, BM25, same top 50): why our index answers keyword
+search on every layout.
 Nothing is tuned here: the split is the report split of bench/splits.py.
 """
 

@@ -355,3 +355,15 @@ def test_a_v032_home_upgraded_half_way_loses_and_duplicates_nothing(run, home):
         assert any("tok3 " in r["content"] for r in doc["results"] if r["hit"]), mode
     doctor_clean(run)
     go.close()
+
+
+def test_import_agenvoy_takes_the_notes_of_another_1_0_home(run, home, tmp_path):
+    other = tmp_path / "other"
+    there = GoAgentV10(other)
+    there.say(SID, "user", "hello tok0")
+    there.save_note("runbook", "restart the queue first")
+    there.close()
+    res = run("import", "agenvoy", str(other), "--json")
+    assert res.exit_code == 0, res.stderr
+    assert res.json()["notes_added"] == 1
+    assert ok(run("notes", "show", "runbook", "--json"))["content"] == "restart the queue first"
