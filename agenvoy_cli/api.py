@@ -170,11 +170,15 @@ class Memory:
 
     def _layout_doc(self) -> dict[str, Any] | None:
         """Which Agenvoy layout the home's history.db has (home/generation.py); null before
-        there is a database. Hold the read lock."""
+        there is a database, or while it cannot be read. Hold the read lock."""
+        from agenvoy_cli.errors import CorruptStore
         from agenvoy_cli.home import generation
 
-        conn = self.store.db_readonly()
-        return None if conn is None else generation.of(conn).as_dict()
+        try:
+            conn = self.store.db_readonly()
+            return None if conn is None else generation.of(conn).as_dict()
+        except CorruptStore:  # a damaged or lost archive: doctor reports it as a problem
+            return None
 
     def tasks(self, session_id: str | None, query: str = "", *, since: str | None = None,
               until: str | None = None, range_: str | None = None, limit: int = 20,

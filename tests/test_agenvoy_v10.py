@@ -367,3 +367,42 @@ def test_import_agenvoy_takes_the_notes_of_another_1_0_home(run, home, tmp_path)
     assert res.exit_code == 0, res.stderr
     assert res.json()["notes_added"] == 1
     assert ok(run("notes", "show", "runbook", "--json"))["content"] == "restart the queue first"
+
+
+def test_a_salvaged_1_0_archive_stays_a_1_0_home(run, home, monkeypatch):
+    """doctor --repair of a damaged history.db keeps Agenvoy 1.0's layout and rows (its
+    trigram index, message_meta, knowledge, session, action_history): never moved to ours."""
+    go = GoAgentV10(home)
+    go.say(SID, "user", "first tok0")
+    go.save_note("runbook", "restart the queue first")
+    go.set_persona(SID, name="Jarvis", self_id="jarvis")
+    go.finish_task(SID, "t1", "restart the queue")
+    go.close()
+    own_append(run, *[{"role": "assistant" if n % 2 else "user",
+                       "content": f"message tok{n} " + "z" * 60} for n in range(1, 61)])
+    assert ok(run("compact", SID, "--max-bytes", "2048", "--json"))["removed"] > 0
+    ok(run("notes", "list", "--json"))
+    db = home / ".store" / "history.db"
+    conn = sqlite3.connect(db)
+    before = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+              for t in ("messages", "message_meta", "knowledge", "session", "action_history")}
+    page = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = "
+                                       "'idx_messages_session_seq' AND pagetype = 'leaf'")][0]
+    size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    with open(db, "r+b") as handle:  # one index page smashed (tests/test_hardening.py)
+        handle.seek((page - 1) * size)
+        handle.write(b"\xff" * size)
+    repair = run("doctor", "--repair", "--json")
+    assert repair.exit_code == 0, repair.stdout + repair.stderr
+    doc = doctor_clean(run)
+    assert doc["layout"]["version"] == "1.0"
+    assert doc["layout"]["upstream_fts_tokenizer"] == "trigram"
+    assert trim_tables(home) == {"message_meta"}
+    with sqlite3.connect(db) as conn:
+        after = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in before}
+    assert after == before
+    assert tokens(home) == [f"tok{n}" for n in range(61)]
+    assert ok(run("session", "tasks", SID, "queue", "--json"))["count"] == 1
