@@ -15,6 +15,11 @@ own trigram index alone would find (MATCH over messages_fts5 with every 3-charac
 of the query's terms, any of them, BM25, same top 50): why our index answers keyword
 search on every layout.
 Nothing is tuned here: the split is the report split of bench/splits.py.
+
+    python bench/agenvoy_v10.py --appends 30
+
+instead times `agenvoy append` as a user runs it (one process each), A and B interleaved:
+the layout is read when the writer opens the home, so an append pays for it once.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -92,8 +98,38 @@ def timed(home: Path, user: str, query: str) -> tuple[list[int], float, float]:
     return ranked_hits(doc)[:TOP], time.perf_counter() - w0, time.process_time() - c0
 
 
+def appends(work: Path, n: int) -> None:
+    import subprocess
+
+    homes = {"v0.32": work / "append-v032", "1.0": work / "append-v10"}
+    for name, writer in (("v0.32", GoAgentV032), ("1.0", GoAgentV10)):
+        shutil.rmtree(homes[name], ignore_errors=True)
+        writer(homes[name]).close()
+    wall: dict[str, list[float]] = {k: [] for k in homes}
+    cpu: dict[str, list[float]] = {k: [] for k in homes}
+    load0 = os.getloadavg()[0]
+    for i in range(n):
+        for name in (("v0.32", "1.0") if i % 2 == 0 else ("1.0", "v0.32")):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            w0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "agenvoy_cli", "--home", str(homes[name]),
+                            "append", "s", "--role", "user", "--content", f"message {i}"],
+                           check=True, capture_output=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            wall[name].append(time.perf_counter() - w0)
+            cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    print(f"append: {n} per home, load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
+    for name in homes:
+        print(f"| {name} | median wall {statistics.median(wall[name]) * 1000:.0f} ms | "
+              f"median CPU {statistics.median(cpu[name]) * 1000:.0f} ms |")
+    print(f"median ratio 1.0 / v0.32: wall "
+          f"{statistics.median(b / a for a, b in zip(wall['v0.32'], wall['1.0'])):.3f}, CPU "
+          f"{statistics.median(b / a for a, b in zip(cpu['v0.32'], cpu['1.0'])):.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--appends", type=int, default=0)
     ap.add_argument("--split", default="heldout")
     ap.add_argument("--users", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=3)
@@ -102,6 +138,9 @@ def main() -> None:
     os.environ.setdefault("TZ", "Asia/Taipei")
     time.tzset()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-v10-"))
+    if args.appends:
+        appends(work, args.appends)
+        return
     users = json.loads((SETS / f"{args.split}.json").read_text())["users"][:args.users]
     homes = {"v0.32": work / "v032", "1.0": work / "v10"}
     load0 = os.getloadavg()
