@@ -162,16 +162,52 @@ class Memory:
         """Every session: message_count, bytes, last_message_at, has_summary."""
         from agenvoy_cli.conversation.session_list import list_all
         from agenvoy_cli.conversation.sessions import as_dicts
+        from agenvoy_cli.conversation.tasks import personas
         from agenvoy_cli.transfer.sources import origins, parents
 
         docs = as_dicts(list_all(self.store))
         with self.store.read_lock():
             came = origins(self.store.db_readonly())
             started = parents(self.store.db_readonly())
+            persona = personas(self.store.db_readonly())
+            layout = self._layout_doc()
         for doc in docs:
             doc["source"] = came.get(doc["session_id"])  # where `import` brought it from
             doc["parent"] = started.get(doc["session_id"])  # a sub-agent's session's
-        return list_document("sessions", docs)
+            doc["persona"] = persona.get(doc["session_id"])  # Agenvoy 1.0's, else null
+        return {"layout": layout, **list_document("sessions", docs)}
+
+    def _layout_doc(self) -> dict[str, Any] | None:
+        """Which Agenvoy layout the home's history.db has (home/generation.py); null before
+        there is a database, or while it cannot be read. Hold the read lock."""
+        from agenvoy_cli.errors import CorruptStore
+        from agenvoy_cli.home import generation
+
+        try:
+            conn = self.store.db_readonly()
+            return None if conn is None else generation.of(conn).as_dict()
+        except CorruptStore:  # a damaged or lost archive: doctor reports it as a problem
+            return None
+
+    def tasks(self, session_id: str | None, query: str = "", *, since: str | None = None,
+              until: str | None = None, range_: str | None = None, limit: int = 20,
+              full: bool = False) -> dict[str, Any]:
+        """Agenvoy 1.0's finished tasks (action_history) of one session (None: every one)
+        holding every word of `query`, in a time window, newest first. A home older than
+        1.0 has none ("layout" says which it is)."""
+        from agenvoy_cli.conversation.tasks import find
+        from agenvoy_cli.timespec import window
+
+        lo, hi = window(range_, since, until)
+        with self.store.read_lock():
+            if session_id is not None:
+                self.store.require(session_id)
+            conn = self.store.db_readonly()
+            found = find(conn, session_id, query.split(), since_ns=lo, until_ns=hi,
+                         limit=limit)
+            layout = self._layout_doc()
+        return {"session_id": session_id, "query": query, "layout": layout,
+                **list_document("tasks", [t.as_dict(full) for t in found])}
 
     def session(self, session_id: str) -> dict[str, Any]:
         """One session with its archive row_count, trim point, path, where `import` brought
@@ -179,6 +215,7 @@ class Memory:
         requests it was imported from carried beside their messages (requests: model,
         tools, tool_choice...), NotFound."""
         from agenvoy_cli.conversation import session_list, sessions
+        from agenvoy_cli.conversation.tasks import personas
         from agenvoy_cli.transfer.sources import origins, parents, requests
 
         store = self.store
@@ -192,6 +229,8 @@ class Memory:
             info["source"] = origins(store.db_readonly()).get(session_id)
             info["parent"] = parents(store.db_readonly()).get(session_id)
             info["requests"] = requests(store.db_readonly(), session_id)
+            info["persona"] = personas(store.db_readonly(), session_id).get(session_id)
+            info["layout"] = self._layout_doc()
         return info
 
     def compact(self, session_id: str | None = None,
@@ -374,7 +413,10 @@ class Memory:
             self.store.require(session_id)
         ids = [session_id] if session_id else self.store.session_ids()
         problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
-        return {"session_count": len(ids), **list_document("problems", problems),
+        with self.store.read_lock():
+            layout = self._layout_doc()
+        return {"session_count": len(ids), "layout": layout,
+                **list_document("problems", problems),
                 "remaining": sum(1 for p in problems if not p["repaired"]
                                  and not p.get("note")),
                 "kept_aside": kept_aside(self.store, ids)}

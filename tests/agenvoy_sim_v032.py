@@ -189,6 +189,8 @@ def model_message(r: dict[str, Any]) -> dict[str, Any]:
 class GoAgentV032:
     """One Agenvoy v0.32.7 process on a home (its sqlite connection, its history files)."""
 
+    meta_table = "session_meta"  # where compact() records the trim point (1.0: message_meta)
+
     def __init__(self, home: Path) -> None:
         self.home = Path(home)
         self.trims = 0  # history.json trims compact() made
@@ -281,7 +283,7 @@ class GoAgentV032:
         remaining = records[idx:]
         start_at = next((r["sendAt"] for r in remaining if r.get("sendAt", 0) > 0), 0)
         if start_at > 0:
-            self.conn.execute("INSERT INTO session_meta (session_id, start_at) VALUES (?, ?) "
+            self.conn.execute(f"INSERT INTO {self.meta_table} (session_id, start_at) VALUES (?, ?) "
                               "ON CONFLICT(session_id) DO UPDATE SET start_at = "
                               "excluded.start_at", (sid, start_at))
         self.history_path(sid).write_bytes(go_marshal(remaining))
@@ -317,7 +319,7 @@ class GoAgentV032:
             shutil.rmtree(folder / name, ignore_errors=True)
         (folder / "action.log").unlink(missing_ok=True)
         self.conn.execute("DELETE FROM messages WHERE session_id = ?", (sid,))
-        self.conn.execute("DELETE FROM session_meta WHERE session_id = ?", (sid,))
+        self.conn.execute(f"DELETE FROM {self.meta_table} WHERE session_id = ?", (sid,))
 
     def say(self, sid: str, role: str, text: str, sender: str = "") -> None:
         entry: dict[str, Any] = {"role": role, "content": text, "sendAt": time.time_ns()}

@@ -47,6 +47,7 @@ def test_conversation_commands(run, home, llm):
     validate(ok(run, "session", "list"), "session-list")
     validate(ok(run, "session", "show", "s"), "session-show")
     validate(ok(run, "doctor"), "doctor")
+    validate(ok(run, "session", "tasks", "s", "deploy"), "session-tasks")
     ok(run, "append", "t", "--role", "user", "--content", "x")
     doc = ok(run, "session", "remove", "t", "--yes")
     validate(doc, "session-clear")
@@ -153,6 +154,7 @@ SCHEMA_OF_COMMAND = {
     "rag sync": ["rag-sync", "rag-sync-all"], "rag list": ["rag-list"],
     "rag files": ["rag-files"], "rag search": ["rag-search"], "rag remove": ["rag-remove"],
     "session list": ["session-list"], "session show": ["session-show"],
+    "session tasks": ["session-tasks"],
     "session reset": ["session-clear"], "session remove": ["session-clear"],
     "import": ["import"], "export": ["export"],
     "notes add": ["notes-add"], "notes edit": ["notes-add"], "notes list": ["notes-list"],

@@ -1,12 +1,23 @@
 """Keyword mode means the words: a short query (1-3 terms after stop-words) returns only
 messages holding every term, unless none does (then any term, and the document says so);
-long questions rank any-term; every hit says which terms it matched; --match forces."""
+long questions rank any-term; every hit says which terms it matched; --match forces. Each
+bar runs on our own home and on a home Agenvoy 1.0 created (trigram upstream index)."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.agenvoy_sim_v10 import GoAgentV10
 from tests.helpers.search import add, compacted, contents, find
+
+
+@pytest.fixture(autouse=True, params=["own", "agenvoy-1.0"])
+def first_writer(request, home):
+    """Every bar on a home we create and on one Agenvoy 1.0 created first (a trigram
+    messages_fts5, message_meta: #47); our own index answers keyword search on both."""
+    if request.param == "agenvoy-1.0":
+        GoAgentV10(home).close()
+    return request.param
 
 
 def codes(doc: dict) -> list[str]:

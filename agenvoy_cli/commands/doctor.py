@@ -22,6 +22,10 @@ def _render(doc: dict) -> str:
         fixed = f"  -> repaired: {p['repaired']}" if p["repaired"] else ""
         note = "note: " if p.get("note") else ""
         lines.append(f"{note}{where}: {p['check']}: {p['detail']}{fixed}")
+    layout = doc.get("layout")
+    if layout:
+        lines.append(f"layout: Agenvoy {layout['version']} (trim points in "
+                     f"{layout['trim_table']})")
     return "\n".join(lines + kept)
 
 

@@ -1,4 +1,4 @@
-"""agenvoy session list|show|reset|remove."""
+"""agenvoy session list|show|tasks|reset|remove."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from agenvoy_cli.commands.common import (
+    complete_session,
     confirm_destructive,
     json_option,
     memory,
@@ -24,12 +25,14 @@ def list_table(sessions: list[dict[str, Any]]) -> str:
     pass (10,000 sessions: bench/scale.py's `session list` target, <= 2x an append)."""
     yes_no = ("no", "yes")
     sourced = any(d.get("source") for d in sessions)  # a column once `import` brought one
-    headers = HEADERS + (("source",) if sourced else ())
+    named = any(d.get("persona") for d in sessions)  # Agenvoy 1.0's persona: name, model
+    headers = HEADERS + (("source",) if sourced else ()) + (("name", "model") if named else ())
     if not any(d["problem"] for d in sessions):
         text = plain_table([(d["session_id"], str(d["message_count"]), str(d["bytes"]),
                              "-" if (at := d["last_message_at"]) is None
                              else f"{at[:10]} {at[11:19]}", yes_no[d["has_summary"]])
                             + ((d.get("source") or "-",) if sourced else ())
+                            + (_persona_cells(d) if named else ())
                             for d in sessions], headers)
         if text is not None:
             return text
@@ -37,8 +40,17 @@ def list_table(sessions: list[dict[str, Any]]) -> str:
                    None if d["last_message_at"] is None
                    else f"{d['last_message_at'][:10]} {d['last_message_at'][11:19]}",
                    d["has_summary"]) + ((d.get("source") or "-",) if sourced else ())
+                  + (_persona_cells(d) if named else ())
                   + (("DAMAGED",) if d["problem"] else ())
                   for d in sessions], list(headers))
+
+
+def _persona_cells(doc: dict[str, Any]) -> tuple[str, str]:
+    persona = doc.get("persona") or {}
+    name = persona.get("name") or "-"
+    if persona.get("self_id"):
+        name += f" (@{persona['self_id']})"
+    return name, persona.get("model") or "-"
 
 
 @click.group("session")
@@ -70,7 +82,9 @@ def show_cmd(ctx: click.Context, session_id: str, as_json: bool) -> None:
     tool_choice of the requests it was imported from."""
     emit(memory(ctx).session(session_id), as_json, lambda d: table(
         [(k, human_time(v) if k.endswith("_at") else v) for k, v in d.items()
-         if k not in ("trim_point", "requests") and not k.endswith("_ns")]
+         if k not in ("trim_point", "requests", "persona", "layout") and not k.endswith("_ns")]
+        + [(f"persona {k}", v) for k, v in (d.get("persona") or {}).items()]
+        + [("layout", f"Agenvoy {d['layout']['version']}" if d.get("layout") else "-")]
         + [("trim point", f"{human_time(d['trim_point']['start_at'], 'never trimmed')} "
                           f"(seq {d['trim_point']['start_seq']})")]
         + request_rows(d.get("requests") or []),
@@ -130,6 +144,56 @@ def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove
     emit(doc, as_json, lambda d: f"{d['action']} {d['session_id']}: "
          f"{d['deleted']} archive row(s) deleted"
          + (", summary kept" if d["has_summary"] else ""))
+
+
+@command.command("tasks")
+@click.argument("session_id", metavar="[SESSION]", required=False,
+                shell_complete=complete_session)
+@click.argument("query", nargs=-1, metavar="[WORDS...]")
+@click.option("--all-sessions", is_flag=True, help="Every session's tasks (no SESSION).")
+@click.option("--range", "range_", metavar="DURATION", default="all", show_default=True,
+              help="Only tasks that ended in the last DURATION: 30m, 12h, 7d, 2w, 1mo, 1y.")
+@click.option("--since", metavar="TIME", help="Only tasks that ended at or after TIME.")
+@click.option("--until", metavar="TIME", help="Only tasks that ended at or before TIME.")
+@click.option("--limit", type=click.IntRange(min=1, max=1000), default=20, show_default=True,
+              help="At most this many tasks, newest first.")
+@click.option("--full", is_flag=True, help="Include each task's tool results.")
+@json_option
+@click.pass_context
+def tasks_cmd(ctx: click.Context, session_id: str | None, query: tuple[str, ...],
+              all_sessions: bool, range_: str, since: str | None, until: str | None,
+              limit: int, full: bool, as_json: bool) -> None:
+    """What the agent did: Agenvoy 1.0's finished tasks (objective, reply, model, when it
+    ended) holding every one of WORDS (any order, any case; Chinese by any substring) in
+    the objective, the tools' results or the reply. A home older than Agenvoy 1.0 keeps no
+    tasks: the list is empty."""
+    from agenvoy_cli.errors import BadInput
+
+    if all_sessions:
+        if session_id is not None:
+            query = (session_id, *query)
+        session_id = None
+    elif session_id is None:
+        raise BadInput("give a SESSION or --all-sessions")
+    doc = memory(ctx).tasks(session_id, " ".join(query), since=since, until=until,
+                            range_=range_, limit=limit, full=full)
+    emit(doc, as_json, _tasks_text)
+
+
+def _tasks_text(doc: dict[str, Any]) -> str:
+    if not doc["tasks"]:
+        layout = doc.get("layout") or {}
+        if layout.get("tasks_table"):
+            return "no matching task"
+        return "no tasks: this home's layout keeps none (Agenvoy 1.0 records them)"
+    lines = []
+    for t in doc["tasks"]:
+        lines.append(f"{human_time(t['ended_at'])}  {t['session_id']}  {t['task_hash']}  "
+                     f"[{t['model']}]")
+        lines.append(f"  objective: {' '.join(t['objective'].split())[:300]}")
+        if t["reply"]:
+            lines.append(f"  reply: {' '.join(t['reply'].split())[:300]}")
+    return "\n".join(lines)
 
 
 @command.command("reset")

@@ -24,7 +24,7 @@ from agenvoy_cli.conversation.messages import (
     identity_key,
     search_body,
 )
-from agenvoy_cli.home import fts
+from agenvoy_cli.home import fts, generation
 
 
 class SessionRows(NamedTuple):
@@ -42,10 +42,31 @@ def session_rows(conn: sqlite3.Connection, session_id: str) -> SessionRows:
     has_rows = top is not None or bool(conn.execute(
         "SELECT EXISTS(SELECT 1 FROM messages WHERE session_id = ?)", (session_id,)
     ).fetchone()[0])
-    meta = conn.execute("SELECT start_seq, start_at FROM session_meta WHERE session_id = ?",
-                        (session_id,)).fetchone()
-    start_seq, start_at = meta if meta else (None, 0)
-    return SessionRows(has_rows, 0 if top is None else top + 1, start_seq, start_at or 0)
+    start_seq, start_at = trim_row(conn, session_id)
+    return SessionRows(has_rows, 0 if top is None else top + 1, start_seq, start_at)
+
+
+def trim_row(conn: sqlite3.Connection, session_id: str) -> tuple[int | None, int]:
+    """(start_seq, start_at) of the session's trim point, from the layout's trim table
+    (home/generation.py): v0.32's session_meta, or Agenvoy 1.0's message_meta, where a
+    session with no row yet falls back to what v0.32 left in session_meta (1.0 does not
+    carry those rows over; we read them, never copy them)."""
+    layout = generation.of(conn)
+    found = _trim_of(conn, layout.trim_table, session_id)
+    if found is None and layout.legacy_trim:
+        found = _trim_of(conn, "session_meta", session_id)
+    return found if found is not None else (None, 0)
+
+
+def _trim_of(conn: sqlite3.Connection, table: str, session_id: str
+             ) -> tuple[int | None, int] | None:
+    # SELECT *: a 1.0 home read before a writer added start_seq (sqlite._follow_layout)
+    cur = conn.execute(f"SELECT * FROM {table} WHERE session_id = ?", (session_id,))
+    row = cur.fetchone()
+    if row is None:
+        return None
+    values = dict(zip((d[0] for d in cur.description), row))
+    return values.get("start_seq"), values.get("start_at") or 0
 
 
 def next_seqs(conn: sqlite3.Connection) -> dict[str, int]:
@@ -53,7 +74,8 @@ def next_seqs(conn: sqlite3.Connection) -> dict[str, int]:
     writer of history.json keeps one: conversation/sessions.py) -> its next seq (index
     lookups per session): what the server's indexer compares between looks to see which
     sessions grew. (Until #29 the append's fingerprint gave every session a session_meta row.)"""
-    ids = [r[0] for r in conn.execute("SELECT session_id FROM session_meta UNION "
+    table = generation.of(conn).trim_table
+    ids = [r[0] for r in conn.execute(f"SELECT session_id FROM {table} UNION "
                                       "SELECT session_id FROM session_stats")]
     return {sid: session_rows(conn, sid).next_seq for sid in ids}
 
@@ -229,8 +251,8 @@ def set_start(conn: sqlite3.Connection, session_id: str, start_seq: int) -> int:
     if start_at is None:
         start_at = (last_send_at(conn, session_id, start_seq) or 0) + 1
     conn.execute(
-        "INSERT INTO session_meta (session_id, start_at, start_seq) VALUES (?, ?, ?) "
-        "ON CONFLICT(session_id) DO UPDATE SET start_at = excluded.start_at, "
+        f"INSERT INTO {generation.of(conn).trim_table} (session_id, start_at, start_seq) "
+        "VALUES (?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET start_at = excluded.start_at, "
         "start_seq = excluded.start_seq",
         (session_id, start_at if start_seq > 0 else 0, start_seq),
     )
@@ -257,7 +279,9 @@ def rows_from(conn: sqlite3.Connection, session_id: str, lo: int = 0,
 
 def delete_session(conn: sqlite3.Connection, session_id: str) -> int:
     deleted = conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,)).rowcount
-    conn.execute("DELETE FROM session_meta WHERE session_id = ?", (session_id,))
+    layout = generation.of(conn)
+    for table in {layout.trim_table, "session_meta" if layout.legacy_trim else layout.trim_table}:
+        conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
     return deleted
 
 

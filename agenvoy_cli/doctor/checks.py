@@ -201,6 +201,7 @@ class Doctor(Report):
         fresh = salvage.salvage_path(db)
         salvage.remove_copy(db)
         try:
+            salvage.keep_upstream_schema(db, fresh)  # a 1.0 home stays one
             conn = sqlite.connect(fresh, store.settings.lock_timeout)
             try:
                 counts = salvage.copy_rows(db, conn)

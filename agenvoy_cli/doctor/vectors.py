@@ -48,10 +48,12 @@ def _pending(doctor: Report) -> tuple[int, int]:
     conn = doctor.store.db_readonly()
     if conn is None:
         return 0, 0
+    from agenvoy_cli.home import generation
+
     n, s = conn.execute(
-        "SELECT count(*), count(DISTINCT m.session_id) FROM messages m LEFT JOIN session_meta "
-        "t ON t.session_id = m.session_id WHERE m.seq IS NOT NULL AND m.seq >= "
-        "coalesce(t.start_seq, 0)").fetchone()
+        "SELECT count(*), count(DISTINCT m.session_id) FROM messages m LEFT JOIN "
+        f"{generation.of(conn).trim_table} t ON t.session_id = m.session_id "
+        "WHERE m.seq IS NOT NULL AND m.seq >= coalesce(t.start_seq, 0)").fetchone()
     return int(n), int(s)
 
 

@@ -195,6 +195,8 @@ class GuardedConnection(sqlite3.Connection):
     """sqlite3.connect(..., factory=GuardedConnection); set .path right after."""
 
     path: Path = Path("history.db")
+    # (schema version, Layout) as home/generation.py last detected it on this connection
+    layout_seen: tuple[int, Any] | None = None
 
     def cursor(self, factory: Any = GuardedCursor) -> Any:
         cur = super().cursor(factory)

@@ -22,7 +22,13 @@ from agenvoy_cli.home.marker import archive_was_created, is_empty
 
 # Parents before children (foreign keys); the FTS tables are derived and rebuilt.
 TABLES = ("messages", "session_meta", "error_records", "error_keywords", "rag_dbs",
-          "rag_sources", "rag_files", "rag_chunks", "notes", "note_files")
+          "rag_sources", "rag_files", "rag_chunks", "notes", "note_files",
+          # Agenvoy 1.0's, copied when the fresh file has them (keep_upstream_schema)
+          "message_meta", "knowledge", "session", "action_history", "file_history")
+# Agenvoy 1.0's objects a salvage recreates as the damaged file declared them (home/
+# generation.py): the layout stays the one its writer left, its trigram index included.
+_UPSTREAM_V10 = ("messages", "message_meta", "messages_fts5", "knowledge", "session",
+                 "action_history", "file_history")
 MAX_PROBES = 2_000_000  # rowids probed one by one across a damaged stretch
 
 
@@ -76,6 +82,38 @@ def read_rows(conn: sqlite3.Connection, table: str, cols: list[str]) -> dict[Any
             for row in _scan(conn, f"SELECT {names} FROM {table} WHERE rowid = ?", (rowid,)):
                 rows[rowid] = row
     return rows
+
+
+def keep_upstream_schema(source: Path, fresh: Path) -> bool:
+    """Before the fresh file gets our schema: when the damaged file is an Agenvoy 1.0 home
+    (its message_meta), its upstream tables, indexes and triggers are created first, from
+    the statements the damaged file itself holds, so our migrations follow that layout
+    (no session_meta, its messages_fts5 tokenizer kept) and never move the home to another.
+    False (nothing done) for an older home or when its schema cannot be read."""
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    try:
+        found = src.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
+                            "WHERE sql IS NOT NULL ORDER BY rowid").fetchall()
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        src.close()
+    if not any(kind == "table" and name == "message_meta" for kind, name, _, _ in found):
+        return False
+    order = {"table": 0, "index": 1, "trigger": 2}
+    keep = sorted(((order[kind], sql) for kind, name, table, sql in found
+                   if kind in order and table in _UPSTREAM_V10
+                   and (kind != "trigger" or name.startswith("trigger_messages_"))),
+                  key=lambda item: item[0])  # our own triggers: the migrations make them
+    dest = sqlite3.connect(fresh, isolation_level=None)
+    try:
+        dest.execute("BEGIN IMMEDIATE")
+        for _, sql in keep:
+            dest.execute(sql)
+        dest.execute("COMMIT")
+    finally:
+        dest.close()
+    return True
 
 
 def copy_rows(source: Path, dest: sqlite3.Connection) -> dict[str, tuple[int, int | None]]:

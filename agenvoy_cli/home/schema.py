@@ -14,9 +14,23 @@ from collections.abc import Callable
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def trim_table(conn: sqlite3.Connection) -> str:
+    """Where the trim points live: Agenvoy 1.0's message_meta once it ran on the file, else
+    v0.32's session_meta (home/generation.py tells the layouts apart for everyone else)."""
+    return "message_meta" if "message_meta" in _tables(conn) else "session_meta"
+
+
 def _m001_upstream(conn: sqlite3.Connection) -> None:
-    # Upstream's schema statement for statement (the Go daemon runs the same IF NOT EXISTS),
-    # so either program can create the file and both keep every index in sync.
+    # Upstream's v0.32 schema statement for statement (the Go daemon runs the same IF NOT
+    # EXISTS), so either program can create the file and both keep every index in sync. A
+    # file Agenvoy 1.0 created has its own trim table (message_meta): no session_meta then.
+    if "message_meta" not in _tables(conn):
+        conn.execute("CREATE TABLE IF NOT EXISTS session_meta (session_id TEXT PRIMARY KEY, "
+                     "start_at INTEGER NOT NULL DEFAULT 0)")
     _script(conn,
         """
         CREATE TABLE IF NOT EXISTS messages (
@@ -27,10 +41,6 @@ def _m001_upstream(conn: sqlite3.Connection) -> None:
             content TEXT NOT NULL
         );
         CREATE INDEX IF NOT EXISTS idx_messages_session_send_at ON messages(session_id, send_at);
-        CREATE TABLE IF NOT EXISTS session_meta (
-            session_id TEXT PRIMARY KEY,
-            start_at INTEGER NOT NULL DEFAULT 0
-        );
         CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts5 USING fts5(
             role, content, content=messages, content_rowid=id
         );
@@ -70,8 +80,9 @@ def _m002_positions(conn: sqlite3.Connection) -> None:
                        ("tokens", "TEXT")):
         if name not in have:
             conn.execute(f"ALTER TABLE messages ADD COLUMN {name} {decl}")
-    if "start_seq" not in _columns(conn, "session_meta"):
-        conn.execute("ALTER TABLE session_meta ADD COLUMN start_seq INTEGER")
+    meta = trim_table(conn)
+    if "start_seq" not in _columns(conn, meta):
+        conn.execute(f"ALTER TABLE {meta} ADD COLUMN start_seq INTEGER")
     # Rows written before (by the Go daemon) keep seq NULL here: the archive adopts them
     # (conversation/alignment.py), the one place that knows a message's identity.
     _script(conn,
@@ -133,7 +144,10 @@ def _m003_error_memory(conn: sqlite3.Connection) -> None:
 
 def _m004_history_fingerprint(conn: sqlite3.Connection) -> None:
     """Identity of the history.json our last append wrote, so the next one can skip
-    parsing a file nobody else touched. Unused since migration 015 (session_stats holds it)."""
+    parsing a file nobody else touched. Unused since migration 015 (session_stats holds it);
+    never added to a 1.0 home's message_meta."""
+    if trim_table(conn) != "session_meta":
+        return
     have = _columns(conn, "session_meta")
     for name in ("hist_ino", "hist_size", "hist_mtime_ns", "hist_count"):
         if name not in have:
@@ -206,9 +220,9 @@ def _m006_gone(conn: sqlite3.Connection) -> None:
     if "gone" not in _columns(conn, "messages"):
         conn.execute("ALTER TABLE messages ADD COLUMN gone INTEGER NOT NULL DEFAULT 0")
     _script(conn,
-        """
+        f"""
         UPDATE messages SET gone = 1 WHERE seq < (SELECT coalesce(start_seq, 0)
-            FROM session_meta m WHERE m.session_id = messages.session_id);
+            FROM {trim_table(conn)} m WHERE m.session_id = messages.session_id);
         UPDATE messages SET hash = NULL WHERE message IS NOT NULL AND json_valid(message)
             AND (json_type(message, '$.content') = 'array'
                  OR json_type(message, '$.tool_calls') = 'array');
@@ -235,6 +249,7 @@ def _m007_session_stats(conn: sqlite3.Connection) -> None:
     """One small row per session, kept by the writers: what `session list` shows, with the
     identity of the history.json and summary.json it describes (a file changed by another
     program no longer matches and is read instead). Seeded from our appends' fingerprints."""
+    seed = _SEED_STATS if "hist_ino" in _columns(conn, "session_meta") else ""
     _script(conn,
         f"""
         CREATE TABLE IF NOT EXISTS session_stats (
@@ -248,7 +263,7 @@ def _m007_session_stats(conn: sqlite3.Connection) -> None:
             sum_size INTEGER,
             sum_mtime_ns INTEGER
         ) WITHOUT ROWID;
-        {_SEED_STATS}
+        {seed}
         """
     )
 
@@ -389,7 +404,9 @@ def _m015_one_fingerprint(conn: sqlite3.Connection) -> None:
     dropping them would fail its every append ("no such column"), and SQLite before 3.35 (a
     Python 3.10 may bring one) has no DROP COLUMN. Cleared, they make such a release read the
     file once; what it writes there afterwards vouches only for a file with that inode, size
-    and mtime, which our next write replaces."""
+    and mtime, which our next write replaces. (A 1.0 home without session_meta has none of them.)"""
+    if "hist_ino" not in _columns(conn, "session_meta"):
+        return
     _script(conn,
         f"""
         {_SEED_STATS}
@@ -455,6 +472,15 @@ def _m017_notes(conn: sqlite3.Connection) -> None:
                                update_of="name_tokens, tokens"))
 
 
+def _m018_knowledge_mark(conn: sqlite3.Connection) -> None:
+    """notes.knowledge_at: on a home Agenvoy 1.0 shares, the `knowledge` row's updated_at a
+    note was last written or read as (NULL: never in `knowledge`, a note saved before the
+    home's upgrade). A note with a mark whose row is gone was deleted by Agenvoy; one without
+    is ours, not yet written there (notes/store.py follow_knowledge)."""
+    if "knowledge_at" not in _columns(conn, "notes"):
+        conn.execute("ALTER TABLE notes ADD COLUMN knowledge_at INTEGER")
+
+
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("001_upstream", _m001_upstream),
     ("002_positions", _m002_positions),
@@ -473,5 +499,6 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("015_one_fingerprint", _m015_one_fingerprint),
     ("016_record_hash", _m016_record_hash),
     ("017_notes", _m017_notes),
+    ("018_knowledge_mark", _m018_knowledge_mark),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

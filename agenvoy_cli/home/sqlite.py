@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import cast
 
 from agenvoy_cli.errors import DiskFull, StoreBusy
+from agenvoy_cli.home import generation
 from agenvoy_cli.home.dbguard import open_guarded, wrap
 from agenvoy_cli.home.files import FileIdentity, ensure_dir, file_identity, open_regular
 from agenvoy_cli.home.marker import is_empty, note_created
@@ -60,6 +61,7 @@ def connect(path: Path, busy_timeout: float, *, readonly: bool = False,
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         migrate(conn)
+        _follow_layout(conn)
         if fresh and marker is not None:
             note_created(marker, path)
         return conn
@@ -84,6 +86,15 @@ def migrate(conn: sqlite3.Connection) -> None:
             [(name, time.time()) for name, _ in MIGRATIONS],
         )
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def _follow_layout(conn: sqlite3.Connection) -> None:
+    """A home Agenvoy 1.0 upgraded after our migrations ran: our column on its trim table
+    (home/generation.py). Nothing else of the layout is ever changed here."""
+    if generation.of(conn).version == generation.V1 and \
+            "start_seq" not in generation.columns(conn, "message_meta"):
+        with transaction(conn):
+            generation.adapt(conn)
 
 
 @contextlib.contextmanager

@@ -66,7 +66,9 @@ def _judge(name: str, data: bytes, where: str) -> tuple[str | None, str | None, 
 
 def take_legacy(store: Store, warn: Warn = quiet) -> list[str]:
     """Take in the home's knowledge/*.md that are new or changed since last time; the
-    names added. Cheap when there is nothing new: one directory listing and one read."""
+    names added. Cheap when there is nothing new: one directory listing and one read. On a
+    home Agenvoy 1.0 shares, its `knowledge` table is followed first (note_store)."""
+    note_store.follow_knowledge(store, warn)
     folder = store.layout.knowledge
     entries = _legacy_entries(folder, warn)
     if not entries:
@@ -143,7 +145,9 @@ def context_note_count(store: Store, warn: Warn = quiet) -> int | None:
 
 def home_notes(home: Path) -> list[tuple[str, str, int]]:
     """Another home's notes (name, content, updated_at), that home only read: its notes
-    table, and its knowledge/*.md files it has not taken in itself."""
+    table, Agenvoy 1.0's `knowledge` table there (its truth where it exists: a note
+    Agenvoy saved or changed counts as it is there), and its knowledge/*.md files it has not
+    taken in itself."""
     from agenvoy_cli.home import sqlite
     from agenvoy_cli.home.layout import Layout
 
@@ -163,6 +167,12 @@ def home_notes(home: Path) -> list[tuple[str, str, int]]:
                     found[name] = (name, content, updated)
                 taken = set(note_store.taken_files(conn, LEGACY))
             except sqlite3.Error:  # a home from before notes (migration 017)
+                pass
+            try:
+                for name, content, updated in conn.execute(
+                        "SELECT name, content, updated_at FROM knowledge ORDER BY name"):
+                    found[name] = (name, content, int(updated or 0) * 1_000_000_000)
+            except sqlite3.Error:  # no knowledge table: a home older than Agenvoy 1.0
                 pass
             finally:
                 conn.close()

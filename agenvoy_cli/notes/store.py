@@ -1,11 +1,16 @@
 """Knowledge notes in history.db: the one writer of `notes`, `notes_fts` (through its
 triggers) and `note_files`, and of the notes' vectors in Chroma (collection NOTES).
 
-SQLite is the truth. A note's vectors (one per passage, ids "<note id>:<n>") are derived:
-added after its row (vector_model then names their model), deleted before it. A new
-content or a new name is a new row with a new id (created_at kept), so the vectors of what
-was replaced point to no row: searches ignore them and doctor deletes them. Every write
-holds the store's write lock; SQLite is written in one transaction.
+SQLite is the truth. On a home Agenvoy 1.0 shares (home/generation.py), upstream's
+`knowledge(name, content, updated_at)` table is the notes' truth and `notes` the index we
+keep over it (tokens, vectors): every write here writes both in one transaction, and
+follow_knowledge brings what Agenvoy wrote there into `notes` (and a note saved before the
+home's upgrade into `knowledge`) before notes are read. A note's vectors (one per
+passage, ids "<note id>:<n>") are derived: added after its row (vector_model then names
+their model), deleted before it. A new content or a new name is a new row with a new id
+(created_at kept), so the vectors of what was replaced point to no row: searches ignore
+them and doctor deletes them. Every write holds the store's write lock; SQLite is written
+in one transaction.
 """
 
 from __future__ import annotations
@@ -14,11 +19,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agenvoy_cli.contract import moment
 from agenvoy_cli.errors import BadInput, NotFound, OperationFailed
-from agenvoy_cli.home import fts
+from agenvoy_cli.home import fts, generation
 from agenvoy_cli.notes.names import check_content, check_name
 
 if TYPE_CHECKING:
@@ -150,15 +155,107 @@ def names(store: Store, limit: int) -> tuple[list[str], int]:
         conn = store.db_readonly()
         if conn is None:
             return [], 0
-        first = [r[0] for r in conn.execute("SELECT name FROM notes ORDER BY CAST(name AS BLOB) "
-                                            "LIMIT ?", (limit,))]
+        names_sql = ("SELECT name FROM knowledge UNION SELECT name FROM notes WHERE "
+                     "knowledge_at IS NULL" if _shares_knowledge(conn)
+                     else "SELECT name FROM notes")
+        first = [r[0] for r in conn.execute(f"SELECT name FROM ({names_sql}) "
+                                            "ORDER BY CAST(name AS BLOB) LIMIT ?", (limit,))]
         return first, count(conn)
 
 
 def count(conn: sqlite3.Connection | None) -> int:
     if conn is None:
         return 0
+    if _shares_knowledge(conn):  # Agenvoy's notes count before follow_knowledge took them
+        return int(conn.execute("SELECT count(*) FROM (SELECT name FROM knowledge UNION "
+                                "SELECT name FROM notes WHERE knowledge_at IS NULL)"
+                                ).fetchone()[0])
     return int(conn.execute("SELECT count(*) FROM notes").fetchone()[0])
+
+
+# --------------------------------------------------------------------------- Agenvoy 1.0
+
+
+def _shares_knowledge(conn: sqlite3.Connection) -> bool:
+    return generation.of(conn).knowledge
+
+
+def _seconds(ns: int) -> int:
+    return ns // 1_000_000_000
+
+
+def _put_knowledge(conn: sqlite3.Connection, note: Note) -> None:
+    """The note as Agenvoy 1.0 reads it (updated_at in unix seconds, as its records)."""
+    if not _shares_knowledge(conn):
+        return
+    at = _seconds(note.updated_at)
+    conn.execute("INSERT INTO knowledge (name, content, updated_at) VALUES (?, ?, ?) "
+                 "ON CONFLICT(name) DO UPDATE SET content = excluded.content, "
+                 "updated_at = excluded.updated_at", (note.name, note.content, at))
+    conn.execute("UPDATE notes SET knowledge_at = ? WHERE id = ?", (at, note.id))
+
+
+def _drop_knowledge(conn: sqlite3.Connection, name: str) -> None:
+    if _shares_knowledge(conn):
+        conn.execute("DELETE FROM knowledge WHERE name = ?", (name,))
+
+
+class KnowledgeDiff(NamedTuple):
+    incoming: list[tuple[str, str, int]]  # Agenvoy's rows new or changed: (name, content, at)
+    outgoing: list[Note]  # ours, saved before the upgrade: written to `knowledge`
+    deleted: list[Note]  # ours that Agenvoy deleted there
+    marks: list[tuple[int, int]]  # (knowledge_at, id): same content, mark missing or old
+
+
+def knowledge_diff(conn: sqlite3.Connection) -> KnowledgeDiff:
+    """What differs between `knowledge` and `notes` (two reads; notes are few)."""
+    theirs = {r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT name, content, updated_at FROM knowledge")}
+    marks = {r[0]: r[1] for r in conn.execute("SELECT id, knowledge_at FROM notes")}
+    ours = {n.name: n for n in fetch(conn)}
+    diff = KnowledgeDiff([], [], [], [])
+    for name, (content, at) in theirs.items():
+        mine = ours.get(name)
+        if mine is None or mine.content != content:
+            diff.incoming.append((name, content, int(at or 0)))
+        elif marks.get(mine.id) != at:
+            diff.marks.append((int(at or 0), mine.id))
+    for name, mine in ours.items():
+        if name not in theirs:
+            (diff.outgoing if marks.get(mine.id) is None else diff.deleted).append(mine)
+    return diff
+
+
+def follow_knowledge(store: Store, warn: Warn = quiet) -> int:
+    """On a home Agenvoy 1.0 shares: its notes in `knowledge` taken into `notes` (a new or
+    changed one replaces ours of that name; one it deleted is deleted here, with its
+    vectors), and ours saved before the upgrade written to `knowledge`. Cheap when nothing
+    differs (two reads); the changes under the write lock, in one transaction. How many
+    notes changed."""
+    conn = store.db_readonly()
+    if conn is None:
+        return 0
+    with store.read_lock():
+        conn = store.db_readonly()
+        if conn is None or not _shares_knowledge(conn) or not any(knowledge_diff(conn)):
+            return 0
+    with store.write_lock():
+        conn = store.db()
+        diff = knowledge_diff(conn)
+        replaced = [n for n in (find(conn, name) for name, _, _ in diff.incoming) if n]
+        delete_vectors(store, [v for n in replaced + diff.deleted for v in n.vector_ids()], warn)
+        with store.transaction() as tx:
+            for n in replaced + diff.deleted:
+                tx.execute("DELETE FROM notes WHERE id = ?", (n.id,))
+            for name, content, at in diff.incoming:
+                old = next((n for n in replaced if n.name == name), None)
+                note = _insert(tx, name, content, old.created_at if old else at * 10**9,
+                               at * 10**9, old.source if old else "agenvoy")
+                tx.execute("UPDATE notes SET knowledge_at = ? WHERE id = ?", (at, note.id))
+            for note in diff.outgoing:
+                _put_knowledge(tx, note)
+            tx.executemany("UPDATE notes SET knowledge_at = ? WHERE id = ?", diff.marks)
+        return len(diff.incoming) + len(diff.outgoing) + len(diff.deleted)
 
 
 # --------------------------------------------------------------------------- writing
@@ -206,9 +303,11 @@ def save(store: Store, name: str, content: str, *, replace: bool = False,
         with store.transaction() as tx:
             for n in doomed:
                 tx.execute("DELETE FROM notes WHERE id = ?", (n.id,))
+                _drop_knowledge(tx, n.name)
             created = old.created_at if old is not None else now
             note = _insert(tx, name, content, created, now, source or
                            (old.source if old is not None else ""))
+            _put_knowledge(tx, note)
         if rename_from is not None and rename_from != name:
             action = "renamed"
         else:
@@ -228,6 +327,7 @@ def remove(store: Store, name: str, *, warn: Warn = quiet) -> Note:
         delete_vectors(store, note.vector_ids(), warn)
         with store.transaction() as tx:
             tx.execute("DELETE FROM notes WHERE id = ?", (note.id,))
+            _drop_knowledge(tx, note.name)
         return note
 
 
@@ -241,7 +341,7 @@ def insert_missing(store: Store, items: Sequence[tuple[str, str, str, int]],
     with store.transaction() as tx:
         for name, content, source, updated in items:
             if find(tx, name) is None:
-                _insert(tx, name, content, updated, updated, source)
+                _put_knowledge(tx, _insert(tx, name, content, updated, updated, source))
                 added.append(name)
         # a name stored meanwhile (or before) stays as it is: upstream's rule
         tx.executemany(

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from agenvoy_cli.conversation import compaction, history_format
+from agenvoy_cli.conversation import archive, compaction, history_format
 from agenvoy_cli.conversation.history import read_tail
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.files import atomic_write_json, read_json
@@ -38,9 +38,7 @@ def session_lines(conn: sqlite3.Connection | None, folder: Path, session_id: str
     start = 0
     rows: list[dict[str, Any]] = []
     if conn is not None:
-        meta = conn.execute("SELECT start_seq FROM session_meta WHERE session_id = ?",
-                            (session_id,)).fetchone()
-        start = (meta[0] or 0) if meta else 0
+        start = archive.trim_row(conn, session_id)[0] or 0
         cur = conn.execute("SELECT * FROM messages WHERE session_id = ? AND seq IS NOT NULL "
                            "ORDER BY seq", (session_id,))
         names = [d[0] for d in cur.description]

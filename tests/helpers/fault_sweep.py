@@ -171,6 +171,10 @@ def _state(home: Path) -> dict[str, Any]:
         "trim": _rows(db, "SELECT session_id, start_seq FROM session_meta ORDER BY 1"),
         # rows marked as left history.json: only a user's change may do that (#49)
         "gone": _rows(db, "SELECT session_id, seq FROM messages WHERE gone != 0 ORDER BY 1, 2"),
+        # Agenvoy 1.0's trim points and notes (a v0.32 home has neither table)
+        "trim_v10": _rows(db, "SELECT session_id, start_at, start_seq FROM message_meta "
+                              "ORDER BY 1"),
+        "knowledge": _rows(db, "SELECT name, content FROM knowledge ORDER BY 1"),
         # (whether a record has its vector is derived, as message vectors are: it may lag)
         "errors": _rows(db, "SELECT tool_name, keywords, symptom, action, outcome "
                             "FROM error_records ORDER BY 1, 3, 4"),
@@ -289,6 +293,37 @@ def _notes(home: Path, inputs: Path) -> None:
     ok(home, "notes", "add", "deploy", "--content", "Deploys go out on Tuesdays after the "
        "staging check.")
     ok(home, "notes", "add", "oncall", "--content", "The on-call rota is in the wiki.")
+
+
+def _v10_notes(home: Path, inputs: Path) -> None:
+    """A home Agenvoy 1.0 shares: its messages, a note each side saved, then Agenvoy's
+    edit and delete that the next notes command follows (notes/store.follow_knowledge)."""
+    from tests.agenvoy_sim_v10 import GoAgentV10
+
+    go = GoAgentV10(home)
+    go.say("s", "user", "hello from Agenvoy 1.0")
+    ok(home, "notes", "add", "oncall", "--content", "The on-call rota is in the wiki.")
+    go.save_note("deploy", "Deploys go out on Tuesdays.")
+    ok(home, "notes", "list")
+    go.save_note("deploy", "Deploys go out on Fridays.")
+    go.save_note("agenvoy", "Saved by Agenvoy's web UI.")
+    go.close()
+
+
+def _v10_notes_followed(home: Path, inputs: Path) -> None:
+    """_v10_notes with Agenvoy's changes already followed: a command's own write alone."""
+    _v10_notes(home, inputs)
+    ok(home, "notes", "list")
+
+
+def _v10_conversation(home: Path, inputs: Path) -> None:
+    """A 1.0 home whose session is long enough to compact (trim point in message_meta)."""
+    from tests.agenvoy_sim_v10 import GoAgentV10
+
+    go = GoAgentV10(home)
+    go.say("s", "user", "hello from Agenvoy 1.0")
+    go.close()
+    with_vectors(home, 20)
 
 
 def _docs(inputs: Path) -> Path:
@@ -439,6 +474,15 @@ def paths(llm_url: str) -> list[WritePath]:
                   True),
         WritePath("hook claude-code", "import", _transcript_begun,
                   lambda i: ["hook", "claude-code"], False, event=_stop_event),
+        WritePath("notes list (1.0: follow knowledge)", "notes", _v10_notes,
+                  lambda i: ["notes", "list"], True),
+        WritePath("notes add (1.0)", "notes", _v10_notes_followed,
+                  lambda i: ["notes", "add", "release", "--content", "Drafted on Mondays."],
+                  True),
+        WritePath("notes remove (1.0)", "notes", _v10_notes_followed,
+                  lambda i: ["notes", "remove", "oncall", "-y"], True),
+        WritePath("compact (1.0)", "conversation", _v10_conversation,
+                  lambda i: ["compact", "s", "--max-bytes", "1024"], False),
     ]
     for fmt, source in (("claude-code", DATA / "claude"), ("codex", DATA / "codex"),
                         ("chatgpt", DATA / "chatgpt" / "conversations.json"),

@@ -32,7 +32,9 @@ def contents(doc: dict, source: str | None = None) -> list[str]:
 
 def meta(home: Path, sid: str = "s") -> int:
     with sqlite3.connect(home / ".store" / "history.db") as conn:
-        return conn.execute("SELECT start_seq FROM session_meta WHERE session_id=?",
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        table = "message_meta" if "message_meta" in tables else "session_meta"  # 1.0 / v0.32
+        return conn.execute(f"SELECT start_seq FROM {table} WHERE session_id=?",
                             (sid,)).fetchone()[0]
 
 
