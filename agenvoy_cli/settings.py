@@ -311,6 +311,17 @@ class Settings:
     def no_server(self) -> bool:
         return self.env.get("AGENVOY_NO_SERVER", "").strip() not in ("", "0")
 
+    def openmp_batch_threads(self, cpus: int) -> int:
+        """The OpenMP threads of the models' batches (models/local.py OpenMPThreads): the
+        count the process chose (OMP_NUM_THREADS), else the CPUs where its OpenMP waits
+        passively (the CLI's own process: environment.start_program), else one: in a host
+        whose OpenMP spins, a team of threads stalls against busy neighbours."""
+        chosen = self.env.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+        if chosen.isdigit() and int(chosen) > 0:
+            return int(chosen)
+        passive = self.env.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
+        return max(1, cpus) if passive else 1
+
     @property
     def http_token(self) -> str | None:
         return self.env.get("AGENVOY_HTTP_TOKEN", "").strip() or None

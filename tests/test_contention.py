@@ -1,0 +1,31 @@
+"""Library use under contention (issue #51 item 3): a program that imports the library and
+sets no OpenMP variables keeps its search speed when two busy processes share the machine.
+The library picks its models' threads itself (models/local.py OpenMPThreads), never through
+its host's environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "tests" / "helpers" / "contended_search.py"
+
+
+def test_a_library_search_with_two_busy_competitors_keeps_its_speed(tmp_path):
+    """Medians of quiet and loaded searches, interleaved in one process (the competitors
+    paused and resumed): on the code before, a query's embedding spun against them and a
+    search took 3-10x its quiet time (its CPU time too). The bounds are generous for a busy
+    CI machine: the target is 2x (bench/contention.py reports it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "home"), "5"],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    med = json.loads(proc.stdout.strip().splitlines()[-1])
+    quiet, loaded = med["quiet"], med["loaded"]
+    assert loaded["wall"] <= 2.5 * quiet["wall"], med
+    assert loaded["cpu"] <= 2.0 * quiet["cpu"], med
