@@ -311,8 +311,8 @@ class Settings:
     def no_server(self) -> bool:
         return self.env.get("AGENVOY_NO_SERVER", "").strip() not in ("", "0")
 
-    def openmp_batch_threads(self, cpus: int) -> int:
-        """The OpenMP threads of the models' batches (models/local.py OpenMPThreads): the
+    def openmp_threads(self, cpus: int) -> int:
+        """The OpenMP threads of the local models (models/local.py OpenMPThreads): the
         count the process chose (OMP_NUM_THREADS), else the CPUs where its OpenMP waits
         passively (the CLI's own process: environment.start_program), else one: in a host
         whose OpenMP spins, a team of threads stalls against busy neighbours."""

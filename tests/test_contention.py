@@ -29,3 +29,14 @@ def test_a_library_search_with_two_busy_competitors_keeps_its_speed(tmp_path):
     quiet, loaded = med["quiet"], med["loaded"]
     assert loaded["wall"] <= 2.5 * quiet["wall"], med
     assert loaded["cpu"] <= 2.0 * quiet["cpu"], med
+
+
+def test_the_models_threads_are_the_ones_the_process_chose():
+    """One thread in a host that chose nothing (its OpenMP would spin); the CPUs where it
+    waits passively (the CLI, environment.start_program); OMP_NUM_THREADS where it is set."""
+    from agenvoy_cli.settings import Settings
+
+    assert Settings({}).openmp_threads(4) == 1
+    assert Settings({"OMP_WAIT_POLICY": "passive"}).openmp_threads(4) == 4
+    assert Settings({"OMP_NUM_THREADS": "3"}).openmp_threads(4) == 3
+    assert Settings({"OMP_NUM_THREADS": "junk", "OMP_WAIT_POLICY": "ACTIVE"}).openmp_threads(4) == 1

