@@ -192,8 +192,12 @@ def from_server(ctx: click.Context, no_server: bool, method: str, args: list[Any
 
     layout, settings = home_of(ctx), settings_of(ctx)
     answer = ask(layout, method, args, kwargs, wait, settings)
-    if answer is None and models and not settings.no_server and settings.server_auto:
-        answer = _ask_started(layout, settings, method, args, kwargs, wait)
+    if answer is None and models and not settings.no_server:
+        from agenvoy_cli.home.config import load_settings
+
+        full = load_settings(layout, settings)  # `server` may be in config.json
+        if full.server_auto:
+            answer = _ask_started(layout, full, method, args, kwargs, wait)
     if answer is None:
         return None
     for line in answer.get("warnings") or []:
