@@ -17,9 +17,12 @@ SCRIPT = ROOT / "tests" / "helpers" / "contended_search.py"
 
 def test_a_library_search_with_two_busy_competitors_keeps_its_speed(tmp_path):
     """Medians of quiet and loaded searches, interleaved in one process (the competitors
-    paused and resumed): on the code before, a query's embedding spun against them and a
-    search took 3-10x its quiet time (its CPU time too). The bounds are generous for a busy
-    CI machine: the target is 2x (bench/contention.py reports it)."""
+    paused and resumed). On the code before, a query's embedding spun against them: 2.6x
+    the quiet wall time at load 12, and 0.67 s of CPU per search instead of 0.06 s (more on
+    an idle machine, where the quiet search does not spin). The target is 2x
+    (bench/contention.py); the wall bound is generous because a machine saturated by other
+    work stretches the loaded searches by their share of the CPU alone (3.2x at load 21,
+    the CPU time unchanged); the CPU time is the steady part."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "home"), "5"],
@@ -27,7 +30,7 @@ def test_a_library_search_with_two_busy_competitors_keeps_its_speed(tmp_path):
     assert proc.returncode == 0, proc.stderr
     med = json.loads(proc.stdout.strip().splitlines()[-1])
     quiet, loaded = med["quiet"], med["loaded"]
-    assert loaded["wall"] <= 2.5 * quiet["wall"], med
+    assert loaded["wall"] <= 4.0 * quiet["wall"], med
     assert loaded["cpu"] <= 2.0 * quiet["cpu"], med
 
 
