@@ -123,8 +123,9 @@ class OpenMPThreads:
     passively (the CLI and its server set that where they start, environment.start_program),
     else one (settings.py Settings.openmp_threads). A team of threads meets at a barrier
     after every matrix product, and libgomp's default wait spins there: in a library host
-    with two busy processes on two cores, a query took 0.4-2 s on two threads and 36-60 ms
-    on one (docs/benchmarks.md, "Library use under contention").
+    with two busy processes on two cores, a query's p50 was 0.4-4 s on two threads and
+    36-250 ms on one (bench/omp_threads.py; docs/benchmarks.md, "Library use under
+    contention").
 
     Where the engine's library has no omp_set_num_threads (a build without OpenMP) this
     sets nothing."""
