@@ -147,3 +147,39 @@ def test_a_bad_server_setting_is_one_line(home: Path) -> None:
     bad = agenvoy("search", "s", "migration", env={"AGENVOY_SERVER": "sometimes"})
     assert bad.returncode == 2 and b"AGENVOY_SERVER" in bad.stderr
     assert bad.stderr.count(b"\n") == 1
+
+
+def _start_points(home: Path, tmp_path: Path) -> int:
+    """How many writes, fsyncs and renames a foreground start makes (a dry counting run)."""
+    log = tmp_path / "points.log"
+    run = agenvoy("server", "start", "--foreground", "--idle-timeout", "1",
+                  env={"AGENVOY_FAULTS": f"log={log}"}, timeout=START)
+    assert run.returncode == 0, run.stderr
+    return len(log.read_text().splitlines())
+
+
+@pytest.mark.parametrize("fail", ["enospc", "kill"])
+def test_a_start_failing_at_any_write_leaves_nothing_that_blocks_the_next(home: Path,
+                                                                          tmp_path: Path,
+                                                                          fail: str) -> None:
+    """A full disk (or kill -9) at each write of a start (the pid file, the token, the
+    announcement): one line, a documented exit code, no server left running, and the next
+    start works (a stale pid file or announcement is replaced)."""
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.server.lifecycle import status
+
+    points = _start_points(home, tmp_path)
+    assert points >= 10
+    for n in range(1, points + 1):
+        run = agenvoy("server", "start", "--foreground", "--idle-timeout", "1",
+                      env={"AGENVOY_FAULTS": f"at={n},fail={fail}"}, timeout=START)
+        err = run.stderr.decode()
+        assert "Traceback" not in err and "internal error" not in err, (n, err)
+        assert run.returncode in (0, 1, -signal.SIGKILL), (n, run.returncode, err)
+        if run.returncode == 1:  # once the server has its log, its stderr goes there
+            said = err or (home / ".store" / "server.log").read_text().splitlines()[-1] + "\n"
+            assert said.count("\n") == 1 and said.startswith("agenvoy: error:"), (n, said)
+        assert status(Layout(home))["running"] is False, n
+    with cleanup(home):
+        started = _json(agenvoy("server", "start", "--json", timeout=START))
+        assert started["running"] and started["started"]
