@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("hook", "Import when another agent's turn ends (Claude Code hooks, Codex notify)."),
     "mcp": ("mcp", "Serve the memory to agents as a stdio MCP server (warm, indexing ahead)."),
     "web": ("web", "A local viewer of the home in the browser (read-only unless --write)."),
+    "server": ("server", "The home's background server (warm searches): start, stop, status."),
 }
 
 
@@ -197,9 +198,15 @@ def interrupts_raise() -> None:
     Before, __main__'s start-up handler exits at once: an interrupt inside imports and
     click's parsing would print a traceback, click's "Aborted!" (exit 1), or worse."""
     import _signal
+    import gc
 
+    if not gc.isenabled():  # __main__ turned it off for the start-up imports
+        gc.freeze()
+        gc.enable()
     handler = _signal.getsignal(_signal.SIGINT)
-    if getattr(handler, "__module__", None) == "agenvoy_cli.__main__":
+    # run as `python -m agenvoy_cli`, __main__.py's module is named "__main__"
+    if getattr(handler, "__module__", None) in ("agenvoy_cli.__main__", "__main__") and \
+            getattr(handler, "__name__", None) == "interrupted_at_start":
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
 
 

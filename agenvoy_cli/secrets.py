@@ -9,7 +9,8 @@ import re
 MASK = "****"
 # Environment variables whose value is a secret (keys for the LLM, the embedder, a Chroma
 # server, ...): their values are masked even when nobody registered them.
-_SECRET_NAME = re.compile(r"(?:API_?KEY|_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD)$", re.I)
+# The patterns are compiled on first use (re.compile keeps them in re's cache), not at import.
+_SECRET_NAME = r"(?i)(?:API_?KEY|_KEY|_TOKEN|_SECRET|_PASSWORD|_PASSWD)$"
 _MIN_SECRET = 6  # shorter values would mask ordinary words
 # Secrets learnt while running (a key named by agenvoy.llm.api_key_env, a URL's password from
 # config.json, the Basic token made of it). Process-wide on purpose (tests/test_architecture.py
@@ -18,11 +19,11 @@ _MIN_SECRET = 6  # shorter values would mask ordinary words
 # learnt once must stay masked in every later message, whoever learnt it.
 _registered: set[str] = set()
 # scheme://user:password@host or scheme://token@host
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@:?#]*)(?::([^\s/@?#]*))?@")
-_URL_PARAM = re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access_token|password)=)[^&#\s]+")
+_URL_USERINFO = r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@:?#]*)(?::([^\s/@?#]*))?@"
+_URL_PARAM = r"(?i)([?&](?:api[_-]?key|key|token|access_token|password)=)[^&#\s]+"
 # an Authorization value: a word of 8+ token characters with at least one non-letter in it
 # (so "Basic information" stays prose)
-_AUTH_VALUE = re.compile(
+_AUTH_VALUE = (
     r"\b(Bearer|Basic)(\s+)(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}")
 
 
@@ -38,7 +39,7 @@ def known_secrets() -> list[str]:
 
     values = set(_registered)
     for name, value in environment().items():
-        if len(value) >= _MIN_SECRET and _SECRET_NAME.search(name):
+        if len(value) >= _MIN_SECRET and re.compile(_SECRET_NAME).search(name):
             values.add(value)
     return sorted(values, key=len, reverse=True)  # longest first: no half-masked overlaps
 
@@ -51,7 +52,7 @@ def _userinfo(match: re.Match[str]) -> str:
 def register_url(url: str | None) -> None:
     """Register the password (or token) written into a URL's user part."""
     if url and "@" in url:
-        match = _URL_USERINFO.search(url)
+        match = re.compile(_URL_USERINFO).search(url)
         if match:
             register(match.group(3) if match.group(3) is not None else match.group(2))
 
@@ -68,7 +69,7 @@ def mask(text: str, *, patterns: bool = True) -> str:
     if not patterns:
         return text
     if "@" in text:
-        text = _URL_USERINFO.sub(_userinfo, text)
+        text = re.compile(_URL_USERINFO).sub(_userinfo, text)
     if "=" in text:
-        text = _URL_PARAM.sub(lambda m: m.group(1) + MASK, text)
-    return _AUTH_VALUE.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+        text = re.compile(_URL_PARAM).sub(lambda m: m.group(1) + MASK, text)
+    return re.compile(_AUTH_VALUE).sub(lambda m: m.group(1) + m.group(2) + MASK, text)

@@ -31,6 +31,7 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 MAX_LOCK_TIMEOUT = 2_000_000.0
 DEFAULT_SEARCH_BUDGET = 3.0  # seconds a search may spend embedding before it
 DEFAULT_PROGRESS_SECONDS = 5.0  # outside a terminal: a progress line at most this often
+DEFAULT_SERVER_IDLE = 1800.0  # seconds the background server (`agenvoy server`) waits idle
 DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
 DEFAULT_ERROR_TTL_DAYS = 90.0
 MAX_ERROR_TTL_DAYS = 36_500  # a century; now + TTL must stay a 64-bit nanosecond count
@@ -101,6 +102,11 @@ KNOBS: tuple[Knob, ...] = (
          "the bearer token of `agenvoy mcp --http`"),
     Knob("http_timeout", ("AGENVOY_HTTP_TIMEOUT",), None, "300",
          "seconds an HTTP tool call may take"),
+    Knob("server", ("AGENVOY_SERVER",), "agenvoy.server", "`off`",
+         "`auto`: a semantic or hybrid `agenvoy search` with no server running starts the "
+         "home's background server (`agenvoy server start`) and is answered by it"),
+    Knob("server_idle", ("AGENVOY_SERVER_IDLE",), "agenvoy.server_idle", "1800",
+         "seconds the background server waits for a request before it stops (0: never)"),
     Knob("no_server", ("AGENVOY_NO_SERVER",), None, "off",
          "`1`: the CLI answers locally, never through a running HTTP server"),
     Knob("progress_seconds", ("AGENVOY_PROGRESS_SECONDS",), None, "5",
@@ -308,8 +314,36 @@ class Settings:
         return raw.strip().lower() not in ("0", "no", "off", "false")
 
     @property
+    def server_auto(self) -> bool:
+        """Whether a search that would load the models starts the background server."""
+        raw = self.env.get("AGENVOY_SERVER") or self.section("agenvoy").get("server") or "off"
+        value = str(raw).strip().lower()
+        if value not in ("auto", "off"):
+            where = "AGENVOY_SERVER" if self.env.get("AGENVOY_SERVER") else \
+                "config.json agenvoy.server"
+            raise BadInput(f"{where}={raw!r}: expected auto or off")
+        return value == "auto"
+
+    @property
+    def server_idle(self) -> float:
+        """Seconds the background server waits for a request before it stops (0: never)."""
+        return float(self.number("server_idle", DEFAULT_SERVER_IDLE, minimum=0,
+                                 unit="of seconds"))
+
+    @property
     def no_server(self) -> bool:
         return self.env.get("AGENVOY_NO_SERVER", "").strip() not in ("", "0")
+
+    def openmp_threads(self, cpus: int) -> int:
+        """The OpenMP threads of the local models (models/local.py OpenMPThreads): the
+        count the process chose (OMP_NUM_THREADS), else the CPUs where its OpenMP waits
+        passively (the CLI's own process: environment.start_program), else one: in a host
+        whose OpenMP spins, a team of threads stalls against busy neighbours."""
+        chosen = self.env.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+        if chosen.isdigit() and int(chosen) > 0:
+            return int(chosen)
+        passive = self.env.get("OMP_WAIT_POLICY", "").strip().upper() == "PASSIVE"
+        return max(1, cpus) if passive else 1
 
     @property
     def http_token(self) -> str | None:

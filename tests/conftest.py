@@ -184,7 +184,8 @@ SLOW_MODULES = {
     "tests.test_vectors_multiprocess", "tests.vectors.test_chroma_server", "tests.test_scale",
     "tests.release.test_packaging", "tests.test_fault_sweep", "tests.test_disk_full",
     "tests.test_doctor_faults", "tests.conversation.test_forget_faults",
-    "tests.vectors.test_doctor_vectors",
+    "tests.vectors.test_doctor_vectors", "tests.test_server_lifecycle", "tests.test_interrupt",
+    "tests.test_contention",
 }
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
 from agenvoy_cli.commands.common import complete_session, json_option, memory
 from agenvoy_cli.errors import BadInput
-from agenvoy_cli.output import ProgressBar, emit, format_option, table
+from agenvoy_cli.output import ProgressBar, emit, format_option, table, warn
 
 
 @click.command("backfill")
@@ -26,10 +28,23 @@ def command(ctx: click.Context, session_id: str | None, all_sessions: bool, vect
         raise BadInput("give a SESSION or --all (not both)")
     if rebuild and not vectors:
         raise BadInput("--rebuild goes with --vectors")
-    bar = ProgressBar("backfill", 2, not as_json and fmt in (None, "table"),
-                      unit="messages" if vectors else "sessions")
+    unit = "messages" if vectors else "sessions"
+    bar = ProgressBar("backfill", 2, not as_json and fmt in (None, "table"), unit=unit)
+    done = [0]
+
+    def progress(n: int, total: int) -> None:
+        done[0] = n
+        bar(n, total)
+
     try:
-        doc = memory(ctx).backfill(session_id, vectors=vectors, rebuild=rebuild, progress=bar)
+        doc = memory(ctx).backfill(session_id, vectors=vectors, rebuild=rebuild,
+                                   progress=progress)
+    except KeyboardInterrupt:
+        bar.close()
+        again = "agenvoy backfill " + (shlex.quote(session_id) if session_id else "--all") + \
+            (" --vectors" if vectors else "")
+        warn(f"agenvoy: {done[0]} {unit} were done and are kept; run `{again}` to do the rest")
+        raise
     finally:
         bar.close()
     emit(doc, as_json, lambda d: table(

@@ -179,17 +179,44 @@ def no_server_option(func: F) -> F:
 
 
 def from_server(ctx: click.Context, no_server: bool, method: str, args: list[Any],
-                kwargs: dict[str, Any], wait: float = 0.0) -> dict[str, Any] | None:
+                kwargs: dict[str, Any], wait: float = 0.0, *,
+                models: bool = False) -> dict[str, Any] | None:
     """The document Memory.METHOD would return, from the home's running HTTP server (no
-    chromadb, no model loaded here), or None: answer locally (server/fastpath.py)."""
+    chromadb, no model loaded here), or None: answer locally (server/fastpath.py).
+    `models`: the local answer would load the models; with the `server` setting `auto`
+    the home's background server is started first (server/lifecycle.py)."""
     if no_server:
         return None
     from agenvoy_cli.output import warn
     from agenvoy_cli.server.fastpath import ask
 
-    answer = ask(home_of(ctx), method, args, kwargs, wait, settings_of(ctx))
+    layout, settings = home_of(ctx), settings_of(ctx)
+    answer = ask(layout, method, args, kwargs, wait, settings)
+    if answer is None and models and not settings.no_server:
+        from agenvoy_cli.home.config import load_settings
+
+        full = load_settings(layout, settings)  # `server` may be in config.json
+        if full.server_auto:
+            answer = _ask_started(layout, full, method, args, kwargs, wait)
     if answer is None:
         return None
     for line in answer.get("warnings") or []:
         warn(line)
     return answer["doc"]  # type: ignore[no-any-return]
+
+
+def _ask_started(layout: Layout, settings: Settings, method: str, args: list[Any],
+                 kwargs: dict[str, Any], wait: float) -> dict[str, Any] | None:
+    """Start the background server (`server = auto`), then ask it; None (said on stderr)
+    when it cannot start: the search is answered here."""
+    from agenvoy_cli.errors import AgenvoyError
+    from agenvoy_cli.output import warn
+    from agenvoy_cli.server.fastpath import ask
+    from agenvoy_cli.server.lifecycle import start
+
+    try:
+        start(layout, settings, settings.server_idle)
+    except AgenvoyError as exc:
+        warn(f"agenvoy: note: the background server did not start ({exc}); searching locally")
+        return None
+    return ask(layout, method, args, kwargs, wait, settings)

@@ -160,7 +160,7 @@ def command(ctx: click.Context, session_id: str, query: tuple[str, ...],
     check_budget(budget)
     doc = from_server(ctx, no_server, "search", [session_id, text], {
         "mode": mode, "limit": limit, "range": range_, "since": since, "until": until,
-        "budget": budget, "match": match}, wait=budget)
+        "budget": budget, "match": match}, wait=budget, models=mode != "keyword")
     if doc is None:  # the local path: the search engine is imported only now
         from agenvoy_cli.search.catchup import notice_line
 

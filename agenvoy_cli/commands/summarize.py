@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import click
@@ -80,8 +81,13 @@ def command(ctx: click.Context, session_id: str | None, pending: bool, dry_run: 
     """
     if bool(session_id) == pending:
         raise BadInput("give a SESSION or --pending (not both)")
-    doc = memory(ctx).summarize(session_id, dry_run=dry_run, llm_command=llm_command,
-                                max_chunks=max_chunks, warn=warn)
+    try:
+        doc = memory(ctx).summarize(session_id, dry_run=dry_run, llm_command=llm_command,
+                                    max_chunks=max_chunks, warn=warn)
+    except KeyboardInterrupt:  # each chunk's summary was saved as it came
+        again = "agenvoy summarize " + (shlex.quote(session_id) if session_id else "--pending")
+        warn(f"agenvoy: the chunks summarized so far are saved; run `{again}` to go on")
+        raise
     for s in doc["sessions"]:
         if s["error"]:
             warn(f"agenvoy: error: {s['session_id']}: {s['error']}")

@@ -108,7 +108,7 @@ def message_sizes(messages: list[dict[str, Any]]) -> list[int]:
 
 _QUOTE, _BACKSLASH, _COMMA = ord('"'), ord("\\"), ord(",")
 _OPEN, _CLOSE = frozenset(b"[{"), frozenset(b"]}")
-_TOKENS = re.compile(rb'["\[\]{},]')
+_TOKENS = rb'["\[\]{},]'
 TAIL_WINDOW = 64 << 10
 CHUNK = 4 << 20
 
@@ -127,7 +127,7 @@ def _last_starts(data: bytes, end: int, want: int, whole: bool) -> int | None:
     when an even number of backslashes precedes it, so the string state is known at every
     byte from the end. None: the window starts too late to be sure."""
     depth, inside, found = 0, False, 0
-    positions = [m.start() for m in _TOKENS.finditer(data, 0, end)]
+    positions = [m.start() for m in re.compile(_TOKENS).finditer(data, 0, end)]
     for p in reversed(positions):
         c = data[p]
         if c == _QUOTE:

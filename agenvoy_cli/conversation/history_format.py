@@ -48,25 +48,26 @@ MARK = b'"sendAt":'  # a key: inside a JSON string the quote before ':' would be
 # Agenvoy v0.32.7 internal/session/history/record.go (RE2's \s is [\t\n\f\r ])
 _S = r"[\t\n\f\r ]"
 _LEGACY = r"(?:當前時間|工作目錄|傳送者|當前 chat ID|當前 channel)"
-_PREFIX = re.compile(r"\A" + _S + r"*(?:sendAt|sender|channelId)" + _S + r"*:[^\n]*\n")
-_LEGACY_BLOCK = re.compile(r"\A" + _S + r"*-{3,}\n?(?:" + _LEGACY + r"[^\n]*\n?)+-{3,}\n?")
-_LEGACY_LINE = re.compile(r"\A" + _S + r"*" + _LEGACY + _S + r"*[:：][^\n]*\n?")
-_LEGACY_SENDER = re.compile(SENDER_LABEL + r":" + _S + r"*([^\n]*)")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# The patterns are compiled on first use (re.compile keeps them in re's cache), not at import.
+_PREFIX = r"\A" + _S + r"*(?:sendAt|sender|channelId)" + _S + r"*:[^\n]*\n"
+_LEGACY_BLOCK = r"\A" + _S + r"*-{3,}\n?(?:" + _LEGACY + r"[^\n]*\n?)+-{3,}\n?"
+_LEGACY_LINE = r"\A" + _S + r"*" + _LEGACY + _S + r"*[:：][^\n]*\n?"
+_LEGACY_SENDER = SENDER_LABEL + r":" + _S + r"*([^\n]*)"
+_CONTROL = r"[\x00-\x1f\x7f]"
 
 
 def strip_prefix(content: str) -> str:
     """Agenvoy's StripPrefix: the legacy block or lines, then a `sendAt:` line."""
-    own = _OWN_BLOCK.match(content)
-    if own and not _MAY_PREFIX.match(content, own.end()):
+    own = re.compile(_OWN_BLOCK).match(content)
+    if own and not re.compile(_MAY_PREFIX).match(content, own.end()):
         return content[own.end():]  # header_block's own form, nothing after it to strip
-    content = _LEGACY_BLOCK.sub("", content, count=1)
+    content = re.compile(_LEGACY_BLOCK).sub("", content, count=1)
     while True:
-        trimmed = _LEGACY_LINE.sub("", content, count=1)
+        trimmed = re.compile(_LEGACY_LINE).sub("", content, count=1)
         if trimmed == content:
             break
         content = trimmed
-    return _PREFIX.sub("", content, count=1)
+    return re.compile(_PREFIX).sub("", content, count=1)
 
 
 def send_at(message: dict[str, Any]) -> int | None:
@@ -82,8 +83,8 @@ def sender(message: dict[str, Any]) -> str:
         return value
     content = message.get("content")
     if isinstance(content, str) and SENDER_LABEL in content[:2000]:
-        head = _LEGACY_BLOCK.match(content[:2000])
-        found = _LEGACY_SENDER.search(head.group(0)) if head else None
+        head = re.compile(_LEGACY_BLOCK).match(content[:2000])
+        found = re.compile(_LEGACY_SENDER).search(head.group(0)) if head else None
         if found:
             return found.group(1).strip()
     return ""
@@ -123,7 +124,7 @@ def validate(message: dict[str, Any], where: str) -> None:
 def check_sender(value: Any, where: str = "sender") -> str:
     if not isinstance(value, str):
         raise BadInput(f"{where}: 'sender' must be a string")
-    if _CONTROL.search(value):
+    if re.compile(_CONTROL).search(value):
         raise BadInput(f"{where}: 'sender' contains a control character")
     if len(value) > MAX_SENDER:
         raise BadInput(f"{where}: 'sender' is {len(value)} characters, over {MAX_SENDER}")
@@ -323,9 +324,9 @@ def record_key(message: dict[str, Any]) -> str:
 
 
 # where strip_prefix may change a content: it starts (after blanks) as one of its patterns
-_MAY_PREFIX = re.compile(_S + r"*(?:-{3}|" + _LEGACY + r"|sendAt|sender|channelId)")
+_MAY_PREFIX = _S + r"*(?:-{3}|" + _LEGACY + r"|sendAt|sender|channelId)"
 # header_block's own block (no sender): what _LEGACY_BLOCK removes of it, in one match
-_OWN_BLOCK = re.compile(r"---\n" + HEADER_LABEL + r": \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n---\n")
+_OWN_BLOCK = r"---\n" + HEADER_LABEL + r": \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n---\n"
 
 
 def record_hash(message: dict[str, Any], ident: str) -> str:
@@ -335,7 +336,7 @@ def record_hash(message: dict[str, Any], ident: str) -> str:
     the rewrite's format by the plain identity of what the file holds."""
     content = message.get("content")
     if isinstance(content, str):
-        if content and not content.isspace() and not _MAY_PREFIX.match(content):
+        if content and not content.isspace() and not re.compile(_MAY_PREFIX).match(content):
             return ""  # a text strip_prefix leaves as it is: identity_key(role, text) both
     elif isinstance(content, list) and not is_blank(content_text(content)):
         return ""  # the rewrite leaves a list alone: its text is the identity both

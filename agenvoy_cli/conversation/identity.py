@@ -15,7 +15,6 @@ Pure functions: the store reads the candidates and applies the plan in one trans
 
 from __future__ import annotations
 
-from difflib import SequenceMatcher
 from typing import NamedTuple
 
 _Item = tuple[int | None, int | None]  # (row id, history index), as in Plan.order
@@ -54,6 +53,8 @@ def _pairs(hist: list[str], cands: list[Candidate]) -> list[tuple[int, int]]:
     if all(hist[i] == cands[live[i]].hash for i in range(n)) and (
             n == len(hist) or not any(c.gone for c in cands[(live[n - 1] if n else -1) + 1:])):
         return list(zip(range(n), live[:n]))
+    from difflib import SequenceMatcher  # only where the two sides differ: not on append's path
+
     blocks = SequenceMatcher(None, hist, [c.hash for c in cands],
                              autojunk=False).get_matching_blocks()
     return [(a + k, b + k) for a, b, size in blocks for k in range(size)]

@@ -28,12 +28,14 @@ TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 _TIME_RE = r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})"
 # Upstream writes "---\n當前時間: <time>\n[工作目錄: <dir>\n]---\n<content>": a block
 # between two --- lines at the very start that names the time (a bare line is accepted too).
-_BLOCK = re.compile(
+# The patterns are compiled on first use (re.compile keeps them in re's cache), not at import
+# (#51: the append path paid for every one).
+_BLOCK = (
     r"\A[ \t\r\n]*-{3,}[ \t]*\r?\n((?:[^\n]*\n){0,8}?)[ \t]*-{3,}[ \t]*(?:\r?\n|\Z)")
-_BARE = re.compile(r"\A[ \t\r\n]*(?=" + HEADER_LABEL + r")[^\n]*(?:\r?\n|\Z)")
-_TIME_IN = re.compile(HEADER_LABEL + r"[:：][ \t]*" + _TIME_RE)
-_PLAIN_TIME = re.compile(r"\A" + _TIME_RE + r"\Z")
-_STAMP = re.compile(_TIME_RE)
+_BARE = r"\A[ \t\r\n]*(?=" + HEADER_LABEL + r")[^\n]*(?:\r?\n|\Z)"
+_TIME_IN = HEADER_LABEL + r"[:：][ \t]*" + _TIME_RE
+_PLAIN_TIME = r"\A" + _TIME_RE + r"\Z"
+_STAMP = _TIME_RE
 NS = 1_000_000_000
 # send_at is a signed 64-bit count of nanoseconds: 1677-09-21 to 2262-04-11 (whole years kept)
 MIN_YEAR, MAX_YEAR = 1678, 2261
@@ -47,7 +49,7 @@ def _to_datetime(stamp: str) -> datetime:
 
 def parse_local_time(text: str) -> datetime:
     """'YYYY-MM-DD HH:MM:SS' in the local zone (TZ honoured); raises BadInput."""
-    if not _PLAIN_TIME.match(text.strip()):
+    if not re.compile(_PLAIN_TIME).match(text.strip()):
         raise BadInput(f"time {text!r} is not in the form YYYY-MM-DD HH:MM:SS")
     try:
         moment = _to_datetime(text.strip())
@@ -216,7 +218,7 @@ _OWN_END = len(_OWN_HEAD) + 19
 def _header(text: str) -> tuple[str | None, int]:
     """(time text, end of the header) of a content's leading time header."""
     if text.startswith(_OWN_HEAD) and text[_OWN_END:_OWN_END + 5] == "\n---\n" and \
-            _STAMP.fullmatch(text, len(_OWN_HEAD), _OWN_END):
+            re.compile(_STAMP).fullmatch(text, len(_OWN_HEAD), _OWN_END):
         # the form this tool writes (as the patterns below read it): every import and
         # append pays this once per message, several times (bench/import_memory.py)
         return text[len(_OWN_HEAD):_OWN_END], _OWN_END + 5
@@ -224,9 +226,9 @@ def _header(text: str) -> tuple[str | None, int]:
     if HEADER_LABEL not in head:
         return None, 0
     for pattern in (_BLOCK, _BARE):
-        match = pattern.match(head)
+        match = re.compile(pattern).match(head)
         if match:
-            found = _TIME_IN.search(match.group(0))
+            found = re.compile(_TIME_IN).search(match.group(0))
             if found:
                 return found.group(1), match.end()
     return None, 0

@@ -44,7 +44,7 @@ class Stats(NamedTuple):
 
 
 _COLUMNS = ", ".join(Stats._fields)
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+=-]{0,199}\Z")  # validate_name accepts it
+_PLAIN_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.@+=-]{0,199}\Z"  # validate_name accepts it
 
 
 def _stat(path: Path | str) -> os.stat_result | None:
@@ -153,7 +153,7 @@ def folder_names(sessions: Path) -> list[str]:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 name = entry.name
-                if _PLAIN_NAME.match(name):  # the common case, checked in one step
+                if re.compile(_PLAIN_NAME).match(name):  # the common case, checked in one step
                     names.append(name)
                     continue
                 with contextlib.suppress(BadInput):

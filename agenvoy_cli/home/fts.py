@@ -17,8 +17,10 @@ _CJK = (
 )
 # Compiling a class of these ranges costs milliseconds (~2 ms this one, ~5 ms one that
 # also negates them): this is the only one; words between CJK runs use a cheap class.
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_WORD = re.compile(r"[^\W_]+")
+# Compiled on first use (re.compile keeps them in re's cache): not on import, where the
+# append path paid for them (#51).
+_CJK_RUN = f"[{_CJK}]+"
+_WORD = r"[^\W_]+"
 
 
 def pieces(text: str) -> list[str]:
@@ -26,16 +28,16 @@ def pieces(text: str) -> list[str]:
     what a query term is made of."""
     found: list[str] = []
     pos = 0
-    for run in _CJK_RUN.finditer(text):
-        found += _WORD.findall(text, pos, run.start())
+    for run in re.compile(_CJK_RUN).finditer(text):
+        found += re.compile(_WORD).findall(text, pos, run.start())
         found.append(run.group(0))
         pos = run.end()
-    found += _WORD.findall(text, pos)
+    found += re.compile(_WORD).findall(text, pos)
     return found
 
 
 def _is_cjk(token: str) -> bool:
-    return _CJK_RUN.match(token) is not None
+    return re.compile(_CJK_RUN).match(token) is not None
 
 
 def _bigrams(run: str) -> list[str]:
@@ -53,7 +55,7 @@ def index_text(text: str) -> str:
     def expand(match: re.Match[str]) -> str:
         return " " + " ".join(_bigrams(match.group(0))) + " "
 
-    return _CJK_RUN.sub(expand, text)
+    return re.compile(_CJK_RUN).sub(expand, text)
 
 
 def term_tokens(term: str) -> list[str]:
@@ -114,4 +116,4 @@ def is_cjk(token: str) -> bool:
 
 
 def has_cjk(text: str) -> bool:
-    return _CJK_RUN.search(text) is not None
+    return re.compile(_CJK_RUN).search(text) is not None

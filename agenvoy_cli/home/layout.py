@@ -223,6 +223,17 @@ class Layout(NamedTuple):
         return _checked(self.store / "hook.log")
 
     @property
+    def server_pid(self) -> Path:
+        """`agenvoy server`'s pid file: the process id of the home's background server,
+        written by that process as it starts and removed as it stops (server/lifecycle.py)."""
+        return _checked(self.store / "server.pid")
+
+    @property
+    def server_log(self) -> Path:
+        """`agenvoy server`'s log: its stderr (start, stop, warnings), appended."""
+        return _checked(self.store / "server.log")
+
+    @property
     def http_socket(self) -> Path:
         """The running HTTP server's Unix socket for the CLI's fast path: only the home's
         owner can reach it (0600, in `.store/run/`, 0700), so it needs no token."""

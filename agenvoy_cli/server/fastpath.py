@@ -51,7 +51,8 @@ def _note(message: str) -> None:
     sys.stderr.write(f"agenvoy: note: {message}; searching locally\n")
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -73,7 +74,7 @@ def announced(layout: Layout, say: Callable[[str], None] = _note) -> dict[str, A
         pid, url = int(info["pid"]), str(info["url"])
     except (ValueError, KeyError, TypeError):
         return None
-    if not _alive(pid):
+    if not alive(pid):
         say(f"the HTTP server announced in {layout.http_announce} (pid {pid}) is gone")
         return None
     return {**info, "pid": pid, "url": url}
@@ -132,7 +133,7 @@ def _connect_unix(path: str) -> socket.socket:
     return unix_socket(path, connect)
 
 
-def _connect(layout: Layout, info: dict[str, Any], settings: Settings
+def _connect(layout: Layout, info: dict[str, Any], settings: Settings, quiet: bool = False
              ) -> tuple[socket.socket, str] | None:
     """(a connected socket, the Authorization header line it needs), or None (told why):
     the home's Unix socket when the server made one, else its TCP port with a token."""
@@ -144,13 +145,30 @@ def _connect(layout: Layout, info: dict[str, Any], settings: Settings
             failed = f" (its socket: {type(exc).__name__})"
     token = token_of(layout, info, settings)
     if token is None:
-        _note(f"no token for the running HTTP server{failed}")
+        if not quiet:
+            _note(f"no token for the running HTTP server{failed}")
         return None
     url = urllib.parse.urlsplit(info["url"])
     # bytes, not str: a str host is IDNA-encoded (one more import)
     address = ((url.hostname or "127.0.0.1").encode("ascii"), url.port or 80)
     sock = socket.create_connection(address, timeout=CONNECT_TIMEOUT)  # type: ignore[arg-type]
     return sock, f"Authorization: Bearer {token}\r\n"
+
+
+def ping(layout: Layout, info: dict[str, Any], settings: Settings) -> bool:
+    """Whether the announced server answers PING (its event loop runs): what a start waits
+    for before it says the server is up."""
+    url = urllib.parse.urlsplit(info["url"])
+    try:
+        connected = _connect(layout, info, settings, quiet=True)
+        if connected is None:
+            return False
+        with connected[0] as sock:
+            head = f"Host: {url.netloc}\r\n{connected[1]}Connection: close\r\n"
+            status, _ = _exchange(sock, f"GET {PING} HTTP/1.1\r\n{head}\r\n".encode())
+    except (OSError, ValueError):
+        return False
+    return status == 200
 
 
 def ask(layout: Layout, method: str, args: list[Any], kwargs: dict[str, Any],

@@ -319,8 +319,9 @@ def _log_to(path: str) -> None:
 
 def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | None,
              log_file: str | None, allow_hosts: list[str], vocabulary: str = "spec",
-             settings: Settings | None = None) -> int:
-    """Serve until SIGTERM/SIGINT; 0 after a clean stop (`settings`: the CLI's)."""
+             settings: Settings | None = None, idle: float | None = None) -> int:
+    """Serve until SIGTERM/SIGINT, or `idle` seconds without a request (`agenvoy server`;
+    None: never); 0 after a clean stop (`settings`: the CLI's)."""
     # Every check first (before the SDK and uvicorn are imported: a refusal is quick), and
     # a refused start writes nothing (no home, token or log file).
     settings = settings or Settings.from_environment()
@@ -356,7 +357,8 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         streamable_http_path="/mcp", json_response=True, transport_security=checks,
         max_request_body_size=MAX_BODY,
         host=host, custom_starlette_routes=fast_route(app, _middleware(checks)))
-    config = uvicorn.Config(BearerAuth(web, token, unix.name if unix else None),
+    activity = Activity(BearerAuth(web, token, unix.name if unix else None))
+    config = uvicorn.Config(activity,
                             log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=int(GRACE),
                             server_header=False)
@@ -380,6 +382,8 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(index_forever, app.thread, app.indexer, app.wake, app.idle)
+            if idle:
+                tg.start_soon(_stop_when_idle, activity, server, idle)
             await server.serve(sockets=[sock] if unix is None else [sock, unix.sock])
             tg.cancel_scope.cancel()
 
@@ -396,6 +400,39 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         sys.stderr.write("agenvoy: stopped\n")
         sys.stderr.flush()
     return 0
+
+
+class Activity:
+    """The outermost ASGI layer: how many HTTP requests are in progress and when the last
+    one ended, for the idle timeout (a client's open stream counts as use)."""
+
+    def __init__(self, app: Any) -> None:
+        import time
+
+        self.app = app
+        self.busy = 0
+        self.clock = time.monotonic
+        self.last = self.clock()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        self.busy += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.busy -= 1
+            self.last = self.clock()
+
+
+async def _stop_when_idle(activity: Activity, server: Any, idle: float) -> None:
+    """Stop the server (as SIGTERM does) once no request came for `idle` seconds."""
+    while not server.should_exit:
+        await anyio.sleep(min(1.0, idle / 4))
+        if activity.busy == 0 and activity.clock() - activity.last >= idle:
+            sys.stderr.write(f"agenvoy: no request for {idle:g} s: stopping\n")
+            server.should_exit = True
 
 
 def _middleware(settings: Any) -> Any:
