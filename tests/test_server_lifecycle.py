@@ -20,6 +20,7 @@ import orjson
 import pytest
 
 from tests.conftest import agenvoy
+from tests.helpers.schemas import validate
 
 pytest.importorskip("mcp")
 
@@ -63,6 +64,7 @@ def test_start_status_stop(home: Path) -> None:
         assert _json(agenvoy("server", "status", "--json"))["running"] is False
         started = _json(agenvoy("server", "start", "--json", timeout=START))
         assert started["running"] and started["started"]
+        validate(started, "server-start")
         pid = started["pid"]
         assert (home / ".store" / "server.pid").read_text().strip() == str(pid)
         assert "serving" in (home / ".store" / "server.log").read_text()
@@ -70,10 +72,12 @@ def test_start_status_stop(home: Path) -> None:
         assert again["pid"] == pid and again["started"] is False
         now = _json(agenvoy("server", "status", "--json"))
         assert now["running"] and now["pid"] == pid and now["url"].startswith("http://127.0.0.1:")
+        validate(now, "server-status")
         found = _json(agenvoy("search", "s", "database migration", "--json", timeout=START))
         assert found["served_by"] == "server" and found["query"] == "database migration"
         stopped = _json(agenvoy("server", "stop", "--json", timeout=120))
         assert stopped["stopped"] and stopped["pid"] == pid
+        validate(stopped, "server-stop")
         assert not _alive(pid)
         assert not (home / ".store" / "server.pid").exists()
         assert not (home / ".store" / "http.json").exists()
