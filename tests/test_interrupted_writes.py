@@ -140,3 +140,24 @@ def test_session_reset_and_remove_are_all_or_nothing(tmp_path):
         for failure in ("enospc", "eio", "interrupt", "kill"):
             problems += fault_sweep.check_case(ref, at, failure, tmp_path)
     assert not problems, "\n".join(problems)
+
+
+def test_hooks_stopped_by_a_real_time_limit_on_a_growing_transcript(home, tmp_path):
+    """The issue's run, bounded: a Stop hook after each record of a turn, each with a time
+    limit short enough that its SIGALRM lands wherever it lands (before anything, mid-import,
+    or not at all); then one hook with time to spare. The home ends as one import of the
+    whole turn: history.json and the archive alike, nothing gone, doctor clean."""
+    lines = TURN.read_bytes().splitlines(keepends=True)
+    transcript = tmp_path / "projects" / TURN.parent.name / TURN.name
+    transcript.parent.mkdir(parents=True)
+    reference = tmp_path / "reference"
+    transcript.write_bytes(b"".join(lines))
+    hook(reference, transcript)
+    for done, limit in zip(range(2, len(lines) + 1), (0.1, 0.3, 0.6, 0.15, 0.45, 0.9, 0.2,
+                                                      0.5, 1.2)):
+        transcript.write_bytes(b"".join(lines[:done]))
+        hook(home, transcript, "--time-limit", str(limit))
+    hook(home, transcript)
+    want = fault_sweep.core(fault_sweep.state(reference))
+    assert fault_sweep.core(fault_sweep.state(home)) == want and not want["gone"]
+    assert doctor(home)["code"] == 0
