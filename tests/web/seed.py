@@ -39,10 +39,11 @@ TOPICS = [
 ]
 
 
-def seed(home: Path) -> None:
+def seed(home: Path, embedders: Any = None) -> None:
+    """`embedders`: the test session's (tests/conftest.py), so no second model loads."""
     from agenvoy_cli.api import Memory
 
-    with Memory(home) as memory:
+    with Memory(home, embedders=embedders) as memory:
         memory.append("main", [{"role": r, "content": t} for r, t in TOPICS * 3])
         memory.append("main", [
             {"role": "assistant", "content": "", "reasoning_content": "Let me think: list it",
@@ -89,6 +90,35 @@ def cli(home: Path, *args: str, timeout: float = 180, input: str | None = None
                           text=True, timeout=timeout, env=env, cwd=ROOT, input=input)
 
 
+def cli_here(embedders: Any, home: Path, *args: str, input: str | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    """The same CLI run in this process, as `cli` returns it, with the test session's loaded
+    models (tests/conftest.py's `embedders`): no interpreter start and no model load per call."""
+    from click.testing import CliRunner
+
+    from agenvoy_cli.cli import cli as program
+
+    res = CliRunner().invoke(program, list(args), input=input, catch_exceptions=False,
+                             obj={"embedders": embedders},
+                             env={"AGENVOY_HOME": str(home), "AGENVOY_NO_SERVER": "1"})
+    return subprocess.CompletedProcess(list(args), res.exit_code, res.stdout, res.stderr)
+
+
+@contextlib.contextmanager
+def module_env(model_cache: Path) -> Iterator[None]:
+    """For a module-scoped fixture (set up before the autouse `home` of tests/conftest.py):
+    the environment that fixture gives a test, so a server started here runs as it would."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name in list(os.environ):
+            if name.startswith(("AGENVOY_", "OPENAI_")):
+                mp.delenv(name)
+        mp.setenv("AGENVOY_MODEL_CACHE", str(model_cache))
+        mp.setenv("TZ", "Asia/Taipei")
+        yield
+
+
 class Viewer:
     """A running `agenvoy web`: its base URL, login link and token."""
 
@@ -103,7 +133,7 @@ class Viewer:
 @contextlib.contextmanager
 def viewer(home: Path, *args: str, timeout: float = 120) -> Iterator[Viewer]:
     """Start `agenvoy web --listen 127.0.0.1:0 ARGS` and wait (bounded) for its login link;
-    killed on the way out whatever happens."""
+    killed on the way out whatever happens. Its environment is taken now (os.environ)."""
     env = {**os.environ, "AGENVOY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "agenvoy_cli", "web", "--listen",
                              "127.0.0.1:0", *args], stderr=subprocess.PIPE, text=True,
