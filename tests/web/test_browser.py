@@ -2,7 +2,10 @@
 driven by Selenium, against the real server on 127.0.0.1, over a home seeded with the real
 models (vectors built, so semantic and hybrid searches are whole). Skipped only when
 Chromium is absent outside CI (tests/web/browser.py). Every wait is bounded: the server's
-start, each page load (browser.PAGE_LOAD) and every CLI call."""
+start, each page load (browser.PAGE_LOAD). The module starts one Chromium, seeds one home and
+runs one server per kind (read-only, --write): the tests that write each change a different
+part of their home. The CLI's side of each check runs in this process with the session's
+models (tests/web/seed.cli_here), as tests/conftest.py's `run` does."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """`agenvoy web` over real HTTP (the server a user runs, on 127.0.0.1): who may read it
 (token, Host, Origin), that no write route exists without --write, that writes need their
 CSRF token and confirmation, and that hostile content is sent as inert text. Every wait is
-bounded (the viewer helper's start timeout, http.client's timeout, subprocess timeouts)."""
+bounded (the viewer helper's start timeout, http.client's timeout, subprocess timeouts).
+One small home and one server per kind (read-only, --write) serve the module."""
 
 from __future__ import annotations
 
