@@ -11,7 +11,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,26 +134,43 @@ class Viewer:
 def viewer(home: Path, *args: str, timeout: float = 120) -> Iterator[Viewer]:
     """Start `agenvoy web --listen 127.0.0.1:0 ARGS` and wait (bounded) for its login link;
     killed on the way out whatever happens. Its environment is taken now (os.environ)."""
-    env = {**os.environ, "AGENVOY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "agenvoy_cli", "web", "--listen",
-                             "127.0.0.1:0", *args], stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT)
+    with viewers((home, args), timeout=timeout) as started:
+        yield started[0]
+
+
+@contextlib.contextmanager
+def viewers(*runs: tuple[Path, tuple[str, ...]], timeout: float = 120
+            ) -> Iterator[list[Viewer]]:
+    """`viewer` for each (home, ARGS), started side by side (their starts overlap, as their
+    stops do); each login link waited for, bounded."""
+    procs: list[subprocess.Popen[str]] = []
     try:
-        login = _wait_for_login(proc, timeout)
-        yield Viewer(proc, login.split("/login", 1)[0], login)
+        for home, args in runs:
+            env = {**os.environ, "AGENVOY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "agenvoy_cli", "web", "--listen", "127.0.0.1:0", *args],
+                stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT))
+        waits = [_watch_login(proc) for proc in procs]
+        logins = [wait(timeout) for wait in waits]
+        yield [Viewer(proc, login.split("/login", 1)[0], login)
+               for proc, login in zip(procs, logins, strict=True)]
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+            if proc.stderr is not None:
+                proc.stderr.close()
 
 
-def _wait_for_login(proc: subprocess.Popen[Any], timeout: float) -> str:
+def _watch_login(proc: subprocess.Popen[Any]) -> Callable[[float], str]:
+    """Read the server's stderr from now on; the function returned waits (at most its
+    timeout) for the login link."""
     import threading
 
     found: list[str] = []
@@ -171,7 +188,11 @@ def _wait_for_login(proc: subprocess.Popen[Any], timeout: float) -> str:
         ready.set()
 
     threading.Thread(target=read, daemon=True).start()
-    if not ready.wait(timeout) or not found:
-        proc.kill()
-        raise AssertionError(f"agenvoy web did not start: {''.join(seen)[-2000:]}")
-    return found[0]
+
+    def wait(timeout: float) -> str:
+        if not ready.wait(timeout) or not found:
+            proc.kill()
+            raise AssertionError(f"agenvoy web did not start: {''.join(seen)[-2000:]}")
+        return found[0]
+
+    return wait

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from tests.web import browser
-from tests.web.seed import HUGE, SCRIPT, Viewer, cli_here, module_env, seed, viewer
+from tests.web.seed import HUGE, SCRIPT, Viewer, cli_here, module_env, seed, viewers
 
 # real processes (and a browser): out of the quick pre-commit run, in CI
 pytestmark = pytest.mark.slow
@@ -47,22 +47,24 @@ def written(seeded: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-def _serve(home: Path, model_cache: Path, *args: str) -> Iterator[Viewer]:
-    """One `agenvoy web` for the module, started in the environment a test would have."""
+@pytest.fixture(scope="module")
+def servers(seeded: Path, written: Path, model_cache: Path) -> Iterator[list[Viewer]]:
+    """The module's two `agenvoy web` (read-only, --write), started side by side in the
+    environment a test would have."""
     with contextlib.ExitStack() as stack:
         with module_env(model_cache):
-            web = stack.enter_context(viewer(home, *args))
-        yield web
+            started = stack.enter_context(viewers((seeded, ()), (written, ("--write",))))
+        yield started
 
 
 @pytest.fixture(scope="module")
-def reader(seeded: Path, model_cache: Path) -> Iterator[Viewer]:
-    yield from _serve(seeded, model_cache)
+def reader(servers: list[Viewer]) -> Viewer:
+    return servers[0]
 
 
 @pytest.fixture(scope="module")
-def writer(written: Path, model_cache: Path) -> Iterator[Viewer]:
-    yield from _serve(written, model_cache, "--write")
+def writer(servers: list[Viewer]) -> Viewer:
+    return servers[1]
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +104,7 @@ def _after_click(d: Any, selector: str) -> Any:
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(d, browser.PAGE_LOAD).until(
+    return WebDriverWait(d, browser.PAGE_LOAD, poll_frequency=0.1).until(
         expected_conditions.presence_of_element_located((By.CSS_SELECTOR, selector)))
 
 

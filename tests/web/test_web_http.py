@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.web.seed import HUGE, JS_LINK, ROOT, RTL, SCRIPT, Viewer, cli_here, module_env, viewer
+from tests.web.seed import HUGE, JS_LINK, ROOT, RTL, SCRIPT, Viewer, cli_here, module_env, viewers
 
 # real processes (and a browser): out of the quick pre-commit run, in CI
 pytestmark = pytest.mark.slow
@@ -79,14 +79,6 @@ def cli(embedders: Any) -> Any:
     return functools.partial(cli_here, embedders)
 
 
-def _serve(home: Path, model_cache: Path, *args: str) -> Iterator[Viewer]:
-    """One `agenvoy web` for the module, started in the environment a test would have."""
-    with contextlib.ExitStack() as stack:
-        with module_env(model_cache):
-            web = stack.enter_context(viewer(home, *args))
-        yield web
-
-
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory, model_cache: Path, embedders: Any) -> Path:
     """small_home once for the module; the tests that read share it, and its server."""
@@ -125,13 +117,23 @@ def write_home(small: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reader(read_home: Path, model_cache: Path) -> Iterator[Viewer]:
-    yield from _serve(read_home, model_cache)
+def servers(read_home: Path, write_home: Path, model_cache: Path) -> Iterator[list[Viewer]]:
+    """The module's two `agenvoy web` (read-only, --write), started side by side in the
+    environment a test would have."""
+    with contextlib.ExitStack() as stack:
+        with module_env(model_cache):
+            started = stack.enter_context(viewers((read_home, ()), (write_home, ("--write",))))
+        yield started
 
 
 @pytest.fixture(scope="module")
-def writer(write_home: Path, model_cache: Path) -> Iterator[Viewer]:
-    yield from _serve(write_home, model_cache, "--write")
+def reader(servers: list[Viewer]) -> Viewer:
+    return servers[0]
+
+
+@pytest.fixture(scope="module")
+def writer(servers: list[Viewer]) -> Viewer:
+    return servers[1]
 
 
 def test_token_host_and_origin_are_checked_before_anything_is_read(reader: Viewer) -> None:
