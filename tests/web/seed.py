@@ -57,10 +57,6 @@ def seed(home: Path, embedders: Any = None) -> None:
                 {"type": "image_url", "image_url": {"url": "https://example.com/x.png"}}]},
             {"role": "assistant", "content": "The screenshot shows the permission error"},
         ])
-        memory.append("hostile", [{"role": "user", "content": SCRIPT},
-                                  {"role": "assistant", "content": JS_LINK},
-                                  {"role": "user", "content": RTL},
-                                  {"role": "assistant", "content": HUGE}])
         memory.record_error("bash", ["permission", "deploy"],
                             "permission denied writing /var/www", "use sudo -u deploy",
                             "resolved", "the deploy user is not in www-data")
@@ -70,6 +66,12 @@ def seed(home: Path, embedders: Any = None) -> None:
                         "staging")
         memory.add_note("Backups: cold storage bucket, nightly at 02:00.", "backups")
         memory.backfill(vectors=True)
+        # after the vectors, as an agent's append is (no model runs on append): the huge line
+        # alone would take the model ~10 s to embed, and no test searches this session
+        memory.append("hostile", [{"role": "user", "content": SCRIPT},
+                                  {"role": "assistant", "content": JS_LINK},
+                                  {"role": "user", "content": RTL},
+                                  {"role": "assistant", "content": HUGE}])
 
 
 def seed_import(home: Path, tmp: Path) -> None:
