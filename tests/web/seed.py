@@ -11,7 +11,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,11 @@ TOPICS = [
 ]
 
 
-def seed(home: Path) -> None:
+def seed(home: Path, embedders: Any = None) -> None:
+    """`embedders`: the test session's (tests/conftest.py), so no second model loads."""
     from agenvoy_cli.api import Memory
 
-    with Memory(home) as memory:
+    with Memory(home, embedders=embedders) as memory:
         memory.append("main", [{"role": r, "content": t} for r, t in TOPICS * 3])
         memory.append("main", [
             {"role": "assistant", "content": "", "reasoning_content": "Let me think: list it",
@@ -56,10 +57,6 @@ def seed(home: Path) -> None:
                 {"type": "image_url", "image_url": {"url": "https://example.com/x.png"}}]},
             {"role": "assistant", "content": "The screenshot shows the permission error"},
         ])
-        memory.append("hostile", [{"role": "user", "content": SCRIPT},
-                                  {"role": "assistant", "content": JS_LINK},
-                                  {"role": "user", "content": RTL},
-                                  {"role": "assistant", "content": HUGE}])
         memory.record_error("bash", ["permission", "deploy"],
                             "permission denied writing /var/www", "use sudo -u deploy",
                             "resolved", "the deploy user is not in www-data")
@@ -69,6 +66,12 @@ def seed(home: Path) -> None:
                         "staging")
         memory.add_note("Backups: cold storage bucket, nightly at 02:00.", "backups")
         memory.backfill(vectors=True)
+        # after the vectors, as an agent's append is (no model runs on append): the huge line
+        # alone would take the model ~10 s to embed, and no test searches this session
+        memory.append("hostile", [{"role": "user", "content": SCRIPT},
+                                  {"role": "assistant", "content": JS_LINK},
+                                  {"role": "user", "content": RTL},
+                                  {"role": "assistant", "content": HUGE}])
 
 
 def seed_import(home: Path, tmp: Path) -> None:
@@ -89,6 +92,35 @@ def cli(home: Path, *args: str, timeout: float = 180, input: str | None = None
                           text=True, timeout=timeout, env=env, cwd=ROOT, input=input)
 
 
+def cli_here(embedders: Any, home: Path, *args: str, input: str | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    """The same CLI run in this process, as `cli` returns it, with the test session's loaded
+    models (tests/conftest.py's `embedders`): no interpreter start and no model load per call."""
+    from click.testing import CliRunner
+
+    from agenvoy_cli.cli import cli as program
+
+    res = CliRunner().invoke(program, list(args), input=input, catch_exceptions=False,
+                             obj={"embedders": embedders},
+                             env={"AGENVOY_HOME": str(home), "AGENVOY_NO_SERVER": "1"})
+    return subprocess.CompletedProcess(list(args), res.exit_code, res.stdout, res.stderr)
+
+
+@contextlib.contextmanager
+def module_env(model_cache: Path) -> Iterator[None]:
+    """For a module-scoped fixture (set up before the autouse `home` of tests/conftest.py):
+    the environment that fixture gives a test, so a server started here runs as it would."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as mp:
+        for name in list(os.environ):
+            if name.startswith(("AGENVOY_", "OPENAI_")):
+                mp.delenv(name)
+        mp.setenv("AGENVOY_MODEL_CACHE", str(model_cache))
+        mp.setenv("TZ", "Asia/Taipei")
+        yield
+
+
 class Viewer:
     """A running `agenvoy web`: its base URL, login link and token."""
 
@@ -103,27 +135,44 @@ class Viewer:
 @contextlib.contextmanager
 def viewer(home: Path, *args: str, timeout: float = 120) -> Iterator[Viewer]:
     """Start `agenvoy web --listen 127.0.0.1:0 ARGS` and wait (bounded) for its login link;
-    killed on the way out whatever happens."""
-    env = {**os.environ, "AGENVOY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "agenvoy_cli", "web", "--listen",
-                             "127.0.0.1:0", *args], stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=ROOT)
+    killed on the way out whatever happens. Its environment is taken now (os.environ)."""
+    with viewers((home, args), timeout=timeout) as started:
+        yield started[0]
+
+
+@contextlib.contextmanager
+def viewers(*runs: tuple[Path, tuple[str, ...]], timeout: float = 120
+            ) -> Iterator[list[Viewer]]:
+    """`viewer` for each (home, ARGS), started side by side (their starts overlap, as their
+    stops do); each login link waited for, bounded."""
+    procs: list[subprocess.Popen[str]] = []
     try:
-        login = _wait_for_login(proc, timeout)
-        yield Viewer(proc, login.split("/login", 1)[0], login)
+        for home, args in runs:
+            env = {**os.environ, "AGENVOY_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "agenvoy_cli", "web", "--listen", "127.0.0.1:0", *args],
+                stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT))
+        waits = [_watch_login(proc) for proc in procs]
+        logins = [wait(timeout) for wait in waits]
+        yield [Viewer(proc, login.split("/login", 1)[0], login)
+               for proc, login in zip(procs, logins, strict=True)]
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+            if proc.stderr is not None:
+                proc.stderr.close()
 
 
-def _wait_for_login(proc: subprocess.Popen[Any], timeout: float) -> str:
+def _watch_login(proc: subprocess.Popen[Any]) -> Callable[[float], str]:
+    """Read the server's stderr from now on; the function returned waits (at most its
+    timeout) for the login link."""
     import threading
 
     found: list[str] = []
@@ -141,7 +190,11 @@ def _wait_for_login(proc: subprocess.Popen[Any], timeout: float) -> str:
         ready.set()
 
     threading.Thread(target=read, daemon=True).start()
-    if not ready.wait(timeout) or not found:
-        proc.kill()
-        raise AssertionError(f"agenvoy web did not start: {''.join(seen)[-2000:]}")
-    return found[0]
+
+    def wait(timeout: float) -> str:
+        if not ready.wait(timeout) or not found:
+            proc.kill()
+            raise AssertionError(f"agenvoy web did not start: {''.join(seen)[-2000:]}")
+        return found[0]
+
+    return wait
