@@ -372,10 +372,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         announcement["token"] = token  # no socket, and the CLI cannot read our environment
     if token_file and not (settings.http_token or "").strip():
         announcement["token_file"] = os.path.abspath(token_file)  # where, never the token
-    # uvicorn re-raises the signal it caught once it has stopped; ours is a no-op, so the
-    # process leaves through the cleanup below with exit 0
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: None)
+    stop_on_signal(server)
 
     async def serve() -> None:
         from agenvoy_cli.server.worker import index_forever
@@ -445,6 +442,18 @@ def _remove_socket(unix: UnixListener) -> None:
     with contextlib.suppress(OSError):
         if os.lstat(unix.path).st_ino == unix.inode:  # still ours
             unix.path.unlink()
+
+
+def stop_on_signal(server: Any) -> None:
+    """SIGTERM or SIGINT stops `server` whenever it comes: before uvicorn has put its own
+    handlers in place (a signal then was lost, and the process served on), and after, when
+    uvicorn raises again the signal it caught once it has stopped (then it changes nothing,
+    and the process leaves through its cleanup with exit 0)."""
+    def stop(*_: Any) -> None:
+        server.should_exit = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
 
 
 def _unannounce(layout: Layout) -> None:

@@ -7,7 +7,6 @@ through it) and runs no background indexer: it reads the home as the CLI does.""
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from typing import Any
@@ -23,6 +22,7 @@ from agenvoy_cli.server.http_server import (
     make_token,
     parse_bind,
     security,
+    stop_on_signal,
 )
 from agenvoy_cli.settings import Settings
 
@@ -63,8 +63,7 @@ def run_web(layout: Layout, bind: str, *, write: bool, open_browser: bool,
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            lifespan="off", timeout_graceful_shutdown=GRACE,
                                            server_header=False))
-    for sig in (signal.SIGTERM, signal.SIGINT):  # uvicorn re-raises it once stopped
-        signal.signal(sig, lambda *_: None)
+    stop_on_signal(server)
     login = f"{url}/login?token={token}"
     sys.stderr.write(f"agenvoy: serving {url}/ for {layout.home} (pid {os.getpid()}, "
                      f"{'read-write' if write else 'read-only'})\n"
