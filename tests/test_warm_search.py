@@ -38,8 +38,9 @@ def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home,
     from agenvoy_cli.search import catchup, semantic
     from agenvoy_cli.search.timewindow import TimeWindow
     from agenvoy_cli.vectors import api as vectors
-    from agenvoy_cli.vectors import range_query
+    from agenvoy_cli.vectors import exact, range_query
 
+    monkeypatch.setattr(exact, "EXACT_MAX", 0)  # the HNSW path's range query (vectors/exact.py)
     add(run, "s", 120, time="2024-03-01 10:00:00")
     add(run, "s", 80, first=120, time="2024-03-05 10:00:00")
     store = warm_store(home)
@@ -80,15 +81,26 @@ def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home,
     store.close()
 
 
-def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words, capsys):
+def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words, capsys,
+                                                                monkeypatch):
     """An unfiltered query silently leaves out what HNSW lacks: the whole-collection check
     sends such an index down the slow path, which says so."""
     from agenvoy_cli.search.engine import search
     from agenvoy_cli.vectors import api as vectors
-    from agenvoy_cli.vectors import range_query
-    from tests.helpers.chroma import make_inconsistent
+    from agenvoy_cli.vectors import exact, range_query
+    from tests.helpers.chroma import make_inconsistent, new_process
 
     make_inconsistent(home, run)  # ends as a new process would start
+    # searched exactly (vectors/exact.py): Chroma cannot hand back what its HNSW layer
+    # lacks either, so the search answers from the rest and says so
+    exact_store = warm_store(home)
+    res = search(exact_store, "s", "deploy", "semantic", budget=0)
+    assert res.unsearchable_count > 0 and res.results
+    assert "unsearchable" in [n.code for n in res.notes]
+    assert "inconsistent" in capsys.readouterr().err
+    exact_store.close()
+    new_process()
+    monkeypatch.setattr(exact, "EXACT_MAX", 0)  # the HNSW path: it must say what it left out
     store = warm_store(home)
     with store.write_lock():
         assert not range_query._consistent(vectors.open_index(store, vectors.MESSAGES)

@@ -22,6 +22,10 @@ def _render(doc: dict) -> str:
         fixed = f"  -> repaired: {p['repaired']}" if p["repaired"] else ""
         note = "note: " if p.get("note") else ""
         lines.append(f"{note}{where}: {p['check']}: {p['detail']}{fixed}")
+    paths = [p["path"] for p in doc.get("vector_paths", [])]
+    if paths:  # how semantic search reaches the vectors (vectors/exact.py)
+        kept.append(f"vector search: exact for {paths.count('exact')} collection(s), "
+                    f"hnsw for {paths.count('hnsw')}")
     return "\n".join(lines + kept)
 
 

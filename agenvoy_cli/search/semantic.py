@@ -105,9 +105,11 @@ class Attribution:
 def _own_text_similarity(need: Sequence[int], vector: Sequence[float], embedder: Any,
            bodies: dict[int, str]) -> dict[int, float]:
     """The query's similarity to each of these messages' own text (dot product: the
-    embedders return unit vectors)."""
+    embedders return unit vectors); those the embedder had no time for are left out (a
+    budget: vectors/attribution.py KeptEmbedder)."""
     vecs = embedder.embed_documents([bodies[s][:ATTRIBUTION_CHARS] for s in need])
-    return {s: sum(a * b for a, b in zip(v, vector)) for s, v in zip(need, vecs)}
+    return {s: sum(a * b for a, b in zip(v, vector)) for s, v in zip(need, vecs)
+            if v is not None}
 
 
 def _winner(seq: int, state: Attribution) -> int | None:
@@ -115,6 +117,8 @@ def _winner(seq: int, state: Attribution) -> int | None:
     the first time, kept after it); None when either already moved in another pair."""
     if seq in state.first:
         return state.first[seq]
+    if seq not in state.own or seq - 1 not in state.own:
+        return None  # not embedded within the budget: left as the index ranked them
     # a question about the user and the user's message before the assistant's reply to it:
     # the statement of the user's own fact, checked even when the reply already moved (it
     # won its place from the turn after it; the fact it replies to is one step further)
@@ -185,7 +189,8 @@ def credit(ranked: list[tuple[int, float]], vector: Sequence[float], embedder: A
     kept: set[int] = set()
     dropped: set[int] = set()
     for seq, _ in ranked[:CREDIT_TOP]:
-        if (seq in check and seq - 1 in kept and own[seq] <= typical
+        if (seq in check and seq - 1 in kept and seq in own and seq - 1 in own
+                and own[seq] <= typical
                 and own[seq - 1] - own[seq] > CREDIT_MARGIN):
             dropped.add(seq)
         else:
@@ -228,9 +233,10 @@ def index_vectors(store: Store, session_id: str, seqs: Sequence[int]) -> dict[in
 
     if not seqs:
         return {}
-    index = vectors.open_index(store, vectors.MESSAGES, create=False)
-    got = index.collection.get(ids=[vectors.message_id(session_id, s) for s in seqs],
-                               include=["embeddings", "metadatas"])
+    from agenvoy_cli.vectors.messages import entries
+
+    got = entries(store, session_id, [vectors.message_id(session_id, s) for s in seqs],
+                  embeddings=True)
     embs = got.get("embeddings")
     if embs is None:
         return {}

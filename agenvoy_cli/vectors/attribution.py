@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.vectors import guard
+from agenvoy_cli.vectors import exact, guard
 from agenvoy_cli.vectors.collection import before_write, message_id, writing
 
 if TYPE_CHECKING:
@@ -41,6 +41,12 @@ def _decode(text: str) -> Sequence[float]:
     return array("f", base64.b64decode(text))  # a sequence: no float objects made
 
 
+def _name(store: Store, session_id: str) -> str:
+    from agenvoy_cli.vectors.messages import collection_for
+
+    return collection_for(session_id)
+
+
 def _collection(store: Store, session_id: str) -> Any:
     from agenvoy_cli.vectors.api import index_exists
     from agenvoy_cli.vectors.collection import MESSAGES
@@ -50,6 +56,17 @@ def _collection(store: Store, session_id: str) -> Any:
         return None
     index = message_index(store, create=False).session(session_id)
     return None if index is None else index.collection
+
+
+def _entries(store: Store, session_id: str, ids: Sequence[str]) -> dict[str, Any]:
+    """The entries' metadata (from the kept matrix when the session is searched exactly)."""
+    from agenvoy_cli.vectors.api import index_exists
+    from agenvoy_cli.vectors.collection import MESSAGES
+    from agenvoy_cli.vectors.messages import entries
+
+    if not index_exists(store, MESSAGES):
+        return {"ids": [], "metadatas": []}
+    return entries(store, session_id, ids)
 
 
 def load(store: Store, session_id: str, seqs: Sequence[int], key: str = OWN_TEXT
@@ -66,10 +83,7 @@ def load_keys(store: Store, session_id: str, seqs: Sequence[int], keys: Sequence
     if not seqs:
         return out
     with guard.exclusive(store):
-        col = _collection(store, session_id)
-        if col is None:
-            return out
-        got = col.get(ids=[message_id(session_id, s) for s in seqs], include=["metadatas"])
+        got = _entries(store, session_id, [message_id(session_id, s) for s in seqs])
     for meta in got.get("metadatas") or []:
         if not meta or "seq" not in meta:
             continue
@@ -87,10 +101,7 @@ def lacking(store: Store, session_id: str, seqs: Iterable[int], key: str = OWN_T
     if not ids:
         return []
     with guard.exclusive(store):
-        col = _collection(store, session_id)
-        if col is None:
-            return []
-        got = col.get(ids=ids, include=["metadatas"])
+        got = _entries(store, session_id, ids)
     return sorted(int(meta["seq"]) for meta in got.get("metadatas") or []
                   if meta and "seq" in meta and not isinstance(meta.get(key), str))
 
@@ -114,20 +125,27 @@ def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]],
                 ids.append(vid)
                 metas.append({**meta, key: _encode(vecs[seq])})
         if ids:
+            name = _name(store, session_id)
+            kept = exact.current(store, name)
             guard.bump(store)  # a write: other processes reload (vectors/guard.py)
             with writing(store, session_id):
                 before_write("update")
                 col.update(ids=ids, metadatas=metas)
+            exact.patch(store, name, kept, update=dict(zip(ids, metas)))
     return len(ids)
 
 
 class KeptEmbedder:
     """The embedder as attribution sees it: texts whose vector is kept are answered from
-    it; the others are embedded and remembered in `new` (text -> vector) for save()."""
+    it; the others are embedded and remembered in `new` (text -> vector) for save().
+    With a `pacer` (search/catchup.py Pacer: what is left of a search's budget) only the
+    texts that fit in it are embedded; the others are answered None (not known)."""
 
-    def __init__(self, inner: Any, kept: dict[str, Sequence[float]]) -> None:
+    def __init__(self, inner: Any, kept: dict[str, Sequence[float]],
+                 pacer: Any = None) -> None:
         self.inner = inner
         self.kept = kept
+        self.pacer = pacer
         self.new: dict[str, Sequence[float]] = {}
 
     @property
@@ -137,8 +155,16 @@ class KeptEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self.inner.embed_query(text)  # type: ignore[no-any-return]
 
-    def embed_documents(self, texts: list[str]) -> list[Sequence[float]]:
+    def embed_documents(self, texts: list[str]) -> list[Any]:  # None: not within the budget
         missing = [t for t in dict.fromkeys(texts) if t not in self.kept and t not in self.new]
-        if missing:
+        if missing and self.pacer is not None:
+            while missing:  # a small first batch while the rate is unknown, then the rest
+                take = self.pacer.fits(missing)
+                if not take:
+                    break
+                self.new.update(zip(missing[:take], self.pacer.embed(
+                    self.inner.embed_documents, missing[:take])))
+                missing = missing[take:]
+        elif missing:
             self.new.update(zip(missing, self.inner.embed_documents(missing)))
-        return [self.kept.get(t) or self.new[t] for t in texts]
+        return [self.kept.get(t) or self.new.get(t) for t in texts]
