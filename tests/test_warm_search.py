@@ -181,3 +181,51 @@ def test_message_texts_for_attribution_are_made_ahead_and_queries_kept(run, home
         search(store, "s", query, "semantic", budget=None)
     assert words.texts == []  # no attribution text had to be embedded
     store.close()
+
+
+def test_a_warm_search_walks_no_folder_and_reads_no_vector_from_chroma(run, home, words,
+                                                                       monkeypatch):
+    """A warm search costs its query: the Chroma folder's symlink walk (~360 directory scans
+    at 100 sessions, home/layout.py) runs where a client is opened, once per generation of
+    the directory, not per access; and the vectors a search reads after its query (the
+    background sample, attribution's kept vectors) come from the kept matrix
+    (vectors/exact.py), not from Chroma `get` calls. Another process's write makes the next
+    search walk and read again (a link planted meanwhile is then refused)."""
+    from agenvoy_cli.home import layout
+    from agenvoy_cli.search.engine import search
+    from agenvoy_cli.vectors import exact
+
+    for sid in ("s", "t", "u"):
+        add(run, sid, 60)
+    store = warm_store(home)
+    search(store, "s", "garden tomatoes", "semantic", budget=None)  # warm: read, kept
+    walks, reads = [], []
+    real_walk, real_read = layout._no_links_below, exact._read
+    monkeypatch.setattr(layout, "_no_links_below",
+                        lambda *a, **k: walks.append(a) or real_walk(*a, **k))
+    monkeypatch.setattr(exact, "_read", lambda *a: reads.append(a) or real_read(*a))
+    gets = []
+    from chromadb.api.models.Collection import Collection
+
+    real_get = Collection.get
+    monkeypatch.setattr(Collection, "get", lambda self, *a, **k: gets.append(k) or
+                        real_get(self, *a, **k))
+    for query in TOPICS[:3]:
+        res = search(store, "s", query, "semantic", budget=None)
+        assert res.results
+    assert walks == [] and reads == []
+    assert [k for k in gets if "embeddings" in (k.get("include") or [])] == []
+    import subprocess
+
+    from tests.conftest import ROOT
+    from tests.helpers.chroma import PY, env_for
+
+    child = subprocess.run([*PY, "serve"], cwd=ROOT, env=env_for(home), timeout=120,
+                           capture_output=True, input=orjson.dumps(
+                               {"args": ["append", "t", "--role", "user", "--content",
+                                         "kernel panic again"]}) + b"\n" + orjson.dumps(
+                               {"args": ["backfill", "t", "--vectors"]}) + b"\n")
+    assert [orjson.loads(x)["code"] for x in child.stdout.splitlines()] == [0, 0], child.stderr
+    search(store, "s", "garden tomatoes", "semantic", budget=None)
+    assert walks and reads  # the client reopened: the folder checked, the matrix read again
+    store.close()
