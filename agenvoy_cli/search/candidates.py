@@ -69,7 +69,6 @@ class Candidates:
     pool: list[int] = field(default_factory=list)  # the fitted ranking's (empty: not asked)
     similarity: dict[int, float] = field(default_factory=dict)  # pool and neighbours (index)
     second_vectors: dict[int, Sequence[float]] = field(default_factory=dict)  # kept, by seq
-    pacer: Any = None  # what is left of the search's budget (search/catchup.py Pacer)
 
 
 @dataclass(frozen=True)

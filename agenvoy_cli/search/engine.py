@@ -157,7 +157,6 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
         cand = candidates.gather(store, session_id, query, mode, scope, window, vector,
                                  caught.unindexed, needs, max(candidates.POOL, limit), wanted)
         note_unarchived(result, unarchived(store.db_readonly(), session_id, scope))
-    cand.pacer = caught.pacer
     _note_left_out(result, caught, cand.unsearchable, budget)
     lo = _searched(result, scope, mode)
     if not result.searchable_count:
@@ -165,7 +164,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     state = semantic.Attribution(about_user=about_the_user(query.text), roles=cand.roles,
                                  index=dict(cand.vector),
                                  typical=cand.background.typical)
-    own_text = _own_text_embedder(emb, cand, caught.pacer)
+    own_text = _own_text_embedder(emb, cand)
     vec = semantic.attribute(cand.vector, vector, own_text, cand.texts, state)
     # relevance over the hits as attribution left them (bench/floor_fit.py measured that)
     decision = _decide(relevance, query, cand, vec, vector, emb.model_id)
@@ -264,15 +263,16 @@ def _searched(result: SearchResult, scope: Scope, mode: str) -> int:
     return lo
 
 
-def _own_text_embedder(emb: Any, cand: Candidates, pacer: Any) -> Any:
+def _own_text_embedder(emb: Any, cand: Candidates) -> Any:
     """The embedder attribution embeds message texts with: texts whose vector is kept cost
-    nothing (vectors/attribution.py); the others are embedded within what is left of the
-    search's budget (`pacer`, search/catchup.py)."""
+    nothing (vectors/attribution.py). Not bounded by the search's budget: counting it
+    against the default budget left the first search of a session unattributed whenever
+    the catch-up used the budget (tests/test_attribution_roles.py, issue #51: not done)."""
     from agenvoy_cli.vectors.attribution import KeptEmbedder
 
     cut = semantic.ATTRIBUTION_CHARS
     return KeptEmbedder(emb, {cand.texts[s][:cut]: v for s, v in cand.text_vectors.items()
-                              if s in cand.texts}, pacer)
+                              if s in cand.texts})
 
 
 def _decide(relevance: Relevance, query: Query, cand: Candidates,
@@ -348,8 +348,7 @@ def _second_similarities(store: Store, session_id: str, query: Query, cand: Cand
     """The second model's similarity of the query to each pool message's own text and to
     each background message's: texts whose vector is kept (or the Relevance just made)
     cost nothing, the others are embedded and kept (vectors/attribution.py). None when the
-    second model cannot be had, or not every text could be embedded within the search's
-    budget."""
+    second model cannot be had."""
     from agenvoy_cli.models.base import EmbedderError
     from agenvoy_cli.search.relevance import SECOND_KEY, SECOND_SPEC
     from agenvoy_cli.vectors.attribution import KeptEmbedder
@@ -361,12 +360,8 @@ def _second_similarities(store: Store, session_id: str, query: Query, cand: Cand
     kept = {cand.texts[s][:cut]: v for s, v in cand.second_vectors.items() if s in cand.texts}
     kept.update(decision.embedded)
     try:
-        model = KeptEmbedder(of(store).models.get(SECOND_SPEC, store.settings), kept,
-                             cand.pacer)
+        model = KeptEmbedder(of(store).models.get(SECOND_SPEC, store.settings), kept)
         texts = model.embed_documents([cand.texts[s][:cut] for s in seqs])
-        if any(t is None for t in texts):  # not all within the budget: fusion ranks
-            _keep(store, session_id, cand.texts, model.new, SECOND_KEY)
-            return None
         sims = semantic.cosines(texts, query.vector(model))
     except EmbedderError:
         return None
