@@ -37,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # after site-packages: bench/mcp.py is no `mcp`
 
 STAND_IN = "python:tests.words_embedder:WordsEmbedder"
 
@@ -52,7 +52,7 @@ def _messages(n: int) -> list[dict[str, str]]:
 
 
 def _questions() -> list[str]:
-    sys.path.insert(0, str(ROOT / "bench"))  # bench/mcp_http.py takes it out
+    sys.path.append(str(ROOT / "bench"))  # bench/mcp_http.py takes it out
     from locomo import LOCOMO, load
     from splits import LOCOMO_TUNE
 

@@ -105,11 +105,9 @@ class Attribution:
 def _own_text_similarity(need: Sequence[int], vector: Sequence[float], embedder: Any,
            bodies: dict[int, str]) -> dict[int, float]:
     """The query's similarity to each of these messages' own text (dot product: the
-    embedders return unit vectors); those the embedder had no time for are left out (a
-    budget: vectors/attribution.py KeptEmbedder)."""
+    embedders return unit vectors)."""
     vecs = embedder.embed_documents([bodies[s][:ATTRIBUTION_CHARS] for s in need])
-    return {s: sum(a * b for a, b in zip(v, vector)) for s, v in zip(need, vecs)
-            if v is not None}
+    return {s: sum(a * b for a, b in zip(v, vector)) for s, v in zip(need, vecs)}
 
 
 def _winner(seq: int, state: Attribution) -> int | None:
@@ -117,8 +115,6 @@ def _winner(seq: int, state: Attribution) -> int | None:
     the first time, kept after it); None when either already moved in another pair."""
     if seq in state.first:
         return state.first[seq]
-    if seq not in state.own or seq - 1 not in state.own:
-        return None  # not embedded within the budget: left as the index ranked them
     # a question about the user and the user's message before the assistant's reply to it:
     # the statement of the user's own fact, checked even when the reply already moved (it
     # won its place from the turn after it; the fact it replies to is one step further)
@@ -189,8 +185,7 @@ def credit(ranked: list[tuple[int, float]], vector: Sequence[float], embedder: A
     kept: set[int] = set()
     dropped: set[int] = set()
     for seq, _ in ranked[:CREDIT_TOP]:
-        if (seq in check and seq - 1 in kept and seq in own and seq - 1 in own
-                and own[seq] <= typical
+        if (seq in check and seq - 1 in kept and own[seq] <= typical
                 and own[seq - 1] - own[seq] > CREDIT_MARGIN):
             dropped.add(seq)
         else:

@@ -137,15 +137,11 @@ def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]],
 
 class KeptEmbedder:
     """The embedder as attribution sees it: texts whose vector is kept are answered from
-    it; the others are embedded and remembered in `new` (text -> vector) for save().
-    With a `pacer` (search/catchup.py Pacer: what is left of a search's budget) only the
-    texts that fit in it are embedded; the others are answered None (not known)."""
+    it; the others are embedded and remembered in `new` (text -> vector) for save()."""
 
-    def __init__(self, inner: Any, kept: dict[str, Sequence[float]],
-                 pacer: Any = None) -> None:
+    def __init__(self, inner: Any, kept: dict[str, Sequence[float]]) -> None:
         self.inner = inner
         self.kept = kept
-        self.pacer = pacer
         self.new: dict[str, Sequence[float]] = {}
 
     @property
@@ -155,16 +151,8 @@ class KeptEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self.inner.embed_query(text)  # type: ignore[no-any-return]
 
-    def embed_documents(self, texts: list[str]) -> list[Any]:  # None: not within the budget
+    def embed_documents(self, texts: list[str]) -> list[Sequence[float]]:
         missing = [t for t in dict.fromkeys(texts) if t not in self.kept and t not in self.new]
-        if missing and self.pacer is not None:
-            while missing:  # a small first batch while the rate is unknown, then the rest
-                take = self.pacer.fits(missing)
-                if not take:
-                    break
-                self.new.update(zip(missing[:take], self.pacer.embed(
-                    self.inner.embed_documents, missing[:take])))
-                missing = missing[take:]
-        elif missing:
+        if missing:
             self.new.update(zip(missing, self.inner.embed_documents(missing)))
-        return [self.kept.get(t) or self.new.get(t) for t in texts]
+        return [self.kept.get(t) or self.new[t] for t in texts]
