@@ -12,8 +12,7 @@ A search must never stall on it: embedding runs at ~9 realistic messages per CPU
 a few hundred new messages would cost a minute. With a budget the catch-up stops when the
 time is up (batches are sized from the measured cost per character so that the last one
 ends in time: Pacer) and reports the messages still without a vector; search then ranks
-those by keyword. What is left of the budget is handed on to the stages of the search that
-embed message texts (attribution, the second model): they embed only what fits in it.
+those by keyword.
 
 The vector index's modules are imported by the functions that use them: keyword search
 imports this module (engine.py says what importing them costs it).
@@ -73,7 +72,6 @@ def notice_line(session_id: str, budget: float | None) -> Callable[[int], None]:
 class CatchUp:
     indexed: int = 0  # messages embedded and added by this run
     unindexed: list[int] = field(default_factory=list)  # seqs still without a vector
-    pacer: Pacer | None = None  # what is left of the budget, for the stages after it
 
 
 def _sqlite_hashes(conn: sqlite3.Connection, session_id: str, lo: int,
@@ -292,9 +290,8 @@ def _first(texts: Sequence[str]) -> int:
 
 
 class Pacer:
-    """The time a search may spend embedding (its budget), shared by the catch-up and the
-    stages after it that embed message texts (attribution, the second model): each asks how
-    many of its texts fit in what is left. The cost of a text is measured per character
+    """The time a search's catch-up may spend embedding (its budget): how many of the next
+    texts fit in what is left. The cost of a text is measured per character
     (a long message costs many short ones: a rate per text made the batch after a few short
     ones run seconds past the budget); until a first batch was embedded and timed, a batch
     of at most one long text's cost."""
@@ -354,18 +351,18 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
 
     check_budget(budget)
     preload()
-    # the budget is for embedding: imports, opening the index and loading the model are
-    # the cold start, paid once per process (the caller loads the model first)
-    pacer = Pacer(None if budget is None else time.monotonic() + budget)
     with store.write_lock():
         state = None if full else _known_done(store, session_id)
         if state is None and not full:
-            return CatchUp(0, [], pacer)
+            return CatchUp(0, [])
         index, todo = _index_plan(store, session_id, full)
         if not todo and not full:
             _remember_done(store, session_id, state or ())
     if not todo or budget == 0:
-        return CatchUp(0, [t.msg.seq for t in todo], pacer)
+        return CatchUp(0, [t.msg.seq for t in todo])
+    # the budget is for embedding: imports, opening the index and loading the model are
+    # the cold start, paid once per process (the caller loads the model first)
+    pacer = Pacer(None if budget is None else time.monotonic() + budget)
     timer = None
     if notice is not None:
         # counted from the first embedding, like the budget: importing chromadb and
@@ -378,7 +375,7 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
     finally:
         if timer is not None:
             timer.cancel()
-    return CatchUp(added, [t.msg.seq for t in todo[done:]], pacer)
+    return CatchUp(added, [t.msg.seq for t in todo[done:]])
 
 
 def _embed_all(store: Store, index: Any, session_id: str, todo: Sequence[_Todo],
