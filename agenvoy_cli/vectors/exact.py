@@ -59,8 +59,15 @@ class Kept:
     row: dict[str, int] = field(default_factory=dict)  # id -> row
     missing: int = 0  # entries whose vector Chroma could not hand back (left out)
 
+    seqs: Any = None  # np.ndarray of each row's "seq" (-1: none), for range filters
+
     def reindex(self) -> None:
+        import numpy as np
+
         self.row = {vid: i for i, vid in enumerate(self.ids)}
+        seqs = [m.get("seq") for m in self.metadatas]
+        self.seqs = np.asarray([s if isinstance(s, int) and not isinstance(s, bool) else -1
+                                for s in seqs], dtype=np.int64)
 
 
 def _key(store: Store) -> tuple[int, str]:
@@ -280,6 +287,10 @@ def rows_where(kept: Kept, col: Any, where: dict[str, Any] | None,
     decide is asked of Chroma (the ids it passes, no vectors)."""
     if where is None and ids is None:
         return None
+    if ids is None and where is not None:
+        fast = _seq_rows(kept, where)
+        if fast is not None:
+            return fast
     if ids is not None:
         rows = sorted({kept.row[i] for i in ids if i in kept.row})
     else:
@@ -291,6 +302,27 @@ def rows_where(kept: Kept, col: Any, where: dict[str, Any] | None,
     except Unsupported:
         passing = set(col.get(where=where, include=[])["ids"])
         return [r for r in rows if kept.ids[r] in passing]
+
+
+_NP_OPS = {"$gte": "__ge__", "$lt": "__lt__", "$gt": "__gt__", "$lte": "__le__"}
+
+
+def _seq_rows(kept: Kept, where: dict[str, Any]) -> list[int] | None:
+    """The rows of a filter on seq alone (a search's range), by array; None for any other
+    filter (evaluated row by row)."""
+    import numpy as np
+
+    clauses = where["$and"] if set(where) == {"$and"} else [where]
+    mask = kept.seqs >= 0
+    for clause in clauses:
+        if not isinstance(clause, dict) or set(clause) != {"seq"} or \
+                not isinstance(clause["seq"], dict):
+            return None
+        for op, value in clause["seq"].items():
+            if op not in _NP_OPS or isinstance(value, bool) or not isinstance(value, int):
+                return None
+            mask &= getattr(kept.seqs, _NP_OPS[op])(value)
+    return [int(i) for i in np.flatnonzero(mask)]
 
 
 def vectors_of(kept: Kept, ids: Sequence[str]) -> dict[str, tuple[Any, dict[str, Any]]]:
