@@ -406,20 +406,23 @@ class Memory:
                ) -> dict[str, Any]:
         """Check the home's invariants (one session, or all); `repair` fixes what can be
         fixed from what is on disk. "remaining": the problems left (0: healthy);
-        "kept_aside": damaged files a repair kept (path, bytes, remove_with)."""
+        "kept_aside": damaged files a repair kept (path, bytes, remove_with);
+        "vector_paths": per vector collection checked, how it is searched ("exact" or
+        "hnsw", vectors/exact.py)."""
         from agenvoy_cli.doctor.checks import kept_aside, run_doctor
 
         if session_id is not None:
             self.store.require(session_id)
         ids = [session_id] if session_id else self.store.session_ids()
-        problems = [p.as_dict() for p in run_doctor(self.store, ids, repair)]
+        paths: list[dict[str, Any]] = []
+        problems = [p.as_dict() for p in run_doctor(self.store, ids, repair, paths)]
         with self.store.read_lock():
             layout = self._layout_doc()
         return {"session_count": len(ids), "layout": layout,
                 **list_document("problems", problems),
                 "remaining": sum(1 for p in problems if not p["repaired"]
                                  and not p.get("note")),
-                "kept_aside": kept_aside(self.store, ids)}
+                "kept_aside": kept_aside(self.store, ids), "vector_paths": paths}
 
     def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False, sidechains: str = "apart",

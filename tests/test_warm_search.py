@@ -38,8 +38,9 @@ def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home,
     from agenvoy_cli.search import catchup, semantic
     from agenvoy_cli.search.timewindow import TimeWindow
     from agenvoy_cli.vectors import api as vectors
-    from agenvoy_cli.vectors import range_query
+    from agenvoy_cli.vectors import exact, range_query
 
+    monkeypatch.setattr(exact, "EXACT_MAX", 0)  # the HNSW path's range query (vectors/exact.py)
     add(run, "s", 120, time="2024-03-01 10:00:00")
     add(run, "s", 80, first=120, time="2024-03-05 10:00:00")
     store = warm_store(home)
@@ -80,15 +81,26 @@ def test_range_filtered_search_unfiltered_gives_the_slow_paths_answer(run, home,
     store.close()
 
 
-def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words, capsys):
+def test_unfiltered_search_is_not_used_on_an_inconsistent_index(run, home, words, capsys,
+                                                                monkeypatch):
     """An unfiltered query silently leaves out what HNSW lacks: the whole-collection check
     sends such an index down the slow path, which says so."""
     from agenvoy_cli.search.engine import search
     from agenvoy_cli.vectors import api as vectors
-    from agenvoy_cli.vectors import range_query
-    from tests.helpers.chroma import make_inconsistent
+    from agenvoy_cli.vectors import exact, range_query
+    from tests.helpers.chroma import make_inconsistent, new_process
 
     make_inconsistent(home, run)  # ends as a new process would start
+    # searched exactly (vectors/exact.py): Chroma cannot hand back what its HNSW layer
+    # lacks either, so the search answers from the rest and says so
+    exact_store = warm_store(home)
+    res = search(exact_store, "s", "deploy", "semantic", budget=0)
+    assert res.unsearchable_count > 0 and res.results
+    assert "unsearchable" in [n.code for n in res.notes]
+    assert "inconsistent" in capsys.readouterr().err
+    exact_store.close()
+    new_process()
+    monkeypatch.setattr(exact, "EXACT_MAX", 0)  # the HNSW path: it must say what it left out
     store = warm_store(home)
     with store.write_lock():
         assert not range_query._consistent(vectors.open_index(store, vectors.MESSAGES)
@@ -168,4 +180,52 @@ def test_message_texts_for_attribution_are_made_ahead_and_queries_kept(run, home
     for query in TOPICS:
         search(store, "s", query, "semantic", budget=None)
     assert words.texts == []  # no attribution text had to be embedded
+    store.close()
+
+
+def test_a_warm_search_walks_no_folder_and_reads_no_vector_from_chroma(run, home, words,
+                                                                       monkeypatch):
+    """A warm search costs its query: the Chroma folder's symlink walk (~360 directory scans
+    at 100 sessions, home/layout.py) runs where a client is opened, once per generation of
+    the directory, not per access; and the vectors a search reads after its query (the
+    background sample, attribution's kept vectors) come from the kept matrix
+    (vectors/exact.py), not from Chroma `get` calls. Another process's write makes the next
+    search walk and read again (a link planted meanwhile is then refused)."""
+    from agenvoy_cli.home import layout
+    from agenvoy_cli.search.engine import search
+    from agenvoy_cli.vectors import exact
+
+    for sid in ("s", "t", "u"):
+        add(run, sid, 60)
+    store = warm_store(home)
+    search(store, "s", "garden tomatoes", "semantic", budget=None)  # warm: read, kept
+    walks, reads = [], []
+    real_walk, real_read = layout._no_links_below, exact._read
+    monkeypatch.setattr(layout, "_no_links_below",
+                        lambda *a, **k: walks.append(a) or real_walk(*a, **k))
+    monkeypatch.setattr(exact, "_read", lambda *a: reads.append(a) or real_read(*a))
+    gets = []
+    from chromadb.api.models.Collection import Collection
+
+    real_get = Collection.get
+    monkeypatch.setattr(Collection, "get", lambda self, *a, **k: gets.append(k) or
+                        real_get(self, *a, **k))
+    for query in TOPICS[:3]:
+        res = search(store, "s", query, "semantic", budget=None)
+        assert res.results
+    assert walks == [] and reads == []
+    assert [k for k in gets if "embeddings" in (k.get("include") or [])] == []
+    import subprocess
+
+    from tests.conftest import ROOT
+    from tests.helpers.chroma import PY, env_for
+
+    child = subprocess.run([*PY, "serve"], cwd=ROOT, env=env_for(home), timeout=120,
+                           capture_output=True, input=orjson.dumps(
+                               {"args": ["append", "t", "--role", "user", "--content",
+                                         "kernel panic again"]}) + b"\n" + orjson.dumps(
+                               {"args": ["backfill", "t", "--vectors"]}) + b"\n")
+    assert [orjson.loads(x)["code"] for x in child.stdout.splitlines()] == [0, 0], child.stderr
+    search(store, "s", "garden tomatoes", "semantic", budget=None)
+    assert walks and reads  # the client reopened: the folder checked, the matrix read again
     store.close()

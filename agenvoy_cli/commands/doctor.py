@@ -26,6 +26,10 @@ def _render(doc: dict) -> str:
     if layout:
         lines.append(f"layout: Agenvoy {layout['version']} (trim points in "
                      f"{layout['trim_table']})")
+    paths = [p["path"] for p in doc.get("vector_paths", [])]
+    if paths:  # how semantic search reaches the vectors (vectors/exact.py)
+        kept.append(f"vector search: exact for {paths.count('exact')} collection(s), "
+                    f"hnsw for {paths.count('hnsw')}")
     return "\n".join(lines + kept)
 
 

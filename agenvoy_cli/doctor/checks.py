@@ -265,8 +265,12 @@ def _size(path: Any) -> int:
     return total
 
 
-def run_doctor(store: Store, session_ids: list[str], repair: bool) -> list[Problem]:
+def run_doctor(store: Store, session_ids: list[str], repair: bool,
+               paths: list[dict[str, Any]] | None = None) -> list[Problem]:
+    """The problems found (repaired when `repair`); `paths` receives how each vector
+    collection checked is searched (Report.vector_paths)."""
     doctor = Doctor(store, repair)
+    doctor.vector_paths = paths if paths is not None else []
     if not session_ids and not store.layout.db.exists():
         return []  # an empty home: nothing to check, and checking must not create it
     with store.write_lock():

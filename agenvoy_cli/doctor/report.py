@@ -32,6 +32,8 @@ class Report:
         self.repair = repair
         self.problems: list[Problem] = []
         self.vectors_usable = False  # set by the home-level vector check
+        # per collection checked: how it is searched ("exact" or "hnsw", vectors/exact.py)
+        self.vector_paths: list[dict[str, Any]] = []
 
     def report(self, sid: str | None, check: str, detail: str,
                fix: Callable[[], str] | None = None, *, note: bool = False) -> None:

@@ -8,7 +8,8 @@ project's rows must agree; --repair re-indexes exactly what is missing or stale.
   what makes every filtered search fail with "Error finding id"), or whose files are gone, is
   rebuilt: the vectors HNSW still returns are kept, the rest re-embedded (messages) or left to
   the owner's own repair (error memory: records whose vector is gone are embedded again).
-- A collection whose HNSW graph holds vectors no search reaches (the census: one query as wide
+- A collection searched by HNSW (above vectors/exact.py EXACT_MAX, or on a Chroma server)
+  whose HNSW graph holds vectors no search reaches (the census: one query as wide
   as the collection, vectors/check.py; what Chroma's default graph parameters leave when a
   session repeats a message) is rebuilt with today's parameters (vectors/collection.py
   CONSTRUCTION_EF), or built anew with them (a graph is built differently every time): every
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.vectors import api as vectors
 from agenvoy_cli.vectors.check import hnsw_missing, unreachable
+from agenvoy_cli.vectors.exact import path_of
 from agenvoy_cli.vectors.location import has_vectors, server_url
 from agenvoy_cli.vectors.messages import MessageIndex
 
@@ -113,15 +115,21 @@ def check_home(doctor: Report, session_ids: list[str]) -> bool:
 UNREACHABLE = "vectors-unreachable"
 
 
-def _layers(col: Any) -> tuple[dict[str, dict[str, Any]], set[str] | None, set[str],
-                                str | None]:
+def _layers(doctor: Report, col: Any, sid: str | None, name: str
+            ) -> tuple[dict[str, dict[str, Any]], set[str] | None, set[str], str | None]:
     """(id -> metadata, ids HNSW holds or None, those of them no search reaches, the error
-    reading them)."""
+    reading them). The collection's search path is recorded (Report.vector_paths): one
+    searched exactly (vectors/exact.py) has no vector a search cannot reach, whatever its
+    graph holds, so the census runs only for those searched by HNSW."""
     got = col.get(include=["metadatas"])
     meta = {i: (m or {}) for i, m in zip(got["ids"], got["metadatas"])}
+    path = path_of(doctor.store, len(meta))
+    doctor.vector_paths.append({"session_id": sid, "collection": name, "vectors": len(meta),
+                                "path": path})
     try:
         hnsw = set(meta) - hnsw_missing(col, list(meta))
-        return meta, hnsw, unreachable(col, sorted(hnsw)), None
+        lost = unreachable(col, sorted(hnsw)) if path == "hnsw" else set()
+        return meta, hnsw, lost, None
     except Exception as exc:  # noqa: BLE001 - files gone, unreadable index
         return meta, None, set(), " ".join(str(exc).split())[:200]
 
@@ -145,6 +153,8 @@ def _still_unreachable(index: Any) -> str:
     anew (today's parameters, another insertion order) reached every vector in each case
     measured but one: very many copies of one vector (docs/vectors.md, Not done)."""
     try:
+        if index.path() == "exact":
+            return ""  # searched exactly: every vector is reached
         lost = unreachable(index.collection)
     except Exception:  # noqa: BLE001 - said by the next doctor run, not here
         return ""
@@ -156,7 +166,7 @@ def _still_unreachable(index: Any) -> str:
 
 def _check_other(doctor: Report, name: str) -> None:
     index = vectors.open_index(doctor.store, name, create=False)
-    meta, hnsw, lost, err = _layers(index.collection)
+    meta, hnsw, lost, err = _layers(doctor, index.collection, None, name)
     missing = set(meta) - hnsw if hnsw is not None else set(meta)
     if not missing and not lost and err is None:
         return
@@ -211,7 +221,7 @@ def check_session(doctor: Report, sid: str, start_seq: int, next_seq: int) -> No
     index = messages.session(sid)
     if index is None:
         return
-    meta, hnsw, lost, err = _layers(index.collection)
+    meta, hnsw, lost, err = _layers(doctor, index.collection, sid, index.name)
     archived = _archived(doctor, sid, start_seq, next_seq)
     stale = {i for i, m in meta.items() if int(m.get("seq", -1)) not in archived
              or i != vectors.message_id(sid, int(m.get("seq", -1)))}

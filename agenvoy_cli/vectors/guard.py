@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 def local(store: Store) -> Directory:
     """This process's view of the store's local Chroma directory."""
-    return directory(str(store.layout.chroma))
+    return directory(str(store.layout.chroma_dir))
 
 
 def generation_file(store: Store) -> Path:

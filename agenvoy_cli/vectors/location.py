@@ -16,4 +16,4 @@ def server_url(store: Store) -> str | None:
 
 
 def has_vectors(store: Store) -> bool:
-    return bool(server_url(store)) or store.layout.chroma.is_dir()
+    return bool(server_url(store)) or store.layout.chroma_dir.is_dir()

@@ -140,7 +140,13 @@ class MessageIndex:
         if index is None or n <= 0:
             return []
         hits = None
-        if ids is None:
+        if index.path() == "exact":  # every condition on the kept metadata
+            rng = ([{"seq": {"$gte": lo}}] if lo is not None else []) + \
+                ([{"seq": {"$lt": hi}}] if hi is not None else [])
+            conds = rng + ([rest] if rest else [])
+            full = None if not conds else conds[0] if len(conds) == 1 else {"$and": conds}
+            hits = index.query(vector, n, where=full, ids=ids)
+        elif ids is None:
             hits = query_then_filter(index, vector, n, lo, hi, rest)
         if hits is not None:
             pass
@@ -214,6 +220,28 @@ class MessageIndex:
             client(self.store).delete_collection(server_name(self.store, index.name))
         self._sessions.pop(session_id, None)
         return count
+
+
+def entries(store: Store, session_id: str, ids: Sequence[str], *, embeddings: bool = False
+            ) -> dict[str, Any]:
+    """Chroma's `get(ids=...)` of a session's entries (ids, metadatas and, asked, embeddings),
+    from the kept matrix when the session's collection is searched exactly (vectors/exact.py:
+    a warm search reads nothing from Chroma after its query), else from Chroma. Hold the lock."""
+    from agenvoy_cli.vectors import exact
+
+    empty: dict[str, Any] = {"ids": [], "metadatas": [], "embeddings": None}
+    index = message_index(store, create=False).session(session_id)
+    if index is None or not ids:
+        return empty
+    with guard.exclusive(store):
+        col = index.collection
+        if index.path() == "exact":
+            found = exact.vectors_of(exact.loaded(store, index.name, col), ids)
+            return {"ids": list(found), "metadatas": [m for _, m in found.values()],
+                    "embeddings": [v for v, _ in found.values()] if embeddings else None}
+        got: dict[str, Any] = col.get(ids=list(ids), include=["embeddings", "metadatas"]
+                                      if embeddings else ["metadatas"])
+        return got
 
 
 class _Router:
@@ -293,7 +321,7 @@ def message_index(store: Store, *, create: bool = True) -> MessageIndex:
     if server_url(store):
         return MessageIndex(store, create=create)
     with guard.exclusive(store):
-        if store.layout.chroma.is_dir():
+        if store.layout.chroma_dir.is_dir():
             client(store)  # reopens now if another process wrote since
         ctx = context.of(store)
         key = (directory(store).epoch, guard.read_generation(store))

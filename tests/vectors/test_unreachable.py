@@ -4,7 +4,9 @@ collections we create are built so that a session's repeated messages leave none
 older version built and --repair rebuilds it with the parameters of today.
 
 With Chroma's defaults (construction_ef 100, M 16) the sets below left 20-130 of 2,000 vectors
-unreachable in every build measured; with ours, none (bench/hnsw_unreachable.py)."""
+unreachable in every build measured; with ours, none (bench/hnsw_unreachable.py). Sessions
+up to vectors/exact.py EXACT_MAX are searched exactly instead (tests/vectors/test_exact.py):
+these tests pin every collection to HNSW."""
 
 from __future__ import annotations
 
@@ -20,6 +22,16 @@ from tests.helpers.chroma import new_process, session_collection
 # what an older version of this tool created: Chroma's default graph
 OLD = {"hnsw:space": "cosine", "hnsw:sync_threshold": 100, "hnsw:batch_size": 100,
        "hnsw:search_ef": 1000}
+
+
+@pytest.fixture(autouse=True)
+def hnsw(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the HNSW graph: every collection searched by it, whatever its
+    size (below vectors/exact.py EXACT_MAX a session is searched exactly: tests/vectors/
+    test_exact.py)."""
+    from agenvoy_cli.vectors import exact
+
+    monkeypatch.setattr(exact, "EXACT_MAX", 0)
 
 
 def _store(home: Path):
