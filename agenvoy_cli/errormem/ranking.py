@@ -2,7 +2,7 @@
 
 Ranking (lookup): every candidate gets signals in [0, 1] -
   sem   cosine similarity of the query and the record above the query's median similarity
-        to the records, in units of a per-model spread (SIM_CALIBRATION)
+        to the records, in units of a per-model spread (models/profiles.py)
   lex   IDF-weighted share of the query's words found in the record (smoothed, so one
         common word is weak evidence)
   kw    recorded keywords found in the query: 1 - 0.5**n
@@ -30,7 +30,6 @@ from agenvoy_cli.errormem.records import (
     CANDIDATES,
     COLUMNS,
     DEFAULT_LIMIT,
-    DEFAULT_SIM_CALIBRATION,
     LEX_SMOOTHING,
     MAX_LIMIT,
     MAX_QUERY,
@@ -38,7 +37,6 @@ from agenvoy_cli.errormem.records import (
     MIN_CONTENT,
     MIN_CONTENT_SAME_TOOL,
     PRIOR_WEIGHT,
-    SIM_CALIBRATION,
     TOOL_BONUS,
     VECTOR_POOL,
     W_KEYWORD,
@@ -217,10 +215,11 @@ def _contains(sequence: list[str], part: list[str]) -> bool:
 
 
 def _calibration(model_id: str) -> tuple[float, float]:
-    for prefix, values in SIM_CALIBRATION.items():
-        if model_id.startswith(prefix):
-            return values
-    return DEFAULT_SIM_CALIBRATION
+    """(prior, spread) of the model's profile; a guess for a model without one."""
+    from agenvoy_cli.models.profiles import DEFAULT_SIMILARITY, profile
+
+    found = profile(model_id)
+    return found.similarity if found is not None and found.similarity else DEFAULT_SIMILARITY
 
 
 def _semantic(store: Store, conn: sqlite3.Connection, qvec: list[float], model: str,
