@@ -60,12 +60,15 @@ from agenvoy_cli.errormem.store import (
 )
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home import fts
+from agenvoy_cli.models.profiles import hint_uncalibrated
 from agenvoy_cli.search.query import SHORT_QUERY_TERMS, Query
 from agenvoy_cli.search.results import Note
 
 # What an errors lookup's notes say (docs/json-vocabulary.md lists the codes).
 NOTE_CODES = {
     "not_related": "records share words with the error, but none describes the same failure",
+    "uncalibrated": "the embedding model has no calibration profile: the hint bar judges by "
+                    "words alone (models/profiles.py)",
 }
 
 if TYPE_CHECKING:
@@ -395,6 +398,8 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
             h.record.expires_at, h.record.last_hit_at = now + ttl, now
             h.record.hits += 1
     mode = "filter" if not q.text else ("semantic" if sem is not None else "keyword")
+    if sem is not None and (why := hint_uncalibrated(model)) is not None:
+        notes.append(Note("uncalibrated", why))
     return LookupResult(hits, mode, left, match, notes)
 
 

@@ -90,13 +90,29 @@ def by_spec(spec: str) -> Profile | None:
     return next((p for p in PROFILES if p.spec == spec), None)
 
 
-def uncalibrated(model_id: str) -> str | None:
-    """Why search results by this model are not calibrated (one sentence), None when they
-    are: what search, doctor and the JSON notes say."""
+def _measured() -> str:
+    return ", ".join(p.spec for p in PROFILES)
+
+
+def uncalibrated(model_id: str, floor_set: bool = False) -> str | None:
+    """Why searches by this model are not calibrated (one sentence), None when they are:
+    what search, notes search, rag search and doctor say (`uncalibrated`). floor_set: the
+    user set a margin (AGENVOY_SEARCH_FLOOR), which is applied whatever the model."""
     p = profile(model_id)
     if p is not None and p.floor is not None and p.weights:
         return None
-    return (f"the embedding model {model_id} has no calibration profile "
-            f"(agenvoy_cli/models/profiles.py; measured: {', '.join(q.spec for q in PROFILES)}):"
-            " the relevance floor and the fitted ranking are off (fusion ranks; every "
-            "nearest result is shown, related or not)")
+    floor = ("the relevance floor is only the margin you set" if floor_set else
+             "the relevance floor is off (the nearest results are shown, related or not)")
+    return (f"the embedding model {model_id} has no calibration profile (measured: "
+            f"{_measured()}; models/profiles.py): {floor}, and the fitted ranking is off "
+            "(reciprocal-rank fusion ranks)")
+
+
+def hint_uncalibrated(model_id: str) -> str | None:
+    """Why an errors lookup by this model judges by words only, None when it does not."""
+    p = profile(model_id)
+    if p is not None and p.hint_wording is not None and p.similarity is not None:
+        return None
+    return (f"the embedding model {model_id} has no calibration profile (measured: "
+            f"{_measured()}; models/profiles.py): the hint bar judges by the words alone "
+            "and the similarity scale is a guess")

@@ -47,6 +47,8 @@ NOTE_CODES = {
     "no_notes": "the home has no notes",
     "unindexed": "notes without a vector yet, found by keyword only",
     "no_vectors": "semantic matching unavailable: keyword results only",
+    "uncalibrated": "the embedding model has no calibration profile: no relevance floor "
+                    "(models/profiles.py)",
 }
 
 
@@ -263,7 +265,9 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
 
         result.unindexed_count = catch_up(store, budget, warn)
 
-        vector = vectors.embedder(store).embed_query(query)  # outside the lock
+        emb = vectors.embedder(store)
+        vector = emb.embed_query(query)  # outside the lock
+        _note_uncalibrated(result, emb.model_id)
     except Exception as exc:  # noqa: BLE001 - a search never fails because of vectors
         warn(f"agenvoy: warning: semantic matching unavailable ({one_line(exc)}); "
              "keyword matching only")
@@ -320,6 +324,14 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
             result.score_kind = "rrf"
         result.results = _hits(conn, order, terms)
     return result
+
+
+def _note_uncalibrated(result: SearchResult, model_id: str) -> None:
+    from agenvoy_cli.models.profiles import uncalibrated
+
+    why = uncalibrated(model_id)
+    if why is not None:
+        result.note("uncalibrated", why)
 
 
 def _hits(conn: sqlite3.Connection, ranked: Sequence[tuple[int, float, int | None]],

@@ -68,6 +68,8 @@ NOTE_CODES = {
     "nothing_searchable": "the query has no searchable word",
     "pending": "files an interrupted sync left not fully indexed",
     "no_vectors": "a database kept without vectors: keyword results only",
+    "uncalibrated": "the embedding model has no calibration profile: no relevance floor "
+                    "(models/profiles.py)",
 }
 
 
@@ -270,9 +272,13 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         if mode == "semantic" and pending:  # no vector yet: found by keyword meanwhile
             kw = [(c, s) for c, s in fts_ranking(conn, ids, _any_match(parsed), POOL)
                   if c in pending]
+    from agenvoy_cli.models.profiles import uncalibrated
     from agenvoy_cli.vectors import api as vectors
 
-    vector = parsed.vector(vectors.embedder(store))  # outside the lock
+    emb = vectors.embedder(store)
+    vector = parsed.vector(emb)  # outside the lock
+    if (why := uncalibrated(emb.model_id)) is not None:
+        result.note("uncalibrated", why)
     with store.write_lock():
         vec = vector_ranking(store, dbs, vector, POOL if mode == "hybrid" else limit)
         if mode == "semantic" and not kw:
