@@ -275,7 +275,20 @@ def e_uncalibrated(run, home, tmp_path, monkeypatch) -> dict:
     return res.json()
 
 
+def n_not_related(run, home, tmp_path, monkeypatch) -> dict:
+    monkeypatch.delenv("AGENVOY_EMBEDDER")  # the built-in model: the floor is calibrated
+    return _notes(run, "What is the capital of France?", "semantic")
+
+
+def r_not_related(run, home, tmp_path, monkeypatch) -> dict:
+    monkeypatch.delenv("AGENVOY_EMBEDDER")  # the built-in model: the floor is calibrated
+    _docs(run, tmp_path)
+    return _rag(run, "What is the capital of France?", "semantic")
+
+
 SCENARIOS: dict[tuple[str, str], Callable[..., dict]] = {
+    ("notes search", "not_related"): n_not_related,
+    ("rag search", "not_related"): r_not_related,
     ("search", "uncalibrated"): s_uncalibrated,
     ("notes search", "uncalibrated"): n_uncalibrated,
     ("rag search", "uncalibrated"): r_uncalibrated,

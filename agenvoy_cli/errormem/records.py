@@ -40,6 +40,9 @@ MAX_QUERY_TOKENS = 64
 CANDIDATES = 200  # FTS / tool / type candidates per lookup
 VECTOR_POOL = 32  # nearest neighbours asked from Chroma (twice with --tool)
 HINT_FIELD = 300  # characters of a field in the hint
+# what a lookup's `score` is (docs/json-vocabulary.md): the weighted share of the evidence
+# (shared words, keywords, error type, meaning; the same tool's bonus), 0 to 1
+SCORE_KIND = "relevance"
 
 # Cosine similarity -> [0, 1]: (sim - baseline) / spread, where the baseline is the query's
 # median similarity to a sample of the records (how similar "anything" is to this query),
@@ -264,7 +267,8 @@ class Hit:
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.record.as_dict(), "score": round(self.score, 4),
-                "matched": self.matched, "matched_terms": self.matched_terms}
+                "score_kind": SCORE_KIND, "matched": self.matched,
+                "matched_terms": self.matched_terms}
 
 
 def record_id(tool_name: str, created_ns: int) -> str:
