@@ -632,7 +632,8 @@ class Memory:
 
         self._legacy(warn)
         return search_notes(self.store, query, mode, limit=limit, match=match, budget=budget,
-                      **_warn(warn)).as_dict()
+                            relevance=None if mode == "keyword" else self.relevance,
+                            **_warn(warn)).as_dict()
 
     def export_notes(self, directory: str, *, warn: Warn | None = None) -> dict[str, Any]:
         """Every note as DIRECTORY/NAME.md (never inside the home)."""
@@ -665,7 +666,8 @@ class Memory:
         from agenvoy_cli import rag
 
         return rag.search(self.store, None if databases is None else list(databases),
-                          query, mode, limit=limit, match=match).as_dict()
+                          query, mode, limit=limit, match=match,
+                          relevance=None if mode == "keyword" else self.relevance).as_dict()
 
     def rag_create(self, name: str, paths: Sequence[str] = (), *, index: bool = True,
                    max_file_bytes: int | None = None, hidden: bool | None = None,

@@ -40,6 +40,7 @@ from bench.hint_cases import (  # noqa: E402
     captured,
     check,
     lookup_key,
+    near_miss,
 )
 
 GROUP = 3  # records per small home
@@ -104,6 +105,7 @@ def summarise(rows: list[dict[str, object]]) -> dict[str, object]:
             rel = [r for r in part if r["expect"] is not None]
             unrel = [r for r in part if r["expect"] is None]
             extra = sum(1 for r in rel if r["ok"] and len(r["returned"]) > 1)  # type: ignore
+            near = [r for r in unrel if r.get("near_miss")]
             out[f"{split}/{home}"] = {
                 "related_kept": f"{sum(bool(r['ok']) for r in rel)}/{len(rel)}",
                 "related_kept_pct": round(100 * sum(bool(r["ok"]) for r in rel)
@@ -111,6 +113,7 @@ def summarise(rows: list[dict[str, object]]) -> dict[str, object]:
                 "unrelated_silent": f"{sum(bool(r['ok']) for r in unrel)}/{len(unrel)}",
                 "unrelated_silent_pct": round(100 * sum(bool(r["ok"]) for r in unrel)
                                               / max(1, len(unrel)), 1),
+                "near_miss_silent": f"{sum(bool(r['ok']) for r in near)}/{len(near)}",
                 "related_with_another_record_too": extra,
                 "median_seconds": sorted(float(r["seconds"]) for r in part)[len(part) // 2],
             }
@@ -149,7 +152,8 @@ def main() -> int:
             results = list(pool.map(lambda j: run_one(j[1], j[3], j[2], env), jobs))
         for (name, _, _, lk), result in zip(jobs, results):
             rows.append({"lookup": lookup_key(lk), "home": name, "split": lk.split,
-                         "tool": lk.tool, "expect": lk.expect, **result})
+                         "tool": lk.tool, "expect": lk.expect, "near_miss": near_miss(lk),
+                         **result})
     errors = [r for r in rows if "error" in r]
     if errors:
         print(json.dumps(errors[:3], indent=1), file=sys.stderr)

@@ -43,7 +43,7 @@ class Lookup:
 
     @property
     def split(self) -> str:
-        if self.id.startswith("h-"):
+        if self.id.startswith(("h-", "n-")):
             return "held-out"
         return "tune" if int(hashlib.sha1(self.id.encode()).hexdigest(), 16) % 2 == 0 \
             else "report"
@@ -415,6 +415,71 @@ HELD_OUT = [
     Lookup("h-node-stack", None, None),
     Lookup("h-git-refspec", None, None),
 ]
+
+
+# Third pass (#50): two errors that name another module, package, command, file or host are
+# different errors, whatever else their signatures share (bench/hint_data/README.md, "Third
+# pass"). Written before the subject rule was tuned. Lookups labelled related before whose
+# record names another subject of the failure: now labelled unrelated (near misses).
+OTHER_SUBJECT = frozenset((
+    # another Python module
+    "py-module-yaml", "py-module-dotenv", "py-module-from", "py-module-numpy",
+    "h-py-module-pandas", "h-py-module-bs4", "h-py-m-pytest",
+    # another script denied
+    "sh-perm-backup", "sh-perm-build", "sh-perm-migrate", "sh-perm-lint",
+    "h-sh-perm-release", "h-sh-perm-start",
+    # another package with no such version
+    "pip-no-version", "pip-no-version-flask", "h-pip-no-version-numpy",
+    # another node module
+    "node-cannot-find-express", "node-cannot-find-lodash", "node-cannot-find-axios",
+    "h-node-cannot-find-chalk",
+    # another C header
+    "gcc-header", "gcc-header-zlib", "h-gcc-header-yaml",
+    # another crate
+    "cargo-unresolved-serde", "cargo-unresolved-anyhow", "h-cargo-unresolved-regex",
+    # another host that does not resolve
+    "curl-resolve", "req-resolve", "h-curl-resolve-grafana", "h-git-clone-resolve",
+    # another file not found
+    "py-filenotfound-data", "h-py-filenotfound-toml",
+))
+
+# Captured for #50 before the subject rule was tuned (bench/hint_data/capture.py, `n-`):
+# the same failure as a record naming another subject (no hint), or the same one (its hint).
+NEAR_MISS = [
+    Lookup("n-py-module-httpx", P, None),
+    Lookup("n-py-module-toml", P, None),
+    Lookup("n-py-module-requests-from", P, "module"),
+    Lookup("n-py-module-requests-as", P, "module"),
+    Lookup("n-sh-notfound-terraform", B, None),  # terraform is installed: its own failure
+    Lookup("n-sh-notfound-kubectx", B, None),
+    Lookup("n-sh-compose-down", B, "compose"),
+    Lookup("n-sh-compose-exec", B, "compose"),
+    Lookup("n-node-cannot-find-uuid", B, None),
+    Lookup("n-node-dotenv-config", B, "nodemodule"),
+    Lookup("n-curl-resolve-vault", B, None),
+    Lookup("n-curl-resolve-registry-tags", B, "dns"),
+    Lookup("n-py-filenotfound-csv", P, None),
+    Lookup("n-py-filenotfound-config", P, "cwd"),
+    Lookup("n-sh-perm-cleanup", B, None),
+    Lookup("n-sh-perm-deploy-dry", B, "perm"),
+    Lookup("n-gcc-header-png", B, None),
+    Lookup("n-gcc-header-openssl-main", B, "header"),
+    Lookup("n-py-module-httpx", None, None),
+    Lookup("n-curl-resolve-vault", None, None),
+]
+
+
+def near_miss(lookup: Lookup) -> bool:
+    """A lookup naming another subject than a record of its failure (#50)."""
+    return lookup.id in OTHER_SUBJECT or (lookup.id.startswith("n-") and lookup.expect is None)
+
+
+def _relabelled(lookups: list[Lookup]) -> list[Lookup]:
+    return [Lookup(lk.id, lk.tool, None) if lk.id in OTHER_SUBJECT else lk for lk in lookups]
+
+
+LOOKUPS = _relabelled(LOOKUPS)
+HELD_OUT = _relabelled(HELD_OUT) + NEAR_MISS
 
 
 def captured() -> dict[str, str]:

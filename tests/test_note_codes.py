@@ -242,7 +242,62 @@ def e_warning(run, home, tmp_path, monkeypatch) -> dict:
     return dict(run_async(body))
 
 
+# ----------------------------------------------------------------------------- any corpus
+
+
+def _no_profile(monkeypatch) -> None:
+    """The stand-in embedder: a model without a calibration profile (models/profiles.py)."""
+    from tests import words_embedder
+
+    words_embedder.use(monkeypatch, words_embedder.WordsEmbedder())
+
+
+def s_uncalibrated(run, home, tmp_path, monkeypatch) -> dict:
+    _no_profile(monkeypatch)
+    _many(run)
+    return find(run, "s", "topic3", mode="semantic")
+
+
+def n_uncalibrated(run, home, tmp_path, monkeypatch) -> dict:
+    _no_profile(monkeypatch)
+    return _notes(run, "redis", "semantic")
+
+
+def r_uncalibrated(run, home, tmp_path, monkeypatch) -> dict:
+    _no_profile(monkeypatch)
+    _docs(run, tmp_path)
+    return _rag(run, "redis", "semantic")
+
+
+def e_uncalibrated(run, home, tmp_path, monkeypatch) -> dict:
+    _no_profile(monkeypatch)
+    res = run("errors", "record", "--tool", "bash", "-k", "permission", "--symptom",
+              "bash: ./deploy.sh: Permission denied", "--action", "sudo", "--outcome", "failed")
+    assert res.exit_code == 0, res.stderr
+    res = run("errors", "lookup", "--json", "--semantic", "--",
+              "bash: ./deploy.sh: Permission denied")
+    assert res.exit_code == 0, res.stderr
+    return res.json()
+
+
+def n_not_related(run, home, tmp_path, monkeypatch) -> dict:
+    monkeypatch.delenv("AGENVOY_EMBEDDER")  # the built-in model: the floor is calibrated
+    return _notes(run, "What is the capital of France?", "semantic")
+
+
+def r_not_related(run, home, tmp_path, monkeypatch) -> dict:
+    monkeypatch.delenv("AGENVOY_EMBEDDER")  # the built-in model: the floor is calibrated
+    _docs(run, tmp_path)
+    return _rag(run, "What is the capital of France?", "semantic")
+
+
 SCENARIOS: dict[tuple[str, str], Callable[..., dict]] = {
+    ("notes search", "not_related"): n_not_related,
+    ("rag search", "not_related"): r_not_related,
+    ("search", "uncalibrated"): s_uncalibrated,
+    ("notes search", "uncalibrated"): n_uncalibrated,
+    ("rag search", "uncalibrated"): r_uncalibrated,
+    ("errors lookup", "uncalibrated"): e_uncalibrated,
     ("errors lookup", "not_related"): e_not_related,
     ("errors lookup", "warning"): e_warning,
     ("notes search", "any_term"): n_any_term,

@@ -21,6 +21,7 @@ from agenvoy_cli.errormem.records import (
     DEFAULT_LIMIT,
     MAX_LIMIT,
     OUTCOMES,
+    SCORE_KIND,
     SHORT_ID,
     drafts_from_json,
     make_draft,
@@ -209,7 +210,7 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
             [(r["id"][:SHORT_ID], f"{r['score']:.2f}", r["tool_name"], r["outcome"],
               r["error_type"] or "-", _clip(r["symptom"], 50), _clip(r["action"], 50))
              for r in d["records"]],
-            ["id", "score", "tool", "outcome", "type", "symptom", "action"]),
+            ["id", f"score ({SCORE_KIND})", "tool", "outcome", "type", "symptom", "action"]),
              fmt=fmt, rows="records")
 
 

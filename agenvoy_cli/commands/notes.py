@@ -182,7 +182,8 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
             warn(f"agenvoy: note: {note['message']}")
     emit(doc, as_json, lambda d: table(
         [(h["rank"], h["name"], f"{h['score']:.3f}", h["snippet"]) for h in d["results"]],
-        ["rank", "name", "score", "snippet"]) if d["results"] else "no matching note",
+        ["rank", "name", f"score ({d['results'][0]['score_kind']})", "snippet"])
+        if d["results"] else "no matching note",
          fmt=fmt, rows="results")
 
 

@@ -92,11 +92,12 @@ def _render_rank(doc: dict[str, Any]) -> str:
     entries = [(source, entry) for (source, _), group in groups.items()
                for entry in _entries(group)]
     entries.sort(key=lambda e: -best(e[1]))  # stable: ties keep order
+    kind = doc.get("score_kind") or "score"  # its scale: docs/json-vocabulary.md
     out: list[str] = []
     for rank, (source, entry) in enumerate(entries, 1):
         if out:
             out.append("")
-        out.append(f"#{rank}  score {best(entry):.3f}  [{source}]")
+        out.append(f"#{rank}  score {best(entry):.3f} ({kind})  [{source}]")
         out.extend(_line(r, "> " if r["hit"] else "  ") for r in entry)
     _any_note(doc, out)
     return "\n".join(out)

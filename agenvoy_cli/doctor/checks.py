@@ -170,6 +170,18 @@ class Doctor(Report):
             self.report(None, "error-memory", detail,
                         repair if i == 0 else (lambda: "repaired with the line above"))
 
+    def check_embedder(self) -> None:
+        """Say when the configured embedder has no calibration profile (models/profiles.py):
+        searches work, without the relevance floor and the fitted ranking. Said for a home
+        with vectors, where searches by meaning run. Loads no model."""
+        from agenvoy_cli.models.embedders import DEFAULT_SPEC
+        from agenvoy_cli.models.profiles import uncalibrated
+
+        spec = self.store.settings.embedder or DEFAULT_SPEC
+        why = uncalibrated(spec, self.store.settings.search_floor is not None)
+        if why is not None:
+            self.report(None, "embedder", why, note=True)
+
     def check_notes(self) -> None:
         from agenvoy_cli.notes.vector_sync import check_note_index, repair_note_index
         from agenvoy_cli.vectors.location import has_vectors
@@ -289,4 +301,6 @@ def run_doctor(store: Store, session_ids: list[str], repair: bool,
                     doctor.check_forget(sid)
             doctor.check_error_memory()
             doctor.check_notes()
+            if doctor.vectors_usable:
+                doctor.check_embedder()
     return doctor.problems

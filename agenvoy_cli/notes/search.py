@@ -33,6 +33,7 @@ from agenvoy_cli.search.results import Note as SearchNote
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
+    from agenvoy_cli.search.relevance import Relevance
 
 MODES = ("hybrid", "keyword", "semantic")
 DEFAULT_MODE = "hybrid"
@@ -47,6 +48,9 @@ NOTE_CODES = {
     "no_notes": "the home has no notes",
     "unindexed": "notes without a vector yet, found by keyword only",
     "no_vectors": "semantic matching unavailable: keyword results only",
+    "not_related": "no note is related closely enough (the relevance floor)",
+    "uncalibrated": "the embedding model has no calibration profile: no relevance floor "
+                    "(models/profiles.py)",
 }
 
 
@@ -227,10 +231,55 @@ def _vector_ranking(store: Store, vector: Sequence[float], n: int
     return sorted(((i, s, p) for i, (s, p) in best.items()), key=lambda t: -t[1])
 
 
+def _vector_hits(store: Store, vector: list[float] | None, emb: Any, query: str,
+                 relevance: Relevance | None, warn: Warn, result: SearchResult
+                 ) -> tuple[list[tuple[int, float, int]], bool]:
+    """The vector ranking (note id, cosine, passage), best first, and whether the
+    relevance floor found none of it related (then it is dropped: `floored`). The floor is
+    the holder's Relevance (search/corpus.py), decided outside the lock."""
+    if vector is None:
+        return [], False
+    with store.write_lock():  # Chroma needs the lock
+        try:
+            vec = _vector_ranking(store, vector, POOL)
+        except Exception as exc:  # noqa: BLE001 - missing, stale or broken index
+            warn(f"agenvoy: warning: the notes' vector index is unusable "
+                 f"({one_line(exc)}); keyword matching only (`agenvoy doctor --repair`)")
+            result.note("no_vectors", "the notes' vector index is unusable: keyword "
+                        "results only")
+            return [], False
+        alive = note_store.by_ids(store.db(), [i for i, _, _ in vec])
+    vec = [v for v in vec if v[0] in alive]  # vectors of a replaced note: ignored
+    from agenvoy_cli.notes.vector_sync import passages
+    from agenvoy_cli.search import corpus
+    from agenvoy_cli.search.query import Query
+
+    units = []
+    for note_id, sim, passage in vec:
+        texts = passages(alive[note_id])
+        units.append(corpus.Unit(note_id, sim, texts[passage] if passage < len(texts)
+                                 else alive[note_id].content))
+    decision = corpus.decide(relevance or default_relevance(store), Query.of(query), units,
+                             emb, vector)
+    if vec and not decision.related:
+        result.note("not_related", f"no note is related closely enough to: {query}")
+        return [], True
+    return vec, False
+
+
+def default_relevance(store: Store) -> Relevance:
+    """The home's Relevance (search/relevance.py choose), the store holder's models."""
+    from agenvoy_cli.search.relevance import choose
+    from agenvoy_cli.vectors.context import of
+
+    return choose(store.settings, of(store).models)
+
+
 def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: int = DEFAULT_LIMIT,
            match: str | None = None, budget: float | None = None,
-           warn: Warn = quiet) -> SearchResult:
-    """Notes related to a query, best first (keyword, semantic or hybrid)."""
+           warn: Warn = quiet, relevance: Relevance | None = None) -> SearchResult:
+    """Notes related to a query, best first (keyword, semantic or hybrid); nothing by
+    meaning when the relevance floor finds nothing related (`relevance`: the holder's)."""
     if mode not in MODES:
         raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
     if not 1 <= limit <= MAX_LIMIT:
@@ -257,13 +306,16 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
         return result
     result.unindexed_count = 0
     vector: list[float] | None = None
+    emb: Any = None
     try:
         from agenvoy_cli.notes.vector_sync import catch_up
         from agenvoy_cli.vectors import api as vectors
 
         result.unindexed_count = catch_up(store, budget, warn)
 
-        vector = vectors.embedder(store).embed_query(query)  # outside the lock
+        emb = vectors.embedder(store)
+        vector = emb.embed_query(query)  # outside the lock
+        _note_uncalibrated(result, emb.model_id)
     except Exception as exc:  # noqa: BLE001 - a search never fails because of vectors
         warn(f"agenvoy: warning: semantic matching unavailable ({one_line(exc)}); "
              "keyword matching only")
@@ -272,17 +324,10 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
     if result.unindexed_count:
         result.note("unindexed", f"{result.unindexed_count} note(s) have no vector yet: "
                     "found by keyword only")
-    with store.write_lock():  # Chroma needs the lock
-        conn = store.db()
-        vec: list[tuple[int, float, int]] = []
-        if vector is not None:
-            try:
-                vec = _vector_ranking(store, vector, POOL)
-            except Exception as exc:  # noqa: BLE001 - missing, stale or broken index
-                warn(f"agenvoy: warning: the notes' vector index is unusable "
-                     f"({one_line(exc)}); keyword matching only (`agenvoy doctor --repair`)")
-                result.note("no_vectors", "the notes' vector index is unusable: keyword "
-                            "results only")
+    vec, floored = _vector_hits(store, vector, emb, query, relevance, warn, result)
+    with store.read_lock():
+        conn = store.db_readonly()
+        assert conn is not None
         unembedded = {n.id for n in note_store.fetch(conn, "vector_model IS NULL")}
         kw: list[tuple[int, float]] = []
         if mode == "hybrid" or unembedded or vector is None:
@@ -293,8 +338,9 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
             if mode == "semantic" and vector is not None:
                 kw = [(i, s) for i, s in kw if i in unembedded]  # not embedded yet
             result.match = "any"
+        if floored:  # nothing related by meaning: keyword matches only when they hold the query
+            kw = _not_incidental(conn, query, terms, kw)
         alive = note_store.by_ids(conn, [i for i, _, _ in vec])
-        vec = [v for v in vec if v[0] in alive]  # vectors of a replaced note: ignored
         passage = {i: p for i, _, p in vec}
         order: list[tuple[int, float, int | None]]
         if not kw:
@@ -320,6 +366,31 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
             result.score_kind = "rrf"
         result.results = _hits(conn, order, terms)
     return result
+
+
+def _not_incidental(conn: sqlite3.Connection, query: str, terms: Sequence[str],
+                    kw: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The keyword ranking, or nothing when its best match holds only a small share of
+    the query's words (search/fusion.py `incidental`, message search's rule)."""
+    from agenvoy_cli.search.fusion import coverage, incidental
+    from agenvoy_cli.search.query import Query
+
+    if not kw or not terms:
+        return []
+    best = note_store.by_ids(conn, [kw[0][0]]).get(kw[0][0])
+    if best is None:
+        return []
+    cov = coverage(fts.term_tokens(" ".join(terms)),
+                   fts.term_tokens(best.name + " " + best.content))
+    return [] if incidental(Query.of(query), cov) else kw
+
+
+def _note_uncalibrated(result: SearchResult, model_id: str) -> None:
+    from agenvoy_cli.models.profiles import uncalibrated
+
+    why = uncalibrated(model_id)
+    if why is not None:
+        result.note("uncalibrated", why)
 
 
 def _hits(conn: sqlite3.Connection, ranked: Sequence[tuple[int, float, int | None]],

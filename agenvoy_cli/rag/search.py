@@ -28,7 +28,9 @@ from agenvoy_cli.rag.records import (
     _require,
     checked_name,
 )
+from agenvoy_cli.search import corpus
 from agenvoy_cli.search.query import Query
+from agenvoy_cli.search.relevance import TOP_HITS
 from agenvoy_cli.search.results import Note
 from agenvoy_cli.vectors.location import has_vectors
 
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     import sqlite3
 
     from agenvoy_cli.conversation.store import Store
+    from agenvoy_cli.search.relevance import Relevance
 
 
 @dataclass
@@ -68,6 +71,9 @@ NOTE_CODES = {
     "nothing_searchable": "the query has no searchable word",
     "pending": "files an interrupted sync left not fully indexed",
     "no_vectors": "a database kept without vectors: keyword results only",
+    "not_related": "no chunk is related closely enough (the relevance floor)",
+    "uncalibrated": "the embedding model has no calibration profile: no relevance floor "
+                    "(models/profiles.py)",
 }
 
 
@@ -225,9 +231,12 @@ def _pending_chunks(conn: sqlite3.Connection, db_ids: Sequence[int]) -> set[int]
 
 
 def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DEFAULT_MODE,
-           *, limit: int = DEFAULT_LIMIT, match: str | None = None) -> SearchResult:
+           *, limit: int = DEFAULT_LIMIT, match: str | None = None,
+           relevance: Relevance | None = None) -> SearchResult:
     """search_rag over the named databases (None: all of them); `match` ("all" | "any"):
-    keyword mode's every term or any term (default: by the query's length)."""
+    keyword mode's every term or any term (default: by the query's length); nothing by
+    meaning when the relevance floor finds no chunk related (`relevance`: the holder's,
+    search/corpus.py)."""
     if mode not in MODES:
         raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
     if limit < 1:
@@ -270,11 +279,30 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         if mode == "semantic" and pending:  # no vector yet: found by keyword meanwhile
             kw = [(c, s) for c, s in fts_ranking(conn, ids, _any_match(parsed), POOL)
                   if c in pending]
+    from agenvoy_cli.models.profiles import uncalibrated
     from agenvoy_cli.vectors import api as vectors
 
-    vector = parsed.vector(vectors.embedder(store))  # outside the lock
+    emb = vectors.embedder(store)
+    vector = parsed.vector(emb)  # outside the lock
+    if (why := uncalibrated(emb.model_id)) is not None:
+        result.note("uncalibrated", why)
     with store.write_lock():
         vec = vector_ranking(store, dbs, vector, POOL if mode == "hybrid" else limit)
+        conn = _readonly(store)
+        assert conn is not None
+        units = [corpus.Unit(h.chunk_id, h.score, _embedded_text(h))
+                 for h in _hits(conn, vec[:TOP_HITS])]
+    decision = corpus.decide(relevance or default_relevance(store), parsed, units, emb,
+                             vector)  # outside the lock: it may embed
+    floored = bool(vec) and not decision.related
+    if floored:
+        result.note("not_related", f"no chunk is related closely enough to: {text}")
+        vec = []
+    with store.read_lock():
+        conn = _readonly(store)
+        assert conn is not None
+        if floored and _incidental(conn, parsed, kw):  # keyword matches must hold the query
+            kw = []
         if mode == "semantic" and not kw:
             ranked = vec[:limit]
             result.score_kind = "cosine"
@@ -290,6 +318,33 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         result.results = _hits(conn, ranked)
         _matched_terms(conn, parsed, result.results)
     return result
+
+
+def _embedded_text(hit: Hit) -> str:
+    """The text a chunk's vector was made of (rag/source_sync.py `_embed_text`)."""
+    head = f"{hit.relpath} · {hit.heading}" if hit.heading else hit.relpath
+    return f"{head}\n{hit.text}"
+
+
+def _incidental(conn: sqlite3.Connection, query: Query, kw: Sequence[tuple[int, float]]
+                ) -> bool:
+    """Whether the keyword matches hold only a small share of the query's words (message
+    search's rule, search/fusion.py `incidental`), judged by the best match's text."""
+    from agenvoy_cli.search.fusion import coverage, incidental
+
+    best = _hits(conn, kw[:1])
+    if not best:
+        return True
+    return incidental(query, coverage(fts.term_tokens(query.content),
+                                      fts.term_tokens(best[0].text)))
+
+
+def default_relevance(store: Store) -> Relevance:
+    """The home's Relevance (search/relevance.py choose), the store holder's models."""
+    from agenvoy_cli.search.relevance import choose
+    from agenvoy_cli.vectors.context import of
+
+    return choose(store.settings, of(store).models)
 
 
 def query_terms(query: str) -> list[tuple[str, str | None]]:

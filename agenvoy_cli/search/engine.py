@@ -43,7 +43,7 @@ from agenvoy_cli.search.catchup import CatchUp, Notice, Progress, catch_up
 from agenvoy_cli.search.defaults import DEFAULT_LIMIT, MODES
 from agenvoy_cli.search.keyword import keyword_ranking, unarchived_ranking
 from agenvoy_cli.search.query import MATCHES, Query, about_the_user
-from agenvoy_cli.search.results import SCORE_KINDS, SearchResult
+from agenvoy_cli.search.results import SCORE_KINDS, SearchResult, note_uncalibrated
 from agenvoy_cli.search.scope import Scope, fill, note_unarchived, scope_of, unarchived
 from agenvoy_cli.search.timewindow import TimeWindow
 
@@ -168,6 +168,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     vec = semantic.attribute(cand.vector, vector, own_text, cand.texts, state)
     # relevance over the hits as attribution left them (bench/floor_fit.py measured that)
     decision = _decide(relevance, query, cand, vec, vector, emb.model_id)
+    note_uncalibrated(result, emb.model_id, store.settings.search_floor is not None)
     _keep(store, session_id, cand.texts, decision.embedded, needs.kept)
     related = set(decision.related)
     floored = bool(vec) and not related

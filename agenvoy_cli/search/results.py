@@ -61,6 +61,8 @@ NOTE_CODES = {
     "budget_spent": "the embedding budget ran out: the rest searched by keyword only",
     "unarchived": "messages of history.json not in SQLite yet: not searchable",
     "unsearchable": "vectors an inconsistent index left out (doctor --repair)",
+    "uncalibrated": "the embedding model has no calibration profile: the relevance floor and "
+                    "the fitted ranking are off (models/profiles.py)",
 }
 
 
@@ -183,3 +185,13 @@ def grouped_lines(doc: dict[str, Any], line: Callable[[dict[str, Any]], str]) ->
         segment = row["segment"]
         out.append(line(row))
     return out
+
+
+def note_uncalibrated(result: SearchResult, model_id: str, floor_set: bool) -> None:
+    """Say, when the index model has no profile (models/profiles.py), that the floor and the
+    fitted ranking are off, and why."""
+    from agenvoy_cli.models.profiles import uncalibrated
+
+    why = uncalibrated(model_id, floor_set)
+    if why is not None:
+        result.note("uncalibrated", why)

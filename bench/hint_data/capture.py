@@ -349,6 +349,31 @@ SCENARIOS: dict[str, str] = {
     "h-grep-unmatched": "grep -E '(' notes.txt",
     "h-find-missing": "find /nope -name '*.py'",
     "h-ln-exists": "ln -s notes.txt deploy.sh",
+    # --- near misses (#50, captured before the subject rule was tuned): the same failure
+    # naming another module, package, command, file or host than a record (no hint), and
+    # the same failure naming the same one (the record's hint) ----------------------------
+    "n-py-module-httpx": "venv/bin/python -c 'from httpx import Client'",
+    "n-py-module-toml": "venv/bin/python -c 'import tomli_w'",
+    "n-py-module-requests-from": "venv/bin/python -c 'from requests.adapters import "
+                                 "HTTPAdapter'",
+    "n-py-module-requests-as": "venv/bin/python -c 'import requests as rq'",
+    "n-sh-notfound-terraform": "terraform plan -out tf.plan",
+    "n-sh-notfound-kubectx": "kubectx staging",
+    "n-sh-compose-down": "docker-compose down --volumes",
+    "n-sh-compose-exec": "docker-compose exec api sh",
+    "n-node-cannot-find-uuid": "cd web && node -e 'require(\"uuid\")'",
+    "n-node-dotenv-config": "cd web && node -e 'require(\"dotenv\").config()'",
+    "n-curl-resolve-vault": "curl -sS https://vault.internal.invalid/v1/sys/health",
+    "n-curl-resolve-registry-tags": "curl -sS https://registry.internal.invalid/v2/api/tags/list",
+    "n-py-filenotfound-csv": "python3 -c 'open(\"report.csv\").read()'",
+    "n-py-filenotfound-config": "python3 -c 'import os; open(\"config.yaml\").read()'",
+    "n-sh-perm-cleanup": "printf '#!/bin/sh\\n' > cleanup.sh && chmod 644 cleanup.sh && "
+                         "./cleanup.sh",
+    "n-sh-perm-deploy-dry": "./deploy.sh --dry-run",
+    "n-gcc-header-png": "printf '#include <png_missing/png.h>\\nint main(void) { return 0; }\\n' "
+                        "> uses_png.c && gcc -c uses_png.c",
+    "n-gcc-header-openssl-main": "printf '#include <openssl/ssl_missing.h>\\nint main(void) "
+                                 "{ return 0; }\\n' > tls_main.c && gcc -c tls_main.c",
     # --- archives and JSON tools --------------------------------------------------------
     "tar-not-gzip": "tar xzf release.tar.gz",
     "tar-not-gzip-2": "tar -xzvf backup-2024.tgz -C restore/",
@@ -591,7 +616,8 @@ def clean(text: str, work: Path) -> str:
     return text
 
 
-def capture(only: str | None = None) -> dict[str, dict[str, str]]:
+def capture(only: str | None = None, skip: set[str] | None = None
+            ) -> dict[str, dict[str, str]]:
     work = Path(tempfile.mkdtemp(prefix="hintcap-"))
     servers = []
     try:
@@ -613,7 +639,7 @@ def capture(only: str | None = None) -> dict[str, dict[str, str]]:
                "npm_config_fund": "false", "npm_config_audit": "false"}
         (work / "home").mkdir()
         for sid, cmd in SCENARIOS.items():
-            if only and sid != only:
+            if (only and sid != only) or sid in (skip or ()):
                 continue
             started = time.monotonic()
             try:
@@ -641,10 +667,13 @@ def capture(only: str | None = None) -> dict[str, dict[str, str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="capture one scenario and print it")
+    parser.add_argument("--new", action="store_true",
+                        help="run only the scenarios the file does not hold yet")
     parser.add_argument("--again", action="store_true",
                         help="replace the captures already in the file too")
     args = parser.parse_args()
-    got = capture(args.only)
+    held = json.loads(OUT.read_text("utf-8")) if OUT.exists() and args.new else {}
+    got = capture(args.only, skip=set(held))
     if args.only:
         print(json.dumps(got, indent=2, ensure_ascii=False))
         return 0

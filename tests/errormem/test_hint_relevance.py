@@ -102,6 +102,63 @@ def test_the_bar_is_a_relevance_of_the_search_pipeline():
                 background=(), typical=None, query_vector=(), model_id="")
     for query in UNRELATED:
         assert bar.decide(Query.of(query), pool).related == ()
-    decision = bar.decide(Query.of("ModuleNotFoundError: No module named 'yaml'"), pool)
+    decision = bar.decide(Query.of("ModuleNotFoundError: No module named 'requests'"), pool)
     assert decision.related == ("pip",)
     assert decision.evidence["pip"].why.startswith("signature")
+    decision = bar.decide(Query.of("ModuleNotFoundError: No module named 'yaml'"), pool)
+    assert decision.related == ()  # another module: another error (#50)
+    assert decision.evidence["pip"].why.startswith("another module")
+
+
+@pytest.mark.parametrize("module", ["yaml", "numpy"])
+def test_another_module_gets_no_hint(run, path, module):
+    """#50: `pip install requests` is the wrong fix for a missing 'yaml'; the signatures
+    share everything but the module."""
+    record_two(run)
+    query = f"ModuleNotFoundError: No module named '{module}'"
+    res = run("errors", "lookup", "--format", "hint", "--", query)
+    assert (res.exit_code, res.stdout) == (0, ""), res.stdout
+    doc = run("errors", "lookup", "--json", "--", query).json()
+    assert doc["records"] == [] and doc["hint"] == ""
+
+
+# (recorded symptom, keywords, the same failure naming the same subject, naming another)
+SUBJECTS = [
+    ("bash: line 1: docker-compose: command not found", ("docker-compose", "compose"),
+     "bash: docker-compose: command not found", "bash: line 1: kubectx: command not found"),
+    ("curl: (6) Could not resolve host: registry.internal.invalid",
+     ("curl", "could not resolve host"),
+     "curl: (6) Could not resolve host: registry.internal.invalid",
+     "curl: (6) Could not resolve host: vault.internal.invalid"),
+    ("FileNotFoundError: [Errno 2] No such file or directory: 'config.yaml'",
+     ("filenotfounderror",),
+     "FileNotFoundError: [Errno 2] No such file or directory: 'config.yaml'",
+     "FileNotFoundError: [Errno 2] No such file or directory: 'report.csv'"),
+    ("ERROR: Could not find a version that satisfies the requirement django==9.9.9\n"
+     "ERROR: No matching distribution found for django==9.9.9",
+     ("pip", "no matching distribution"),
+     "ERROR: No matching distribution found for django==8.0.0",
+     "ERROR: No matching distribution found for flask==0.0.1"),
+    ("Error: Cannot find module 'dotenv'", ("node", "cannot find module"),
+     "Error: Cannot find module 'dotenv'\nRequire stack:", "Error: Cannot find module 'uuid'"),
+    ("bash: line 1: ./deploy.sh: Permission denied", ("permission", "sudo"),
+     "bash: ./deploy.sh: Permission denied", "bash: line 1: ./cleanup.sh: Permission denied"),
+    ("uses_ssl.c:1:10: fatal error: openssl/ssl.h: No such file or directory",
+     ("gcc", "no such file or directory", "include"),
+     "main.c:1:10: fatal error: openssl/ssl.h: No such file or directory",
+     "main.c:1:10: fatal error: png.h: No such file or directory"),
+]
+
+
+@pytest.mark.parametrize(("symptom", "keywords", "same", "other"), SUBJECTS)
+def test_another_subject_is_another_error(symptom, keywords, same, other):
+    """#50: two errors naming another module, package, command, file or host are different
+    errors, even when their signatures share everything else."""
+    from agenvoy_cli.errormem.relevance import HintBar, RecordCandidate
+    from agenvoy_cli.search.query import Query
+    from agenvoy_cli.search.relevance import Pool
+
+    pool = Pool([RecordCandidate("r", 0.0, symptom, keywords=keywords)], background=(),
+                typical=None, query_vector=(), model_id="")
+    assert HintBar().decide(Query.of(same), pool).related == ("r",)
+    assert HintBar().decide(Query.of(other), pool).related == ()

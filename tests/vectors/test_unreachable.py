@@ -189,7 +189,10 @@ def _doctor(run, *args: str) -> dict[str, Any]:
     new_process()
     res = run("doctor", *args, "--json")
     assert res.exit_code in (0, 1), res.stderr
-    return dict(res.json())
+    doc = dict(res.json())
+    # what doctor says that is no problem (the stand-in embedder has no calibration profile)
+    doc["problems"] = [p for p in doc["problems"] if not p.get("note")]
+    return doc
 
 
 def test_doctor_finds_unreachable_vectors_and_repair_rebuilds(home: Path, run, words,

@@ -1,0 +1,55 @@
+"""Every corpus answers nothing when nothing is related (#50): notes and RAG searches go
+through the same relevance floor as message search (search/corpus.py, the holder's
+Relevance), with the built-in model."""
+
+from __future__ import annotations
+
+import pytest
+
+NOTES = {
+    "deploy": "Production deploys run from the release branch through make ship; never "
+              "deploy on Fridays after 15:00.",
+    "coffee": "The user drinks a flat white with oat milk, no sugar, never after 4 pm.",
+    "dog": "The user's dog Mochi is a shiba inu who needs a walk at 7 am and 7 pm.",
+}
+UNRELATED = ["What is the capital of France?", "who won the chess world championship in 1972"]
+RELATED = [("How does the user take their coffee?", "coffee"),
+           ("Can I ship to prod on a Friday afternoon?", "deploy")]
+
+
+@pytest.fixture
+def notes(run):
+    for name, text in NOTES.items():
+        assert run("notes", "add", name, "--content", text).exit_code == 0
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_notes_answer_nothing_when_nothing_is_related(run, notes, mode):
+    for query in UNRELATED:
+        doc = run("notes", "search", query, "--mode", mode, "--json").json()
+        assert doc["results"] == [], (query, doc["results"])
+        assert "not_related" in [n["code"] for n in doc["notes"]]
+    for query, name in RELATED:
+        doc = run("notes", "search", query, "--mode", mode, "--json").json()
+        assert doc["results"] and doc["results"][0]["name"] == name, (query, doc)
+
+
+@pytest.fixture
+def rag_db(run, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in NOTES.items():
+        (docs / f"{name}.md").write_text(f"# {name.title()}\n\n{text}\n")
+    res = run("rag", "create", "docs", "--path", str(docs))
+    assert res.exit_code == 0, res.stderr
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_rag_answers_nothing_when_nothing_is_related(run, rag_db, mode):
+    for query in UNRELATED:
+        doc = run("rag", "search", "docs", query, "--mode", mode, "--json").json()
+        assert doc["results"] == [], (query, doc["results"])
+        assert "not_related" in [n["code"] for n in doc["notes"]]
+    for query, name in RELATED:
+        doc = run("rag", "search", "docs", query, "--mode", mode, "--json").json()
+        assert doc["results"] and doc["results"][0]["relpath"] == f"{name}.md", (query, doc)
