@@ -54,8 +54,10 @@ def sessions_page(memory: Memory) -> dict[str, Any]:
 def persona_of(doc: dict[str, Any]) -> str:
     """The Agenvoy 1.0 persona a session listing gives (a name, or an object with one)."""
     persona = doc.get("persona")
-    if isinstance(persona, dict):
-        return str(persona.get("name") or persona.get("id") or "")
+    if isinstance(persona, dict):  # name (self_id, model), as `session show` gives them
+        name = str(persona.get("name") or persona.get("self_id") or persona.get("id") or "")
+        more = [str(persona[k]) for k in ("self_id", "model") if persona.get(k)]
+        return f"{name} ({', '.join(more)})" if name and more else name
     return "" if persona is None else str(persona)
 
 
