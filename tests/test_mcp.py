@@ -230,9 +230,9 @@ def test_rag_list_and_search(home: Path, tmp_path: Path) -> None:
             res = await s.call_tool("search_rag", {"mode": "keyword", "db": "notes",
                                                    "q": "tomatoes"})
             out["keyword"] = (text_of(res), res.structured_content)
+            question = "when do we switch traffic to the new deployment"
             res = await s.call_tool("search_rag", {"mode": "semantic", "db": "notes",
-                                                   "q": "when do we switch traffic to the new deployment",
-                                                   "limit": 1})
+                                                   "q": question, "limit": 1})
             out["semantic"] = (text_of(res), res.structured_content)
             res = await s.call_tool("search_rag", {"mode": "keyword", "db": "nope",
                                                    "q": "x"})
