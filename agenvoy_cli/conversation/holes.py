@@ -5,8 +5,9 @@ hook's time limit, Ctrl-C) landing right after that commit put the old history.j
 and the next sync marked the batch `gone`, as if a person had removed it. Such rows are
 told apart from messages that really left history.json by where they are:
 
-- at the end: live rows after the last message history.json holds (nothing but that
-  put-back leaves archived rows past the file's end unmarked);
+- at the end: live rows after the last message history.json holds, when every message it
+  holds is an archived row unchanged (the put-back's shape; a file a person rewrote, with a
+  message edited or new, keeps what they left out);
 - anywhere in a session an importer owns (import_sources): only this tool writes its
   history.json, so no other program or editor removed them.
 
@@ -48,9 +49,20 @@ def find(conn: sqlite3.Connection, session_id: str,
     matched = {i for i in ids if i is not None}
     top = max((c.seq for c in cands if c.id in matched and c.seq is not None), default=-1)
     owned = imported(conn, session_id)
+    put_back = owned or _unchanged(conn, messages, cands, ids)
     found = [c for c in cands if c.id not in matched and c.seq is not None and
-             (owned or (not c.gone and c.seq > top))]
+             (owned or (put_back and not c.gone and c.seq > top))]
     return found, seqs
+
+
+def _unchanged(conn: sqlite3.Connection, messages: Sequence[dict[str, Any]],
+               cands: list[Candidate], ids: Sequence[int | None]) -> bool:
+    """Whether every history.json message is an archived row as it was archived: what the
+    put-back leaves. A file a person rewrote (a message edited or new) is theirs: the rows
+    it no longer holds left it, and a repair must not put them back."""
+    keys = alignment.match_keys(conn, messages, cands)
+    hashes = {c.id: c.hash for c in cands}
+    return all(i is not None and hashes.get(i) == k for i, k in zip(ids, keys))
 
 
 def merged(conn: sqlite3.Connection, session_id: str, messages: Sequence[dict[str, Any]],
