@@ -287,7 +287,9 @@ def test_error_memory_collection_half_deleted(home, run, words):
     # 150 near-identical records: a fresh process's graph could leave one of them unreachable
     # (seen in 2 of 4 loaded runs); the collection is searched exactly (vectors/exact.py), so
     # doctor finds nothing, vectors-unreachable included
-    assert not again.json()["problems"], (res.stdout[:3000], again.stdout[-700:])
+    # (the stand-in model's missing calibration profile is a note, #50, not a problem)
+    assert not [p for p in again.json()["problems"] if not p.get("note")], (
+        res.stdout[:3000], again.stdout[-700:])
     assert {"collection": "agenvoy_errors", "path": "exact"}.items() <= next(
         p for p in again.json()["vector_paths"] if p["collection"] == "agenvoy_errors").items()
     report = chroma_check(home)["collections"][col[0]]
