@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[2]
 # a 1x1 PNG
@@ -198,3 +200,17 @@ def _watch_login(proc: subprocess.Popen[Any]) -> Callable[[float], str]:
         return found[0]
 
     return wait
+
+
+def request(url: str, path: str, *, method: str = "GET", headers: dict[str, str] | None = None,
+            body: bytes | None = None, timeout: float = 120
+            ) -> tuple[int, dict[str, str], bytes]:
+    """One HTTP request to a viewer: (status, headers by lower-case name, body)."""
+    where = urlsplit(url)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        res = conn.getresponse()
+        return res.status, {k.lower(): v for k, v in res.getheaders()}, res.read()
+    finally:
+        conn.close()

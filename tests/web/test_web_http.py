@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import http.client
 import re
 import shutil
 import sqlite3
@@ -21,24 +20,21 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.web.seed import HUGE, JS_LINK, ROOT, RTL, SCRIPT, Viewer, cli_here, module_env, viewers
+from tests.web.seed import (
+    HUGE,
+    JS_LINK,
+    ROOT,
+    RTL,
+    SCRIPT,
+    Viewer,
+    cli_here,
+    module_env,
+    request,
+    viewers,
+)
 
 # real processes (and a browser): out of the quick pre-commit run, in CI
 pytestmark = pytest.mark.slow
-
-TIMEOUT = 120
-
-
-def request(url: str, path: str, *, method: str = "GET", headers: dict[str, str] | None = None,
-            body: bytes | None = None) -> tuple[int, dict[str, str], bytes]:
-    where = urlsplit(url)
-    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=TIMEOUT)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        res = conn.getresponse()
-        return res.status, {k.lower(): v for k, v in res.getheaders()}, res.read()
-    finally:
-        conn.close()
 
 
 def small_home(cli: Callable[..., Any], home: Path) -> None:

@@ -13,8 +13,7 @@ import pytest
 
 from tests.agenvoy_sim_v10 import GoAgentV10
 from tests.conftest import agenvoy
-from tests.web.seed import viewer
-from tests.web.test_web_http import request
+from tests.web.seed import request, viewer
 
 pytestmark = pytest.mark.slow
 
