@@ -79,3 +79,10 @@ def test_every_write_path_at_its_injection_points(llm_url: str, workdir: Path,
     print(f"fault sweep: {len(chosen)} path(s), {points} injection point(s), {cases} case(s), "
           f"{len(failed)} problem(s), {time.monotonic() - started:.0f} s")
     assert not failed, "\n".join(failed)
+
+
+def test_every_path_says_whether_it_is_a_hook_before_its_inputs_exist() -> None:
+    """A sampled draw asked `errors forget` before its error id was written (CI, seed 574167135)."""
+    kinds = {p.name: p.hook for p in fault_sweep.paths("http://127.0.0.1:9/v1")}
+    assert kinds["errors forget"] is False
+    assert any(kinds.values()) and not all(kinds.values())

@@ -249,7 +249,8 @@ class WritePath:
 
     @property
     def hook(self) -> bool:
-        return self.argv(Path("."))[:1] == ["hook"]
+        # not from argv: a path's arguments may read inputs its prepare has not written yet
+        return self.event is not None
 
     def takes(self, failure: str) -> bool:
         """The hook's time limit is the hook's; an MCP server handles its own signals."""
