@@ -1,6 +1,7 @@
-"""The relevance stage for a corpus other than a session's messages: notes, RAG chunks.
+"""The `Corpus` interface of the one retrieval pipeline (search/pipeline.py), and its
+relevance stage for a corpus other than a session's messages: notes, RAG chunks.
 
-A step toward one pipeline over a `Corpus` interface (#50): a corpus hands its vector
+A corpus hands its vector
 ranking as `Unit`s (its key, the query's similarity, the text its vector was made of), and
 the same `Relevance` that decides for message search (search/relevance.py: the holder's,
 `Memory.relevance`) decides whether any of them is related closely enough. A corpus is not
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from agenvoy_cli.models.base import EmbedderError
 from agenvoy_cli.search.query import Query
@@ -30,6 +31,75 @@ from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
 
 if TYPE_CHECKING:
     from agenvoy_cli.models.base import Embedder
+    from agenvoy_cli.search.fusion import Weights
+    from agenvoy_cli.search.pipeline import Found
+
+
+class Corpus(Protocol):
+    """What the pipeline asks of a corpus (one adapter object per search: it may remember
+    what a ranking told it, such as the passage a note matched by, for its hits).
+
+    unit        what one unit is called in the notes ("note", "chunk")
+    degrades    True: a failing model or index leaves keyword results, with a warning and
+                a `no_vectors` note (`unavailable`); False: the failure is raised
+    neighbour   the share of a fused score passed to the units keyed one below and above
+                (search/fusion.py; 0: none)
+    catches_up  True: a search embeds the units without a vector (`catch_up`) and notes
+                how many are left (`unindexed`); False: they wait for a sync, which the
+                corpus notes itself
+    """
+
+    unit: str
+    degrades: bool
+    catches_up: bool
+    neighbour: float
+
+    def term_count(self, query: Query) -> int:
+        """How many terms keyword mode's rule counts (0: nothing searchable)."""
+        ...
+
+    def keyword(self, query: Query, n: int, every: bool) -> list[tuple[Hashable, float]]:
+        """(key, -bm25) best first: units holding every term (`every`) or any content term."""
+        ...
+
+    def catch_up(self, budget: float | None, found: Found) -> int | None:
+        """Embed the units without a vector for at most `budget` seconds; how many are
+        left without one (None: this corpus has no vectors, keyword results only)."""
+        ...
+
+    def embedder(self) -> Embedder:
+        """The model whose vectors the corpus's index holds."""
+        ...
+
+    def unavailable(self, exc: Exception, found: Found) -> None:
+        """Say that the vectors failed (a degrading corpus): warn and note."""
+        ...
+
+    def unembedded(self) -> set[Hashable]:
+        """The units without a vector yet (semantic mode finds them by keyword)."""
+        ...
+
+    def vectors(self, vector: Sequence[float], n: int, found: Found
+                ) -> list[tuple[Hashable, float]]:
+        """(key, cosine) best first, one per live unit."""
+        ...
+
+    def embedded_texts(self, keys: Sequence[Hashable]) -> dict[Hashable, str]:
+        """The text each unit's vector was made of (the floor embeds it again)."""
+        ...
+
+    def indexed_text(self, key: Hashable) -> str | None:
+        """The text the full-text index holds for a unit (None: gone)."""
+        ...
+
+    def weights(self, query: Query, kw: Sequence[tuple[Hashable, float]],
+                vec: Sequence[tuple[Hashable, float]]) -> Weights:
+        """The fusion's weights for this query."""
+        ...
+
+    def relevance(self) -> Relevance:
+        """The home's Relevance, when the caller gave none."""
+        ...
 
 
 # The two models' summed lift a corpus's best units must reach (search/relevance.py
