@@ -177,13 +177,6 @@ def substring_search(notes: Sequence[Note], keywords: Sequence[str], limit: int
 # --------------------------------------------------------------------------- search
 
 
-def default_relevance(store: Store) -> Relevance:
-    """The home's Relevance (search/relevance.py choose), the store holder's models."""
-    from agenvoy_cli.notes.corpus import NotesCorpus
-
-    return NotesCorpus(store, quiet).relevance()
-
-
 def _checked(query: str, mode: str, limit: int, match: str | None) -> str:
     if mode not in MODES:
         raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
