@@ -66,7 +66,7 @@ class NotesCorpus:
 
     unit = "note"
     degrades = True
-    catches_up = True
+    unindexed_note = True
     neighbour = 0.0
 
     def __init__(self, store: Store, warn: Warn) -> None:
@@ -105,6 +105,11 @@ class NotesCorpus:
                   "keyword matching only")
         found.note("no_vectors", f"semantic matching unavailable ({one_line(exc)}): "
                    "keyword results only")
+
+    def uncalibrated(self, model_id: str) -> str | None:
+        from agenvoy_cli.models.profiles import uncalibrated
+
+        return uncalibrated(model_id)
 
     def unembedded(self) -> set[Hashable]:
         with self.store.read_lock():

@@ -35,7 +35,7 @@ class RagCorpus:
 
     unit = "chunk"
     degrades = False
-    catches_up = False
+    unindexed_note = False
     neighbour = FUSION_NEIGHBOUR
 
     def __init__(self, store: Store, dbs: Sequence[Database]) -> None:
@@ -98,6 +98,11 @@ class RagCorpus:
 
     def unavailable(self, exc: Exception, found: Found) -> None:  # pragma: no cover - raises
         raise exc
+
+    def uncalibrated(self, model_id: str) -> str | None:
+        from agenvoy_cli.models.profiles import uncalibrated
+
+        return uncalibrated(model_id)
 
     def unembedded(self) -> set[Hashable]:
         return self.pending

@@ -35,23 +35,46 @@ if TYPE_CHECKING:
     from agenvoy_cli.search.pipeline import Found
 
 
-class Corpus(Protocol):
-    """What the pipeline asks of a corpus (one adapter object per search: it may remember
-    what a ranking told it, such as the passage a note matched by, for its hits).
+class Embeds(Protocol):
+    """What the catch-up stage (search/pipeline.py `embed`) asks of a corpus.
 
-    unit        what one unit is called in the notes ("note", "chunk")
-    degrades    True: a failing model or index leaves keyword results, with a warning and
-                a `no_vectors` note (`unavailable`); False: the failure is raised
-    neighbour   the share of a fused score passed to the units keyed one below and above
-                (search/fusion.py; 0: none)
-    catches_up  True: a search embeds the units without a vector (`catch_up`) and notes
-                how many are left (`unindexed`); False: they wait for a sync, which the
-                corpus notes itself
+    unit           what one unit is called in the notes ("note", "chunk", "record")
+    degrades       True: a failing model or index leaves keyword results, with a warning
+                   (`unavailable`); False: the failure is raised
+    unindexed_note True: the units a catch-up left without a vector are noted (`unindexed`);
+                   False: the corpus says so itself, or not at all
     """
 
     unit: str
     degrades: bool
-    catches_up: bool
+    unindexed_note: bool
+
+    def catch_up(self, budget: float | None, found: Found) -> int | None:
+        """Embed the units without a vector for at most `budget` seconds; how many are
+        left without one (None: this corpus has no vectors now, keyword results only)."""
+        ...
+
+    def embedder(self) -> Embedder:
+        """The model whose vectors the corpus's index holds."""
+        ...
+
+    def unavailable(self, exc: Exception, found: Found) -> None:
+        """Say that the vectors failed (a degrading corpus): warn, and note it if it does."""
+        ...
+
+    def uncalibrated(self, model_id: str) -> str | None:
+        """Why the model's calibration is off for this corpus (models/profiles.py), or None."""
+        ...
+
+
+class Corpus(Embeds, Protocol):
+    """What the whole pipeline asks of a corpus (one adapter object per search: it may
+    remember what a ranking told it, such as the passage a note matched by, for its hits).
+
+    neighbour   the share of a fused score passed to the units keyed one below and above
+                (search/fusion.py; 0: none)
+    """
+
     neighbour: float
 
     def term_count(self, query: Query) -> int:
@@ -60,19 +83,6 @@ class Corpus(Protocol):
 
     def keyword(self, query: Query, n: int, every: bool) -> list[tuple[Hashable, float]]:
         """(key, -bm25) best first: units holding every term (`every`) or any content term."""
-        ...
-
-    def catch_up(self, budget: float | None, found: Found) -> int | None:
-        """Embed the units without a vector for at most `budget` seconds; how many are
-        left without one (None: this corpus has no vectors, keyword results only)."""
-        ...
-
-    def embedder(self) -> Embedder:
-        """The model whose vectors the corpus's index holds."""
-        ...
-
-    def unavailable(self, exc: Exception, found: Found) -> None:
-        """Say that the vectors failed (a degrading corpus): warn and note."""
         ...
 
     def unembedded(self) -> set[Hashable]:

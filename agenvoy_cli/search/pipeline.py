@@ -35,7 +35,7 @@ from agenvoy_cli.search import corpus as relevance_stage
 from agenvoy_cli.search.query import Query
 
 if TYPE_CHECKING:
-    from agenvoy_cli.search.corpus import Corpus
+    from agenvoy_cli.search.corpus import Corpus, Embeds
     from agenvoy_cli.search.relevance import Relevance
 
 MODES = ("hybrid", "keyword", "semantic")
@@ -96,23 +96,21 @@ def keyword(corpus: Corpus, query: Query, n: int, want: str | None, found: Found
 # --------------------------------------------------------------------------- catch-up
 
 
-def embed(corpus: Corpus, query: Query, budget: float | None, found: Found
+def embed(corpus: Embeds, query: Query, budget: float | None, found: Found
           ) -> Embedded | None:
     """The units without a vector embedded (for at most `budget` seconds), then the query;
     None when the corpus has no vectors or (a degrading corpus) the model fails."""
     embedded = _embedded(corpus, query, budget, found)
-    if found.unindexed_count and corpus.catches_up:
+    if found.unindexed_count and corpus.unindexed_note:
         found.note("unindexed", f"{found.unindexed_count} {corpus.unit}(s) have no vector "
                    "yet: found by keyword only")
     return embedded
 
 
-def _embedded(corpus: Corpus, query: Query, budget: float | None, found: Found
+def _embedded(corpus: Embeds, query: Query, budget: float | None, found: Found
               ) -> Embedded | None:
-    from agenvoy_cli.models.profiles import uncalibrated
-
     try:
-        found.unindexed_count = 0 if corpus.catches_up else None
+        found.unindexed_count = 0
         found.unindexed_count = corpus.catch_up(budget, found)
         if found.unindexed_count is None:
             return None
@@ -123,7 +121,7 @@ def _embedded(corpus: Corpus, query: Query, budget: float | None, found: Found
             raise
         corpus.unavailable(exc, found)
         return None
-    if (why := uncalibrated(model.model_id)) is not None:
+    if (why := corpus.uncalibrated(model.model_id)) is not None:
         found.note("uncalibrated", why)
     return Embedded(vector, model)
 
