@@ -20,7 +20,7 @@ from agenvoy_cli.errormem.store import catch_up, one_line, warm_chroma
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.models.base import Embedder
-    from agenvoy_cli.search.pipeline import Found
+    from agenvoy_cli.search.corpus import Found
 
 
 class ErrorsCorpus:

@@ -71,7 +71,7 @@ NOTE_CODES = {
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.errormem.corpus import ErrorsCorpus
-    from agenvoy_cli.search.pipeline import Embedded, Found
+    from agenvoy_cli.search.corpus import Embedded, Found
 
 
 _STOPWORDS = frozenset((
@@ -446,7 +446,7 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
     seconds (None: all): the retrieval pipeline's catch-up stage over the records
     (errormem/corpus.py)."""
     from agenvoy_cli.errormem.corpus import ErrorsCorpus
-    from agenvoy_cli.search.pipeline import Found
+    from agenvoy_cli.search.corpus import Found
 
     now = records.now_ns() if now is None else now
     q, tool = _asked(query, tool, error_type, limit)

@@ -21,8 +21,8 @@ from agenvoy_cli.notes.store import NOTES, Warn, one_line
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.models.base import Embedder
+    from agenvoy_cli.search.corpus import Found
     from agenvoy_cli.search.fusion import Weights
-    from agenvoy_cli.search.pipeline import Found
     from agenvoy_cli.search.query import Query
     from agenvoy_cli.search.relevance import Relevance
 

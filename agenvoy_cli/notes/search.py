@@ -218,8 +218,9 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
     with store.read_lock():
         conn = store.db_readonly()
         assert conn is not None
-        result.results = _hits(conn, [(i, s, corpus.passage.get(i))  # type: ignore[call-overload]
-                                      for i, s in found.ranked], _terms(query))
+        ranked = [(int(i), s, corpus.passage.get(int(i)))  # type: ignore[call-overload]
+                  for i, s in found.ranked]
+        result.results = _hits(conn, ranked, _terms(query))
     return result
 
 

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.models.base import Embedder
     from agenvoy_cli.rag.records import Database
+    from agenvoy_cli.search.corpus import Found
     from agenvoy_cli.search.fusion import Weights
-    from agenvoy_cli.search.pipeline import Found
     from agenvoy_cli.search.query import Query
     from agenvoy_cli.search.relevance import Relevance
 
@@ -52,7 +52,7 @@ class RagCorpus:
         return conn
 
     def term_count(self, query: Query) -> int:
-        from agenvoy_cli.rag.search import match_every
+        from agenvoy_cli.rag.chunks import match_every
         from agenvoy_cli.search.query import term_count
 
         match, singles, _ = match_every(query.text)
@@ -63,7 +63,7 @@ class RagCorpus:
 
     def keyword(self, query: Query, n: int, every: bool) -> list[tuple[Hashable, float]]:
         from agenvoy_cli.home import fts
-        from agenvoy_cli.rag.search import fts_ranking, match_every
+        from agenvoy_cli.rag.chunks import fts_ranking, match_every
 
         with self.store.read_lock():
             if every:
@@ -74,7 +74,7 @@ class RagCorpus:
     def catch_up(self, budget: float | None, found: Found) -> int | None:
         """No catch-up: the pending files' chunks wait for `rag sync` (noted); None when no
         searched database has vectors."""
-        from agenvoy_cli.rag.search import _pending_chunks, _pending_note
+        from agenvoy_cli.rag.chunks import _pending_chunks, _pending_note
         from agenvoy_cli.vectors.location import has_vectors
 
         with self.store.read_lock():
@@ -109,20 +109,20 @@ class RagCorpus:
 
     def vectors(self, vector: Sequence[float], n: int, found: Found
                 ) -> list[tuple[Hashable, float]]:
-        from agenvoy_cli.rag.search import vector_ranking
+        from agenvoy_cli.rag.chunks import vector_ranking
 
         with self.store.write_lock():
             return list(vector_ranking(self.store, self.dbs, vector, n))
 
     def embedded_texts(self, keys: Sequence[Hashable]) -> dict[Hashable, str]:
-        from agenvoy_cli.rag.search import _embedded_text, _hits
+        from agenvoy_cli.rag.chunks import _embedded_text, _hits
 
         with self.store.read_lock():
             hits = _hits(self._conn(), [(k, 0.0) for k in keys])  # type: ignore[misc]
         return {h.chunk_id: _embedded_text(h) for h in hits}
 
     def indexed_text(self, key: Hashable) -> str | None:
-        from agenvoy_cli.rag.search import _hits
+        from agenvoy_cli.rag.chunks import _hits
 
         with self.store.read_lock():
             hits = _hits(self._conn(), [(key, 0.0)])  # type: ignore[list-item]

@@ -14,8 +14,8 @@ their texts (the same model, the same text: the same vector), outside the store 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agenvoy_cli.models.base import EmbedderError
 from agenvoy_cli.search.query import Query
@@ -32,7 +32,33 @@ from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
 if TYPE_CHECKING:
     from agenvoy_cli.models.base import Embedder
     from agenvoy_cli.search.fusion import Weights
-    from agenvoy_cli.search.pipeline import Found
+
+
+Ranked = list[tuple[Hashable, float]]
+
+
+@dataclass
+class Found:
+    """What the pipeline found: keys best first with their scores, and what it noted."""
+
+    mode: str
+    ranked: Ranked = field(default_factory=list)
+    score_kind: str = "bm25"  # bm25 (keyword), cosine (semantic), rrf (fused)
+    match: str | None = None  # keyword: all | any | none; hybrid: any
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (code, message)
+    unindexed_count: int | None = None  # units without a vector (None: no vectors asked)
+    floored: bool = False  # the floor found nothing related by meaning
+
+    def note(self, code: str, message: str) -> None:
+        self.notes.append((code, message))
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """The query's vector and the model that made it."""
+
+    vector: Sequence[float]
+    model: Any  # models/base.py Embedder
 
 
 class Embeds(Protocol):

@@ -27,12 +27,12 @@ class turns into its hits (its JSON shape kept). Message search keeps its own pa
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agenvoy_cli.search import corpus as relevance_stage
+from agenvoy_cli.search.corpus import Embedded, Found, Ranked
 from agenvoy_cli.search.query import Query
+from agenvoy_cli.search.relevance import TOP_HITS
 
 if TYPE_CHECKING:
     from agenvoy_cli.search.corpus import Corpus, Embeds
@@ -40,32 +40,6 @@ if TYPE_CHECKING:
 
 MODES = ("hybrid", "keyword", "semantic")
 POOL = 64  # units per ranking before fusion
-
-Ranked = list[tuple[Hashable, float]]
-
-
-@dataclass
-class Found:
-    """What the pipeline found: keys best first with their scores, and what it noted."""
-
-    mode: str
-    ranked: Ranked = field(default_factory=list)
-    score_kind: str = "bm25"  # bm25 (keyword), cosine (semantic), rrf (fused)
-    match: str | None = None  # keyword: all | any | none; hybrid: any
-    notes: list[tuple[str, str]] = field(default_factory=list)  # (code, message)
-    unindexed_count: int | None = None  # units without a vector (None: no vectors asked)
-    floored: bool = False  # the floor found nothing related by meaning
-
-    def note(self, code: str, message: str) -> None:
-        self.notes.append((code, message))
-
-
-@dataclass(frozen=True)
-class Embedded:
-    """The query's vector and the model that made it."""
-
-    vector: Sequence[float]
-    model: Any  # models/base.py Embedder
 
 
 # --------------------------------------------------------------------------- keyword
@@ -135,7 +109,7 @@ def floor(corpus: Corpus, relevance: Relevance, query: Query, vec: Ranked,
     closely enough (outside the lock: it may embed)."""
     if not vec:
         return vec
-    texts = corpus.embedded_texts([k for k, _ in vec[:relevance_stage.TOP_HITS]])
+    texts = corpus.embedded_texts([k for k, _ in vec[:TOP_HITS]])
     units = [relevance_stage.Unit(k, s, texts[k]) for k, s in vec if k in texts]
     decision = relevance_stage.decide(relevance, query, units, embedded.model,
                                       embedded.vector)
