@@ -158,6 +158,34 @@ def evidence_score(decision: Decision) -> float | None:
     return None
 
 
+# A rare word shared with a top unit decides alone for messages (search/relevance.py);
+# in a corpus of facts one incidental word (a general-knowledge question's "walk" in a note
+# on walking the dog) is no evidence: when the top units hold less than fusion.LOW_COVERAGE of
+# the query's content words (fusion.incidental), the models' lift decides instead
+# (THRESHOLD). Fitted on the tune split of bench/corpus_floor_data (docs/benchmarks.md).
+INCIDENTAL_WORDS_DECIDE = True  # tune: related 24/24, unrelated 29/29, both corpora
+
+
+def _by_words_or_lift(relevance: Relevance, query: Query, pool: Pool,
+                      top: Sequence[Unit]) -> Decision:
+    decision = relevance.decide(query, pool)
+    if decision.rule != "shared rare word" or not INCIDENTAL_WORDS_DECIDE:
+        return decision
+    from dataclasses import replace
+
+    from agenvoy_cli.home import fts
+    from agenvoy_cli.search.fusion import coverage, incidental
+    from agenvoy_cli.search.relevance import SHARED_TOP
+
+    wanted = fts.term_tokens(query.content)
+    best = max((coverage(wanted, fts.term_tokens(u.text)) for u in top[:SHARED_TOP]),
+               default=0.0)
+    if not incidental(query, best):
+        return decision
+    # the same text and vectors, no words: the lift decides
+    return relevance.decide(replace(query, content_terms=(), _vectors=query._vectors), pool)
+
+
 @dataclass(frozen=True)
 class Unit:
     """One unit a corpus's vector ranking found: a note (its id), a RAG chunk (its id)."""
@@ -185,7 +213,7 @@ def decide(relevance: Relevance, query: Query, ranked: Sequence[Unit], model: Em
                  for u, v in zip(top, vectors)],
                 background=(), typical=None, query_vector=query_vector,
                 model_id=model.model_id)
-    decision = relevance.decide(query, pool)
+    decision = _by_words_or_lift(relevance, query, pool, top)
     score = evidence_score(decision)
     if score is not None and THRESHOLD is not None:
         keys = tuple(c.key for c in pool.ranked) if score >= THRESHOLD else ()
