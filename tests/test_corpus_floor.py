@@ -53,3 +53,17 @@ def test_rag_answers_nothing_when_nothing_is_related(run, rag_db, mode):
     for query, name in RELATED:
         doc = run("rag", "search", "docs", query, "--mode", mode, "--json").json()
         assert doc["results"] and doc["results"][0]["relpath"] == f"{name}.md", (query, doc)
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_one_shared_word_does_not_make_a_question_related(run, notes, mode):
+    """A general-knowledge question sharing one word with a note ("walk": the dog's) is not
+    about it: a rare shared word decides alone only when the note holds a good share of
+    the question's words (search/corpus.py INCIDENTAL_WORDS_DECIDE)."""
+    query = "Which astronaut was the first to walk on the moon?"
+    doc = run("notes", "search", query, "--mode", mode, "--json").json()
+    assert doc["results"] == [], doc["results"]
+    assert "not_related" in [n["code"] for n in doc["notes"]]
+    doc = run("notes", "search", "When does the dog need its walk?", "--mode", mode,
+              "--json").json()
+    assert doc["results"] and doc["results"][0]["name"] == "dog", doc

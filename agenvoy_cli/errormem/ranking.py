@@ -51,16 +51,13 @@ from agenvoy_cli.errormem.records import (
 )
 from agenvoy_cli.errormem.store import (
     by_ids,
-    catch_up,
     fetch,
     one_line,
     renew,
     vector_dir_exists,
-    warm_chroma,
 )
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.home import fts
-from agenvoy_cli.models.profiles import hint_uncalibrated
 from agenvoy_cli.search.query import SHORT_QUERY_TERMS, Query
 from agenvoy_cli.search.results import Note
 
@@ -73,6 +70,8 @@ NOTE_CODES = {
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
+    from agenvoy_cli.errormem.corpus import ErrorsCorpus
+    from agenvoy_cli.search.corpus import Embedded, Found
 
 
 _STOPWORDS = frozenset((
@@ -151,11 +150,6 @@ def _typed_words(q: ErrorQuery) -> bool:
     237 error outputs of the bar's calibration set (bench/hint_cases.py) is such a query."""
     return (len(q.tokens) <= SHORT_QUERY_TERMS and "\n" not in q.lines
             and not any(mark in q.text for mark in ":'\"`‘’“”"))
-
-
-def _has_vectors(conn: sqlite3.Connection, now: int) -> bool:
-    return conn.execute("SELECT 1 FROM error_records WHERE vector_model IS NOT NULL "
-                        "AND expires_at > ? LIMIT 1", (now,)).fetchone() is not None
 
 
 def _candidates(conn: sqlite3.Connection, q: ErrorQuery, tool: str | None,
@@ -260,53 +254,181 @@ def _semantic(store: Store, conn: sqlite3.Connection, qvec: list[float], model: 
             for i, s in zip(got["ids"], sims)}
 
 
+@dataclass(frozen=True)
+class _Scoring:
+    """What scoring every candidate of one lookup shares."""
+
+    q: ErrorQuery
+    tool: str | None
+    sem: dict[str, float] | None
+    rarity: dict[str, float]
+    known: float  # the query words' summed rarity, a word no record holds counting fully
+    specific: str | None  # the query's error type when it names one
+    floor: bool
+
+    @classmethod
+    def of(cls, q: ErrorQuery, tool: str | None, sem: dict[str, float] | None,
+           rarity: dict[str, float], floor: bool) -> _Scoring:
+        known = sum(rarity.get(t, 0.0) or 1.0 for t in q.tokens)
+        specific = q.error_type if q.error_type not in (None, "other") else None
+        return cls(q, tool, sem, rarity, known, specific, floor)
+
+
+def _signals(r: Record, c: _Scoring) -> tuple[dict[str, float], list[str], list[str],
+                                              list[str]]:
+    """(signals, the query words the record holds, the rare ones among them, the recorded
+    keywords found in the query)."""
+    words = set(fts.term_tokens(" ".join(
+        [r.tool_name, *plain(r.keywords), r.symptom, r.cause])))
+    held = [t for t in c.q.tokens if t in words]
+    shared = [t for t in held if c.rarity.get(t, 0.0) > 0]
+    lex = sum(c.rarity[t] for t in shared) / (c.known + LEX_SMOOTHING) if shared else 0.0
+    kws = [k for k in plain(r.keywords) if _contains(c.q.sequence, fts.term_tokens(k))]
+    signals = {"lex": lex, "kw": 1 - 0.5 ** len(kws),
+               "type": 1.0 if c.specific and r.error_type == c.specific else 0.0}
+    if c.sem is not None:
+        signals["sem"] = c.sem.get(r.id, 0.0)
+    return signals, held, shared, kws
+
+
+def _why(signals: dict[str, float], shared: list[str], kws: list[str]) -> list[str]:
+    """What matched, as a hit's `matched` lists it."""
+    out = ["error_type"] if signals["type"] else []
+    out += [f"keyword:{k}" for k in kws]
+    if shared:
+        out.append("words:" + ",".join(shared[:8]))
+    if signals.get("sem", 0) > 0:
+        out.append(f"semantic:{signals['sem']:.2f}")
+    return out
+
+
+def _scored(r: Record, c: _Scoring) -> Hit | None:
+    """One candidate's hit, None when the floor leaves it out."""
+    same_tool = bool(c.tool) and r.tool_name == c.tool
+    matched = ["tool"] if same_tool else []
+    if not c.q.text:  # a filter (tool / type only): everything found matches
+        if c.q.error_type and r.error_type == c.q.error_type:
+            matched.append("error_type")
+        return Hit(r, 1.0, {"filter": 1.0}, matched)
+    signals, held, shared, kws = _signals(r, c)
+    weights = W_SEMANTIC if c.sem is not None else W_KEYWORD
+    content = sum(weights[k] * v for k, v in signals.items())
+    matched += _why(signals, shared, kws)
+    if c.floor and content < (MIN_CONTENT_SAME_TOOL if same_tool else MIN_CONTENT):
+        return None
+    score = (content + TOOL_BONUS * same_tool) / (1 + TOOL_BONUS) if c.tool else content
+    return Hit(r, score, signals, matched, held)
+
+
 def _score(found: dict[str, Record], q: ErrorQuery, tool: str | None,
            sem: dict[str, float] | None, rarity: dict[str, float],
            floor: bool = True) -> list[Hit]:
     """Every candidate ranked; with `floor`, only those whose content reaches MIN_CONTENT
     (keyword queries: an error text is judged by the hint bar instead)."""
-    weights = W_SEMANTIC if sem is not None else W_KEYWORD
-    # a query word no record holds is as specific as a word can be: it counts fully
-    known = sum(rarity.get(t, 0.0) or 1.0 for t in q.tokens)
-    specific = q.error_type if q.error_type not in (None, "other") else None
-    hits = []
-    for r in found.values():
-        if tool and r.tool_name != tool:
-            continue
-        matched: list[str] = []
-        signals: dict[str, float] = {}
-        same_tool = bool(tool) and r.tool_name == tool
-        if same_tool:
-            matched.append("tool")
-        if not q.text:  # a filter (tool / type only): everything found matches
-            if q.error_type and r.error_type == q.error_type:
-                matched.append("error_type")
-            hits.append(Hit(r, 1.0, {"filter": 1.0}, matched))
-            continue
-        words = set(fts.term_tokens(" ".join(
-            [r.tool_name, *plain(r.keywords), r.symptom, r.cause])))
-        held = [t for t in q.tokens if t in words]
-        shared = [t for t in held if rarity.get(t, 0.0) > 0]
-        lex = sum(rarity[t] for t in shared) / (known + LEX_SMOOTHING) if shared else 0.0
-        kws = [k for k in plain(r.keywords) if _contains(q.sequence, fts.term_tokens(k))]
-        signals["lex"] = lex
-        signals["kw"] = 1 - 0.5 ** len(kws)
-        signals["type"] = 1.0 if specific and r.error_type == specific else 0.0
-        if sem is not None:
-            signals["sem"] = sem.get(r.id, 0.0)
-        content = sum(weights[k] * v for k, v in signals.items())
-        if specific and signals["type"]:
-            matched.append("error_type")
-        matched += [f"keyword:{k}" for k in kws]
-        if shared:
-            matched.append("words:" + ",".join(shared[:8]))
-        if signals.get("sem", 0) > 0:
-            matched.append(f"semantic:{signals['sem']:.2f}")
-        if floor and content < (MIN_CONTENT_SAME_TOOL if same_tool else MIN_CONTENT):
-            continue
-        score = (content + TOOL_BONUS * same_tool) / (1 + TOOL_BONUS) if tool else content
-        hits.append(Hit(r, score, signals, matched, held))
+    scoring = _Scoring.of(q, tool, sem, rarity, floor)
+    hits = [h for r in found.values() if not (tool and r.tool_name != tool)
+            if (h := _scored(r, scoring)) is not None]
     hits.sort(key=lambda h: (-round(h.score, 9), -h.record.last_used, -h.record.seq))
+    return hits
+
+
+def _asked(query: str, tool: str | None, error_type: str | None, limit: int
+           ) -> tuple[ErrorQuery, str | None]:
+    """The parsed query and the tool; BadInput for a lookup that asks nothing."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+    tool = tool.strip() if tool else None
+    q = parse_query(query, error_type)
+    if not q.text and not tool and not q.explicit_type:
+        raise BadInput("nothing to look up: give a QUERY (error text or keywords), --tool "
+                       "or --type")
+    return q, tool
+
+
+def _query_vector(store: Store, q: ErrorQuery, tool: str | None, semantic: bool | None,
+                  budget: float | None, corpus: ErrorsCorpus, found: Found
+                  ) -> Embedded | None:
+    """The pipeline's catch-up stage (search/pipeline.py `embed`) when the lookup is
+    semantic: more than keywords and tool names, or asked for."""
+    from agenvoy_cli.search import pipeline
+
+    with store.read_lock():
+        conn = store.db_readonly()
+        want = semantic_default(store) if semantic is None else semantic
+        want = bool(want and q.text and conn is not None
+                    and (semantic or not _keyword_only(conn, q, tool)))
+    return pipeline.embed(corpus, q.query, budget, found) if want else None
+
+
+@dataclass
+class _Ranked:
+    """A lookup's ranking, made under the lock."""
+
+    hits: list[Hit]
+    match: str | None
+    sem: dict[str, float] | None
+    keywords: bool  # only keywords, error types or tool names: no hint bar
+    typed: bool  # a few words typed to search by: the keyword rule, no hint bar
+    candidates: int
+
+
+def _rank(store: Store, q: ErrorQuery, tool: str | None, now: int,
+          embedded: Embedded | None, warn: Warn) -> _Ranked:
+    """Gather the candidates (words, the tool and type, the nearest vectors), score and
+    order them. Hold the write lock (Chroma)."""
+    conn = store.db()
+    keywords = _keyword_only(conn, q, tool)
+    typed = not keywords and _typed_words(q)
+    found = _candidates(conn, q, tool, now)
+    sem: dict[str, float] | None = None
+    if embedded is not None:
+        try:
+            sem = _semantic(store, conn, list(embedded.vector), embedded.model.model_id,
+                            tool, found, now)
+        except Exception as exc:  # noqa: BLE001 - missing, stale or broken index
+            warn(f"agenvoy: warning: the error-memory vector index is unusable "
+                 f"({one_line(exc)}); keyword matching only "
+                 "(`agenvoy doctor --repair` rebuilds it)")
+    rarity = _rarity(conn, q.tokens) if q.tokens else {}
+    scored = _score(found, q, tool, sem, rarity, floor=keywords or typed)
+    if typed:  # words typed to search by: the records holding them, by the keyword rule
+        scored = [h for h in scored if h.matched_terms]
+    hits, match = _keyword_rule(scored, q, sem is None or typed)
+    return _Ranked(hits, match, sem, keywords, typed, len(found))
+
+
+def _judged(store: Store, q: ErrorQuery, ranked: _Ranked, warn: Warn, model: str
+            ) -> tuple[list[Hit], list[Note]]:
+    """The hits the relevance stage keeps: an error text's by the hint bar (outside the
+    lock), typed words' by the keyword rule; and why nothing is left."""
+    hits = ranked.hits
+    if ranked.typed:
+        return hits, [] if hits else [Note("not_related", "no record holds these words; "
+                                           "no hint")]
+    if ranked.keywords:
+        return hits, []
+    hits = _related(store, q, hits, ranked.sem is not None, warn, model) if hits else []
+    if hits:
+        return hits, []
+    said = (f"{ranked.candidates} record(s) share words with this error, but none describes "
+            "the same failure" if ranked.candidates else "no record shares a word with this "
+            "error")
+    return hits, [Note("not_related", f"{said}; no hint")]
+
+
+def _renewed(store: Store, hits: list[Hit], now: int, ttl: int) -> list[Hit]:
+    """The hits still alive, each renewed to now + TTL (only a record returned is)."""
+    if not hits:
+        return hits
+    with store.write_lock():
+        alive = {r.seq for r in fetch(store.db(), f"seq IN ({','.join('?' * len(hits))})"
+                                      " AND expires_at > ?",
+                                      [*(h.record.seq for h in hits), now])}
+        hits = [h for h in hits if h.record.seq in alive]
+        renew(store, [h.record.seq for h in hits], now, ttl)
+    for h in hits:
+        h.record.expires_at, h.record.last_hit_at = now + ttl, now
+        h.record.hits += 1
     return hits
 
 
@@ -321,86 +443,27 @@ def lookup(store: Store, query: str = "", *, tool: str | None = None,
     semantic: None = automatic (vectors when the query is more than keywords/tool names
     and records have vectors), False = never (no model, no Chroma), True = whenever any
     record has vectors. Records without a vector are embedded first, for at most `budget`
-    seconds (None: all)."""
-    now = records.now_ns() if now is None else now
-    if not 1 <= limit <= MAX_LIMIT:
-        raise BadInput(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-    tool = tool.strip() if tool else None
-    q = parse_query(query, error_type)
-    if not q.text and not tool and not q.explicit_type:
-        raise BadInput("nothing to look up: give a QUERY (error text or keywords), --tool "
-                       "or --type")
-    ttl = ttl_ns(store)  # a bad setting fails before anything is read or written
-    conn = store.db_readonly()  # before the shared lock: it may upgrade the schema
-    if conn is None:  # no database: nothing recorded, and nothing is created
-        return LookupResult([], "keyword")
-    with store.read_lock():
-        want = semantic_default(store) if semantic is None else semantic
-        want = bool(want and q.text and (semantic or not _keyword_only(conn, q, tool)))
-    left: int | None = None
-    if want:
-        left = catch_up(store, now, budget, warn)  # outside the lock
-        with store.read_lock():
-            conn = store.db_readonly()
-            want = conn is not None and _has_vectors(conn, now)
-        if not want and semantic:
-            warn("agenvoy: warning: no error record has a vector yet; keyword matching "
-                 "only (`agenvoy doctor --repair` embeds them)")
-    qvec: list[float] | None = None
-    model = ""
-    if want:  # the model runs outside the lock
-        try:
-            from agenvoy_cli.vectors import api as vectors
+    seconds (None: all): the retrieval pipeline's catch-up stage over the records
+    (errormem/corpus.py)."""
+    from agenvoy_cli.errormem.corpus import ErrorsCorpus
+    from agenvoy_cli.search.corpus import Found
 
-            emb = vectors.embedder(store)
-            qvec, model = list(q.query.vector(emb)), emb.model_id
-            warm_chroma()
-        except Exception as exc:  # noqa: BLE001
-            warn(f"agenvoy: warning: semantic matching unavailable ({one_line(exc)}); "
-                 "keyword matching only")
+    now = records.now_ns() if now is None else now
+    q, tool = _asked(query, tool, error_type, limit)
+    ttl = ttl_ns(store)  # a bad setting fails before anything is read or written
+    if store.db_readonly() is None:  # no database: nothing recorded, nothing is created
+        return LookupResult([], "keyword")
+    corpus, found = ErrorsCorpus(store, now, warn, bool(semantic)), Found("semantic")
+    embedded = _query_vector(store, q, tool, semantic, budget, corpus, found)
     with store.write_lock():  # Chroma needs the lock
-        conn = store.db()
-        # a search by keywords, not an error text: no hint bar, the ranking's floor
-        keywords = _keyword_only(conn, q, tool)
-        typed = not keywords and _typed_words(q)
-        found = _candidates(conn, q, tool, now)
-        sem: dict[str, float] | None = None
-        if qvec is not None:
-            try:
-                sem = _semantic(store, conn, qvec, model, tool, found, now)
-            except Exception as exc:  # noqa: BLE001 - missing, stale or broken index
-                warn(f"agenvoy: warning: the error-memory vector index is unusable "
-                     f"({one_line(exc)}); keyword matching only "
-                     "(`agenvoy doctor --repair` rebuilds it)")
-        rarity = _rarity(conn, q.tokens) if q.tokens else {}
-        scored = _score(found, q, tool, sem, rarity, floor=keywords or typed)
-        if typed:  # words typed to search by: the records holding them, by the keyword rule
-            scored = [h for h in scored if h.matched_terms]
-        hits, match = _keyword_rule(scored, q, sem is None or typed)
-    notes: list[Note] = []
-    if typed and not hits:
-        notes.append(Note("not_related", "no record holds these words; no hint"))
-    elif not keywords and not typed:  # an error text: the same failure (outside the lock)
-        hits = _related(store, q, hits, sem is not None, warn, model) if hits else []
-        if not hits:
-            said = (f"{len(found)} record(s) share words with this error, but none describes "
-                    "the same failure" if found else "no record shares a word with this error")
-            notes.append(Note("not_related", f"{said}; no hint"))
-    hits = hits[:limit]
-    if hits:  # only a record that is returned is renewed
-        with store.write_lock():
-            alive = {r.seq for r in fetch(store.db(), f"seq IN ({','.join('?' * len(hits))})"
-                                          " AND expires_at > ?",
-                                          [*(h.record.seq for h in hits), now])}
-            hits = [h for h in hits if h.record.seq in alive]
-            renew(store, [h.record.seq for h in hits], now, ttl)
-        for h in hits:
-            h.record.expires_at, h.record.last_hit_at = now + ttl, now
-            h.record.hits += 1
-    mode = "filter" if not q.text else ("semantic" if sem is not None else "keyword")
-    if sem is not None and (why := hint_uncalibrated(model)) is not None:
-        notes.append(Note("uncalibrated", why))
-    return LookupResult(hits, mode, left, match, notes)
+        ranked = _rank(store, q, tool, now, embedded, warn)
+    model = embedded.model.model_id if embedded is not None else ""
+    hits, notes = _judged(store, q, ranked, warn, model)
+    hits = _renewed(store, hits[:limit], now, ttl)
+    mode = "filter" if not q.text else ("semantic" if ranked.sem is not None else "keyword")
+    if ranked.sem is not None:
+        notes += [Note(code, text) for code, text in found.notes if code == "uncalibrated"]
+    return LookupResult(hits, mode, corpus.left, ranked.match, notes)
 
 
 def _related(store: Store, q: ErrorQuery, hits: list[Hit], semantic: bool, warn: Warn,

@@ -13,55 +13,31 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.home import fts
+from agenvoy_cli.rag.chunks import (  # noqa: F401 - fts_ranking, match_every: rag search's
+    Hit,
+    _hits,
+    _quote,
+    fts_ranking,
+    match_every,
+)
 from agenvoy_cli.rag.records import (
     DEFAULT_LIMIT,
     DEFAULT_MODE,
     MODES,
-    POOL,
     Database,
     _all_databases,
-    _index,
-    _mismatch,
     _readonly,
-    _rebuild_hint,
-    _relpath,
     _require,
     checked_name,
 )
-from agenvoy_cli.search import corpus
 from agenvoy_cli.search.query import Query
-from agenvoy_cli.search.relevance import TOP_HITS
 from agenvoy_cli.search.results import Note
-from agenvoy_cli.vectors.location import has_vectors
 
 if TYPE_CHECKING:
     import sqlite3
 
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.search.relevance import Relevance
-
-
-@dataclass
-class Hit:
-    database: str
-    path: str
-    relpath: str
-    format: str | None
-    line_start: int
-    line_end: int
-    heading: str | None
-    text: str
-    score: float
-    chunk_id: int
-    matched_terms: list[str] = field(default_factory=list)  # the query terms it holds
-
-    def as_dict(self, rank: int = 1, score_kind: str = "bm25") -> dict[str, Any]:
-        return {"rank": rank, "database": self.database, "path": self.path,
-                "relpath": self.relpath, "format": self.format,
-                "line_start": self.line_start, "line_end": self.line_end,
-                "heading": self.heading, "score": round(self.score, 6),
-                "score_kind": score_kind, "text": self.text,
-                "matched_terms": self.matched_terms}
 
 
 # What a RAG search's notes say (docs/json-vocabulary.md lists the codes; the text output
@@ -105,138 +81,23 @@ class SearchResult:
         self.notes.append(Note(code, message))
 
 
-def _quote(token: str) -> str:
-    return '"' + token.replace('"', '""') + '"'
-
-
-def match_every(query: str) -> tuple[str | None, list[str], int]:
-    """MATCH requiring every term (any order) and every "quoted phrase" (in order), the
-    one-character CJK terms (matched by instr(): a bigram index cannot find them), and
-    how many terms that is (a quoted phrase is one)."""
-    from agenvoy_cli.search.query import content_query
-
-    phrases: list[list[str]] = []
-    singles: list[str] = []
-    parts = re.findall(r'"([^"]*)"|(\S+)', query)
-    bare_words = " ".join(b for _, b in parts if b)
-    kept = set(content_query(bare_words).split()) if bare_words else set()
-    for quoted, bare in parts:
-        if bare and bare not in kept:  # a stop-word (unless the query is only those)
-            continue
-        if quoted:
-            toks = [t for word in quoted.split() for t in fts.term_tokens(word)]
-        else:
-            toks = fts.term_tokens(bare)
-            if len(toks) == 1 and len(toks[0]) == 1 and fts._is_cjk(toks[0]):
-                singles.append(toks[0])
-                continue
-        if toks:
-            phrases.append(toks)
-    match = " AND ".join(" + ".join(_quote(t) for t in p) for p in phrases) or None
-    return match, singles, len(phrases) + len(singles)
-
-
-def _in_dbs(db_ids: Sequence[int]) -> tuple[str, list[int]]:
-    return f"f.db_id IN ({','.join('?' * len(db_ids))})", list(db_ids)
-
-
-def db_filter(db_ids: Sequence[int]) -> str:
-    """MATCH term for rag_chunks_fts's db_id column: one token per database."""
-    return "db_id : (" + " OR ".join(_quote(str(i)) for i in db_ids) + ")"
-
-
-def fts_ranking(conn: sqlite3.Connection, db_ids: Sequence[int], match: str | None, n: int,
-                contains: Sequence[str] = ()) -> list[tuple[int, float]]:
-    """(chunk id, -bm25) best first; every string of `contains` must be in the tokens."""
-    if not db_ids or (match is None and not contains):
-        return []
-    where, args = _in_dbs(db_ids)
-    if match is None:
-        sql = ("SELECT c.id, 0.0 AS s FROM rag_chunks c JOIN rag_files f ON f.id = c.file_id "
-               f"WHERE {where}")
-    else:
-        # the databases are a column of the index (migration 011): the MATCH seeks to
-        # their rows and weighs them 0 in BM25; FTS5 drives the join (CROSS JOIN)
-        sql = ("SELECT c.id, bm25(rag_chunks_fts, 1.0, 0.0) AS s FROM rag_chunks_fts "
-               "CROSS JOIN rag_chunks c ON c.id = rag_chunks_fts.rowid "
-               "WHERE rag_chunks_fts MATCH ?")
-        args = [f"{db_filter(db_ids)} AND tokens : ({match})"]
-    for text in contains:
-        sql += " AND instr(c.tokens, ?) > 0"
-        args.append(text)
-    sql += " ORDER BY s, c.id LIMIT ?"
-    args.append(n)
-    return [(cid, -score) for cid, score in conn.execute(sql, args)]
-
-
-def _any_match(query: Query) -> str | None:
-    return fts.match_any(query.content)
-
-
-def vector_ranking(store: Store, dbs: Sequence[Database], vector: Sequence[float], n: int
-                   ) -> list[tuple[int, float]]:
-    """(chunk id, cosine similarity) over the databases' collections, best first. Hold the
-    write lock (Chroma)."""
-    ranked: list[tuple[int, float]] = []
-    for db in dbs:
-        index = _index(store, db, create=False)
-        if index is None:
-            continue
-        try:
-            hits = index.query(vector, n)
-        except _mismatch() as exc:
-            raise _rebuild_hint(db)(exc) from None
-        ranked.extend((int(h.id), 1.0 - float(h.distance)) for h in hits)
-    ranked.sort(key=lambda kv: -kv[1])
-    return ranked[:n]
-
-
-def _hits(conn: sqlite3.Connection, ranked: Sequence[tuple[int, float]]) -> list[Hit]:
-    """The chunks of a ranking, in its order (ids whose chunk is gone are left out)."""
-    ids = [cid for cid, _ in ranked]
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    rows = {r[0]: r for r in conn.execute(
-        "SELECT c.id, d.name, f.path, f.source, f.format, c.line_start, c.line_end, "
-        "c.heading, c.text FROM rag_chunks c JOIN rag_files f ON f.id = c.file_id "
-        f"JOIN rag_dbs d ON d.id = f.db_id WHERE c.id IN ({marks})", ids)}
-    out = []
-    for cid, score in ranked:
-        row = rows.get(cid)
-        if row is None:
-            continue
-        _, dbname, path, source, fmt, lo, hi, heading, text = row
-        out.append(Hit(dbname, path, _relpath(path, source), fmt, lo, hi, heading, text,
-                       score, cid))
-    return out
-
-
-def _pending_note(conn: sqlite3.Connection, dbs: Sequence[Database],
-                  result: SearchResult) -> None:
-    for db in dbs:
-        n = conn.execute("SELECT count(*) FROM rag_files WHERE db_id = ? AND state = "
-                         "'pending'", (db.id,)).fetchone()[0]
-        if n:
-            result.note("pending", f"{n} file(s) of {db.name!r} are not fully indexed (an "
-                        f"interrupted sync?): run `agenvoy rag sync {db.name}`")
-
-
-def _pending_chunks(conn: sqlite3.Connection, db_ids: Sequence[int]) -> set[int]:
-    """Chunks of files an interrupted sync left 'pending': their vectors may be missing."""
-    marks = ",".join("?" * len(db_ids))
-    return {r[0] for r in conn.execute(
-        "SELECT c.id FROM rag_chunks c JOIN rag_files f ON f.id = c.file_id "
-        f"WHERE f.state = 'pending' AND f.db_id IN ({marks})", list(db_ids))}
+def _databases(store: Store, conn: sqlite3.Connection | None, names: Sequence[str] | None
+               ) -> list[Database]:
+    if names is None:
+        return _all_databases(conn)
+    return [_require(conn, n, store.layout.home) for n in dict.fromkeys(names)]
 
 
 def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DEFAULT_MODE,
            *, limit: int = DEFAULT_LIMIT, match: str | None = None,
            relevance: Relevance | None = None) -> SearchResult:
-    """search_rag over the named databases (None: all of them); `match` ("all" | "any"):
+    """search_rag over the named databases (None: all of them), by the retrieval pipeline
+    (search/pipeline.py) over their chunks (rag/corpus.py); `match` ("all" | "any"):
     keyword mode's every term or any term (default: by the query's length); nothing by
-    meaning when the relevance floor finds no chunk related (`relevance`: the holder's,
-    search/corpus.py)."""
+    meaning when the relevance floor finds no chunk related (`relevance`: the holder's)."""
+    from agenvoy_cli.rag.corpus import RagCorpus
+    from agenvoy_cli.search import pipeline
+
     if mode not in MODES:
         raise BadInput(f"unknown search mode {mode!r} (expected {', '.join(MODES)})")
     if limit < 1:
@@ -244,107 +105,27 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
     text = " ".join(query.split())
     if not text:
         raise BadInput("the query is empty")
-    parsed = Query.of(text)
     for name in names or ():
         checked_name(name)
     with store.read_lock():
         conn = _readonly(store)
-        if names is None:
-            dbs = _all_databases(conn)
-        else:
-            dbs = [_require(conn, n, store.layout.home) for n in dict.fromkeys(names)]
-        result = SearchResult(text, mode, [db.name for db in dbs])
-        if conn is None or not dbs:
-            return result
-        ids = [db.id for db in dbs]
-        if mode == "keyword":
-            return _keyword(conn, ids, parsed, limit, result, match)
-        kw: list[tuple[int, float]] = []
-        if mode == "hybrid":
-            kw = fts_ranking(conn, ids, _any_match(parsed), POOL)
-            result.match = "any"
-        _pending_note(conn, dbs, result)
-        for db in dbs:
-            if not db.vectors:
-                result.note("no_vectors", f"{db.name!r} has no vectors (indexed with "
-                            "--no-vectors): keyword results only; embed it with "
-                            f"`agenvoy rag sync {db.name} --vectors`")
-        dbs = [db for db in dbs if db.vectors]
-        if not dbs or not has_vectors(store):
-            result.results = _hits(conn, kw[:limit])  # nothing was ever embedded
-            _matched_terms(conn, parsed, result.results)
-            return result
-        pending = _pending_chunks(conn, [db.id for db in dbs])
-        result.unindexed_count = len(pending)
-        if mode == "semantic" and pending:  # no vector yet: found by keyword meanwhile
-            kw = [(c, s) for c, s in fts_ranking(conn, ids, _any_match(parsed), POOL)
-                  if c in pending]
-    from agenvoy_cli.models.profiles import uncalibrated
-    from agenvoy_cli.vectors import api as vectors
-
-    emb = vectors.embedder(store)
-    vector = parsed.vector(emb)  # outside the lock
-    if (why := uncalibrated(emb.model_id)) is not None:
-        result.note("uncalibrated", why)
-    with store.write_lock():
-        vec = vector_ranking(store, dbs, vector, POOL if mode == "hybrid" else limit)
-        conn = _readonly(store)
-        assert conn is not None
-        units = [corpus.Unit(h.chunk_id, h.score, _embedded_text(h))
-                 for h in _hits(conn, vec[:TOP_HITS])]
-    decision = corpus.decide(relevance or default_relevance(store), parsed, units, emb,
-                             vector)  # outside the lock: it may embed
-    floored = bool(vec) and not decision.related
-    if floored:
-        result.note("not_related", f"no chunk is related closely enough to: {text}")
-        vec = []
+        dbs = _databases(store, conn, names)
+    result = SearchResult(text, mode, [db.name for db in dbs])
+    if conn is None or not dbs:
+        return result
+    parsed = Query.of(text)
+    found = pipeline.search(RagCorpus(store, dbs), parsed, mode, limit=limit, match=match,
+                            relevance=relevance)
+    result.match, result.score_kind = found.match, found.score_kind
+    result.unindexed_count = found.unindexed_count
+    for code, message in found.notes:
+        result.note(code, message)
     with store.read_lock():
         conn = _readonly(store)
         assert conn is not None
-        if floored and _incidental(conn, parsed, kw):  # keyword matches must hold the query
-            kw = []
-        if mode == "semantic" and not kw:
-            ranked = vec[:limit]
-            result.score_kind = "cosine"
-        else:
-            result.score_kind = "rrf"
-            from agenvoy_cli.search import fusion
-
-            ranked = fusion.fuse([fusion.Ranking("keyword", kw, fusion.FUSION_W_KEYWORD),
-                                  fusion.Ranking("vector", vec, fusion.FUSION_W_VECTOR)]
-                                 )[:limit]
-        conn = _readonly(store)
-        assert conn is not None
-        result.results = _hits(conn, ranked)
+        result.results = _hits(conn, found.ranked)  # type: ignore[arg-type]
         _matched_terms(conn, parsed, result.results)
     return result
-
-
-def _embedded_text(hit: Hit) -> str:
-    """The text a chunk's vector was made of (rag/source_sync.py `_embed_text`)."""
-    head = f"{hit.relpath} · {hit.heading}" if hit.heading else hit.relpath
-    return f"{head}\n{hit.text}"
-
-
-def _incidental(conn: sqlite3.Connection, query: Query, kw: Sequence[tuple[int, float]]
-                ) -> bool:
-    """Whether the keyword matches hold only a small share of the query's words (message
-    search's rule, search/fusion.py `incidental`), judged by the best match's text."""
-    from agenvoy_cli.search.fusion import coverage, incidental
-
-    best = _hits(conn, kw[:1])
-    if not best:
-        return True
-    return incidental(query, coverage(fts.term_tokens(query.content),
-                                      fts.term_tokens(best[0].text)))
-
-
-def default_relevance(store: Store) -> Relevance:
-    """The home's Relevance (search/relevance.py choose), the store holder's models."""
-    from agenvoy_cli.search.relevance import choose
-    from agenvoy_cli.vectors.context import of
-
-    return choose(store.settings, of(store).models)
 
 
 def query_terms(query: str) -> list[tuple[str, str | None]]:
@@ -389,32 +170,3 @@ def _matched_terms(conn: sqlite3.Connection, query: Query, hits: list[Hit]) -> N
                                  else "".join(fold(t).split()) in "".join(text.split()))]
 
 
-def _keyword(conn: sqlite3.Connection, ids: list[int], query: Query, limit: int,
-             result: SearchResult, want: str | None = None) -> SearchResult:
-    """As conversation keyword search: a short keyword query (1-3 terms after stop-words, not
-    a question) only chunks with every term, else any term (with a note); a longer one or a
-    question any-term, chunks with every term first; `want` forces all or any."""
-    from agenvoy_cli.search.query import term_count
-
-    match, singles, _ = match_every(query.text)
-    if match is None and not singles:
-        result.match = "none"
-        result.note("nothing_searchable", f"nothing searchable in: {query.text}")
-        return result
-    phrases = len(re.findall(r'"[^"]*"', query.text))
-    count = phrases + term_count(re.sub(r'"[^"]*"', " ", query.text))
-    how = want or query.match_for(count)
-    ranked = fts_ranking(conn, ids, match, limit, singles)
-    result.match = "all"
-    if how == "any" or (not ranked and want is None and count > 1):
-        seen = {cid for cid, _ in ranked}
-        more = [(c, sc) for c, sc in fts_ranking(conn, ids, _any_match(query), limit)
-                if c not in seen]
-        ranked = (ranked + more)[:limit]
-        result.match = "any"
-        if how == "all" and ranked:
-            result.note("any_term", "no chunk has every term of the query; showing chunks "
-                        "with any of them")
-    result.results = _hits(conn, ranked)
-    _matched_terms(conn, query, result.results)
-    return result

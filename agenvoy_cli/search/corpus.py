@@ -1,6 +1,7 @@
-"""The relevance stage for a corpus other than a session's messages: notes, RAG chunks.
+"""The `Corpus` interface of the one retrieval pipeline (search/pipeline.py), and its
+relevance stage for a corpus other than a session's messages: notes, RAG chunks.
 
-A step toward one pipeline over a `Corpus` interface (#50): a corpus hands its vector
+A corpus hands its vector
 ranking as `Unit`s (its key, the query's similarity, the text its vector was made of), and
 the same `Relevance` that decides for message search (search/relevance.py: the holder's,
 `Memory.relevance`) decides whether any of them is related closely enough. A corpus is not
@@ -13,8 +14,8 @@ their texts (the same model, the same text: the same vector), outside the store 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agenvoy_cli.models.base import EmbedderError
 from agenvoy_cli.search.query import Query
@@ -30,6 +31,111 @@ from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
 
 if TYPE_CHECKING:
     from agenvoy_cli.models.base import Embedder
+    from agenvoy_cli.search.fusion import Weights
+
+
+Ranked = list[tuple[Hashable, float]]
+
+
+@dataclass
+class Found:
+    """What the pipeline found: keys best first with their scores, and what it noted."""
+
+    mode: str
+    ranked: Ranked = field(default_factory=list)
+    score_kind: str = "bm25"  # bm25 (keyword), cosine (semantic), rrf (fused)
+    match: str | None = None  # keyword: all | any | none; hybrid: any
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (code, message)
+    unindexed_count: int | None = None  # units without a vector (None: no vectors asked)
+    floored: bool = False  # the floor found nothing related by meaning
+
+    def note(self, code: str, message: str) -> None:
+        self.notes.append((code, message))
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """The query's vector and the model that made it."""
+
+    vector: Sequence[float]
+    model: Any  # models/base.py Embedder
+
+
+class Embeds(Protocol):
+    """What the catch-up stage (search/pipeline.py `embed`) asks of a corpus.
+
+    unit           what one unit is called in the notes ("note", "chunk", "record")
+    degrades       True: a failing model or index leaves keyword results, with a warning
+                   (`unavailable`); False: the failure is raised
+    unindexed_note True: the units a catch-up left without a vector are noted (`unindexed`);
+                   False: the corpus says so itself, or not at all
+    """
+
+    unit: str
+    degrades: bool
+    unindexed_note: bool
+
+    def catch_up(self, budget: float | None, found: Found) -> int | None:
+        """Embed the units without a vector for at most `budget` seconds; how many are
+        left without one (None: this corpus has no vectors now, keyword results only)."""
+        ...
+
+    def embedder(self) -> Embedder:
+        """The model whose vectors the corpus's index holds."""
+        ...
+
+    def unavailable(self, exc: Exception, found: Found) -> None:
+        """Say that the vectors failed (a degrading corpus): warn, and note it if it does."""
+        ...
+
+    def uncalibrated(self, model_id: str) -> str | None:
+        """Why the model's calibration is off for this corpus (models/profiles.py), or None."""
+        ...
+
+
+class Corpus(Embeds, Protocol):
+    """What the whole pipeline asks of a corpus (one adapter object per search: it may
+    remember what a ranking told it, such as the passage a note matched by, for its hits).
+
+    neighbour   the share of a fused score passed to the units keyed one below and above
+                (search/fusion.py; 0: none)
+    """
+
+    neighbour: float
+
+    def term_count(self, query: Query) -> int:
+        """How many terms keyword mode's rule counts (0: nothing searchable)."""
+        ...
+
+    def keyword(self, query: Query, n: int, every: bool) -> list[tuple[Hashable, float]]:
+        """(key, -bm25) best first: units holding every term (`every`) or any content term."""
+        ...
+
+    def unembedded(self) -> set[Hashable]:
+        """The units without a vector yet (semantic mode finds them by keyword)."""
+        ...
+
+    def vectors(self, vector: Sequence[float], n: int, found: Found
+                ) -> list[tuple[Hashable, float]]:
+        """(key, cosine) best first, one per live unit."""
+        ...
+
+    def embedded_texts(self, keys: Sequence[Hashable]) -> dict[Hashable, str]:
+        """The text each unit's vector was made of (the floor embeds it again)."""
+        ...
+
+    def indexed_text(self, key: Hashable) -> str | None:
+        """The text the full-text index holds for a unit (None: gone)."""
+        ...
+
+    def weights(self, query: Query, kw: Sequence[tuple[Hashable, float]],
+                vec: Sequence[tuple[Hashable, float]]) -> Weights:
+        """The fusion's weights for this query."""
+        ...
+
+    def relevance(self) -> Relevance:
+        """The home's Relevance, when the caller gave none."""
+        ...
 
 
 # The two models' summed lift a corpus's best units must reach (search/relevance.py
@@ -50,6 +156,34 @@ def evidence_score(decision: Decision) -> float | None:
     if isinstance(ev, Evidence) and not ev.shared and ev.own.usable() and ev.second.usable():
         return ev.score()
     return None
+
+
+# A rare word shared with a top unit decides alone for messages (search/relevance.py);
+# in a corpus of facts one incidental word (a general-knowledge question's "walk" in a note
+# on walking the dog) is no evidence: when the top units hold less than fusion.LOW_COVERAGE of
+# the query's content words (fusion.incidental), the models' lift decides instead
+# (THRESHOLD). Fitted on the tune split of bench/corpus_floor_data (docs/benchmarks.md).
+INCIDENTAL_WORDS_DECIDE = True  # tune: related 24/24, unrelated 29/29, both corpora
+
+
+def _by_words_or_lift(relevance: Relevance, query: Query, pool: Pool,
+                      top: Sequence[Unit]) -> Decision:
+    decision = relevance.decide(query, pool)
+    if decision.rule != "shared rare word" or not INCIDENTAL_WORDS_DECIDE:
+        return decision
+    from dataclasses import replace
+
+    from agenvoy_cli.home import fts
+    from agenvoy_cli.search.fusion import coverage, incidental
+    from agenvoy_cli.search.relevance import SHARED_TOP
+
+    wanted = fts.term_tokens(query.content)
+    best = max((coverage(wanted, fts.term_tokens(u.text)) for u in top[:SHARED_TOP]),
+               default=0.0)
+    if not incidental(query, best):
+        return decision
+    # the same text and vectors, no words: the lift decides
+    return relevance.decide(replace(query, content_terms=(), _vectors=query._vectors), pool)
 
 
 @dataclass(frozen=True)
@@ -79,7 +213,7 @@ def decide(relevance: Relevance, query: Query, ranked: Sequence[Unit], model: Em
                  for u, v in zip(top, vectors)],
                 background=(), typical=None, query_vector=query_vector,
                 model_id=model.model_id)
-    decision = relevance.decide(query, pool)
+    decision = _by_words_or_lift(relevance, query, pool, top)
     score = evidence_score(decision)
     if score is not None and THRESHOLD is not None:
         keys = tuple(c.key for c in pool.ranked) if score >= THRESHOLD else ()

@@ -30,7 +30,6 @@ BASELINE = {
     "agenvoy_cli/output.py": 1,
     "agenvoy_cli/rag/commit.py": 1,
     "agenvoy_cli/rag/source_sync.py": 5,
-    "agenvoy_cli/rag/search.py": 2,
     "agenvoy_cli/server/attribution_vectors.py": 1,
     "agenvoy_cli/server/history_watch.py": 2,
     "agenvoy_cli/vectors/collection.py": 1,
