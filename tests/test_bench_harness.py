@@ -91,7 +91,8 @@ def test_the_harness_imports_nothing_from_bench() -> None:
     assert _graph()["harness"] == set()
 
 
-RETRIEVAL = ("locomo", "locomo_cli", "probes", "zh_memory", "zh_dialogue", "same_answers")
+RETRIEVAL = ("locomo", "locomo_cli", "probes", "zh_memory", "zh_dialogue", "same_answers",
+             "memorybank_zh")
 
 
 def test_the_retrieval_scripts_use_the_harness() -> None:
