@@ -132,12 +132,15 @@ def main() -> int:
     d.add_argument("a", type=Path)
     d.add_argument("b", type=Path)
     for p in (b, r):
-        p.add_argument("--split", choices=("all", "both", "tune", "heldout", "fresh",
-                                           "fresh2"), default="all")
+        p.add_argument("--split", default="all",
+                       help="all, both (tune, heldout), or splits joined by commas "
+                            "(tune, heldout, fresh, fresh2)")
     args = ap.parse_args()
     if args.what == "diff":
         return diff(args.a, args.b)
-    splits = SPLITS.get(args.split, [args.split])
+    splits = SPLITS.get(args.split, args.split.split(","))
+    if not set(splits) <= set(SPLITS["all"]):
+        raise SystemExit(f"unknown split in {args.split!r}")
     if args.what == "build":
         build(args.home, splits)
     else:
