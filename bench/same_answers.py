@@ -71,7 +71,8 @@ def show(figs: dict[str, dict]) -> None:
               f"nothing {f['unanswerable_empty']}/{f['unanswerable']}")
 
 
-def run(home: Path, out: Path, root: Path, splits: list[str]) -> None:
+def run(home: Path, out: Path, root: Path, splits: list[str], only: set[str] | None = None
+        ) -> None:
     floor = _use(root)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -81,6 +82,8 @@ def run(home: Path, out: Path, root: Path, splits: list[str]) -> None:
         for split in splits:
             for fset, seed in floor.fact_sets(split):
                 sid = f"floor-{fset['name']}"
+                if only is not None and fset["name"] not in only:
+                    continue
                 msgs, where = floor.session(fset, seed=seed)
                 for q in floor.questions(fset, where):
                     doc = search(sid, q["q"], "semantic", LIMIT)
@@ -128,6 +131,7 @@ def main() -> int:
     r.add_argument("home", type=Path)
     r.add_argument("out", type=Path)
     r.add_argument("--root", type=Path, default=HERE)
+    r.add_argument("--sets", default="", help="only these fact sets (names joined by commas)")
     d = sub.add_parser("diff")
     d.add_argument("a", type=Path)
     d.add_argument("b", type=Path)
@@ -144,7 +148,8 @@ def main() -> int:
     if args.what == "build":
         build(args.home, splits)
     else:
-        run(args.home, args.out, args.root.resolve(), splits)
+        run(args.home, args.out, args.root.resolve(), splits,
+            set(args.sets.split(",")) if args.sets else None)
     return 0
 
 
