@@ -33,28 +33,28 @@ vectors are the real model's, so a rerun only re-measures the search.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
 import json
 import os
-import pickle
 import re
 import shutil
 import statistics
 import sys
 import time
-from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
-import probes  # bench/ is this script's path[0]: one in-process CLI call, one hit order
-from probes import ranked_hits
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import harness  # bench/ is this script's path[0]
+from harness import (  # noqa: F401  (re-exported: bench/locomo_fusion.py, locomo_more.py, ...)
+    CachingEmbedder,
+    Question,
+    RetrievalSet,
+    cached_embedder,
+    current_embedder,
+    mean,
+    use_embedder,
+    vectors_module,
+)
+from probes import UNRELATED
 
 LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
 TOP = 50
@@ -124,75 +124,28 @@ def load(path: Path):
     return convs, dropped, empty
 
 
-# ----------------------------------------------------------------------------- embeddings
-
-
-class CachingEmbedder:
-    """Wraps the project's embedder; vectors cached on disk by (model id, kind, text)."""
-
-    def __init__(self, inner, cache: Path) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dim = inner.dim
-        safe = re.sub(r"[^\w.-]+", "_", self.model_id)
-        self.path = cache / f"{safe}.pkl"
-        self.data: dict[str, list[float]] = {}
-        if self.path.exists():
-            self.data = pickle.loads(self.path.read_bytes())
-        self.embedded = 0
-        self.seconds = 0.0
-
-    def _key(self, kind: str, text: str) -> str:
-        return hashlib.sha1(f"{kind}\0{text}".encode()).hexdigest()
-
-    def embed_documents(self, texts):
-        keys = [self._key("d", t) for t in texts]
-        todo = [(k, t) for k, t in zip(keys, texts) if k not in self.data]
-        if todo:
-            start = time.perf_counter()
-            for k, v in zip([k for k, _ in todo], self.inner.embed_documents([t for _, t in todo])):
-                self.data[k] = v
-            self.seconds += time.perf_counter() - start
-            self.embedded += len(todo)
-        return [self.data[k] for k in keys]
-
-    def embed_query(self, text):
-        key = self._key("q", text)
-        if key not in self.data:
-            self.data[key] = self.inner.embed_query(text)
-        return self.data[key]
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_bytes(pickle.dumps(self.data))
-        tmp.replace(self.path)
-
-
 # ----------------------------------------------------------------------------- scoring
 
 
 def score(ranked: list[str], gold: list[str]) -> dict[str, float]:
-    g = set(gold)
-    rr = next((1.0 / (r + 1) for r, i in enumerate(ranked) if i in g), 0.0)
-    return {"R@5": len(g & set(ranked[:5])) / len(g), "R@10": len(g & set(ranked[:10])) / len(g),
-            "MRR": rr}
-
-
-def mean(rows: list[dict[str, float]]) -> dict[str, float]:
-    return {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]} if rows else {}
+    """R@5, R@10 and MRR of one question (harness.scores)."""
+    return harness.scores(ranked, gold)
 
 
 def summarise(per_q: list[tuple[int, dict[str, float]]]) -> dict:
-    by_cat: dict[int, list[dict]] = defaultdict(list)
-    for cat, s in per_q:
-        by_cat[cat].append(s)
-    out = {"1-4": mean([s for c, s in per_q if c in HEAD]),
-           "n": {"1-4": sum(len(by_cat[c]) for c in HEAD)}}
-    for c in sorted(by_cat):
-        out[str(c)] = mean(by_cat[c])
-        out["n"][str(c)] = len(by_cat[c])
-    return out
+    """Per category and the headline (categories 1-4), as harness.by_group counts them."""
+    return harness.by_group([(str(c), s) for c, s in per_q], [str(c) for c in HEAD], "1-4")
+
+
+def questions(convs: list[dict], maps: list[dict[int, str]], which: list[int] | None = None,
+              every: int = 1, head_only: bool = False) -> RetrievalSet:
+    """The set the harness asks: every `every`th question of the conversations `which` (all
+    by default), gold = the evidence dia_ids, group = the category."""
+    which = list(range(len(convs))) if which is None else which
+    qs = [Question(f"conv{ci}", q, tuple(gold), str(cat)) for ci in which
+          for qi, (q, gold, cat) in enumerate(convs[ci]["qa"])
+          if not qi % every and not (head_only and cat not in HEAD)]
+    return RetrievalSet("locomo", "all", qs, {f"conv{ci}": maps[ci] for ci in which}, top=TOP)
 
 
 def fmt_table(results: dict[str, dict]) -> str:
@@ -212,34 +165,9 @@ def fmt_table(results: dict[str, dict]) -> str:
 # ----------------------------------------------------------------------------- the CLI
 
 
-_IN_USE: dict[str, object] = {}  # the embedder use_embedder installed (this process)
-
-
-def current_embedder() -> object:
-    """AGENVOY_EMBEDDER=python:<this module>:current_embedder: the one use_embedder set."""
-    return _IN_USE["embedder"]
-
-
-def use_embedder(emb: object) -> None:
-    """Give the in-process commands `emb` through the supported setting (AGENVOY_EMBEDDER)."""
-    _IN_USE["embedder"] = emb
-    os.environ["AGENVOY_EMBEDDER"] = f"python:{__name__}:current_embedder"
-
-
-def vectors_module():
-    """(the module holding the embedder cache the command uses, the embedders module)."""
-    for vec, emb in (("agenvoy_cli.vectors.api", "agenvoy_cli.models.embedders"),
-                     ("agenvoy_cli.storage.vectors", "agenvoy_cli.storage.embedders")):
-        try:
-            return importlib.import_module(vec), importlib.import_module(emb)
-        except ImportError:
-            continue
-    raise SystemExit("no vectors module found")
-
-
 def cli(home: Path, *args: str, input: bytes | None = None) -> dict:
-    """One in-process `agenvoy --home HOME ARGS...` (probes.cli); its JSON when --json."""
-    return probes.cli("--home", str(home), *args, input=input)
+    """One in-process `agenvoy --home HOME ARGS...` (harness.home_cli); its JSON when --json."""
+    return harness.home_cli(home, *args, input=input)
 
 
 def build_home(home: Path, convs: list[dict]) -> list[dict[int, str]]:
@@ -364,10 +292,7 @@ def main() -> None:
         marker.write_text(json.dumps(maps))
     build_s = time.perf_counter() - t0
     if any(m != "keyword" for m in modes):
-        vectors, embedders = vectors_module()
-        spec = args.embedder or ""
-        emb_wrap = CachingEmbedder(embedders.get_embedder(spec or None), args.cache)
-        use_embedder(emb_wrap)  # the commands embed through this cache
+        emb_wrap = cached_embedder(args.cache, args.embedder)  # the commands embed through it
         t1 = time.perf_counter()
         for ci in range(len(convs)):  # as the README advises: index ahead, once
             cli(args.home, "backfill", f"conv{ci}", "--vectors")
@@ -379,20 +304,22 @@ def main() -> None:
     per_mode: dict[str, list] = {m: [] for m in modes}
     reference: list = []
     query_ms: dict[str, list[float]] = {m: [] for m in modes}
+
+    def search(session: str, query: str, mode: str, limit: int) -> dict:
+        t1 = time.perf_counter()
+        doc = cli(args.home, "search", session, "--mode", mode, "--limit", str(limit),
+                  "--json", "--", query)
+        query_ms[mode].append((time.perf_counter() - t1) * 1000)
+        return doc
+
     t0 = time.perf_counter()
     for ci, conv in enumerate(convs):
         ref = bm25_reference(conv)
-        for qi, (question, gold, cat) in enumerate(conv["qa"]):
-            if qi % args.every:
-                continue
-            reference.append((cat, score(ref(question), gold)))
-            for mode in modes:
-                t1 = time.perf_counter()
-                doc = cli(args.home, "search", f"conv{ci}", "--mode", mode, "--limit", str(TOP),
-                          "--json", "--", question)
-                query_ms[mode].append((time.perf_counter() - t1) * 1000)
-                ranked = [maps[ci].get(s, "filler") for s in ranked_hits(doc)][:TOP]
-                per_mode[mode].append((cat, score(ranked, gold)))
+        rset = questions(convs, maps, [ci], args.every)
+        reference += [(int(q.group), score(ref(q.query), list(q.gold))) for q in rset.questions]
+        res = harness.evaluate(rset, modes, search)
+        for mode in modes:
+            per_mode[mode] += [(int(g), s) for g, s in res.rows[mode]]
         print(f"  conversation {ci}: {len(maps[ci])} turns, {len(conv['qa'])} questions",
               file=sys.stderr)
         if emb_wrap is not None:
@@ -401,13 +328,9 @@ def main() -> None:
     # the relevance floor: questions about nothing in these conversations (bench/probes.py)
     unrelated = None
     if "semantic" in modes and args.every == 1:
-        sys.path.insert(0, str(ROOT / "bench"))
-        from probes import UNRELATED
-
-        unrelated = sum(not cli(args.home, "search", f"conv{ci}", "--limit", str(TOP),
-                                "--json", "--", q)["results"]
-                        for ci in range(len(convs)) for q in UNRELATED)
-        unrelated_n = len(convs) * len(UNRELATED)
+        unrelated, unrelated_n = harness.empty_rate(
+            (cli(args.home, "search", f"conv{ci}", "--limit", str(TOP), "--json", "--", q)
+             for ci in range(len(convs)) for q in UNRELATED), hits_only=False)
     results = {m: summarise(per_mode[m]) for m in modes}
     results["BM25 reference (notes)"] = summarise(reference)
     model = emb_wrap.model_id if emb_wrap else "-"

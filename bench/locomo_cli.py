@@ -34,19 +34,17 @@ import argparse
 import json
 import os
 import resource
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import locomo  # bench/ is this script's path[0]
+import harness  # bench/ is this script's path[0]
+import locomo
 import splits
-from probes import ranked_hits
+from harness import Served, Server, install, ranked_hits  # noqa: F401  (the names it had)
 
 ROOT = Path(__file__).resolve().parent.parent
-AGENVOY = Path(sys.executable).with_name("agenvoy")
 
 
 def prepare(home: Path, cache: Path, convs: list[dict], reuse: bool) -> list[dict[int, str]]:
@@ -55,137 +53,17 @@ def prepare(home: Path, cache: Path, convs: list[dict], reuse: bool) -> list[dic
     if reuse and marker.exists():
         return [{int(k): v for k, v in m.items()} for m in json.loads(marker.read_text())]
     maps = locomo.build_home(home, convs)
-    from agenvoy_cli.models.embedders import get_embedder
-
-    wrap = locomo.CachingEmbedder(get_embedder(None), cache)
-    install(wrap)  # backfill embeds through the cache
-    for ci in range(len(convs)):
-        locomo.cli(home, "backfill", f"conv{ci}", "--vectors")
-    wrap.save()
+    wrap = harness.backfill(home, [f"conv{ci}" for ci in range(len(convs))], cache)
     print(f"  indexed: {wrap.embedded} texts embedded, the rest from the cache",
           file=sys.stderr)
     marker.write_text(json.dumps(maps))
     return maps
 
 
-class Server:
-    """`agenvoy mcp --http 127.0.0.1:0` in the home, until stop()."""
-
-    def __init__(self, home: Path, cache: Path, log: Path) -> None:
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
-        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(home),
-                                      "--cache", str(cache), "--log", str(log)],
-                                     env=env, stdin=subprocess.DEVNULL)
-        announce = home / ".store" / "http.json"
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            try:
-                if json.loads(announce.read_text())["pid"] in self.pids():
-                    return
-            except (OSError, ValueError, KeyError):
-                pass
-            if self.proc.poll() is not None:
-                raise SystemExit(f"agenvoy mcp --http exited with {self.proc.returncode}")
-            time.sleep(0.2)
-        raise SystemExit("agenvoy mcp --http did not announce itself in 180 s")
-
-    def pids(self) -> set[int]:
-        return {self.proc.pid}
-
-    def cpu(self) -> float:
-        """CPU seconds the server has used so far (utime + stime of /proc/PID/stat)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        self.cpu_total = self.cpu()
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(60)
-
-
-def embedder_cache() -> dict:
-    """The dict the command's embedder() caches its embedder in (vectors/collection.py)."""
-    import importlib
-
-    for name in ("agenvoy_cli.vectors.collection", "agenvoy_cli.vectors.api",
-                 "agenvoy_cli.vectors.index"):
-        try:
-            return importlib.import_module(name)._embedders  # type: ignore[no-any-return]
-        except (ImportError, AttributeError):
-            continue
-    raise SystemExit("no embedder cache found in agenvoy_cli.vectors")
-
-
-def install(wrap: object) -> None:
-    """Make the in-process commands embed through `wrap`: locomo.use_embedder (the supported
-    setting, AGENVOY_EMBEDDER=python:...) where bench/locomo.py has it, else the module
-    cache of the embedder."""
-    if hasattr(locomo, "use_embedder"):
-        locomo.use_embedder(wrap)
-    else:
-        embedder_cache()[""] = wrap
-
-
-def serve(home: Path, cache: Path, log: Path) -> None:
-    """`agenvoy --home HOME mcp --http 127.0.0.1:0` in this process, the model behind the
-    bench's embedding cache (saved when the server stops)."""
-    import atexit
-
-    bench = Path(__file__).resolve().parent  # bench/mcp.py would shadow the SDK's package
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != bench]
-    from agenvoy_cli.cli import cli as command
-    from agenvoy_cli.models.embedders import get_embedder
-
-    wrap = locomo.CachingEmbedder(get_embedder(None), cache)
-    install(wrap)
-    atexit.register(wrap.save)
-    try:
-        command.main(["--home", str(home), "mcp", "--http", "127.0.0.1:0", "--log-file",
-                      str(log)], prog_name="agenvoy", standalone_mode=False)
-    finally:
-        wrap.save()
-
-
 def search(home: Path, session: str, mode: str, question: str, limit: int = locomo.TOP
            ) -> dict:
-    """One `agenvoy search ... --json` process; its document."""
-    res = subprocess.run([str(AGENVOY), "--home", str(home), "search", session, "--mode", mode,
-                          "--limit", str(limit), "--json", "--", question],
-                         capture_output=True,
-                         env={k: v for k, v in os.environ.items()
-                              if k not in ("AGENVOY_HOME", "AGENVOY_EMBEDDER")})
-    if res.returncode != 0:
-        raise SystemExit(f"agenvoy search {session} {question!r}: exit {res.returncode}: "
-                         f"{res.stderr.decode()}")
-    if b"searching locally" in res.stderr:
-        raise SystemExit(f"the fast path was not taken: {res.stderr.decode()}")
-    return json.loads(res.stdout)
-
-
-class Served:
-    """The process path for a bench's own home: its sessions indexed once (in process, the
-    cached embedder), then `agenvoy mcp --http` in it; search() is one `agenvoy search`
-    process answered by that server. Use as a context manager."""
-
-    def __init__(self, home: Path, sessions: list[str], cache: Path) -> None:
-        from agenvoy_cli.models.embedders import get_embedder
-
-        self.home = home
-        wrap = locomo.CachingEmbedder(get_embedder(None), cache)
-        install(wrap)
-        for session in sessions:
-            locomo.cli(home, "backfill", session, "--vectors")
-        wrap.save()
-        self.server = Server(home, cache, home.parent / f"{home.name}-server.log")
-
-    def search(self, session: str, query: str, mode: str, limit: int) -> dict:
-        return search(self.home, session, mode, query, limit)
-
-    def __enter__(self) -> Served:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.stop()
+    """One `agenvoy search ... --json` process (harness.search_process); its document."""
+    return harness.search_process(home, session, mode, question, limit)
 
 
 def check(home: Path, convs: list[dict], rankings: dict, modes: list[str], n: int
@@ -230,8 +108,8 @@ def main() -> None:
     ap.add_argument("--serve", type=Path, metavar="HOME", help=argparse.SUPPRESS)
     ap.add_argument("--log", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.serve:
-        return serve(args.serve, args.cache, args.log)
+    if args.serve:  # the harness's server, as an older Server started it
+        return harness.serve(args.serve, args.cache, args.log)
     os.environ.pop("AGENVOY_HOME", None)
     os.environ.pop("AGENVOY_EMBEDDER", None)
     modes = args.modes.split(",")
@@ -250,23 +128,25 @@ def main() -> None:
     cpu0 = server.cpu()
     child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
+    def timed(session: str, query: str, mode: str, limit: int) -> dict:
+        t1 = time.perf_counter()
+        doc = search(args.home, session, mode, query, limit)
+        wall[mode].append(time.perf_counter() - t1)
+        return doc
+
     try:
         for ci, conv in enumerate(convs):
             if args.split != "all" and splits.locomo_split(ci) != args.split:
                 continue
-            for qi, (question, gold, cat) in enumerate(conv["qa"]):
-                if qi % args.every or (args.head and cat not in locomo.HEAD):
-                    continue
-                for mode in modes:  # interleaved: every question in every mode in turn
-                    t1 = time.perf_counter()
-                    doc = search(args.home, f"conv{ci}", mode, question)
-                    wall[mode].append(time.perf_counter() - t1)
-                    seqs = ranked_hits(doc)[:locomo.TOP]
+            rset = locomo.questions(convs, maps, [ci], args.every, args.head)
+            res = harness.evaluate(rset, modes, timed)  # interleaved: each question in turn
+            qis = [qi for qi, (_, _, cat) in enumerate(conv["qa"])
+                   if not qi % args.every and not (args.head and cat not in locomo.HEAD)]
+            for mode in modes:
+                for qi, seqs, (group, figures) in zip(qis, res.rankings[mode], res.rows[mode]):
                     rankings[mode][f"{ci}:{qi}"] = seqs
-                    scored = (cat, locomo.score([maps[ci].get(s, "filler") for s in seqs],
-                                                gold))
-                    per_mode[mode].append(scored)
-                    per_split[splits.locomo_split(ci)][mode].append(scored)
+                    per_mode[mode].append((int(group), figures))
+                    per_split[splits.locomo_split(ci)][mode].append((int(group), figures))
             loads.append(os.getloadavg()[0])
             if args.json:  # what is done so far, in case the run is cut short
                 args.json.with_suffix(".partial.json").write_text(json.dumps(

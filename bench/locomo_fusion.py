@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (bench/harness.py)
 import locomo  # noqa: E402  (bench/locomo.py)
 
 DUMP = Path("/tmp/agenvoy-bench-locomo-fusion.pkl")
@@ -37,9 +38,9 @@ def collect(args) -> None:
     if not marker.exists():
         raise SystemExit("run bench/locomo.py first (it builds the home)")
     maps = [{int(k): v for k, v in m.items()} for m in json.loads(marker.read_text())]
-    vectors, embedders = locomo.vectors_module()
-    emb = locomo.CachingEmbedder(embedders.get_embedder(None), args.cache)
-    locomo.use_embedder(emb)
+    vectors, embedders = harness.vectors_module()
+    emb = harness.CachingEmbedder(embedders.get_embedder(None), args.cache)
+    harness.use_embedder(emb)
     candidates.POOL = args.depth
     seen: list = []
     real = candidates.gather

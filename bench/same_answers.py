@@ -11,7 +11,9 @@ search keeps message-text vectors it embedded, which the next search reads) and 
 question with the package under --root (default: this checkout), keeping each question's
 whole JSON document; `diff` counts the questions whose documents, and whose ranked hits, are
 identical. Run a main checkout (`git archive main | tar -x -C DIR`) and this branch on one
-built HOME.
+built HOME. The calls and the figures are bench/harness.py's (the package they run is
+--root's: its path goes first); `run` also prints each split's hit@1, hit@8 and MRR of the
+answerable questions and how many unanswerable ones got nothing.
 """
 
 from __future__ import annotations
@@ -23,46 +25,74 @@ import sys
 import tempfile
 from pathlib import Path
 
+import harness  # bench/ is this script's path[0]  # noqa: E402
+
 HERE = Path(__file__).resolve().parent.parent
 SPLITS = {"all": ["tune", "heldout", "fresh", "fresh2"], "both": ["tune", "heldout"]}
+LIMIT = 8
 
 
 def _use(root: Path):  # noqa: ANN202 - bench/floor.py of that checkout
     sys.path[:0] = [str(root), str(root / "bench")]
     import floor  # noqa: PLC0415
-    import probes  # noqa: PLC0415
 
-    return floor, probes
+    return floor
 
 
 def build(home: Path, splits: list[str]) -> None:
-    floor, probes = _use(HERE)
+    floor = _use(HERE)
     for split in splits:
         for fset, seed in floor.fact_sets(split):
             sid = f"floor-{fset['name']}"
             msgs, _ = floor.session(fset, seed=seed)
-            probes.cli("--home", str(home), "append", sid, "--messages", "-", "--no-compact",
-                       "--time", "2026-01-05 10:00:00", input=json.dumps(msgs).encode())
-            probes.cli("--home", str(home), "backfill", sid, "--vectors")
+            harness.home_cli(home, "append", sid, "--messages", "-", "--no-compact",
+                             "--time", "2026-01-05 10:00:00", input=json.dumps(msgs).encode())
+            harness.home_cli(home, "backfill", sid, "--vectors")
 
 
-def run(home: Path, out: Path, root: Path, splits: list[str]) -> None:
-    floor, probes = _use(root)
+def figures(rows: list[dict]) -> dict[str, dict]:
+    """Per split: hit@1, hit@8 and MRR of the answerable questions, and the unanswerable ones
+    answered with nothing (harness.scores, harness.empty_rate)."""
+    out = {}
+    for split in dict.fromkeys(r["split"] for r in rows):
+        mine = [r for r in rows if r["split"] == split]
+        answerable = [harness.scores(r["hits"][:LIMIT], [r["gold"]], recall=(), hit=(1, LIMIT))
+                      for r in mine if r["gold"] is not None]
+        empty, n = harness.empty_rate(r["doc"] for r in mine if r["gold"] is None)
+        out[split] = {**harness.mean(answerable), "n": len(answerable),
+                      "unanswerable_empty": empty, "unanswerable": n}
+    return out
+
+
+def show(figs: dict[str, dict]) -> None:
+    for split, f in figs.items():
+        print(f"{split:8} answerable {f['n']}: hit@1 {f['hit@1']:.3f} hit@{LIMIT} "
+              f"{f[f'hit@{LIMIT}']:.3f} MRR {f['MRR']:.3f}; unanswerable answered with "
+              f"nothing {f['unanswerable_empty']}/{f['unanswerable']}")
+
+
+def run(home: Path, out: Path, root: Path, splits: list[str], only: set[str] | None = None
+        ) -> None:
+    floor = _use(root)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "home"
         shutil.copytree(home, work, symlinks=True)
+        search = harness.inprocess_search(work)
         for split in splits:
             for fset, seed in floor.fact_sets(split):
                 sid = f"floor-{fset['name']}"
+                if only is not None and fset["name"] not in only:
+                    continue
                 msgs, where = floor.session(fset, seed=seed)
                 for q in floor.questions(fset, where):
-                    doc = probes.cli("--home", str(work), "search", sid, q["q"], "--mode",
-                                     "semantic", "--limit", "8", "--json")
+                    doc = search(sid, q["q"], "semantic", LIMIT)
                     rows.append({"split": split, "set": fset["name"], "q": q["q"],
-                                 "hits": probes.ranked_hits(doc), "doc": doc})
+                                 "gold": q["gold"], "hits": harness.ranked_hits(doc),
+                                 "doc": doc})
             print(f"{split}: {len(rows)} questions so far", file=sys.stderr)
     out.write_text(json.dumps(rows, ensure_ascii=False))
+    show(figures(rows))
 
 
 def diff(a_path: Path, b_path: Path) -> int:
@@ -76,6 +106,16 @@ def diff(a_path: Path, b_path: Path) -> int:
     same_hits = sum(x["hits"] == y["hits"] for x, y in zip(a, b))
     print(f"{len(a)} questions: identical documents {same_docs}, identical ranked hits "
           f"{same_hits}")
+    for split in dict.fromkeys(r["split"] for r in a):
+        pairs = [(x, y) for x, y in zip(a, b) if x["split"] == split]
+        print(f"  {split}: {len(pairs)} questions, identical documents "
+              f"{sum(x['doc'] == y['doc'] for x, y in pairs)}, identical ranked hits "
+              f"{sum(x['hits'] == y['hits'] for x, y in pairs)}")
+    if all("gold" in r for r in a + b):
+        print("A:")
+        show(figures(a))
+        print("B:")
+        show(figures(b))
     for x, y in zip(a, b):
         if x["doc"] != y["doc"]:
             print(f"  differs: {x['split']} {x['set']} {x['q']!r}: {x['hits']} / {y['hits']}")
@@ -91,20 +131,25 @@ def main() -> int:
     r.add_argument("home", type=Path)
     r.add_argument("out", type=Path)
     r.add_argument("--root", type=Path, default=HERE)
+    r.add_argument("--sets", default="", help="only these fact sets (names joined by commas)")
     d = sub.add_parser("diff")
     d.add_argument("a", type=Path)
     d.add_argument("b", type=Path)
     for p in (b, r):
-        p.add_argument("--split", choices=("all", "both", "tune", "heldout", "fresh",
-                                           "fresh2"), default="all")
+        p.add_argument("--split", default="all",
+                       help="all, both (tune, heldout), or splits joined by commas "
+                            "(tune, heldout, fresh, fresh2)")
     args = ap.parse_args()
     if args.what == "diff":
         return diff(args.a, args.b)
-    splits = SPLITS.get(args.split, [args.split])
+    splits = SPLITS.get(args.split, args.split.split(","))
+    if not set(splits) <= set(SPLITS["all"]):
+        raise SystemExit(f"unknown split in {args.split!r}")
     if args.what == "build":
         build(args.home, splits)
     else:
-        run(args.home, args.out, args.root.resolve(), splits)
+        run(args.home, args.out, args.root.resolve(), splits,
+            set(args.sets.split(",")) if args.sets else None)
     return 0
 
 

@@ -22,18 +22,13 @@ import json
 import math
 import os
 import re
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-sys.path.insert(0, str(ROOT / "bench"))
-from probes import UNRELATED, cli, ranked_hits  # noqa: E402
+import harness  # bench/ is this script's path[0]
+from harness import cli, ranked_hits
+from probes import UNRELATED
 
 FACTS: list[tuple[str, str]] = [
     ("我表哥在台中開了一家咖啡店，店名叫「慢慢來」，招牌是桂花拿鐵。",
@@ -135,12 +130,9 @@ def bm25_baseline(docs: list[str], query: str, k1: float = 1.2, b: float = 0.75)
 
 
 def measure(ranked: list[list[int]], targets: list[int]) -> dict[str, float]:
-    n = len(targets)
-    return {"hit@1": sum(bool(r) and r[0] == t for r, t in zip(ranked, targets)) / n,
-            "hit@5": sum(t in r[:5] for r, t in zip(ranked, targets)) / n,
-            "hit@10": sum(t in r[:10] for r, t in zip(ranked, targets)) / n,
-            "MRR": sum(1 / (r.index(t) + 1) if t in r[:10] else 0.0
-                       for r, t in zip(ranked, targets)) / n}
+    """hit@1, hit@5, hit@10 and MRR (top 10) of the fact's message (harness.scores)."""
+    return harness.mean([harness.scores(r[:10], [t], recall=(), hit=(1, 5, 10))
+                         for r, t in zip(ranked, targets)])
 
 
 def modes(args, out: dict, targets: list[int], where: dict[int, int], search) -> None:
@@ -149,8 +141,8 @@ def modes(args, out: dict, targets: list[int], where: dict[int, int], search) ->
         ranked = [ranked_hits(search("zh", q, mode, 10)) for q, _ in QUERIES]
         out[mode] = measure(ranked, targets)
         if mode != "keyword":  # the relevance floor: unrelated questions get nothing
-            out[mode]["unrelated_empty"] = sum(
-                not search("zh", q, mode, 10)["results"] for q in UNRELATED)
+            out[mode]["unrelated_empty"] = harness.empty_rate(
+                (search("zh", q, mode, 10) for q in UNRELATED), hits_only=False)[0]
         if args.verbose:
             for (q, f), r in zip(QUERIES, ranked):
                 print(f"  {mode} {q}: target {where[f]}, hits {r[:5]}")
@@ -174,9 +166,7 @@ def main() -> None:
         cli("append", "zh", "--messages", "-", "--time", "2026-01-05 10:00:00",
             input=json.dumps(msgs, ensure_ascii=False).encode())
         if args.path == "process":
-            from locomo_cli import Served
-
-            with Served(Path(tmp), ["zh"], args.cache) as served:
+            with harness.Served(Path(tmp), ["zh"], args.cache) as served:
                 modes(args, out, targets, where, served.search)
         else:
             modes(args, out, targets, where, lambda session, query, mode, limit: cli(

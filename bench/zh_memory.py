@@ -42,7 +42,9 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import zh_memory_data as data  # bench/ is this script's path[0]
+import harness  # bench/ is this script's path[0]
+import zh_memory_data as data
+from harness import Question, RetrievalSet
 
 ROOT = Path(__file__).resolve().parent.parent
 SETS = ROOT / "bench" / "zh_memory_sets"
@@ -131,11 +133,6 @@ def build_home(home: Path, users: list[dict], cache: Path) -> None:
     """Each user's session through `agenvoy append` (one batch per day), then indexed."""
     import shutil
 
-    import locomo
-    from locomo_cli import install
-
-    from agenvoy_cli.models.embedders import get_embedder
-
     if home.exists():
         shutil.rmtree(home)
     for u in users:
@@ -144,25 +141,19 @@ def build_home(home: Path, users: list[dict], cache: Path) -> None:
             batches[m["day"][:10]].append(m)
         for day in sorted(batches):
             batch = [{"role": m["role"], "content": m["content"]} for m in batches[day]]
-            locomo.cli(home, "append", u["user"], "--messages", "-", "--time",
+            harness.home_cli(home, "append", u["user"], "--messages", "-", "--time",
                        batches[day][0]["day"],
                        input=json.dumps(batch, ensure_ascii=False).encode())
-    wrap = locomo.CachingEmbedder(get_embedder(None), cache)
-    install(wrap)
-    for u in users:
-        locomo.cli(home, "backfill", u["user"], "--vectors")
-    wrap.save()
+    harness.backfill(home, [u["user"] for u in users], cache)
     (home / "bench-built.json").write_text(json.dumps(sorted(u["user"] for u in users)))
 
 
-def score(ranked: list[int], target: int) -> dict[str, float]:
-    rank = ranked.index(target) + 1 if target in ranked[:TOP] else 0
-    return {"R@5": float(0 < rank <= 5), "R@10": float(0 < rank <= 10),
-            "MRR": 1.0 / rank if rank else 0.0}
-
-
-def mean(rows: list[dict[str, float]]) -> dict[str, float]:
-    return {k: sum(r[k] for r in rows) / len(rows) for k in ("R@5", "R@10", "MRR")}
+def questions(users: list[dict], split: str) -> RetrievalSet:
+    """The harness's set: every query of the split's users, gold = the event's message,
+    group = lex / sem."""
+    return RetrievalSet("zh_memory", split, [Question(u["user"], q["query"], (q["target"],),
+                                                      q["how"])
+                                             for u in users for q in u["queries"]], top=TOP)
 
 
 def apply_fusion(over: dict) -> None:
@@ -181,10 +172,6 @@ def apply_fusion(over: dict) -> None:
 
 
 def run(args) -> dict:
-    import locomo
-    import locomo_cli
-    from probes import ranked_hits
-
     doc = json.loads((SETS / f"{args.split}.json").read_text())
     users = doc["users"]
     home = args.home / args.split
@@ -194,44 +181,31 @@ def run(args) -> dict:
     modes = args.modes.split(",")
     server = None
     if args.path == "process":
-        server = locomo_cli.Server(home, args.cache, home.parent / f"{args.split}-server.log")
+        server = harness.Server(home, args.cache, home.parent / f"{args.split}-server.log")
+
+        def search(session: str, query: str, mode: str, limit: int) -> dict:
+            return harness.search_process(home, session, mode, query, limit)
     else:
-        from locomo_cli import install
-
-        from agenvoy_cli.models.embedders import get_embedder
-
-        wrap = locomo.CachingEmbedder(get_embedder(None), args.cache)
-        install(wrap)
+        wrap = harness.cached_embedder(args.cache)
         apply_fusion(json.loads(args.fusion) if args.fusion else {})
-    rows: dict[str, list[tuple[str, dict]]] = {m: [] for m in modes}
-    ranks: dict[str, list[list[int]]] = {m: [] for m in modes}
+
+        def search(session: str, query: str, mode: str, limit: int) -> dict:
+            return harness.home_cli(home, "search", session, "--mode", mode, "--limit",
+                                    str(limit), "--json", "--", query)
+    rset = questions(users, args.split)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     try:
-        for u in users:
-            for q in u["queries"]:
-                for mode in modes:
-                    if server is not None:
-                        res = locomo_cli.search(home, u["user"], mode, q["query"])
-                    else:
-                        res = locomo.cli(home, "search", u["user"], "--mode", mode, "--limit",
-                                         str(TOP), "--json", "--", q["query"])
-                    ranked = ranked_hits(res)[:TOP]
-                    ranks[mode].append(ranked)
-                    rows[mode].append((q["how"], score(ranked, q["target"])))
+        res = harness.evaluate(rset, modes, search)
     finally:
         if server is not None:
             server.stop()
         else:
             wrap.save()
     out = {"split": args.split, "path": args.path, "fusion": args.fusion or "shipped",
-           "n": len(rows[modes[0]]), "load": [load0, os.getloadavg()[0]],
-           "wall_s": time.perf_counter() - t0, "results": {}}
-    for mode in modes:
-        out["results"][mode] = {"all": mean([s for _, s in rows[mode]]),
-                                **{h: mean([s for k, s in rows[mode] if k == h])
-                                   for h in ("lex", "sem")}}
-    out["ranks"] = ranks
+           "n": len(rset.questions), "load": [load0, os.getloadavg()[0]],
+           "wall_s": time.perf_counter() - t0, "results": res.summary()}
+    out["ranks"] = res.rankings
     return out
 
 
