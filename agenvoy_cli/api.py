@@ -133,13 +133,16 @@ class Memory:
                limit: int = 8, range: str = "all", since: str | None = None,
                until: str | None = None, progress: Callable[[int, int], None] | None = None,
                budget: float | None = None, notice: Callable[..., Any] | None = None,
-               match: str | None = None) -> dict[str, Any]:
+               match: str | None = None, outside: tuple[str, str] | None = None
+               ) -> dict[str, Any]:
         """Search a session: semantic (default), keyword or hybrid; `range`, `since`,
         `until` take what the CLI's options take (7d, 1mo, '2025-01-31', 'yesterday').
         `budget`: at most this many seconds embedding new messages first (None: all of
         them); what is left is searched by keyword. `match` ("all" | "any", keyword):
         every term or any term (default: all for 1-3 terms, else any). "notes" holds
-        {"code", "message"} objects (docs/json-vocabulary.md)."""
+        {"code", "message"} objects (docs/json-vocabulary.md). `outside`: (where this
+        search looked, what finds the rest) for the note when only messages outside the
+        window match (default: the options given, as the CLI words them)."""
         from agenvoy_cli.search.engine import search
         from agenvoy_cli.search.outside import note_outside
         from agenvoy_cli.search.timewindow import time_window
@@ -149,13 +152,15 @@ class Memory:
         result = search(self.store, session_id, query, mode, limit=limit, window=window,
                         progress=progress, budget=budget, notice=notice, match=match,
                         relevance=relevance)
-        given = [f"--{k} {v}" for k, v in (("range", range), ("since", since),
-                                          ("until", until)) if v and v != "all"]
+        if outside is None:
+            given = [f"--{k} {v}" for k, v in (("range", range), ("since", since),
+                                              ("until", until)) if v and v != "all"]
+            outside = (f"within {' '.join(given)}",
+                       f"a search without {'/'.join(g.split()[0] for g in given)}")
         note_outside(result, lambda wide: search(self.store, session_id, query, mode,
                                                  limit=limit, window=wide, budget=0,
                                                  match=match, relevance=relevance),
-                     f"within {' '.join(given)}", "a search without "
-                     f"{'/'.join(g.split()[0] for g in given)}")
+                     *outside)
         return result.as_dict()
 
     def sessions(self) -> dict[str, Any]:
@@ -634,6 +639,31 @@ class Memory:
         return search_notes(self.store, query, mode, limit=limit, match=match, budget=budget,
                             relevance=None if mode == "keyword" else self.relevance,
                             **_warn(warn)).as_dict()
+
+    def note_named(self, name: str, *, warn: Warn | None = None) -> dict[str, Any] | None:
+        """The note of exactly that name, no name rules applied (Agenvoy's find_knowledge
+        mode=read), with its content; None when there is none."""
+        from agenvoy_cli.notes.store import lookup
+
+        self._legacy(warn)
+        note = lookup(self.store, name)
+        return None if note is None else note.as_dict()
+
+    def note_names(self, *, warn: Warn | None = None) -> list[str]:
+        """Every note's name, bytewise sorted (Agenvoy's find_knowledge mode=list)."""
+        return [n["name"] for n in self.notes(warn=warn)["knowledge_notes"]]
+
+    def notes_holding(self, keywords: Sequence[str], limit: int = 0, *,
+                      warn: Warn | None = None) -> dict[str, Any]:
+        """Agenvoy's find_knowledge mode=search: notes whose name or content holds a keyword
+        as a case-insensitive substring, with how many keywords each holds ("hits"), most
+        first; `limit` outside 1..20 is 5."""
+        from agenvoy_cli.notes.search import substring_search
+        from agenvoy_cli.notes.store import list_notes
+
+        self._legacy(warn)
+        hits = substring_search(list_notes(self.store), list(keywords), limit)
+        return list_document("results", [{"name": n.name, "hits": h} for n, h in hits])
 
     def export_notes(self, directory: str, *, warn: Warn | None = None) -> dict[str, Any]:
         """Every note as DIRECTORY/NAME.md (never inside the home)."""

@@ -342,12 +342,23 @@ def test_the_state_check_sees_globals_and_mutated_containers() -> None:
     assert _module_state(tree) == {"global", "_cache", "items", "_by"}
 
 
-# Search is the part of the package that changes most (new ranking signals, relevance rules):
-# every function in it stays short enough to read in one go. Cyclomatic complexity as radon
+# Every function stays short enough to read in one go (#50): cyclomatic complexity as radon
 # counts it (1 + branches: if, loops, except, boolean operators, comprehension clauses,
-# assert); a nested function is measured on its own.
-MAX_COMPLEXITY = 15
-SHORT_PACKAGES = ("search",)
+# assert); a nested function is measured on its own. Search and the importers' readers, the
+# parts that change most (new ranking signals, relevance rules, new source formats), keep
+# to a lower limit.
+MAX_COMPLEXITY = 20
+SHORT_PACKAGES = ("search", "transfer")
+MAX_SHORT_COMPLEXITY = 15
+# TEMPORARY (#50, wave 6): the functions the "pipeline" helper rewrites into the one
+# retrieval pipeline in parallel, with their counts when the limit came. The lead empties
+# this when that branch is merged; nothing else may be added here.
+PENDING_PIPELINE = {
+    "errormem/ranking.py lookup": 45,
+    "errormem/ranking.py _score": 34,
+    "notes/search.py search_notes": 38,
+    "rag/search.py search": 38,
+}
 
 
 def _complexity(func: ast.AST) -> int:
@@ -379,15 +390,31 @@ def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-def test_no_function_in_search_is_too_branchy() -> None:
-    found = {}
-    for package in SHORT_PACKAGES:
-        for path in sorted((PACKAGE / package).rglob("*.py")):
-            for func in _functions(ast.parse(path.read_text("utf-8"))):
-                n = _complexity(func)
-                if n > MAX_COMPLEXITY:
-                    found[f"{path.relative_to(PACKAGE).as_posix()}:{func.lineno} {func.name}"] = n
-    assert not found, f"functions above cyclomatic complexity {MAX_COMPLEXITY}: {found}"
+def _limit(rel: str) -> int:
+    short = rel.split("/")[0] in SHORT_PACKAGES
+    return MAX_SHORT_COMPLEXITY if short else MAX_COMPLEXITY
+
+
+def test_no_function_is_too_branchy() -> None:
+    found, pending = {}, {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        for func in _functions(ast.parse(path.read_text("utf-8"))):
+            n = _complexity(func)
+            if n <= _limit(rel):
+                continue
+            if f"{rel} {func.name}" in PENDING_PIPELINE:
+                pending[f"{rel} {func.name}"] = n
+            else:
+                found[f"{rel}:{func.lineno} {func.name}"] = n
+    assert not found, ("functions above cyclomatic complexity "
+                       f"{MAX_COMPLEXITY} ({MAX_SHORT_COMPLEXITY} in "
+                       f"{', '.join(SHORT_PACKAGES)}/): {found}")
+    # the allow-list only shrinks: none grows, one brought under its limit leaves it
+    grown = {k: n for k, n in pending.items() if n > PENDING_PIPELINE[k]}
+    assert not grown, f"functions of PENDING_PIPELINE grew: {grown}"
+    stale = sorted(set(PENDING_PIPELINE) - set(pending))
+    assert not stale, f"remove from PENDING_PIPELINE (now within the limit, or gone): {stale}"
 
 
 def test_the_complexity_count_sees_every_branch() -> None:

@@ -71,20 +71,27 @@ def match_keys(conn: sqlite3.Connection | None, history: Sequence[dict[str, Any]
     if still and conn is not None:
         used = set(keys)
         rest = [c for c in cands if c.hash not in used and not c.gone and c.seq is not None]
-        pool: dict[str, list[str]] = {}
-        for k in range(0, len(rest), 500):
-            part = {c.id: c.hash for c in rest[k:k + 500]}
-            for rid, message in conn.execute(
-                    f"SELECT id, message FROM messages WHERE id IN ({','.join('?' * len(part))})"
-                    " AND message IS NOT NULL ORDER BY seq", list(part)):
-                msg = orjson.loads(message)
-                if isinstance(msg, dict):
-                    pool.setdefault(record_key(msg), []).append(part[rid])
+        pool = _rewritten_pool(conn, rest)
         for i in still:
             found = pool.get(record_key(history[i]))
             if found:
                 keys[i] = found.pop(0)
     return keys
+
+
+def _rewritten_pool(conn: sqlite3.Connection, rest: list[Candidate]) -> dict[str, list[str]]:
+    """What a v0.32 rewrite leaves of each row (record_key of its full JSON) -> the rows'
+    identities, in place order."""
+    pool: dict[str, list[str]] = {}
+    for k in range(0, len(rest), 500):
+        part = {c.id: c.hash for c in rest[k:k + 500]}
+        for rid, message in conn.execute(
+                f"SELECT id, message FROM messages WHERE id IN ({','.join('?' * len(part))})"
+                " AND message IS NOT NULL ORDER BY seq", list(part)):
+            msg = orjson.loads(message)
+            if isinstance(msg, dict):
+                pool.setdefault(record_key(msg), []).append(part[rid])
+    return pool
 
 
 def _time(message: dict[str, Any], previous: int | None, fallback: int) -> int:
@@ -103,22 +110,47 @@ def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
     hashes = match_keys(conn, history, cands)
     plan: Plan = identity.plan(hashes, [str(m.get("role")) for m in history], cands)
     by_id = {c.id: c for c in cands}
-    edits = set(plan.edits)
     places = identity.places(plan.order, {c.id: c.seq for c in cands}, next_seq)
+    renumbered = _move_rows(conn, history, plan, by_id, places)
+    if plan.gone:
+        archive.mark_gone(conn, plan.gone)
+    if plan.back:
+        archive.mark_back(conn, plan.back)
+    inserted, edited = _write_new_and_edited(conn, session_id, history, plan, by_id, places,
+                                             fallback_ns)
+    seqs = [places[(plan.rows[i], i)] for i in range(len(history))]
+    left = [places[(r, None)] for r in plan.gone]
+    return Aligned(seqs, inserted, edited, left, min(renumbered) if renumbered else None)
+
+
+Item = tuple[int | None, int | None]  # (row id, index in history.json)
+
+
+def _move_rows(conn: sqlite3.Connection, history: Sequence[dict[str, Any]], plan: Plan,
+               by_id: dict[int, Candidate], places: dict[Item, int]) -> list[int]:
+    """Rows renumbered to their new places (the old places they left), then another
+    program's rows given their identity and full JSON."""
+    edits = set(plan.edits)
     moves = [(rid, places[item]) for item in plan.order
              if (rid := item[0]) is not None and by_id[rid].seq != places[item]]
     renumbered = [seq for rid, _ in moves if (seq := by_id[rid].seq) is not None]
     if moves:
         archive.renumber(conn, moves)
-    for item in plan.order:  # rows of another program: their identity and full JSON
-        rid, i = item
+    for rid, i in plan.order:  # rows of another program: their identity and full JSON
         if rid is not None and by_id[rid].seq is None:
             msg = history[i] if i is not None and i not in edits else None
             archive.complete_external_row(conn, rid, by_id[rid].hash, msg)
-    if plan.gone:
-        archive.mark_gone(conn, plan.gone)
-    if plan.back:
-        archive.mark_back(conn, plan.back)
+    return renumbered
+
+
+def _write_new_and_edited(conn: sqlite3.Connection, session_id: str,
+                          history: Sequence[dict[str, Any]], plan: Plan,
+                          by_id: dict[int, Candidate], places: dict[Item, int],
+                          fallback_ns: int) -> tuple[int, list[int]]:
+    """New messages inserted at their places, edited ones rewritten under their row's id;
+    (how many inserted, the places edited). A message without a time follows the one
+    before it."""
+    edits = set(plan.edits)
     previous: int | None = None
     inserted, edited = 0, []
     for item in plan.order:
@@ -132,15 +164,12 @@ def apply(conn: sqlite3.Connection, session_id: str, history: Sequence[dict[str,
             archive.insert_placed(conn, session_id, places[item], send_at, msg)
             inserted += 1
         else:  # an edit: the row rewritten under the same id
-            old = by_id[rid].send_at
             ns = time_ns(msg)
-            send_at = ns if ns is not None else old
+            send_at = ns if ns is not None else by_id[rid].send_at
             archive.replace_edited(conn, rid, session_id, places[item], send_at, msg)
             edited.append(places[item])
         previous = send_at
-    seqs = [places[(plan.rows[i], i)] for i in range(len(history))]
-    left = [places[(r, None)] for r in plan.gone]
-    return Aligned(seqs, inserted, edited, left, min(renumbered) if renumbered else None)
+    return inserted, edited
 
 
 def mapping(history: Sequence[dict[str, Any]], cands: list[Candidate],

@@ -199,6 +199,12 @@ def in_format(message: dict[str, Any], moment: datetime, fmt: str, who: str = ""
         return out
     if at is not None:
         moment = datetime.fromtimestamp(at // 1_000_000_000)
+    return _with_header(out, moment, who, at)
+
+
+def _with_header(out: dict[str, Any], moment: datetime, who: str, at: int | None
+                 ) -> dict[str, Any]:
+    """The message (its sendAt `at` dropped) with its header block where its text is."""
     content = out.get("content")
     text = content_text(content)
     if isinstance(content, list) and content and is_blank(text):

@@ -78,34 +78,67 @@ def plan(hashes: list[str], roles: list[str], cands: list[Candidate]) -> Plan:
             continue
         new = list(range(h0 + 1, h1))
         old = list(range(c0 + 1, c1))
-        paired: list[tuple[int, int]] = []
-        if pairs:  # an edit is only recognised next to an unchanged message
-            live = [j for j in old if not cands[j].gone]
-            leading = k == 0
-            a, b = (new[::-1], live[::-1]) if leading else (new, live)
-            for i, j in zip(a, b):
-                if roles[i] != cands[j].role:
-                    break
-                paired.append((i, j))
-            paired.sort()
-        done_h = {i for i, _ in paired}
-        done_c = {j for _, j in paired}
+        # an edit is only recognised next to an unchanged message
+        paired = _edited(new, old, roles, cands, k == 0) if pairs else []
         for i, j in paired:
             rows[i] = cands[j].id
             edits.append(i)
-        rest_c: list[_Item] = [(cands[j].id, None) for j in old if j not in done_c]
-        leaving += [cands[j].id for j in old if j not in done_c and not cands[j].gone]
-        rest_h: list[_Item] = [(None, i) for i in new if i not in done_h]
-        pair_items: list[_Item] = [(cands[j].id, i) for i, j in paired]
-        if k == 0:
-            order += rest_c + rest_h + pair_items
-        else:
-            order += pair_items + rest_c + rest_h
+        items, gone = _gap(new, old, paired, cands, k == 0)
+        order += items
+        leaving += gone
         if k < last:
             rows[h1] = cands[c1].id
             order.append((cands[c1].id, h1))
     back = [cands[j].id for _, j in pairs if cands[j].gone]
     return Plan(rows, sorted(edits), leaving, back, order)
+
+
+def _edited(new: list[int], old: list[int], roles: list[str], cands: list[Candidate],
+            leading: bool) -> list[tuple[int, int]]:
+    """In a gap between matches: (history index, candidate index) of the messages that are
+    edits of live rows, paired from the match next to the gap while their roles agree."""
+    live = [j for j in old if not cands[j].gone]
+    a, b = (new[::-1], live[::-1]) if leading else (new, live)
+    paired: list[tuple[int, int]] = []
+    for i, j in zip(a, b):
+        if roles[i] != cands[j].role:
+            break
+        paired.append((i, j))
+    return sorted(paired)
+
+
+def _gap(new: list[int], old: list[int], paired: list[tuple[int, int]],
+         cands: list[Candidate], leading: bool) -> tuple[list[_Item], list[int]]:
+    """A gap's items in their final order (before the first match: rows, new messages,
+    edits; else edits, rows, new messages), and the live rows that left."""
+    done_h = {i for i, _ in paired}
+    done_c = {j for _, j in paired}
+    rest_c: list[_Item] = [(cands[j].id, None) for j in old if j not in done_c]
+    leaving = [cands[j].id for j in old if j not in done_c and not cands[j].gone]
+    rest_h: list[_Item] = [(None, i) for i in new if i not in done_h]
+    pair_items: list[_Item] = [(cands[j].id, i) for i, j in paired]
+    if leading:
+        return rest_c + rest_h + pair_items, leaving
+    return pair_items + rest_c + rest_h, leaving
+
+
+def _renumbered(order: list[_Item], seq_of: dict[int, int | None], next_seq: int,
+                first_free: int) -> dict[_Item, int]:
+    """A new item before a placed row: the items before the first new one keep their
+    places, everything from it on is renumbered after them."""
+    out: dict[_Item, int] = {}
+    last = max((s for it in order[:first_free]
+                if it[0] is not None and (s := seq_of.get(it[0])) is not None), default=None)
+    base = next_seq if last is None else last + 1
+    if last is None:
+        base = min((s for it in order if it[0] is not None
+                    and (s := seq_of.get(it[0])) is not None), default=next_seq)
+    for k, it in enumerate(order):
+        if k >= first_free:
+            out[it] = base + (k - first_free)
+        elif it[0] is not None and (placed := seq_of.get(it[0])) is not None:
+            out[it] = placed
+    return out
 
 
 def places(order: list[tuple[int | None, int | None]], seq_of: dict[int, int | None],
@@ -120,21 +153,7 @@ def places(order: list[tuple[int | None, int | None]], seq_of: dict[int, int | N
         if seq is None and first_free is None:
             first_free = pos
         elif seq is not None and first_free is not None:
-            # a new item before a placed row: renumber from the first new item on
-            last = max((s for it in order[:first_free]
-                        if it[0] is not None and (s := seq_of.get(it[0])) is not None),
-                       default=None)
-            base = next_seq if last is None else last + 1
-            if last is None:
-                base = min((s for it in order if it[0] is not None
-                            and (s := seq_of.get(it[0])) is not None), default=next_seq)
-            for k, it in enumerate(order):
-                if k < first_free:
-                    if it[0] is not None and (placed := seq_of.get(it[0])) is not None:
-                        out[it] = placed
-                else:
-                    out[it] = base + (k - first_free)
-            return out
+            return _renumbered(order, seq_of, next_seq, first_free)
         if seq is not None:
             out[item] = seq
     k = 0

@@ -277,6 +277,22 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
     content = obj.get("content")
     if "content" not in obj and not obj.get("tool_calls"):
         raise BadInput(f"{where}: missing 'content'")
+    _check_content(content, where)
+    check_shape(obj, where)
+    text = content_text(content)
+    carries = (obj.get("tool_calls") or role == "tool" or obj.get("reasoning_content")
+               or (isinstance(content, list) and any(p["type"] != "text" for p in content)))
+    if is_blank(text) and not carries:
+        raise BadInput(f"{where}: content is empty")
+    if "\x00" in text:
+        raise BadInput(f"{where}: content contains a NUL character")
+    _check_size(obj, text, where, max_bytes)
+    return dict(obj)
+
+
+def _check_content(content: Any, where: str) -> None:
+    """content is a string, null, or a non-empty list of typed parts (text ones with
+    their text)."""
     if isinstance(content, list):
         if not content:
             raise BadInput(f"{where}: 'content' is an empty list")
@@ -287,14 +303,11 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
                 raise BadInput(f"{where}: content part {j} has no string 'text'")
     elif content is not None and not isinstance(content, str):
         raise BadInput(f"{where}: 'content' must be a string, null or a list of parts")
-    check_shape(obj, where)
-    text = content_text(content)
-    carries = (obj.get("tool_calls") or role == "tool" or obj.get("reasoning_content")
-               or (isinstance(content, list) and any(p["type"] != "text" for p in content)))
-    if is_blank(text) and not carries:
-        raise BadInput(f"{where}: content is empty")
-    if "\x00" in text:
-        raise BadInput(f"{where}: content contains a NUL character")
+
+
+def _check_size(obj: dict[str, Any], text: str, where: str, max_bytes: int) -> None:
+    """The text and the whole message as JSON within max_history_bytes (and the message
+    writable as JSON)."""
     # at most 4 bytes a character: a text that short needs no encoding to be within the bound
     size = len(text.encode("utf-8", "surrogatepass")) if 4 * len(text) > max_bytes else 0
     if size > max_bytes:
@@ -307,7 +320,6 @@ def validate_message(obj: Any, index: int, max_bytes: int) -> dict[str, Any]:
     if size > max_bytes:
         raise BadInput(f"{where}: the message is {size} bytes as JSON, over "
                        f"max_history_bytes ({max_bytes})")
-    return dict(obj)
 
 
 def message_hash(role: str, text: str) -> str:

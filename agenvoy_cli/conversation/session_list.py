@@ -44,30 +44,9 @@ def _session_rows(store: Store, only: str | None
         conn = store.db_readonly()
     except CorruptStore:
         conn = None  # sessions of a damaged archive are still listed from their files
-    shown: list[tuple[Any, ...]] = []
-    if conn is not None:
-        sql, args = f"SELECT {_SHOWN} FROM session_stats", ()  # type: tuple[str, tuple[str, ...]]
-        if only is not None:
-            sql, args = sql + " WHERE session_id = ?", (only,)
-        with contextlib.suppress(sqlite3.OperationalError):  # not migrated yet (readonly)
-            shown = conn.execute(sql + " ORDER BY session_id", args).fetchall()
+    shown = _stats_rows(conn, only)
     folder = store.layout.sessions
-    to_record = None
-    rows: list[tuple[Any, ...] | None]
-    if only is not None:
-        ids, rows = [only], [shown[0] if shown else None]
-    else:
-        mark, gen = session_marks.read(conn)
-        if session_marks.holds(folder, mark):  # no folder came, went or was renamed
-            ids, rows = [r[0] for r in shown], list(shown)
-        else:
-            new = mark_folder(folder) if gen >= 0 else None  # before the scan
-            names = sessions.folder_names(folder)
-            by_id = {r[0]: r for r in shown}
-            ids = sorted(set(names).union(by_id))
-            rows = [by_id.get(sid) for sid in ids]
-            if new is not None and all(name in by_id for name in names):
-                to_record = (new, gen, names)
+    ids, rows, to_record = _listed(conn, only, shown, folder)
     # nothing created, renamed or removed in a folder since its row: the row as it is
     out: list[sessions.Entry | None] = [
         (sid, row[1], row[2], row[3], row[4] == 1, None)
@@ -81,6 +60,38 @@ def _session_rows(store: Store, only: str | None
         row = full.get(sid) if full else sessions.raw_rows(conn, sid).get(sid)
         out[i] = sessions.from_row(sid, row, prefix + sid) or from_files(store, sid)
     return out, to_record  # type: ignore[return-value]
+
+
+def _stats_rows(conn: sqlite3.Connection | None, only: str | None) -> list[tuple[Any, ...]]:
+    """session_stats' rows as `session list` shows them (all, or `only`'s)."""
+    shown: list[tuple[Any, ...]] = []
+    if conn is not None:
+        sql, args = f"SELECT {_SHOWN} FROM session_stats", ()  # type: tuple[str, tuple[str, ...]]
+        if only is not None:
+            sql, args = sql + " WHERE session_id = ?", (only,)
+        with contextlib.suppress(sqlite3.OperationalError):  # not migrated yet (readonly)
+            shown = conn.execute(sql + " ORDER BY session_id", args).fetchall()
+    return shown
+
+
+def _listed(conn: sqlite3.Connection | None, only: str | None, shown: list[tuple[Any, ...]],
+            folder: Path) -> tuple[list[str], list[tuple[Any, ...] | None],
+                                   tuple[int, int, list[str]] | None]:
+    """(the sessions' ids, their rows or None, the mark to record): the rows alone while
+    sessions/ bears its mark, else every folder in it too (the folder marked first)."""
+    if only is not None:
+        return [only], [shown[0] if shown else None], None
+    mark, gen = session_marks.read(conn)
+    if session_marks.holds(folder, mark):  # no folder came, went or was renamed
+        return [r[0] for r in shown], list(shown), None
+    new = mark_folder(folder) if gen >= 0 else None  # before the scan
+    names = sessions.folder_names(folder)
+    by_id = {r[0]: r for r in shown}
+    ids = sorted(set(names).union(by_id))
+    rows: list[tuple[Any, ...] | None] = [by_id.get(sid) for sid in ids]
+    to_record = (new, gen, names) if new is not None and all(
+        name in by_id for name in names) else None
+    return ids, rows, to_record
 
 
 def _mtimes(folder: Path, names: list[str]) -> list[int | None]:

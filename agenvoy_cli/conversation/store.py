@@ -327,6 +327,35 @@ class Store:
         Each message is written in the format the session's history.json uses (a header, or
         Agenvoy v0.32's sendAt/sender); a new session follows agenvoy.history_format (or
         history_format: an import restoring a session's own format)."""
+        checked = self._checked_batch(session_id, messages, sender)
+        limit = self.settings.max_history_bytes
+        new_format = history_format or new_session_format(self.settings)
+        moment = moment or datetime.now().replace(microsecond=0)
+        if compact:
+            self._preload_if_compacting(session_id, checked)
+        with self.write_lock():
+            conn = self.db()
+            rows = archive.session_rows(conn, session_id)
+            history, count = self._history_for_append(conn, session_id, rows)
+            rows, start, backfilled = self._aligned_for_append(conn, session_id, rows,
+                                                               history, count)
+            exists = history.raw is not None or count > 0
+            splice, fmt = self._splice(history) if count else (None, new_format)
+            stamped = [in_format(m, moment, fmt, sender) for m in checked]
+            new_size = self._write_both(conn, session_id, rows, start, stamped, history,
+                                        count, exists, splice)
+            total = count + len(stamped)
+            trimmed = None
+            data_size = new_size
+            if compact and new_size > limit:
+                trimmed = self._compact_after_append(session_id, limit, warn)
+                data_size = trimmed.bytes_after if trimmed else new_size
+        return AppendResult(session_id, len(stamped), trimmed.kept if trimmed else total,
+                            data_size, backfilled, trimmed)
+
+    def _checked_batch(self, session_id: str, messages: list[Any], sender: str
+                       ) -> list[dict[str, Any]]:
+        """An append's batch validated whole, before anything is written."""
         validate_name(session_id)
         limit = self.settings.max_history_bytes
         checked = [validate_message(m, i, limit) for i, m in enumerate(messages)]
@@ -336,68 +365,66 @@ class Store:
             validate_record(m, f"message {i}")
         if sender:
             check_sender(sender, "--sender")
-        new_format = history_format or new_session_format(self.settings)
-        moment = moment or datetime.now().replace(microsecond=0)
-        if compact:
-            self._preload_if_compacting(session_id, checked)
-        with self.write_lock():
-            conn = self.db()
-            rows = archive.session_rows(conn, session_id)
-            history, count = self._history_for_append(conn, session_id, rows)
-            backfilled = 0
-            start = rows.start_seq or 0
-            if history.raw is not None or count == 0:
-                # read (someone else may have written it): align the archive with it first
-                if history.messages or rows.has_rows:
-                    synced = self.align(session_id, history)
-                    backfilled = synced.inserted
-                    rows = archive.session_rows(conn, session_id)
-                start = rows.next_seq if count == 0 else (rows.start_seq or 0)
-            exists = history.raw is not None or count > 0
-            splice = None
-            fmt = new_format
-            if count:
-                size = history.size if history.raw is not None else history.path.stat().st_size
-                tail, offset = (history.raw, 0) if history.raw is not None else \
-                    read_tail(history.path, size)
-                splice = splice_point(tail, offset, history.path)
-                # whole file when read; else the tail our last append wrote (sendAt last)
-                fmt = "sendat" if uses_send_at(tail) else "header"
-            stamped = [in_format(m, moment, fmt, sender) for m in checked]
-            made = not exists and not history.path.parent.is_dir()
-            new_folder = session_marks.make_folder(conn, history.path.parent)  # sessions/ marked
-            # A hard link to the old file lets a failed append put it back without needing
-            # disk space (a full disk is a common reason for the SQLite write to fail).
-            previous = link_aside(history.path) if exists else None
-            try:
-                # Either half failing puts history.json back as it was, also when the new
-                # file is in place but its folder's fsync failed (exit 1 must mean: not
-                # appended, or a retry would append twice). Had we died instead, the next
-                # write or doctor would archive the extra messages.
-                new_size = write_appended(history.path, stamped, splice)
-                self._archive_append(session_id, rows, start, stamped, history,
-                                     count + len(stamped), new_folder, new_size)
-            except BaseException:
-                # an interruption (Ctrl-C, a hook's time limit) can land right after the
-                # archive's COMMIT: the batch is in, and putting the old file back would
-                # leave archived messages out of history.json
-                if not self._batch_archived(conn, session_id, rows.next_seq, len(stamped)):
-                    put_back(previous, history.path)
-                    if made:  # a first append that failed leaves no session behind
-                        with contextlib.suppress(OSError):
-                            history.path.parent.rmdir()
-                raise
-            finally:
-                if previous is not None:
-                    previous.unlink(missing_ok=True)
-            total = count + len(stamped)
-            trimmed = None
-            data_size = new_size
-            if compact and new_size > limit:
-                trimmed = self._compact_after_append(session_id, limit, warn)
-                data_size = trimmed.bytes_after if trimmed else new_size
-        return AppendResult(session_id, len(stamped), trimmed.kept if trimmed else total,
-                            data_size, backfilled, trimmed)
+        return checked
+
+    def _aligned_for_append(self, conn: sqlite3.Connection, session_id: str,
+                            rows: archive.SessionRows, history: History, count: int
+                            ) -> tuple[archive.SessionRows, int, int]:
+        """(the session's rows, its start place, messages backfilled): a history.json read
+        whole (someone else may have written it) aligns the archive with it first."""
+        backfilled = 0
+        start = rows.start_seq or 0
+        if history.raw is not None or count == 0:
+            if history.messages or rows.has_rows:
+                synced = self.align(session_id, history)
+                backfilled = synced.inserted
+                rows = archive.session_rows(conn, session_id)
+            start = rows.next_seq if count == 0 else (rows.start_seq or 0)
+        return rows, start, backfilled
+
+    @staticmethod
+    def _splice(history: History) -> tuple[int, str]:
+        """Where the batch goes into a history.json that has messages, and their format:
+        the whole file's when read, else that of the tail our last append wrote (sendAt
+        last)."""
+        size = history.size if history.raw is not None else history.path.stat().st_size
+        tail, offset = (history.raw, 0) if history.raw is not None else \
+            read_tail(history.path, size)
+        splice = splice_point(tail, offset, history.path)
+        return splice, "sendat" if uses_send_at(tail) else "header"
+
+    def _write_both(self, conn: sqlite3.Connection, session_id: str,
+                    rows: archive.SessionRows, start: int, stamped: list[dict[str, Any]],
+                    history: History, count: int, exists: bool, splice: int | None
+                    ) -> int:
+        """history.json, then the archive: both or neither (the new file's size)."""
+        made = not exists and not history.path.parent.is_dir()
+        new_folder = session_marks.make_folder(conn, history.path.parent)  # sessions/ marked
+        # A hard link to the old file lets a failed append put it back without needing
+        # disk space (a full disk is a common reason for the SQLite write to fail).
+        previous = link_aside(history.path) if exists else None
+        try:
+            # Either half failing puts history.json back as it was, also when the new
+            # file is in place but its folder's fsync failed (exit 1 must mean: not
+            # appended, or a retry would append twice). Had we died instead, the next
+            # write or doctor would archive the extra messages.
+            new_size = write_appended(history.path, stamped, splice)
+            self._archive_append(session_id, rows, start, stamped, history,
+                                 count + len(stamped), new_folder, new_size)
+        except BaseException:
+            # an interruption (Ctrl-C, a hook's time limit) can land right after the
+            # archive's COMMIT: the batch is in, and putting the old file back would
+            # leave archived messages out of history.json
+            if not self._batch_archived(conn, session_id, rows.next_seq, len(stamped)):
+                put_back(previous, history.path)
+                if made:  # a first append that failed leaves no session behind
+                    with contextlib.suppress(OSError):
+                        history.path.parent.rmdir()
+            raise
+        finally:
+            if previous is not None:
+                previous.unlink(missing_ok=True)
+        return new_size
 
     def _compact_after_append(self, session_id: str, limit: int,
                               warn: Callable[[str], None] | None) -> Compaction | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,8 +52,14 @@ def _inspect(store: Store) -> _IndexState:
     if state.missing_keywords:
         state.problems.append(
             f"{len(state.missing_keywords)} error record(s) lack their keyword rows")
-    if not semantic_default(store):
-        return state
+    if semantic_default(store):
+        _inspect_vectors(store, conn, state)
+    return state
+
+
+def _inspect_vectors(store: Store, conn: sqlite3.Connection, state: _IndexState) -> None:
+    """The error records beside their vectors: an index of another model, vectors without a
+    record, records that lost theirs or have none yet."""
     rows = conn.execute("SELECT id, vector_model, expires_at FROM error_records").fetchall()
     flagged = {i for i, m, _ in rows if m is not None}
     all_ids = {i for i, _, _ in rows}
@@ -75,19 +82,19 @@ def _inspect(store: Store) -> _IndexState:
     state.stale = sorted(have - all_ids)
     if state.stale:
         state.problems.append(f"{len(state.stale)} error-memory vector(s) without a record")
-    if not state.drop_collection:
-        state.unflag = sorted(flagged - have)
-        if state.unflag:
-            where = "index is missing" if not exists else "index lacks them"
-            state.problems.append(
-                f"{len(state.unflag)} error record(s) have lost their vector (the vector "
-                f"{where}); lookups rank them by keywords only")
+    if state.drop_collection:
+        return
+    state.unflag = sorted(flagged - have)
+    if state.unflag:
+        where = "index is missing" if not exists else "index lacks them"
+        state.problems.append(
+            f"{len(state.unflag)} error record(s) have lost their vector (the vector "
+            f"{where}); lookups rank them by keywords only")
     now = records.now_ns()
     unembedded = sum(1 for _, m, e in rows if m is None and e > now)
-    if unembedded and not state.drop_collection:
+    if unembedded:
         state.problems.append(f"{unembedded} error record(s) have no vector yet "
                               "(recorded while no embedder was available)")
-    return state
 
 
 def check_error_index(store: Store) -> list[str]:

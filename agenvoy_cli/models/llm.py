@@ -98,43 +98,65 @@ class NotConfigured(BadInput):
     """No LLM endpoint or command is configured at all."""
 
 
-def load_config(settings: Settings, command: str | None = None) -> LLMConfig:
-    """The LLM settings, or BadInput naming what to set (checked before anything is done)."""
+def _env(settings: Settings, name: str) -> str | None:
+    return settings.env.get(name, "").strip() or None
+
+
+def _section(settings: Settings) -> dict[str, Any]:
+    """config.json's agenvoy.llm, refused when it holds a key or options not an object."""
     section = settings.section("agenvoy").get("llm")
     conf: dict[str, Any] = section if isinstance(section, dict) else {}
     if any(k in conf for k in ("api_key", "key", "token")):
         raise BadInput("config.json holds agenvoy.llm.api_key: keys do not belong in a file; "
                        "remove it and set AGENVOY_LLM_API_KEY (or agenvoy.llm.api_key_env)")
-    options = conf.get("options", {})
-    if not isinstance(options, dict):
+    if not isinstance(conf.get("options", {}), dict):
         raise BadInput("config.json: agenvoy.llm.options must be an object")
-    def _env(name: str) -> str | None:
-        return settings.env.get(name, "").strip() or None
+    return conf
 
-    raw_timeout = _env("AGENVOY_LLM_TIMEOUT")
+
+def _api_key(settings: Settings, conf: dict[str, Any]) -> str | None:
+    key_env = conf.get("api_key_env")
+    return (_env(settings, "AGENVOY_LLM_API_KEY")
+            or (_env(settings, str(key_env)) if key_env else None)
+            or _env(settings, "OPENAI_API_KEY"))
+
+
+def _argv(cmd: Any) -> tuple[str, ...]:
+    """--llm-command (or its setting) as an argv: a list as it is, a string split as a
+    shell would."""
+    try:
+        argv = tuple(cmd) if isinstance(cmd, list) else tuple(shlex.split(str(cmd)))
+    except ValueError as exc:  # unbalanced quotes: bad usage
+        raise BadInput(f"--llm-command {cmd!r}: {exc}") from None
+    if any("\x00" in str(arg) for arg in argv):
+        raise BadInput("--llm-command contains a NUL byte")
+    if not argv:
+        raise BadInput("--llm-command is empty")
+    return argv
+
+
+def _base_url(settings: Settings, conf: dict[str, Any]) -> str | None:
+    return (_env(settings, "AGENVOY_LLM_BASE_URL")
+            or (str(conf["base_url"]) if conf.get("base_url") else None)
+            or _env(settings, "OPENAI_BASE_URL")
+            or (OPENAI_BASE_URL if _env(settings, "OPENAI_API_KEY") else None))
+
+
+def load_config(settings: Settings, command: str | None = None) -> LLMConfig:
+    """The LLM settings, or BadInput naming what to set (checked before anything is done)."""
+    conf = _section(settings)
+    options = conf.get("options", {})
+    raw_timeout = _env(settings, "AGENVOY_LLM_TIMEOUT")
     timeout = (_timeout(raw_timeout, "AGENVOY_LLM_TIMEOUT") if raw_timeout
                else _timeout(conf.get("timeout", DEFAULT_TIMEOUT), "agenvoy.llm.timeout"))
-    key_env = conf.get("api_key_env")
-    api_key = (_env("AGENVOY_LLM_API_KEY") or (_env(str(key_env)) if key_env else None)
-               or _env("OPENAI_API_KEY"))
+    api_key = _api_key(settings, conf)
     register(api_key)  # masked in every message, whatever variable it came from
-    model = _env("AGENVOY_LLM_MODEL") or (str(conf["model"]) if conf.get("model") else None)
-
-    cmd = command or _env("AGENVOY_LLM_COMMAND") or conf.get("command")
+    model = _env(settings, "AGENVOY_LLM_MODEL") or (str(conf["model"]) if conf.get("model")
+                                                     else None)
+    cmd = command or _env(settings, "AGENVOY_LLM_COMMAND") or conf.get("command")
     if cmd:
-        try:
-            argv = tuple(cmd) if isinstance(cmd, list) else tuple(shlex.split(str(cmd)))
-        except ValueError as exc:  # unbalanced quotes: bad usage
-            raise BadInput(f"--llm-command {cmd!r}: {exc}") from None
-        if any("\x00" in str(arg) for arg in argv):
-            raise BadInput("--llm-command contains a NUL byte")
-        if not argv:
-            raise BadInput("--llm-command is empty")
-        return LLMConfig(None, model, api_key, timeout, argv, options)
-
-    base_url = (_env("AGENVOY_LLM_BASE_URL") or (str(conf["base_url"]) if conf.get("base_url")
-                else None) or _env("OPENAI_BASE_URL")
-                or (OPENAI_BASE_URL if _env("OPENAI_API_KEY") else None))
+        return LLMConfig(None, model, api_key, timeout, _argv(cmd), options)
+    base_url = _base_url(settings, conf)
     missing = [name for name, value in (("AGENVOY_LLM_BASE_URL", base_url),
                                         ("AGENVOY_LLM_MODEL", model)) if not value]
     if missing:

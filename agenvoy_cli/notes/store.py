@@ -282,37 +282,51 @@ def save(store: Store, name: str, content: str, *, replace: bool = False,
     overwritten."""
     check_content(content)
     now = now_ns() if now is None else now
+    renamed = rename_from if rename_from is not None and rename_from != name else None
     with store.write_lock():
         conn = store.db()
         target = find(conn, name)
-        old = target
-        if rename_from is not None and rename_from != name:
-            old = find(conn, rename_from)
-            if old is None:
-                raise NotFound(f"no note named {rename_from!r}")
-        if target is not None and not replace and (rename_from is None or rename_from != name):
+        old = _renamed(conn, renamed) if renamed is not None else target
+        if target is not None and not replace and rename_from != name:
             raise BadInput(f"a note named {name!r} exists (use --replace to overwrite it)")
-        edited = old if rename_from is not None else target
-        if expect is not None and (edited is None or edited.content != expect):
-            raise OperationFailed(f"note {edited.name if edited else name!r} changed while "
-                                  "it was being edited; nothing saved (edit it again)")
+        _check_expected(old if rename_from is not None else target, name, expect)
         if old is not None and target is old and old.content == content:
             return old, "unchanged"
         doomed = list({n.id: n for n in (old, target) if n is not None}.values())
-        delete_vectors(store, [v for n in doomed for v in n.vector_ids()], warn)
-        with store.transaction() as tx:
-            for n in doomed:
-                tx.execute("DELETE FROM notes WHERE id = ?", (n.id,))
-                _drop_knowledge(tx, n.name)
-            created = old.created_at if old is not None else now
-            note = _insert(tx, name, content, created, now, source or
-                           (old.source if old is not None else ""))
-            _put_knowledge(tx, note)
-        if rename_from is not None and rename_from != name:
-            action = "renamed"
-        else:
-            action = "replaced" if target is not None else "added"
-        return note, action
+        note = _replace(store, doomed, name, content, now,
+                        source or (old.source if old is not None else ""),
+                        old.created_at if old is not None else now, warn)
+        if renamed is not None:
+            return note, "renamed"
+        return note, "replaced" if target is not None else "added"
+
+
+def _renamed(conn: sqlite3.Connection, rename_from: str) -> Note:
+    """The note a rename starts from (NotFound)."""
+    old = find(conn, rename_from)
+    if old is None:
+        raise NotFound(f"no note named {rename_from!r}")
+    return old
+
+
+def _check_expected(edited: Note | None, name: str, expect: str | None) -> None:
+    """An editor's change is refused when the note changed since it was read."""
+    if expect is not None and (edited is None or edited.content != expect):
+        raise OperationFailed(f"note {edited.name if edited else name!r} changed while "
+                              "it was being edited; nothing saved (edit it again)")
+
+
+def _replace(store: Store, doomed: list[Note], name: str, content: str, now: int,
+             source: str, created: int, warn: Warn) -> Note:
+    """The doomed notes' vectors, then (one transaction) their rows, and the new note."""
+    delete_vectors(store, [v for n in doomed for v in n.vector_ids()], warn)
+    with store.transaction() as tx:
+        for n in doomed:
+            tx.execute("DELETE FROM notes WHERE id = ?", (n.id,))
+            _drop_knowledge(tx, n.name)
+        note = _insert(tx, name, content, created, now, source)
+        _put_knowledge(tx, note)
+    return note
 
 
 def remove(store: Store, name: str, *, warn: Warn = quiet) -> Note:

@@ -64,6 +64,61 @@ class _Work:
     label: str = ""  # what the embedder sees before each chunk (file and heading)
 
 
+class _Rows:
+    """One group's rows being written: the vectors to add, the files done."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.ids: list[str] = []
+        self.vecs: list[list[float]] = []
+        self.metas: list[dict[str, Any]] = []
+        self.done: list[int] = []
+
+    def file(self, tx: sqlite3.Connection, work: _Work, vecs: list[list[float]],
+             stamp: int) -> None:
+        """A file's row (touched, or written again with its chunks)."""
+        fid = work.old.id if work.old is not None else None
+        if work.action == "touch":
+            tx.execute("UPDATE rag_files SET size = ?, mtime_ns = ? WHERE id = ?",
+                       (work.size, work.mtime_ns, fid))
+            return
+        if fid is not None:
+            tx.execute("DELETE FROM rag_chunks WHERE file_id = ?", (fid,))
+        fid = self._file_row(tx, work, fid, stamp)
+        if work.action == "skip":
+            return
+        for ordinal, chunk in enumerate(work.chunks):
+            cid = tx.execute(
+                "INSERT INTO rag_chunks(file_id, db_id, ord, line_start, line_end, "
+                "heading, text, tokens) VALUES (?,?,?,?,?,?,?,?)",
+                (fid, self.db.id, ordinal, chunk.line_start, chunk.line_end, chunk.heading,
+                 chunk.text, _tokens(work, chunk))).lastrowid
+            if not self.db.vectors:  # --no-vectors: rows only, done at once
+                continue
+            self.ids.append(str(cid))
+            self.vecs.append(vecs[ordinal])
+            self.metas.append({"file_id": fid, "db_id": self.db.id})
+        self.done.append(fid)
+
+    def _file_row(self, tx: sqlite3.Connection, work: _Work, fid: int | None,
+                  stamp: int) -> int:
+        state = "skipped" if work.action == "skip" else "pending"
+        values = (work.source, work.format, work.size, work.mtime_ns, work.hash,
+                  work.lines, state, work.reason,
+                  0 if work.action == "skip" else len(work.chunks), stamp)
+        if fid is None:
+            return int(tx.execute(
+                "INSERT INTO rag_files(source, format, size, mtime_ns, hash, lines, "
+                "state, reason, chunks, indexed_at, db_id, path) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (*values, self.db.id, work.path)).lastrowid or 0)
+        tx.execute(
+            "UPDATE rag_files SET source = ?, format = ?, size = ?, mtime_ns = ?, "
+            "hash = ?, lines = ?, state = ?, reason = ?, chunks = ?, "
+            "indexed_at = ? WHERE id = ?", (*values, fid))
+        return fid
+
+
 def _commit(store: Store, db: Database, group: list[_Work],
             vectors_by_work: list[list[list[float]]]) -> None:
     """Write one group under the lock, in the order of the module docstring."""
@@ -71,72 +126,42 @@ def _commit(store: Store, db: Database, group: list[_Work],
         conn, current = _writer(store, db.name)
         if current.id != db.id:
             raise NotFound(f"RAG database {db.name!r} was removed during the sync")
-        changing = [w.old.id for w in group if w.old is not None and w.action != "touch"]
-        old_chunks: list[int] = []
-        if changing:
-            marks = ",".join("?" * len(changing))
-            old_chunks = [r[0] for r in conn.execute(
-                f"SELECT id FROM rag_chunks WHERE file_id IN ({marks})", changing)]
-        if old_chunks:
-            with store.transaction() as tx:
-                tx.execute(f"UPDATE rag_files SET state = 'pending' WHERE id IN ({marks}) "
-                           "AND state = 'done'", changing)
-            index = _index(store, db, create=False)
-            if index is not None:
-                index.delete(str(i) for i in old_chunks)
-        new_ids: list[str] = []
-        new_vecs: list[list[float]] = []
-        metas: list[dict[str, Any]] = []
-        done: list[int] = []
+        _unindex_changing(store, db, conn, group)
+        rows = _Rows(db)
         stamp = now_ns()
         with store.transaction() as tx:
             for work, vecs in zip(group, vectors_by_work):
-                fid = work.old.id if work.old is not None else None
-                if work.action == "touch":
-                    tx.execute("UPDATE rag_files SET size = ?, mtime_ns = ? WHERE id = ?",
-                               (work.size, work.mtime_ns, fid))
-                    continue
-                if fid is not None:
-                    tx.execute("DELETE FROM rag_chunks WHERE file_id = ?", (fid,))
-                state = "skipped" if work.action == "skip" else "pending"
-                values = (work.source, work.format, work.size, work.mtime_ns, work.hash,
-                          work.lines, state, work.reason,
-                          0 if work.action == "skip" else len(work.chunks), stamp)
-                if fid is None:
-                    fid = tx.execute(
-                        "INSERT INTO rag_files(source, format, size, mtime_ns, hash, lines, "
-                        "state, reason, chunks, indexed_at, db_id, path) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (*values, db.id, work.path)).lastrowid
-                else:
-                    tx.execute(
-                        "UPDATE rag_files SET source = ?, format = ?, size = ?, mtime_ns = ?, "
-                        "hash = ?, lines = ?, state = ?, reason = ?, chunks = ?, "
-                        "indexed_at = ? WHERE id = ?", (*values, fid))
-                if work.action == "skip":
-                    continue
-                for ordinal, chunk in enumerate(work.chunks):
-                    cid = tx.execute(
-                        "INSERT INTO rag_chunks(file_id, db_id, ord, line_start, line_end, "
-                        "heading, text, tokens) VALUES (?,?,?,?,?,?,?,?)",
-                        (fid, db.id, ordinal, chunk.line_start, chunk.line_end, chunk.heading,
-                         chunk.text, _tokens(work, chunk))).lastrowid
-                    if not db.vectors:  # --no-vectors: rows only, done at once
-                        continue
-                    new_ids.append(str(cid))
-                    new_vecs.append(vecs[ordinal])
-                    metas.append({"file_id": fid, "db_id": db.id})
-                done.append(fid)
-        if new_ids:
+                rows.file(tx, work, vecs, stamp)
+        if rows.ids:
             index = _index(store, db, create=True)
             try:
-                index.add(new_ids, new_vecs, metas)
+                index.add(rows.ids, rows.vecs, rows.metas)
             except _mismatch() as exc:
                 raise _rebuild_hint(db)(exc) from None
-        if done:
-            marks = ",".join("?" * len(done))
+        if rows.done:
+            marks = ",".join("?" * len(rows.done))
             with store.transaction() as tx:
-                tx.execute(f"UPDATE rag_files SET state = 'done' WHERE id IN ({marks})", done)
+                tx.execute(f"UPDATE rag_files SET state = 'done' WHERE id IN ({marks})",
+                           rows.done)
+
+
+def _unindex_changing(store: Store, db: Database, conn: sqlite3.Connection,
+                      group: list[_Work]) -> None:
+    """The files the group changes marked pending, then their old chunks' vectors deleted."""
+    changing = [w.old.id for w in group if w.old is not None and w.action != "touch"]
+    if not changing:
+        return
+    marks = ",".join("?" * len(changing))
+    old_chunks = [r[0] for r in conn.execute(
+        f"SELECT id FROM rag_chunks WHERE file_id IN ({marks})", changing)]
+    if not old_chunks:
+        return
+    with store.transaction() as tx:
+        tx.execute(f"UPDATE rag_files SET state = 'pending' WHERE id IN ({marks}) "
+                   "AND state = 'done'", changing)
+    index = _index(store, db, create=False)
+    if index is not None:
+        index.delete(str(i) for i in old_chunks)
 
 
 def _tokens(work: _Work, chunk: Chunk) -> str:

@@ -95,6 +95,29 @@ def _scopes(lines: list[str], pattern: re.Pattern[str], kind: str) -> list[str |
     return out
 
 
+_CLOSERS = (")", "]", "}", "end", "fi", "done", "esac")
+
+
+def _block_starts(lines: list[str], kind: str) -> list[int]:
+    """Where blocks start (0 first, len(lines) last): a JSON member at the members'
+    indentation, else a line of the lowest indentation after a blank one that does not
+    close a bracket or a shell block."""
+    base = min((_indent(ln) for ln in lines if ln.strip()), default=0)
+    member = min((_indent(ln) for ln in lines if _JSON_KEY.match(ln)), default=base)
+    starts = [0]
+    for i in range(1, len(lines)):
+        line = lines[i]
+        if not line.strip():
+            continue
+        if kind == "json":
+            if _indent(line) == member and _JSON_KEY.match(line):
+                starts.append(i)
+        elif (_indent(line) <= base and not lines[i - 1].strip()
+              and not line.lstrip().startswith(_CLOSERS)):
+            starts.append(i)
+    return [*starts, len(lines)]
+
+
 def code_blocks(text: str, kind: str = "code") -> list[Block]:
     """Top-level units: a new block starts at a line of the lowest indentation that comes
     after a blank line (a closing bracket does not), so a function with blank lines inside
@@ -104,24 +127,8 @@ def code_blocks(text: str, kind: str = "code") -> list[Block]:
         lines.pop()
     if not lines:
         return []
-    pattern = _JSON_KEY if kind == "json" else _DEF
-    heads = _scopes(lines, pattern, kind)
-    base = min((_indent(ln) for ln in lines if ln.strip()), default=0)
-    if kind == "json":
-        member = min((_indent(ln) for ln in lines if _JSON_KEY.match(ln)), default=base)
-    starts = [0]
-    for i in range(1, len(lines)):
-        line = lines[i]
-        if not line.strip():
-            continue
-        if kind == "json":
-            if _indent(line) == member and _JSON_KEY.match(line):
-                starts.append(i)
-            continue
-        if (_indent(line) <= base and not lines[i - 1].strip()
-                and not line.lstrip().startswith((")", "]", "}", "end", "fi", "done", "esac"))):
-            starts.append(i)
-    starts.append(len(lines))
+    heads = _scopes(lines, _JSON_KEY if kind == "json" else _DEF, kind)
+    starts = _block_starts(lines, kind)
     blocks = []
     for a, b in zip(starts, starts[1:]):
         chunk = lines[a:b]
@@ -131,10 +138,9 @@ def code_blocks(text: str, kind: str = "code") -> list[Block]:
         lead = next((k for k, ln in enumerate(chunk) if ln.strip()), None)
         if lead is None:
             continue
-        body = chunk[lead:]
         hs = heads[a + lead:b]
         head = next((h for h in hs if h), None)  # a comment or decorator before a def
-        blocks.append(Block("\n".join(body), a + lead + 1, b, head, "code",
+        blocks.append(Block("\n".join(chunk[lead:]), a + lead + 1, b, head, "code",
                             line_headings=hs))
     return blocks
 

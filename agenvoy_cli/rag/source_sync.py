@@ -204,24 +204,49 @@ def _prepare(store: Store, name: str, roots: list[tuple[Path, str]] | None,
     return db
 
 
+Embed = Callable[[list[str]], list[list[float]]]
+
+
 def _run(store: Store, db: Database, roots: list[tuple[Path, str]] | None,
-         report: SyncReport, progress: Progress | None,
-         embed: Callable[[list[str]], list[list[float]]] | None,
+         report: SyncReport, progress: Progress | None, embed: Embed | None,
          announce: Announce | None = None) -> None:
-    if roots is None:
-        scope = list(db.sources)
-    else:
-        given = [str(p) for p, _ in roots]
-        scope = [s for s in db.sources
-                 if any(_within(s.path, g) for g in given)]
+    scope = _scope(db, roots)
     found, walk_skips, missing = _scan(db, scope, report)
     with store.read_lock():
         conn = _readonly(store)
         assert conn is not None
         rows = _files(conn, db.id)
-    max_bytes = db.max_file_bytes
-
     # Files gone (or no longer wanted) are dropped first: cheap, and it frees their names.
+    _drop_gone(store, db, scope, rows, found, missing, report)
+    for skip in walk_skips:
+        report.skipped.append({"path": str(skip.path), "reason": skip.reason})
+    todo: list[_Work] = []
+    for path, (item, source) in sorted(found.items()):
+        work = _work_for(path, item, source, rows.get(path), db.max_file_bytes)
+        if work is None:
+            report.unchanged += 1
+        else:
+            todo.append(work)
+    _index_all(store, db, todo, report, progress, embed, announce)
+    with store.write_lock():
+        conn, current = _writer(store, db.name)
+        if current.id == db.id:
+            with store.transaction() as tx:
+                set_synced(tx, db.id)
+
+
+def _scope(db: Database, roots: list[tuple[Path, str]] | None) -> list[Source]:
+    """The database's sources a sync looks at: all, or those within the paths given."""
+    if roots is None:
+        return list(db.sources)
+    given = [str(p) for p, _ in roots]
+    return [s for s in db.sources if any(_within(s.path, g) for g in given)]
+
+
+def _drop_gone(store: Store, db: Database, scope: list[Source], rows: dict[str, Any],
+               found: dict[str, Any], missing: set[str], report: SyncReport) -> None:
+    """The files of the scope the walk no longer finds dropped (a note for each missing
+    source), and a missing file the database was given forgotten."""
     gone = [r for p, r in rows.items() if p not in found
             and any(_within(p, s.path) for s in scope)]
     for source in sorted(missing):
@@ -232,28 +257,26 @@ def _run(store: Store, db: Database, roots: list[tuple[Path, str]] | None,
     report.removed += sum(1 for r in gone if r.state != "skipped")
     if missing:
         _forget_missing_files(store, db, missing)
-    for skip in walk_skips:
-        report.skipped.append({"path": str(skip.path), "reason": skip.reason})
 
-    todo: list[_Work] = []
-    for path, (item, source) in sorted(found.items()):
-        old = rows.get(path)
-        unchanged = old is not None and (old.size, old.mtime_ns) == (item.size, item.mtime_ns)
-        if item.size > max_bytes:
-            reason = f"larger than {human_size(max_bytes)}"
-            if unchanged and old is not None and old.state == "skipped" and old.reason == reason:
-                report.unchanged += 1
-                continue
-            todo.append(_Work(path, source, item.size, item.mtime_ns, old, "skip",
-                              reason=reason))
-            continue
-        if unchanged and old is not None and (
-                old.state == "done"
-                or old.state == "skipped" and not (old.reason or "").startswith("larger")):
-            report.unchanged += 1
-            continue
-        todo.append(_Work(path, source, item.size, item.mtime_ns, old))
 
+def _work_for(path: str, item: Any, source: Any, old: Any, max_bytes: int) -> _Work | None:
+    """What to do with a file the walk found (None: unchanged since the last sync)."""
+    unchanged = old is not None and (old.size, old.mtime_ns) == (item.size, item.mtime_ns)
+    if item.size > max_bytes:
+        reason = f"larger than {human_size(max_bytes)}"
+        if unchanged and old.state == "skipped" and old.reason == reason:
+            return None
+        return _Work(path, source, item.size, item.mtime_ns, old, "skip", reason=reason)
+    if unchanged and (old.state == "done" or old.state == "skipped"
+                      and not (old.reason or "").startswith("larger")):
+        return None
+    return _Work(path, source, item.size, item.mtime_ns, old)
+
+
+def _index_all(store: Store, db: Database, todo: list[_Work], report: SyncReport,
+               progress: Progress | None, embed: Embed | None,
+               announce: Announce | None) -> None:
+    """Read, embed and commit the work in groups of about EMBED_BATCH chunks."""
     total = len(todo)
     reading = [w for w in todo if w.action == "index"]
     if announce is not None and reading:
@@ -263,27 +286,17 @@ def _run(store: Store, db: Database, roots: list[tuple[Path, str]] | None,
     group: list[_Work] = []
     pending_chunks = 0
     done = 0
-    for work in todo:
+    for k, work in enumerate(todo):
         if work.action == "index":
-            _read(work, max_bytes)
+            _read(work, db.max_file_bytes)
         group.append(work)
         pending_chunks += len(work.chunks) if work.action == "index" else 0
-        if pending_chunks >= EMBED_BATCH:
+        if pending_chunks >= EMBED_BATCH or k == total - 1:
             _flush(store, db, group, report, embed)
             done += len(group)
             group, pending_chunks = [], 0
             if progress is not None:
                 progress(done, total)
-    if group:
-        _flush(store, db, group, report, embed)
-        done += len(group)
-        if progress is not None:
-            progress(done, total)
-    with store.write_lock():
-        conn, current = _writer(store, db.name)
-        if current.id == db.id:
-            with store.transaction() as tx:
-                set_synced(tx, db.id)
 
 
 def _forget_missing_files(store: Store, db: Database, missing: set[str]) -> None:

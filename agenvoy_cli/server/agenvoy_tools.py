@@ -389,45 +389,59 @@ def go_quote(text: str) -> str:
     return orjson.dumps(text).decode()
 
 
-def find_knowledge(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.notes import store as notes
-    from agenvoy_cli.notes.files import take_legacy
-    from agenvoy_cli.notes.names import go_trim_space
-    from agenvoy_cli.notes.search import substring_search
-
-    a = _args("find_knowledge", raw, ctx.bound)
+def _keywords(a: Args) -> list[str]:
     keywords = a.raw.get("keywords")
     if keywords is not None and (not isinstance(keywords, list)
                                  or not all(isinstance(k, str) for k in keywords)):
         raise BadInput("find_knowledge: keywords must be an array of strings")
-    keywords = keywords or []
+    return keywords or []
+
+
+def _knowledge_list(ctx: Context) -> Reply:
+    names = ctx.memory().note_names(warn=ctx.warn)
+    doc = {"mode": "list", "names": names, "count": len(names)}
+    return (go_struct_json(names) if names else "no note"), doc
+
+
+def _knowledge_read(ctx: Context, name: str) -> Reply:
+    from agenvoy_cli.notes.names import go_trim_space
+
+    name = go_trim_space(name)
+    if not name:
+        raise BadInput("name is required when mode=read")
+    note = ctx.memory().note_named(name, warn=ctx.warn)
+    if note is None:
+        raise NotFound(f"no note named {go_quote(name)}")
+    record = {"name": note["name"], "content": note["content"],
+              "updated_at": note["updated_at_ns"] // 1_000_000_000}
+    return go_struct_json(record), {"mode": "read", **note}
+
+
+def _knowledge_search(ctx: Context, keywords: list[str], limit: int) -> Reply:
+    if not keywords:
+        raise BadInput("keywords is required when mode=search")
+    doc = {"mode": "search", **ctx.memory().notes_holding(keywords, limit, warn=ctx.warn)}
+    rows = doc["results"]
+    return (go_struct_json(rows) if rows else "no matching note"), doc
+
+
+def find_knowledge(ctx: Context, raw: dict[str, Any]) -> Reply:
+    from agenvoy_cli.notes.names import go_trim_space
+
+    a = _args("find_knowledge", raw, ctx.bound)
+    keywords = _keywords(a)
     name = a.string("name") or ""
     limit = a.integer("limit", lo=-2**31) or 0  # upstream: outside 1..20 is the default
     mode = go_trim_space(a.string("mode") or "").lower() or \
         ("search" if keywords else "read" if go_trim_space(name) else "list")
     if mode not in KNOWLEDGE_MODES:
         raise BadInput(f"unknown mode {go_quote(mode)}; available: search, list, read")
-    take_legacy(ctx.store, ctx.warn)  # as Agenvoy at start: the legacy folder, once
+    # every mode takes in the legacy folder first, as Agenvoy at start (Memory does)
     if mode == "list":
-        names = [n.name for n in notes.list_notes(ctx.store)]
-        doc = {"mode": "list", "names": names, "count": len(names)}
-        return (go_struct_json(names) if names else "no note"), doc
+        return _knowledge_list(ctx)
     if mode == "read":
-        name = go_trim_space(name)
-        if not name:
-            raise BadInput("name is required when mode=read")
-        note = notes.lookup(ctx.store, name)
-        if note is None:
-            raise NotFound(f"no note named {go_quote(name)}")
-        record = {"name": note.name, "content": note.content,
-                  "updated_at": note.updated_at // 1_000_000_000}
-        return go_struct_json(record), {"mode": "read", **note.as_dict()}
-    if not keywords:
-        raise BadInput("keywords is required when mode=search")
-    hits = substring_search(notes.list_notes(ctx.store), keywords, limit)
-    rows = [{"name": n.name, "hits": h} for n, h in hits]
-    doc = {"mode": "search", "results": rows, "count": len(rows)}
-    return (go_struct_json(rows) if rows else "no matching note"), doc
+        return _knowledge_read(ctx, name)
+    return _knowledge_search(ctx, keywords, limit)
 
 
 TOOLS: dict[str, Callable[[Context, dict[str, Any]], Reply]] = {

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agenvoy_cli.contract import document, list_document
+from agenvoy_cli.contract import document
 from agenvoy_cli.conversation.messages import display_text
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.errors import BadInput
@@ -23,6 +23,7 @@ from agenvoy_cli.server.args import Args
 from agenvoy_cli.server.history_watch import align_if_written_elsewhere
 
 if TYPE_CHECKING:
+    from agenvoy_cli.api import Memory
     from agenvoy_cli.search.relevance import Relevance
 
 Reply = tuple[str, dict[str, Any]]
@@ -38,6 +39,13 @@ class Context:
 
     def warn(self, message: str) -> None:
         self.warnings.append(message.removeprefix("agenvoy: "))
+
+    def memory(self) -> Memory:
+        """The Python API over the server's store and Relevance: every tool goes through it,
+        as the CLI's commands and the HTTP API do (cheap: nothing is opened or loaded)."""
+        from agenvoy_cli.api import Memory
+
+        return Memory(store=self.store, relevance=self.relevance)
 
 
 def _json(doc: Any) -> str:
@@ -82,23 +90,15 @@ def windowed_search(ctx: Context, session_id: str, keyword: str, mode: str, limi
                     span: str, default: str, budget: float) -> dict[str, Any]:
     """The search of search_chat_history and chat_history (mode=search) over time_range
     `span`; nothing inside the window but matches outside it: a note says so."""
-    from agenvoy_cli.search.engine import search
-    from agenvoy_cli.search.outside import note_outside
-    from agenvoy_cli.search.timewindow import time_window
-
-    window = time_window("1mo" if span == "1m" else span)  # upstream's 1m is 30 days
     # Agenvoy's writes to history.json: archived first
     align_if_written_elsewhere(ctx.store, session_id)
-    result = search(ctx.store, session_id, keyword, mode, limit=limit, window=window,
-                    budget=budget, relevance=ctx.relevance)
-    note_outside(result, lambda wide: search(ctx.store, session_id, keyword, mode,
-                                             limit=limit, window=wide, budget=0,
-                                             relevance=ctx.relevance),
-                 f"within time_range {span}" + (" (the default)" if span == default else ""),
-                 'time_range "all"')
+    within = f"within time_range {span}" + (" (the default)" if span == default else "")
+    doc = ctx.memory().search(session_id, keyword, mode=mode, limit=limit,
+                              range="1mo" if span == "1m" else span,  # upstream's 1m: 30 days
+                              budget=budget, outside=(within, 'time_range "all"'))
     if mode != "keyword":
         ctx.touched(session_id)
-    return result.as_dict()
+    return doc
 
 
 def search_chat_history(ctx: Context, raw: dict[str, Any]) -> Reply:
@@ -120,13 +120,10 @@ def append_messages(ctx: Context, raw: dict[str, Any]) -> Reply:
     if len(batch) > T.MAX_APPEND:
         raise BadInput(f"append_messages: {len(batch)} messages (at most {T.MAX_APPEND} per "
                        "call)")
-    result = ctx.store.append(session_id, batch, warn=ctx.warn)
+    doc = ctx.memory().append(session_id, batch, warn=ctx.warn)
     ctx.touched(session_id)
-    doc = {"session_id": result.session_id, "appended": result.appended,
-           "message_count": result.messages, "bytes": result.bytes,
-           "compaction": result.compaction.as_dict() if result.compaction else None}
-    text = (f"appended {result.appended} message(s) to {result.session_id} "
-            f"({result.messages} in history.json)")
+    text = (f"appended {doc['appended']} message(s) to {doc['session_id']} "
+            f"({doc['message_count']} in history.json)")
     return text, doc
 
 
@@ -134,16 +131,13 @@ def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
     a = Args("get_context", raw, _properties("get_context"))
     session_id = a.session(ctx.bound)
     limit = a.integer("max_messages", lo=0)
-    messages = ctx.store.context(session_id, limit, warn=ctx.warn)
-    from agenvoy_cli.notes.files import context_note_count
-
-    notes = context_note_count(ctx.store, ctx.warn)
-    blocks = [f"[{m.get('role')}]\n{display_text(m)}" for m in messages]
+    doc = ctx.memory().context(session_id, limit, warn=ctx.warn)
+    notes = doc["knowledge_note_count"]
+    blocks = [f"[{m.get('role')}]\n{display_text(m)}" for m in doc["messages"]]
     text = "\n\n".join(blocks) or "(no messages)"
     if notes:
         text += "\n\n" + knowledge_line(notes)
-    return text, {"session_id": session_id, **list_document("messages", messages),
-                  "knowledge_note_count": notes}
+    return text, doc
 
 
 # ----------------------------------------------------------------------------- error memory
@@ -151,19 +145,16 @@ def get_context(ctx: Context, raw: dict[str, Any]) -> Reply:
 
 def record_error(ctx: Context, raw: dict[str, Any]) -> Reply:
     from agenvoy_cli.errormem.records import make_draft
-    from agenvoy_cli.errormem.store import record
 
     a = Args("remember_error", raw, _properties("remember_error"))
     draft = make_draft(a.raw.get("tool_name"), a.raw.get("keywords"),
-                              a.raw.get("symptom"), a.raw.get("cause"), a.raw.get("action"),
-                              a.raw.get("outcome"))
-    records = record(ctx.store, [draft], warn=ctx.warn)
-    doc = list_document("records", [r.as_dict() for r in records])
-    return f"Remember the Error: {records[0].id}", doc
+                       a.raw.get("symptom"), a.raw.get("cause"), a.raw.get("action"),
+                       a.raw.get("outcome"))
+    doc = ctx.memory().record_errors([draft], warn=ctx.warn)
+    return f"Remember the Error: {doc['records'][0]['id']}", doc
 
 
 def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.errormem.ranking import lookup
     from agenvoy_cli.errormem.records import DEFAULT_LIMIT
 
     a = Args("search_error_history", raw, _properties("search_error_history"))
@@ -173,21 +164,15 @@ def search_error_history(ctx: Context, raw: dict[str, Any]) -> Reply:
     budget = _budget(ctx, a)
     if not keyword.strip():
         raise BadInput("search_error_history: keyword is empty")
-    result = lookup(ctx.store, keyword, tool=tool, limit=limit or 4, warn=ctx.warn,
-                           budget=budget)
-    doc = {**list_document("records", [h.as_dict() for h in result.hits]), "hint": result.hint,
-           "mode": result.mode, "match": result.match,
-           "unindexed_count": result.unindexed_count,
-           "notes": [n.as_dict() for n in result.notes]}
-    return result.hint or "NONE", doc
+    doc = ctx.memory().lookup_errors(keyword, tool=tool, limit=limit or 4, warn=ctx.warn,
+                                     budget=budget)
+    return doc["hint"] or "NONE", doc
 
 
 def read_error(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.errormem.store import get
-
     a = Args("read_error", raw, _properties("read_error"))
     ref = (a.string("hash", required=True) or "").strip()
-    doc = get(ctx.store, ref).as_dict()
+    doc = ctx.memory().error(ref)
     return _json(doc), doc
 
 
@@ -203,36 +188,30 @@ def render_notes(doc: dict[str, Any]) -> str:
 
 
 def search_notes(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.api import Memory
-
     a = Args("search_notes", raw, _properties("search_notes"))
     query = a.string("query", required=True) or ""
     mode = a.choice("mode", T.NOTE_MODES, "hybrid")
     limit = a.integer("limit", lo=1, hi=T.NOTE_LIMIT_MAX, default=5) or 5
     budget = _budget(ctx, a)
-    doc = Memory(store=ctx.store).search_notes(query, mode=mode, limit=limit, budget=budget,
+    doc = ctx.memory().search_notes(query, mode=mode, limit=limit, budget=budget,
                                                warn=ctx.warn)
     return render_notes(doc), doc
 
 
 def read_note(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.api import Memory
-
     a = Args("read_note", raw, _properties("read_note"))
-    doc = Memory(store=ctx.store).note(a.string("name", required=True) or "", warn=ctx.warn)
+    doc = ctx.memory().note(a.string("name", required=True) or "", warn=ctx.warn)
     return f"# {doc['name']}\n\n{doc['content']}", doc
 
 
 def save_note(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli.api import Memory
-
     a = Args("save_note", raw, _properties("save_note"))
     content = a.string("content", required=True)
     name = a.string("name")
     replace = bool(a.raw.get("replace", False))
     if not isinstance(a.raw.get("replace", False), bool):
         raise BadInput("save_note: replace must be true or false")
-    doc = Memory(store=ctx.store).add_note(content or "", name, replace=replace, source="mcp",
+    doc = ctx.memory().add_note(content or "", name, replace=replace, source="mcp",
                                            warn=ctx.warn)
     return f"saved note {doc['name']} ({doc['action']})", doc
 
@@ -248,11 +227,9 @@ def knowledge_line(count: int) -> str:
 
 
 def list_rag(ctx: Context, raw: dict[str, Any]) -> Reply:
-    from agenvoy_cli import rag
-
     Args("list_rag", raw, [])
-    databases = rag.list_databases(ctx.store)
-    doc = {"databases": databases, "count": len(databases)}
+    doc = ctx.memory().rag_databases()
+    databases = doc["databases"]
     if not databases:
         return "no RAG databases (create one with `agenvoy rag create NAME PATH...`)", doc
     return _json(databases), doc
@@ -280,8 +257,7 @@ def search_rag(ctx: Context, raw: dict[str, Any]) -> Reply:
     mode = a.choice("mode", T.SEARCH_MODES, rag.DEFAULT_MODE)
     db = a.string("db")
     limit = a.integer("limit", lo=1, hi=T.RAG_LIMIT_MAX, default=10) or 10
-    result = rag.search(ctx.store, [db] if db else None, query, mode, limit=limit)
-    doc = result.as_dict()
+    doc = ctx.memory().rag_search(query, [db] if db else None, mode=mode, limit=limit)
     return render_rag(doc), doc
 
 

@@ -99,27 +99,38 @@ def _units_from_lines(lines: Iterator[tuple[bytes, dict[str, Any], str]], where:
         if kind == "session":
             head, records, seqs = line, [], []
         elif kind == "message" and head is not None:
-            message = line.get("message")
-            if not isinstance(message, dict):
-                records.append(Record(raw, [], f"{place}: a message line without a message"))
-                continue
-            if line.get("sender") and "sender" not in message:
-                message = {**message, "sender": line["sender"]}
-            records.append(Record(raw, [(message, None)]))
-            seqs.append(line.get("seq"))
+            records.append(_message_record(raw, line, place))
+            if records[-1].messages:
+                seqs.append(line.get("seq"))
         elif kind == "summary" and head is not None:
-            sid = str(head.get("session_id"))
-            start = head.get("start_seq") or 0
-            fmt = head.get("history_format")
-            yield Unit(f"agenvoy:{head.get('home')}/{sid}", "agenvoy", session or sid,
-                       partial(list, records),
-                       {"path": where, "home": head.get("home"),
-                        **({"requests": head["requests"]}
-                           if isinstance(head.get("requests"), list) else {})},
-                       summary=(line.get("summary"), line.get("meta")),
-                       history_format=fmt if fmt in history_format.FORMATS else None,
-                       trim=sum(1 for seq in seqs if isinstance(seq, int) and seq < start))
+            yield _session_unit(head, line, records, seqs, where, session)
             head = None
+
+
+def _message_record(raw: bytes, line: dict[str, Any], place: str) -> Record:
+    """A message line's record (its sender kept on the message)."""
+    message = line.get("message")
+    if not isinstance(message, dict):
+        return Record(raw, [], f"{place}: a message line without a message")
+    if line.get("sender") and "sender" not in message:
+        message = {**message, "sender": line["sender"]}
+    return Record(raw, [(message, None)])
+
+
+def _session_unit(head: dict[str, Any], line: dict[str, Any], records: list[Record],
+                  seqs: list[Any], where: str, session: str | None) -> Unit:
+    """An exported session, its summary line read: its records, summary and trim point."""
+    sid = str(head.get("session_id"))
+    start = head.get("start_seq") or 0
+    fmt = head.get("history_format")
+    return Unit(f"agenvoy:{head.get('home')}/{sid}", "agenvoy", session or sid,
+                partial(list, records),
+                {"path": where, "home": head.get("home"),
+                 **({"requests": head["requests"]}
+                    if isinstance(head.get("requests"), list) else {})},
+                summary=(line.get("summary"), line.get("meta")),
+                history_format=fmt if fmt in history_format.FORMATS else None,
+                trim=sum(1 for seq in seqs if isinstance(seq, int) and seq < start))
 
 
 def _file_lines(path: Path) -> Iterator[tuple[bytes, dict[str, Any], str]]:

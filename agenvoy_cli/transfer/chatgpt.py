@@ -104,30 +104,38 @@ def _asset(part: dict[str, Any], assets: Assets) -> dict[str, Any]:
     return {"type": "text", "text": f"[{what} {pointer}{detail}: not in the export]"}
 
 
+def _made(part: dict[str, Any], assets: Assets) -> dict[str, Any]:
+    """The part a non-string part becomes: its asset, its text, or its kind in brackets."""
+    text = part.get("text")
+    if "asset_pointer" in part:
+        return _asset(part, assets)
+    if isinstance(text, str) and text.strip():
+        return {"type": "text", "text": text}
+    kind_name = str(part.get("content_type") or "part")
+    return {"type": "text", "text": f"[{kind_name.replace('_', ' ')}]"}
+
+
+def _text_content(content: dict[str, Any], assets: Assets
+                  ) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
+    parts: list[dict[str, Any]] = []
+    originals: list[dict[str, Any]] = []
+    raw_parts = content.get("parts")
+    for part in raw_parts if isinstance(raw_parts, list) else []:
+        if isinstance(part, str):
+            if part.strip():
+                parts.append({"type": "text", "text": part})
+        elif isinstance(part, dict):
+            originals.append({"index": len(parts), "part": part})
+            parts.append(_made(part, assets))
+    return text_parts(parts), originals
+
+
 def _content(content: dict[str, Any], assets: Assets
              ) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
     """(content, the original parts that were turned into others)."""
     kind = content.get("content_type")
     if kind in ("text", "multimodal_text"):
-        parts: list[dict[str, Any]] = []
-        originals: list[dict[str, Any]] = []
-        raw_parts = content.get("parts")
-        for part in raw_parts if isinstance(raw_parts, list) else []:
-            if isinstance(part, str):
-                if part.strip():
-                    parts.append({"type": "text", "text": part})
-            elif isinstance(part, dict):
-                text = part.get("text")
-                if "asset_pointer" in part:
-                    made = _asset(part, assets)
-                elif isinstance(text, str) and text.strip():
-                    made = {"type": "text", "text": text}
-                else:
-                    kind_name = str(part.get("content_type") or "part")
-                    made = {"type": "text", "text": f"[{kind_name.replace('_', ' ')}]"}
-                originals.append({"index": len(parts), "part": part})
-                parts.append(made)
-        return text_parts(parts), originals
+        return _text_content(content, assets)
     if kind in ("code", "execution_output"):
         text = content.get("text")
         return (text or None) if isinstance(text, str) else None, []
@@ -170,58 +178,69 @@ def branch(conversation: dict[str, Any]) -> list[dict[str, Any]]:
     return path[::-1]
 
 
-def messages(conversation: dict[str, Any], assets: Assets | None = None
-             ) -> Iterator[tuple[bytes, list[Timed]]]:
-    assets = assets or Assets(None)
-    default = moment_ns(conversation.get("create_time"))
-    call: str | None = None
-    reasoning: list[str] = []
-    for node in branch(conversation):
-        message = node.get("message")
-        raw = raw_bytes(message)
-        if not isinstance(message, dict):
-            yield raw, []
-            continue
+class _Turns:
+    """The messages of a branch's nodes, in order: a call's id carried to its output, and
+    thoughts to the assistant message they lead to."""
+
+    def __init__(self, assets: Assets, default: int | None) -> None:
+        self.assets, self.default = assets, default
+        self.call: str | None = None
+        self.reasoning: list[str] = []
+
+    def of(self, node: dict[str, Any], message: dict[str, Any]) -> list[Timed]:
         author = _dict(message.get("author"))
         role = ROLES.get(str(author.get("role")))
         meta = _dict(message.get("metadata"))
         body = _dict(message.get("content"))
-        moment = moment_ns(message.get("create_time")) or default
+        moment = moment_ns(message.get("create_time")) or self.default
         recipient = message.get("recipient") or "all"
         if body.get("content_type") == "thoughts":
             thought = _thoughts(body)
             if thought:
-                reasoning.append(thought)
-            yield raw, []
-            continue
-        content, originals = _content(body, assets)
+                self.reasoning.append(thought)
+            return []
+        content, originals = _content(body, self.assets)
         if role is None or content is None or meta.get("is_visually_hidden_from_conversation"):
-            yield raw, []
-            continue
+            return []
         extra: dict[str, Any] = {"original_parts": originals} if originals else {}
-        if role == "assistant" and reasoning:
-            extra["reasoning_content"] = "\n".join(reasoning)
-            reasoning = []
+        if role == "assistant" and self.reasoning:
+            extra["reasoning_content"] = "\n".join(self.reasoning)
+            self.reasoning = []
         if role == "assistant" and recipient != "all":
-            call = str(node.get("id") or message.get("id"))
-            text = content if isinstance(content, str) else orjson.dumps(content).decode()
-            yield raw, [({"role": "assistant", "content": None, "tool_calls": [
-                {"id": call, "type": "function", "function": {
-                    "name": str(recipient), "arguments": orjson.dumps({"input": text}).decode()}}],
-                **extra}, moment)]
-            continue
+            return [(self._called(node, message, recipient, content, extra), moment)]
         if role == "tool":
-            if call is not None:
-                yield raw, [({"role": "tool", "tool_call_id": call, "content": content,
-                              **extra}, moment)]
-                call = None
-            else:  # a tool's output no call asked for (an image generator, a browser)
-                name = author.get("name") or "tool"
-                yield raw, [({"role": "assistant", "name": name, "content": content, **extra},
-                             moment)]
-            continue
-        call = None
-        yield raw, [({"role": role, "content": content, **extra}, moment)]
+            return [(self._output(author, content, extra), moment)]
+        self.call = None
+        return [({"role": role, "content": content, **extra}, moment)]
+
+    def _called(self, node: dict[str, Any], message: dict[str, Any], recipient: Any,
+                content: Any, extra: dict[str, Any]) -> dict[str, Any]:
+        """An assistant message to a tool (its recipient): a call."""
+        self.call = str(node.get("id") or message.get("id"))
+        text = content if isinstance(content, str) else orjson.dumps(content).decode()
+        return {"role": "assistant", "content": None, "tool_calls": [
+            {"id": self.call, "type": "function", "function": {
+                "name": str(recipient), "arguments": orjson.dumps({"input": text}).decode()}}],
+            **extra}
+
+    def _output(self, author: dict[str, Any], content: Any, extra: dict[str, Any]
+                ) -> dict[str, Any]:
+        if self.call is None:  # a tool's output no call asked for (an image generator, a
+            # browser)
+            return {"role": "assistant", "name": author.get("name") or "tool",
+                    "content": content, **extra}
+        out = {"role": "tool", "tool_call_id": self.call, "content": content, **extra}
+        self.call = None
+        return out
+
+
+def messages(conversation: dict[str, Any], assets: Assets | None = None
+             ) -> Iterator[tuple[bytes, list[Timed]]]:
+    turns = _Turns(assets or Assets(None), moment_ns(conversation.get("create_time")))
+    for node in branch(conversation):
+        message = node.get("message")
+        raw = raw_bytes(message)
+        yield raw, turns.of(node, message) if isinstance(message, dict) else []
 
 
 def units(path: Path, session: str | None,

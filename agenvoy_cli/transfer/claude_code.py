@@ -16,6 +16,7 @@ and the agent's id, or are skipped."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -72,6 +73,47 @@ def _tool_output(content: Any) -> str | list[dict[str, Any]]:
     return text_parts(parts) or ""
 
 
+class _Blocks:
+    """One record's content blocks, sorted into what its messages are made of."""
+
+    def __init__(self) -> None:
+        self.parts: list[dict[str, Any]] = []
+        self.calls: list[dict[str, Any]] = []
+        self.thinking: list[str] = []
+        self.results: list[dict[str, Any]] = []  # tool messages, in order
+
+    def add(self, part: Any) -> None:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str) and part["text"].strip():
+            self.parts.append({"type": "text", "text": part["text"]})
+        elif kind == "image":
+            self.parts.append(_image(part))
+        elif kind == "thinking" and isinstance(part.get("thinking"), str) and part["thinking"]:
+            self.thinking.append(part["thinking"])
+        elif kind == "tool_use":
+            self.calls.append({"id": part.get("id"), "type": "function", "function": {
+                "name": part.get("name"), "arguments": orjson.dumps(part.get("input", {}))
+                .decode()}})
+        elif kind == "tool_result":
+            self.results.append({"role": "tool", "tool_call_id": part.get("tool_use_id"),
+                                 "content": _tool_output(part.get("content"))})
+
+    def messages(self, role: Any) -> list[dict[str, Any]]:
+        """The tool results, then the assistant's message or the user's."""
+        if role == "assistant":
+            if not (self.parts or self.calls or self.thinking):
+                return self.results
+            msg: dict[str, Any] = {"role": "assistant", "content": text_parts(self.parts)}
+            if self.calls:
+                msg["tool_calls"] = self.calls
+            if self.thinking:
+                msg["reasoning_content"] = "\n".join(self.thinking)
+            return [*self.results, msg]
+        if self.parts:
+            return [*self.results, {"role": "user", "content": text_parts(self.parts)}]
+        return self.results
+
+
 def convert(entry: dict[str, Any]) -> list[dict[str, Any]]:
     """The messages of one user or assistant record."""
     message = entry.get("message")
@@ -82,36 +124,10 @@ def convert(entry: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"role": role, "content": content}] if content.strip() else []
     if not isinstance(content, list):
         raise ValueError("message.content is neither a string nor a list")
-    out: list[dict[str, Any]] = []
-    parts: list[dict[str, Any]] = []
-    calls, thinking = [], []
+    blocks = _Blocks()
     for part in content:
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text" and isinstance(part.get("text"), str) and part["text"].strip():
-            parts.append({"type": "text", "text": part["text"]})
-        elif kind == "image":
-            parts.append(_image(part))
-        elif kind == "thinking" and isinstance(part.get("thinking"), str) and part["thinking"]:
-            thinking.append(part["thinking"])
-        elif kind == "tool_use":
-            calls.append({"id": part.get("id"), "type": "function", "function": {
-                "name": part.get("name"), "arguments": orjson.dumps(part.get("input", {}))
-                .decode()}})
-        elif kind == "tool_result":
-            tool = {"role": "tool", "tool_call_id": part.get("tool_use_id"),
-                    "content": _tool_output(part.get("content"))}
-            out.append(tool)
-    if role == "assistant":
-        if parts or calls or thinking:
-            msg: dict[str, Any] = {"role": "assistant", "content": text_parts(parts)}
-            if calls:
-                msg["tool_calls"] = calls
-            if thinking:
-                msg["reasoning_content"] = "\n".join(thinking)
-            out.append(msg)
-    elif parts:
-        out.append({"role": "user", "content": text_parts(parts)})
-    return out
+        blocks.add(part)
+    return blocks.messages(role)
 
 
 def _listed(content: Any) -> list[Any]:
@@ -182,6 +198,14 @@ _SIDE = re.compile(rb'"isSidechain": ?true')
 _CONVERT_ERRORS = (ValueError, AttributeError, TypeError)
 
 
+def _message_id(entry: dict[str, Any]) -> str | None:
+    """An assistant record's message.id (the blocks of one message share it)."""
+    body = entry.get("message")
+    msg_id = body.get("id") if entry.get("type") == "assistant" and \
+        isinstance(body, dict) else None
+    return msg_id if msg_id and isinstance(msg_id, str) else None
+
+
 class _Reader:
     """read()'s state over one pass: the records yielded, the message held open."""
 
@@ -241,10 +265,7 @@ class _Reader:
     def _message(self, entry: dict[str, Any], raw: bytes,
                  messages: list[dict[str, Any]]) -> list[Record]:
         moment = moment_ns(entry.get("timestamp"))
-        body = entry.get("message")
-        msg_id = body.get("id") if entry.get("type") == "assistant" and \
-            isinstance(body, dict) else None
-        msg_id = msg_id if msg_id and isinstance(msg_id, str) else None
+        msg_id = _message_id(entry)
         current = self.current
         if current is not None and msg_id == current.msg_id and len(messages) <= 1:
             current.add(raw, messages[0] if messages else None, moment)
@@ -353,6 +374,49 @@ def transcripts(path: Path) -> list[Path]:
     return sorted(found, key=lambda p: (p.name.startswith("agent-"), p))
 
 
+class _Transcript:
+    """What one transcript's units are named after and read with."""
+
+    def __init__(self, file: Path, session: str | None, sidechains: str, settled: bool,
+                 limit: int, stat: os.stat_result) -> None:
+        self.file, self.session, self.sidechains, self.limit = file, session, sidechains, limit
+        self.settled, self.stat = settled, stat
+        self.head = _head(file, limit)
+        self.stem = file.stem
+        self.agent = file.name.startswith("agent-")
+        in_subagents = file.parent.name == "subagents"
+        self.project = file.parent.parent.parent.name if in_subagents else file.parent.name
+        self.parent_uuid = str(self.head.get("sessionId") or (
+            file.parent.parent.name if in_subagents else self.stem))
+        # a sub-agent is named after its parent (its own cwd may be anywhere)
+        head = _head(_parent_transcript(file, self.parent_uuid), limit) if self.agent \
+            else self.head
+        self.name = _named(head, self.project)
+        self.ready = bool(self.head.get("message"))  # no message record yet: nothing to
+        # import, nor a name
+
+    def _session(self, side: bool) -> tuple[str, str | None]:
+        """The unit's session id and its parent unit's key."""
+        if self.agent:  # a sub-agent's own transcript, named after its parent and full id
+            agent_id = str(self.head.get("agentId") or self.stem.removeprefix("agent-"))
+            parent_sid = f"cc-{self.name}-{self.parent_uuid[:8]}"
+            return (self.session or _fit(f"{parent_sid}-agent-{slug(agent_id, 120) or 'x'}"),
+                    f"{KIND}:{self.parent_uuid}")
+        sid = (self.session or f"cc-{self.name}-{self.stem[:8]}") + ("-side" if side else "")
+        return sid, f"{KIND}:{self.stem}" if side else None
+
+    def unit(self, side: bool, report: dict[str, Any], resume_only: bool = False) -> Unit:
+        meta: dict[str, Any] = {"path": str(self.file.resolve()), "project": self.project}
+        sid, parent = self._session(side)
+        owes = f"{KIND}:{self.stem}#sidechain" if not side and self.sidechains != "skip" \
+            else None
+        return Unit(f"{KIND}:{self.stem}" + ("#sidechain" if side else ""), KIND, sid,
+                    partial(read, self.file, side, meta, self.settled, report, self.limit,
+                            owes, ready=self.ready), meta,
+                    self.stat.st_size, self.stat.st_mtime_ns, report=report, part_of=part_of,
+                    rescan=True, skips=True, parent=parent, resume_only=resume_only)
+
+
 def file_units(file: Path, session: str | None, sidechains: str, *,
                quiet: float = QUIET_SECONDS, now: bool = False,
                limit: int = MAX_RECORD_BYTES) -> Iterator[Unit]:
@@ -360,40 +424,19 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
     own transcript: only those)."""
     stat = file.stat()
     settled = now or time.time() - stat.st_mtime >= quiet
-    head = _head(file, limit)
-    stem = file.stem
-    agent = file.name.startswith("agent-")
-    in_subagents = file.parent.name == "subagents"
-    project = file.parent.parent.parent.name if in_subagents else file.parent.name
-    parent_uuid = str(head.get("sessionId") or (file.parent.parent.name if in_subagents
-                                                 else stem))
-    # a sub-agent is named after its parent (its own cwd may be anywhere)
-    name = _named(_head(_parent_transcript(file, parent_uuid), limit) if agent else head,
-                  project)
-    parent_sid = f"cc-{name}-{parent_uuid[:8]}"
-    ready = bool(head.get("message"))  # no message record yet: nothing to import, nor name
+    transcript = _Transcript(file, session, sidechains, settled, limit, stat)
+    if transcript.agent:
+        if sidechains != "skip":
+            yield transcript.unit(True, {})
+        return
     main: dict[str, Any] = {}
-    for side in (False, True):
-        if (side and sidechains == "skip") or (agent and not side):
-            continue
-        # the main pass read no sidechain record: no side pass; when it read nothing (the
-        # file unchanged since it was read whole), one only to finish a side pass an
-        # earlier run began and did not end (killed, a full disk)
-        resume_only = side and not agent and not main.get("sidechain") and "open" not in main
-        if side and not agent and not main.get("sidechain") and not resume_only:
-            continue
-        meta: dict[str, Any] = {"path": str(file.resolve()), "project": project}
-        report: dict[str, Any] = main if not side else {}
-        if agent:  # a sub-agent's own transcript, named after its parent and its full id
-            agent_id = str(head.get("agentId") or stem.removeprefix("agent-"))
-            sid = session or _fit(f"{parent_sid}-agent-{slug(agent_id, 120) or 'x'}")
-            parent: str | None = f"{KIND}:{parent_uuid}"
-        else:
-            sid = (session or f"cc-{name}-{stem[:8]}") + ("-side" if side else "")
-            parent = f"{KIND}:{stem}" if side else None
-        owes = f"{KIND}:{stem}#sidechain" if not side and sidechains != "skip" else None
-        yield Unit(f"{KIND}:{stem}" + ("#sidechain" if side else ""), KIND, sid,
-                   partial(read, file, side, meta, settled, report, limit, owes,
-                           ready=ready), meta,
-                   stat.st_size, stat.st_mtime_ns, report=report, part_of=part_of,
-                   rescan=True, skips=True, parent=parent, resume_only=resume_only)
+    yield transcript.unit(False, main)  # its report is read once the main pass is done
+    if sidechains == "skip" or main.get("sidechain"):
+        if sidechains != "skip":
+            yield transcript.unit(True, {})
+        return
+    # the main pass read no sidechain record: no side pass; when it read nothing (the file
+    # unchanged since it was read whole), one only to finish a side pass an earlier run
+    # began and did not end (killed, a full disk)
+    if "open" not in main:
+        yield transcript.unit(True, {}, resume_only=True)

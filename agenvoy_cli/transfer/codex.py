@@ -12,7 +12,7 @@ seconds."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from agenvoy_cli.conversation.messages import stored_form
 from agenvoy_cli.transfer.inputs import (
     MAX_RECORD_BYTES,
     QUIET_SECONDS,
+    Line,
     files,
     lines,
     open_input,
@@ -73,42 +74,67 @@ def _call(call_id: Any, name: Any, args: Any, reasoning: list[str]) -> dict[str,
     return msg
 
 
-def convert(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
-    kind = payload.get("type")
-    if kind == "message":
-        content = _parts(payload.get("content"))
-        if content is None:
-            return []
-        msg = stored_form({"role": payload.get("role"), "content": content})
-        role = msg["role"]
-        if role == "assistant" and reasoning:
-            msg["reasoning_content"] = "\n".join(reasoning)
-            reasoning.clear()
-        return [msg]
-    if kind == "reasoning":
-        texts = [s.get("text") for s in _list(payload.get("summary")) if isinstance(s, dict)]
-        texts += [c.get("text") for c in _list(payload.get("content")) if isinstance(c, dict)]
-        reasoning.extend(t for t in texts if isinstance(t, str) and t)
+def _message(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
+    content = _parts(payload.get("content"))
+    if content is None:
         return []
-    if kind in CALLS:
-        call_id = payload.get("call_id") or payload.get("id")
-        if kind == "local_shell_call":
-            return [_call(call_id, "local_shell", payload.get("action") or {}, reasoning)]
-        args = payload.get("arguments") if kind == "function_call" else \
-            {"input": payload.get("input")}
-        return [_call(call_id, payload.get("name"), args, reasoning)]
-    if kind in OUTPUTS:
-        return [{"role": "tool", "tool_call_id": payload.get("call_id"),
-                 "content": _output(payload.get("output"))}]
-    if kind == "web_search_call":
-        action = payload.get("action")
-        action = action if isinstance(action, dict) else {}
-        call_id = payload.get("id") or payload.get("call_id") or "web_search"
-        status = payload.get("status") if isinstance(payload.get("status"), str) else "done"
-        return [_call(call_id, "web_search", action, reasoning),
-                {"role": "tool", "tool_call_id": call_id,
-                 "content": f"web search {status} (the rollout keeps no results)"}]
+    msg = stored_form({"role": payload.get("role"), "content": content})
+    if msg["role"] == "assistant" and reasoning:
+        msg["reasoning_content"] = "\n".join(reasoning)
+        reasoning.clear()
+    return [msg]
+
+
+def _reasoning(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
+    """No message: its texts wait for the message they lead to."""
+    texts = [s.get("text") for s in _list(payload.get("summary")) if isinstance(s, dict)]
+    texts += [c.get("text") for c in _list(payload.get("content")) if isinstance(c, dict)]
+    reasoning.extend(t for t in texts if isinstance(t, str) and t)
     return []
+
+
+def _a_call(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
+    kind = payload.get("type")
+    call_id = payload.get("call_id") or payload.get("id")
+    if kind == "local_shell_call":
+        return [_call(call_id, "local_shell", payload.get("action") or {}, reasoning)]
+    args = payload.get("arguments") if kind == "function_call" else \
+        {"input": payload.get("input")}
+    return [_call(call_id, payload.get("name"), args, reasoning)]
+
+
+def _an_output(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
+    return [{"role": "tool", "tool_call_id": payload.get("call_id"),
+             "content": _output(payload.get("output"))}]
+
+
+def _web_search(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
+    """A call and its output in one (the rollout keeps no results)."""
+    action = payload.get("action")
+    action = action if isinstance(action, dict) else {}
+    call_id = payload.get("id") or payload.get("call_id") or "web_search"
+    status = payload.get("status") if isinstance(payload.get("status"), str) else "done"
+    return [_call(call_id, "web_search", action, reasoning),
+            {"role": "tool", "tool_call_id": call_id,
+             "content": f"web search {status} (the rollout keeps no results)"}]
+
+
+Converter = Callable[[dict[str, Any], list[str]], list[dict[str, Any]]]
+
+
+def _converter(kind: Any) -> Converter | None:
+    if kind in CALLS:
+        return _a_call
+    if kind in OUTPUTS:
+        return _an_output
+    return {"message": _message, "reasoning": _reasoning,
+            "web_search_call": _web_search}.get(kind) if isinstance(kind, str) else None
+
+
+def convert(payload: dict[str, Any], reasoning: list[str]) -> list[dict[str, Any]]:
+    """A response item's messages; `reasoning` carries texts to the message they lead to."""
+    converter = _converter(payload.get("type"))
+    return converter(payload, reasoning) if converter is not None else []
 
 
 def _list(value: Any) -> list[Any]:
@@ -135,6 +161,40 @@ def _merged(held: list[Record], first: int) -> list[Record]:
     return out
 
 
+class _Rollout:
+    """read()'s state over one pass: the records yielded and those held back."""
+
+    def __init__(self, meta: dict[str, Any], limit: int) -> None:
+        self.meta, self.limit = meta, limit
+        self.reasoning: list[str] = []
+        self.held: list[Record] = []  # from a call whose output, or reasoning whose
+        # message, is not there
+        self.since = 0  # the place in held of the record that began the waiting reasoning
+        self.count = 0  # records yielded
+
+    def line(self, line: Line) -> list[Record]:
+        """The records this line lets go (none while it is held back)."""
+        waiting = bool(self.reasoning)  # before this record
+        if line.data is None:
+            record = Record(line.raw, [], too_long(line, self.limit))
+        else:
+            record = _record(line.raw, line.number, self.meta, self.reasoning)
+        calls = [m for m, _ in record.messages if m.get("tool_calls")]
+        answered = any(m.get("role") != "assistant" or not m.get("tool_calls")
+                       for m, _ in record.messages)
+        out = []
+        if self.held and answered:
+            out = _merged(self.held, self.count + 1)
+            self.count += len(out)
+            self.held = []
+        if self.held or (calls and not answered) or self.reasoning:
+            self.since = self.since if waiting else len(self.held)
+            self.held.append(record)  # (reasoning waits for the message it leads to)
+            return out
+        self.count += 1
+        return [*out, record]
+
+
 def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any],
          limit: int = MAX_RECORD_BYTES, skip: int = 0, *, quiet: bool = True
          ) -> Iterator[Record]:
@@ -143,41 +203,21 @@ def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any]
     unparsed (Unit.skips). `settled` and not `quiet` (the caller says the turn ended, the
     file is fresh): reasoning at the end still waits for its message (Codex notifies the
     turn's end before it has written the last one, at times)."""
-    reasoning: list[str] = []
-    held: list[Record] = []  # from a call whose output, or reasoning whose message, is not there
-    since = 0  # the place in held of the record that began the reasoning still waiting
-    count = 0  # records yielded
+    rollout = _Rollout(meta, limit)
     report["open"] = 0
     with open_input(path) as handle:
         for line in lines(handle, limit):
             if not line.complete:
                 break  # still being written: the next import reads it whole
-            if count < skip:
-                count += 1
+            if rollout.count < skip:
+                rollout.count += 1
                 yield Record(line.raw, [])
                 continue
-            waiting = bool(reasoning)  # before this record
-            if line.data is None:
-                record = Record(line.raw, [], too_long(line, limit))
-            else:
-                record = _record(line.raw, line.number, meta, reasoning)
-            calls = [m for m, _ in record.messages if m.get("tool_calls")]
-            answered = any(m.get("role") != "assistant" or not m.get("tool_calls")
-                           for m, _ in record.messages)
-            if held and answered:
-                for done in _merged(held, count + 1):
-                    count += 1
-                    yield done
-                held = []
-            if held or (calls and not answered) or reasoning:
-                since = since if waiting else len(held)
-                held.append(record)  # (reasoning waits for the message it leads to)
-                continue
-            count += 1
-            yield record
-    keep = since if reasoning and not quiet else len(held)
+            yield from rollout.line(line)
+    held = rollout.held
+    keep = rollout.since if rollout.reasoning and not quiet else len(held)
     if settled:
-        yield from _merged(held[:keep], count + 1)
+        yield from _merged(held[:keep], rollout.count + 1)
         held = held[keep:]
     report["open"] = len(held)
 

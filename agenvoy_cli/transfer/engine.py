@@ -226,19 +226,31 @@ class _Import:
         self.places: list[int] = []  # the record (1-based) of each pending message
         self.size = 0  # of history.json after this import's last append (0: not known)
         self.total = 0  # messages the unit has
-        self.scan = Completions(store, sid, unit.part_of) if cursor is not None and \
-            unit.part_of is not None and unit.rescan and not cursor.meta.get(SCANNED) and \
-            not dry_run else None
+        self.scan = self._scan() if cursor is not None and not dry_run else None
         if unit.rescan:
             unit.meta[SCANNED] = 1
         for key, value in (cursor.meta if cursor else {}).items():
             unit.meta.setdefault(key, value)  # what the reader learns only from skipped records
-        self.skip = _skip(cursor) if cursor and unit.skips and self.scan is None and \
-            cursor.meta.get(BOUNDARY) else 0
+        self.skip = self._skippable()
         self.claimed = cursor is not None
         # a message with no time of its own and none before it: the source's (stable
         # across runs, so a re-run recognises what a killed one appended)
         self.last_time = unit.mtime_ns or time.time_ns()
+
+    def _scan(self) -> Completions | None:
+        """The pass that completes rows an older version archived incomplete, when owed."""
+        unit, cursor = self.unit, self.cursor
+        if unit.part_of is None or not unit.rescan or cursor is None or \
+                cursor.meta.get(SCANNED):
+            return None
+        return Completions(self.store, self.sid, unit.part_of)
+
+    def _skippable(self) -> int:
+        """Records the reader may pass unparsed (none while the pass must see them)."""
+        cursor = self.cursor
+        if cursor and self.unit.skips and self.scan is None and cursor.meta.get(BOUNDARY):
+            return _skip(cursor)
+        return 0
 
     def claim(self) -> None:
         top = self.store.db().execute("SELECT max(seq) FROM messages WHERE session_id = ?",
@@ -384,10 +396,9 @@ class _Import:
                         self.doc["completed"] = self.doc.get("completed", 0) + 1
 
     def run(self) -> None:
-        cursor, doc = self.cursor, self.doc
-        done = cursor.records if cursor else 0
+        done = self.cursor.records if self.cursor else 0
         count = 0
-        last: int | None = None
+        last: int | None = None  # the last record read past the cursor
         try:
             reader = partial(self.unit.records, skip=self.skip) if self.skip else \
                 self.unit.records
@@ -395,48 +406,65 @@ class _Import:
                 count += 1
                 self.total += len(record.messages)
                 self.seen.update(len(record.raw).to_bytes(8, "little") + record.raw)
-                if count <= done:
-                    if self.scan is not None:
-                        self.scan.see(record)
-                    if count == done and cursor is not None and \
-                            self.seen.hexdigest() != cursor.digest:
-                        doc.update(status="changed", record_count=count)
-                        return
-                    for message, moment in record.messages:
-                        self.last_time = history_format.time_ns(message) or moment or self.last_time
-                    if count == done:
-                        self.complete_scanned(count)
-                    continue
-                if record.error:
-                    self.out.skip(record.error)
-                messages = record.messages
-                if record.start and cursor is not None and record.start <= done and \
-                        self.unit.part_of is not None and messages:
-                    messages = self.complete(record, count)
-                self.pending.extend(messages)
-                self.places.extend([count] * len(messages))
-                last = count
-                if len(self.pending) >= BATCH:
-                    self.flush(count)
+                if count > done:
+                    self.take(record, count, done)
+                    last = count
+                elif not self.reread(record, count, done):
+                    return
         except ReadFailure as exc:
-            doc["record_count"] = count
-            if self.pending or (last is not None and not self.dry_run):
-                self.flush(count)
-            self.finish()
+            self.doc["record_count"] = count
+            self.flush_last(count, last)
             self.out.failed("partial" if count else "unreadable", str(exc))
             return
+        self.wrap_up(count, done, last)
+
+    def reread(self, record: Record, count: int, done: int) -> bool:
+        """A record the cursor covers (read by an earlier import): seen by the pass that
+        completes rows, its times carried; False when the source changed under the cursor."""
+        if self.scan is not None:
+            self.scan.see(record)
+        if count == done and self.cursor is not None and \
+                self.seen.hexdigest() != self.cursor.digest:
+            self.doc.update(status="changed", record_count=count)
+            return False
+        for message, moment in record.messages:
+            self.last_time = history_format.time_ns(message) or moment or self.last_time
+        if count == done:
+            self.complete_scanned(count)
+        return True
+
+    def take(self, record: Record, count: int, done: int) -> None:
+        """A record past the cursor: its messages pending (a batch appended when full)."""
+        if record.error:
+            self.out.skip(record.error)
+        messages = record.messages
+        if record.start and self.cursor is not None and record.start <= done and \
+                self.unit.part_of is not None and messages:
+            messages = self.complete(record, count)
+        self.pending.extend(messages)
+        self.places.extend([count] * len(messages))
+        if len(self.pending) >= BATCH:
+            self.flush(count)
+
+    def flush_last(self, count: int, last: int | None) -> None:
+        """The last batch (and the cursor, when anything new was read), then the trim."""
+        if self.pending or (last is not None and not self.dry_run):
+            self.flush(count)
+        self.finish()
+
+    def wrap_up(self, count: int, done: int, last: int | None) -> None:
+        """The source read to its end: the last batch and the unit's status."""
+        doc = self.doc
         doc["record_count"] = count
-        if cursor is not None and count < done:
+        if self.cursor is not None and count < done:
             # fewer records than were read before: the file shrank (changed), or its end
             # is held back as still being written (an older import read into it)
             doc["status"] = "imported" if self.unit.report.get("open") else "changed"
             return
-        if self.pending or (last is not None and not self.dry_run):
-            self.flush(count)
-        self.finish()
+        self.flush_last(count, last)
         if count and not self.total and doc["skipped"] == count and not done:
             self.out.failed("unreadable", f"no record of it can be read as {self.unit.format}")
-        if cursor is not None and not doc["added"] and last is None:
+        if self.cursor is not None and not doc["added"] and last is None:
             doc["status"] = "unchanged"
 
 
@@ -449,9 +477,7 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
     cursor = sources.get(conn, unit.key)
     if unit.resume_only and not _owed(conn, unit, cursor):
         return None
-    if cursor is not None and unit.size is not None and \
-            (cursor.size, cursor.mtime_ns) == (unit.size, unit.mtime_ns) and \
-            (not unit.rescan or cursor.meta.get(SCANNED) or dry_run):
+    if cursor is not None and _read_whole_before(cursor, unit, dry_run):
         doc = Outcome(unit).doc
         doc.update(session_id=cursor.session_id, status="unchanged",
                    record_count=cursor.records, **unit.report)
@@ -468,19 +494,32 @@ def import_unit(store: Store, unit: Unit, *, session: str | None = None,
         with store.write_lock():
             if restore is not None and whole and store.exists(sid):  # before "read whole"
                 restore(store, sid, unit, job.total)
-            with store.transaction() as conn:
-                now = sources.get(conn, unit.key)
-                if now is not None:  # unchanged size and time: skipped next time, if whole
-                    parent = sources.get(conn, unit.parent) if unit.parent else None
-                    sources.put(conn, now._replace(
-                        size=unit.size if whole else None,
-                        mtime_ns=unit.mtime_ns if whole else None,
-                        meta=unit.meta if parent is None else
-                        {**unit.meta, "parent": parent.session_id}))
-                    if parent is not None and parent.meta.get(OWED) == unit.key:
-                        sources.put(conn, parent._replace(meta={
-                            k: v for k, v in parent.meta.items() if k != OWED}))
+            _mark_read(store, unit, whole)
     return doc
+
+
+def _read_whole_before(cursor: sources.Cursor, unit: Unit, dry_run: bool) -> bool:
+    """The source is as its cursor read it whole (size and time), nothing left to scan."""
+    return unit.size is not None and (cursor.size, cursor.mtime_ns) == \
+        (unit.size, unit.mtime_ns) and (not unit.rescan or bool(cursor.meta.get(SCANNED))
+                                        or dry_run)
+
+
+def _mark_read(store: Store, unit: Unit, whole: bool) -> None:
+    """The cursor's size and time (when read whole: skipped next time) and meta; the
+    parent's debt to this unit paid."""
+    with store.transaction() as conn:
+        now = sources.get(conn, unit.key)
+        if now is None:
+            return
+        parent = sources.get(conn, unit.parent) if unit.parent else None
+        sources.put(conn, now._replace(
+            size=unit.size if whole else None,
+            mtime_ns=unit.mtime_ns if whole else None,
+            meta=unit.meta if parent is None else {**unit.meta, "parent": parent.session_id}))
+        if parent is not None and parent.meta.get(OWED) == unit.key:
+            sources.put(conn, parent._replace(meta={
+                k: v for k, v in parent.meta.items() if k != OWED}))
 
 
 def _owed(conn: Any, unit: Unit, cursor: sources.Cursor | None) -> bool:

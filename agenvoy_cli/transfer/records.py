@@ -151,27 +151,36 @@ def problem(value: Any) -> str | None:
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return "a string holds a lone surrogate (not valid UTF-8)"
-        elif isinstance(item, int) and not isinstance(item, bool):
-            if not -(2**63) <= item < 2**64:
-                return f"a number does not fit in 64 bits ({str(item)[:24]}...)"
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                return "a number is not finite"
-        elif isinstance(item, (dict, list)):
+        if isinstance(item, (dict, list)):
             if depth > MAX_DEPTH:
                 return f"nested deeper than {MAX_DEPTH} levels"
             children = item.items() if isinstance(item, dict) else enumerate(item)
             for key, child in children:
                 stack.append((key, depth))
                 stack.append((child, depth + 1))
-        elif item is not None and not isinstance(item, bool):
-            return f"a value of type {type(item).__name__}"
+            continue
+        why = _scalar_problem(item)
+        if why:
+            return why
     return "it cannot be written as JSON"
+
+
+def _scalar_problem(item: Any) -> str | None:
+    """Why a value that holds no other cannot be stored as JSON (None: it can)."""
+    if isinstance(item, str):
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a string holds a lone surrogate (not valid UTF-8)"
+    elif isinstance(item, int) and not isinstance(item, bool):
+        if not -(2**63) <= item < 2**64:
+            return f"a number does not fit in 64 bits ({str(item)[:24]}...)"
+    elif isinstance(item, float):
+        if not math.isfinite(item):
+            return "a number is not finite"
+    elif item is not None and not isinstance(item, bool):
+        return f"a value of type {type(item).__name__}"
+    return None
 
 
 def storable(value: Any, depth: int = 0) -> Any:

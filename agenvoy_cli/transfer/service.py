@@ -213,24 +213,33 @@ def import_(store: Store, fmt: str, paths: list[str], *, session: str | None = N
     return doc
 
 
+def _readable_as(fmt: str, path: Path, found: Looks | None, limit: int
+                 ) -> tuple[str, dict[str, Any] | None]:
+    """(the format a file is read as, None) or (fmt, the result that says why it is not
+    read)."""
+    if found is None:
+        return fmt, failed_source(_source_key(fmt, path), fmt, "unreadable",
+                                  _why_not(path, limit))
+    if fmt == "auto" and found.format is None:
+        if found.empty:
+            return fmt, failed_source(_source_key("auto", path), "auto", "unchanged",
+                                      "an empty file: nothing to read yet")
+        return fmt, failed_source(_source_key("auto", path), "auto", "unreadable",
+                                  f"looks like {found.what}: no format reads it")
+    fmt = found.format if fmt == "auto" and found.format else fmt
+    why = refusal(fmt, path, found)
+    return fmt, failed_source(_source_key(fmt, path), fmt, "unreadable", why) if why \
+        else None
+
+
 def _import_path(store: Store, fmt: str, path: Path, found: Looks | None, job: Job,
                  meter: Meter, dry_run: bool, strict: bool) -> list[dict[str, Any]]:
     """The results of one input (a file, or an agenvoy folder)."""
     results: list[dict[str, Any]] = []
     if fmt != "agenvoy":
-        if found is None:
-            return [failed_source(_source_key(fmt, path), fmt, "unreadable",
-                                  _why_not(path, job.limit))]
-        if fmt == "auto" and found.format is None:
-            if found.empty:
-                return [failed_source(_source_key("auto", path), "auto", "unchanged",
-                                      "an empty file: nothing to read yet")]
-            return [failed_source(_source_key("auto", path), "auto", "unreadable",
-                                  f"looks like {found.what}: no format reads it")]
-        fmt = found.format if fmt == "auto" and found.format else fmt
-        why = refusal(fmt, path, found)
-        if why:
-            return [failed_source(_source_key(fmt, path), fmt, "unreadable", why)]
+        fmt, refused = _readable_as(fmt, path, found, job.limit)
+        if refused is not None:
+            return [refused]
     units = agenvoy.units(path, job.session, store.locks) if fmt == "agenvoy" else \
         _file_units(fmt, path, job, meter)
     try:
@@ -314,38 +323,49 @@ def export(store: Store, session_ids: list[str], *, all_sessions: bool = False,
     for sid in ids:
         store.require(sid)
     target = _outside_home(store, Path(output)) if output and output != "-" else None
-    written: list[str] = []
-    count = 0
-    if fmt == "jsonl":
-        handle = open(target, "wb") if target else sys.stdout.buffer  # noqa: SIM115
-        try:
-            for sid in ids:
-                for line in agenvoy.export_lines(store, sid):
-                    count += line["type"] == "message"
-                    handle.write(orjson.dumps(line) + b"\n")
-        finally:
-            if target:
-                handle.close()
-            else:
-                handle.flush()
-        written = [str(target)] if target else ["-"]
-    else:
-        from agenvoy_cli.transfer.markdown import render
-
-        if target is None and len(ids) != 1:
-            raise BadInput("markdown of several sessions needs --output DIR")
-        if target is not None:
-            target.mkdir(parents=True, exist_ok=True)
-        for sid in ids:
-            lines = list(agenvoy.export_lines(store, sid))
-            count += sum(1 for line in lines if line["type"] == "message")
-            text = render(lines)
-            if target is None:
-                sys.stdout.write(text)
-                written.append("-")
-            else:
-                path = target / f"{sid}.md"
-                path.write_text(text, "utf-8")
-                written.append(str(path))
+    write = _export_jsonl if fmt == "jsonl" else _export_markdown
+    count, written = write(store, ids, target)
     return {"format": fmt, "session_count": len(ids), "message_count": count,
             "files": written}
+
+
+def _export_jsonl(store: Store, ids: list[str], target: Path | None
+                  ) -> tuple[int, list[str]]:
+    """Every session into one JSON Lines file (`target`, else stdout); (messages, files)."""
+    count = 0
+    handle = open(target, "wb") if target else sys.stdout.buffer  # noqa: SIM115
+    try:
+        for sid in ids:
+            for line in agenvoy.export_lines(store, sid):
+                count += line["type"] == "message"
+                handle.write(orjson.dumps(line) + b"\n")
+    finally:
+        if target:
+            handle.close()
+        else:
+            handle.flush()
+    return count, [str(target)] if target else ["-"]
+
+
+def _export_markdown(store: Store, ids: list[str], target: Path | None
+                     ) -> tuple[int, list[str]]:
+    """A Markdown file a session in the folder `target` (one session: stdout without it)."""
+    from agenvoy_cli.transfer.markdown import render
+
+    if target is None and len(ids) != 1:
+        raise BadInput("markdown of several sessions needs --output DIR")
+    if target is not None:
+        target.mkdir(parents=True, exist_ok=True)
+    count, written = 0, []
+    for sid in ids:
+        lines = list(agenvoy.export_lines(store, sid))
+        count += sum(1 for line in lines if line["type"] == "message")
+        text = render(lines)
+        if target is None:
+            sys.stdout.write(text)
+            written.append("-")
+        else:
+            path = target / f"{sid}.md"
+            path.write_text(text, "utf-8")
+            written.append(str(path))
+    return count, written
