@@ -9,9 +9,10 @@ related question is kept when one of its messages is a hit; an unrelated one get
 when there is no hit. The two-model rule's evidence of each search is recorded (--out) for
 `fit`, which replays the shipped-background threshold on the tune rows.
 
-    python bench/small_floor.py --split tune --out /tmp/sf-tune.json   # figures + evidence
-    python bench/small_floor.py fit /tmp/sf-tune.json                  # the threshold
-    python bench/small_floor.py --split held-out                       # the report
+    python bench/small_floor.py --split all --modes semantic --out /tmp/sem.json
+    python bench/small_floor.py fit /tmp/sem.json           # the threshold (tune rows only)
+    python bench/small_floor.py --split all --modes hybrid --out /tmp/hyb.json
+    python bench/small_floor.py report /tmp/sem.json /tmp/hyb.json   # per split and mode
 
 Byte-compile first (`python -m compileall -q agenvoy_cli`). Say the load (`uptime`).
 """
@@ -119,27 +120,41 @@ def evidence(ev: Any) -> dict[str, Any]:
     return {"score": ev.score(), "own": per[0], "second": per[1]}
 
 
-def build(home: Path) -> None:
-    from probes import cli
+def cli(*args: str, models: Any, input: bytes | None = None) -> dict[str, Any]:
+    """One in-process `agenvoy` command whose models are `models` (the process's: loaded
+    once, as in one warm server or the test suite; probes.cli loads them per command)."""
+    from click.testing import CliRunner
 
+    from agenvoy_cli.cli import cli as command
+
+    res = CliRunner().invoke(command, list(args), input=input, catch_exceptions=False,
+                             obj={"embedders": models})
+    if res.exit_code != 0:
+        raise SystemExit(f"agenvoy {' '.join(args)}: exit {res.exit_code}: {res.stderr}")
+    return json.loads(res.stdout) if "--json" in args else {}
+
+
+def build(home: Path, models: Any) -> None:
     for s in sessions():
         msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
                 for i, c in enumerate(s["turns"])]
         cli("--home", str(home), "append", s["name"], "--messages", "-", "--no-compact",
-            "--time", "2026-01-05 10:00:00", input=json.dumps(msgs).encode())
-        cli("--home", str(home), "backfill", s["name"], "--vectors")
+            "--time", "2026-01-05 10:00:00", models=models, input=json.dumps(msgs).encode())
+        cli("--home", str(home), "backfill", s["name"], "--vectors", models=models)
 
 
-def run(which: str, home: Path, modes: list[str]) -> list[dict[str, Any]]:
-    from probes import cli, ranked_hits
+def run(which: str, home: Path, modes: list[str], models: Any) -> list[dict[str, Any]]:
+    from probes import ranked_hits
 
     spy = Spy()
     rows = []
     for mode in modes:
-        for s, q, gold in asked(which):
+        for n, (s, q, gold) in enumerate(asked(which)):
+            if n % 200 == 0:
+                print(f"{mode}: {n} asked", file=sys.stderr, flush=True)
             spy.last = None
             doc = cli("--home", str(home), "search", s["name"], q, "--mode", mode,
-                      "--limit", str(LIMIT), "--json")
+                      "--limit", str(LIMIT), "--json", models=models)
             hits = ranked_hits(doc)
             rows.append({"session": s["name"], "q": q, "gold": gold, "mode": mode,
                          "hits": hits, "scores": [r["score"] for r in doc["results"]
@@ -170,42 +185,68 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _each(floor: dict[str, Any]) -> list[float]:
+    return [a + b for a, b in zip(floor["own"], floor["second"])]
+
+
 def fit(path: str) -> None:
-    """Per threshold on the summed lift of searches that compared with the shipped
-    background: unrelated -> nothing and related kept (semantic rows of the tune file)."""
+    """The shipped-background threshold (search/relevance.py SHIPPED_THRESHOLD) from the
+    tune rows of a semantic run: the 95th percentile of the unrelated questions' best hit
+    lift; then, per threshold, unrelated -> nothing and related kept as the rule decides
+    (a replay of the recorded evidence: both models' lift of each top hit)."""
+    used = seen()
     rows = [r for r in json.loads(Path(path).read_text("utf-8"))
-            if r["mode"] == "semantic" and r["floor"] and r["floor"]["shipped"]
-            and "score" in r["floor"]]
-    un = sorted(r["floor"]["score"] for r in rows if r["gold"] is None)
-    rel = sorted(r["floor"]["score"] for r in rows if r["gold"] is not None)
-    print(f"{len(un)} unrelated, {len(rel)} related searches weighed (shipped background)")
-    print("related scores:", " ".join(f"{x:.3f}" for x in rel))
-    print("unrelated top 10:", " ".join(f"{x:.3f}" for x in un[-10:]))
-    for th in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4):
-        print(f"threshold {th:.2f}: unrelated -> nothing "
-              f"{sum(x < th for x in un)}/{len(un)}, related kept "
-              f"{sum(x >= th for x in rel)}/{len(rel)}")
+            if r["mode"] == "semantic" and r["floor"] and split(r["q"], used) == "tune"]
+    for shipped in (True, False):
+        part = [r for r in rows if r["floor"]["shipped"] == shipped]
+        un = sorted(max(_each(r["floor"])) for r in part
+                    if r["gold"] is None and "own" in r["floor"])
+        rel = sorted(max(e for k, e in zip(r["floor"]["ranked"], _each(r["floor"]))
+                         if k in r["gold"]) for r in part if r["gold"] is not None
+                     and "own" in r["floor"] and set(r["floor"]["ranked"]) & set(r["gold"]))
+        print(f"== {'shipped' if shipped else 'own'} background: {len(un)} unrelated "
+              f"weighed, 95th percentile {un[int(0.95 * len(un))]:.3f}; related answers' "
+              f"lifts {' '.join(f'{x:.3f}' for x in rel)}")
+        for th in (0.1489, 0.2, 0.22, 0.24, 0.25):
+            print(f"   each hit >= {th}: unrelated weighed -> nothing "
+                  f"{sum(x < th for x in un)}/{len(un)}, related answers kept "
+                  f"{sum(x >= th for x in rel)}/{len(rel)}")
+
+
+def report(paths: list[str]) -> None:
+    """Per split, mode and part: the figures of one or more runs' rows (--out files)."""
+    used = seen()
+    rows = [r for p in paths for r in json.loads(Path(p).read_text("utf-8"))]
+    for which in ("tune", "held-out"):
+        print(f"== {which}")
+        summarise([r for r in rows if split(r["q"], used) == which])
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", nargs="?", choices=("run", "fit"), default="run")
-    ap.add_argument("file", nargs="?")
+    ap.add_argument("what", nargs="?", choices=("run", "fit", "report"), default="run")
+    ap.add_argument("files", nargs="*")
     ap.add_argument("--split", choices=("tune", "held-out", "all"), default="held-out")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
     ap.add_argument("--out", type=Path, help="write every search's row as JSON")
     args = ap.parse_args()
     if args.what == "fit":
-        fit(args.file)
+        fit(args.files[0])
         return 0
+    if args.what == "report":
+        report(args.files)
+        return 0
+    from agenvoy_cli.models.embedders import Embedders
+
+    models = Embedders()
     with tempfile.TemporaryDirectory() as tmp:
         home = args.home or Path(tmp) / "home"
         if not (home / ".bench-small-floor").exists():
-            build(home)
+            build(home, models)
             (home / ".bench-small-floor").write_text("built by bench/small_floor.py\n")
         start, cpu = time.perf_counter(), time.process_time()
-        rows = run(args.split, home, args.modes.split(","))
+        rows = run(args.split, home, args.modes.split(","), models)
         print(f"== {args.split}: {len(rows)} searches in {time.perf_counter() - start:.0f} s "
               f"wall, {time.process_time() - cpu:.0f} s CPU; load {os.getloadavg()[0]:.1f}")
         summarise(rows)
