@@ -31,7 +31,9 @@ The implementations:
   sample (semantic.BACKGROUND_MIN; a newcomer's 20-message session), the background is the
   shipped one instead (reference/background.txt: everyday messages on no one topic, both
   models' vectors shipped, tools/gen_reference.py): compared with the session's own few
-  messages, an unrelated question found every one of them related. When the second model or
+  messages, an unrelated question found every one of them related. Against the shipped
+  background each top hit is weighed on its own (`each_hit`): a small session's unrelated
+  messages are not shown beside its answer. When the second model or
   the reference vectors cannot be had, the margin decides.
 - `Floor`: the configured choice between the two, per search (the margin setting is read
   where the search needs it); `choose` makes it: the default, named here once.
