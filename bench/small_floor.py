@@ -189,6 +189,15 @@ def _each(floor: dict[str, Any]) -> list[float]:
     return [a + b for a, b in zip(floor["own"], floor["second"])]
 
 
+def _answer_lift(row: dict[str, Any]) -> float | None:
+    """A related question's best answer lift (None: unrelated, shared word, not ranked)."""
+    f = row["floor"]
+    if row["gold"] is None or "own" not in f:
+        return None
+    found = [e for k, e in zip(f["ranked"], _each(f)) if k in row["gold"]]
+    return max(found) if found else None
+
+
 def fit(path: str) -> None:
     """The shipped-background threshold (search/relevance.py SHIPPED_THRESHOLD) from the
     tune rows of a semantic run: the 95th percentile of the unrelated questions' best hit
@@ -201,9 +210,7 @@ def fit(path: str) -> None:
         part = [r for r in rows if r["floor"]["shipped"] == shipped]
         un = sorted(max(_each(r["floor"])) for r in part
                     if r["gold"] is None and "own" in r["floor"])
-        rel = sorted(max(e for k, e in zip(r["floor"]["ranked"], _each(r["floor"]))
-                         if k in r["gold"]) for r in part if r["gold"] is not None
-                     and "own" in r["floor"] and set(r["floor"]["ranked"]) & set(r["gold"]))
+        rel = sorted(x for x in map(_answer_lift, part) if x is not None)
         print(f"== {'shipped' if shipped else 'own'} background: {len(un)} unrelated "
               f"weighed, 95th percentile {un[int(0.95 * len(un))]:.3f}; related answers' "
               f"lifts {' '.join(f'{x:.3f}' for x in rel)}")
