@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""The small-session floor on questions it was never tuned on (#50 item 4):
+bench/small_floor_data (its README holds the split, written before tuning).
+
+Each session is appended and embedded in one home; every question (the session's related
+ones, every general-knowledge one) is asked through `agenvoy search SESSION QUERY --json
+--limit 8` (click's CliRunner over the real command, the built-in models) in each mode. A
+related question is kept when one of its messages is a hit; an unrelated one gets nothing
+when there is no hit. The two-model rule's evidence of each search is recorded (--out) for
+`fit`, which replays the shipped-background threshold on the tune rows.
+
+    python bench/small_floor.py --split all --modes semantic --out /tmp/sem.json
+    python bench/small_floor.py fit /tmp/sem.json           # the threshold (tune rows only)
+    python bench/small_floor.py --split all --modes hybrid --out /tmp/hyb.json
+    python bench/small_floor.py report /tmp/sem.json /tmp/hyb.json   # per split and mode
+
+Byte-compile first (`python -m compileall -q agenvoy_cli`). Say the load (`uptime`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+DATA = ROOT / "bench" / "small_floor_data"
+MODES = ("semantic", "hybrid")
+LIMIT = 8
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\W_]+", " ", text.lower()).strip()
+
+
+def seen() -> set[str]:
+    """Every question (and shipped background line) another set holds (README)."""
+    ref = ROOT / "agenvoy_cli" / "search" / "reference"
+    out = {_norm(t) for name in ("queries.txt", "background.txt")
+           for t in (ref / name).read_text("utf-8").splitlines()}
+    for path in (ROOT / "bench" / "floor_data").glob("*.json"):
+        for fset in json.loads(path.read_text("utf-8"))["sets"]:
+            out |= {_norm(u["q"]) for u in fset["unanswerable"]}
+            out |= {_norm(q) for fact in fset["facts"] for q in fact["q"].values()}
+    corpus = json.loads((ROOT / "bench" / "corpus_floor_data" / "questions.json")
+                        .read_text("utf-8"))
+    out |= {_norm(q) for q in corpus["unrelated"]} | {_norm(q) for _, q in corpus["related"]}
+    return out
+
+
+def split(text: str, used: set[str]) -> str:
+    if _norm(text) in used:
+        return "tune"
+    return "tune" if int(hashlib.sha1(text.encode()).hexdigest(), 16) % 2 == 0 else "held-out"
+
+
+def general() -> list[str]:
+    lines = (DATA / "general.txt").read_text("utf-8").splitlines()
+    return [t.strip() for t in lines if t.strip() and not t.startswith("#")]
+
+
+def sessions() -> list[dict[str, Any]]:
+    return json.loads((DATA / "sessions.json").read_text("utf-8"))["sessions"]
+
+
+def asked(which: str) -> list[tuple[dict[str, Any], str, list[int] | None]]:
+    """(session, question, gold seqs or None: unrelated) of the split ("all": both)."""
+    used = seen()
+    unrelated = [q for q in general() if which == "all" or split(q, used) == which]
+    out = []
+    for s in sessions():
+        out += [(s, q, gold) for q, gold in s["related"]
+                if which == "all" or split(q, used) == which]
+        out += [(s, q, None) for q in unrelated]
+    return out
+
+
+class Spy:
+    """Wraps the two-model rule's decide (search/relevance.py): what it weighed last."""
+
+    def __init__(self) -> None:
+        from agenvoy_cli.search import relevance
+
+        real = relevance.TwoModelRule.decide
+        self.last: dict[str, Any] | None = None
+
+        def decide(rule: Any, query: Any, pool: Any) -> Any:
+            decision = real(rule, query, pool)
+            self.last = {"shipped": pool.typical is None, "rule": decision.rule,
+                         "ranked": [c.key for c in pool.ranked if c.text is not None],
+                         "related": list(decision.related), **evidence(decision.evidence)}
+            return decision
+
+        relevance.TwoModelRule.decide = decide  # type: ignore[method-assign]
+
+
+def evidence(ev: Any) -> dict[str, Any]:
+    """Each top hit's hub-corrected lift by both models, and the summed best (the score)."""
+    from agenvoy_cli.search import relevance
+
+    if not isinstance(ev, relevance.Evidence) or ev.shared or not (
+            ev.own.usable() and ev.second.usable()):
+        return {"shared": bool(getattr(ev, "shared", False))}
+    per = []
+    for lift in (ev.own, ev.second):
+        bg = [s - relevance.HUB_WEIGHT * h for s, h in zip(lift.background, lift.background_hub)]
+        mean = sum(bg) / len(bg)
+        per.append([s - relevance.HUB_WEIGHT * h - mean for s, h in zip(lift.top, lift.top_hub)])
+    return {"score": ev.score(), "own": per[0], "second": per[1]}
+
+
+def cli(*args: str, models: Any, input: bytes | None = None) -> dict[str, Any]:
+    """One in-process `agenvoy` command whose models are `models` (the process's: loaded
+    once, as in one warm server or the test suite; probes.cli loads them per command)."""
+    from click.testing import CliRunner
+
+    from agenvoy_cli.cli import cli as command
+
+    res = CliRunner().invoke(command, list(args), input=input, catch_exceptions=False,
+                             obj={"embedders": models})
+    if res.exit_code != 0:
+        raise SystemExit(f"agenvoy {' '.join(args)}: exit {res.exit_code}: {res.stderr}")
+    return json.loads(res.stdout) if "--json" in args else {}
+
+
+def build(home: Path, models: Any) -> None:
+    for s in sessions():
+        msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
+                for i, c in enumerate(s["turns"])]
+        cli("--home", str(home), "append", s["name"], "--messages", "-", "--no-compact",
+            "--time", "2026-01-05 10:00:00", models=models, input=json.dumps(msgs).encode())
+        cli("--home", str(home), "backfill", s["name"], "--vectors", models=models)
+
+
+def run(which: str, home: Path, modes: list[str], models: Any) -> list[dict[str, Any]]:
+    from probes import ranked_hits
+
+    spy = Spy()
+    rows = []
+    for mode in modes:
+        for n, (s, q, gold) in enumerate(asked(which)):
+            if n % 200 == 0:
+                print(f"{mode}: {n} asked", file=sys.stderr, flush=True)
+            spy.last = None
+            doc = cli("--home", str(home), "search", s["name"], q, "--mode", mode,
+                      "--limit", str(LIMIT), "--json", models=models)
+            hits = ranked_hits(doc)
+            rows.append({"session": s["name"], "q": q, "gold": gold, "mode": mode,
+                         "hits": hits, "scores": [r["score"] for r in doc["results"]
+                                                  if r["hit"]],
+                         "score_kind": doc.get("score_kind"), "floor": spy.last})
+    return rows
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    by: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for r in rows:
+        small = "shipped" if r["floor"] and r["floor"]["shipped"] else "own"
+        for key in ((r["mode"], "all"), (r["mode"], r["session"]), (r["mode"], small)):
+            b = by[key]
+            if r["gold"] is None:
+                b[0] += 1
+                b[1] += not r["hits"]
+            else:
+                b[2] += 1
+                b[3] += any(h in r["gold"] for h in r["hits"])
+    out = {}
+    for (mode, part), (u, nothing, a, kept) in sorted(by.items()):
+        out[f"{mode} {part}"] = {"unrelated": u, "nothing": nothing, "related": a,
+                                 "kept": kept}
+        un = f"{nothing}/{u} {nothing / u:.1%}" if u else "-"
+        re_ = f"{kept}/{a} {kept / a:.1%}" if a else "-"
+        print(f"{mode:9} {part:9} unrelated -> nothing {un:>16}   related kept {re_:>14}")
+    return out
+
+
+def _each(floor: dict[str, Any]) -> list[float]:
+    return [a + b for a, b in zip(floor["own"], floor["second"])]
+
+
+def _answer_lift(row: dict[str, Any]) -> float | None:
+    """A related question's best answer lift (None: unrelated, shared word, not ranked)."""
+    f = row["floor"]
+    if row["gold"] is None or "own" not in f:
+        return None
+    found = [e for k, e in zip(f["ranked"], _each(f)) if k in row["gold"]]
+    return max(found) if found else None
+
+
+def fit(path: str) -> None:
+    """The shipped-background threshold (search/relevance.py SHIPPED_THRESHOLD) from the
+    tune rows of a semantic run: the 95th percentile of the unrelated questions' best hit
+    lift; then, per threshold, unrelated -> nothing and related kept as the rule decides
+    (a replay of the recorded evidence: both models' lift of each top hit)."""
+    used = seen()
+    rows = [r for r in json.loads(Path(path).read_text("utf-8"))
+            if r["mode"] == "semantic" and r["floor"] and split(r["q"], used) == "tune"]
+    for shipped in (True, False):
+        part = [r for r in rows if r["floor"]["shipped"] == shipped]
+        un = sorted(max(_each(r["floor"])) for r in part
+                    if r["gold"] is None and "own" in r["floor"])
+        rel = sorted(x for x in map(_answer_lift, part) if x is not None)
+        print(f"== {'shipped' if shipped else 'own'} background: {len(un)} unrelated "
+              f"weighed, 95th percentile {un[int(0.95 * len(un))]:.3f}; related answers' "
+              f"lifts {' '.join(f'{x:.3f}' for x in rel)}")
+        for th in (0.1489, 0.2, 0.22, 0.24, 0.25):
+            print(f"   each hit >= {th}: unrelated weighed -> nothing "
+                  f"{sum(x < th for x in un)}/{len(un)}, related answers kept "
+                  f"{sum(x >= th for x in rel)}/{len(rel)}")
+
+
+def report(paths: list[str]) -> None:
+    """Per split, mode and part: the figures of one or more runs' rows (--out files)."""
+    used = seen()
+    rows = [r for p in paths for r in json.loads(Path(p).read_text("utf-8"))]
+    for which in ("tune", "held-out"):
+        print(f"== {which}")
+        summarise([r for r in rows if split(r["q"], used) == which])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", nargs="?", choices=("run", "fit", "report"), default="run")
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--split", choices=("tune", "held-out", "all"), default="held-out")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
+    ap.add_argument("--out", type=Path, help="write every search's row as JSON")
+    args = ap.parse_args()
+    if args.what == "fit":
+        fit(args.files[0])
+        return 0
+    if args.what == "report":
+        report(args.files)
+        return 0
+    from agenvoy_cli.models.embedders import Embedders
+
+    models = Embedders()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = args.home or Path(tmp) / "home"
+        if not (home / ".bench-small-floor").exists():
+            build(home, models)
+            (home / ".bench-small-floor").write_text("built by bench/small_floor.py\n")
+        start, cpu = time.perf_counter(), time.process_time()
+        rows = run(args.split, home, args.modes.split(","), models)
+        print(f"== {args.split}: {len(rows)} searches in {time.perf_counter() - start:.0f} s "
+              f"wall, {time.process_time() - cpu:.0f} s CPU; load {os.getloadavg()[0]:.1f}")
+        summarise(rows)
+    if args.out:
+        args.out.write_text(json.dumps(rows, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
