@@ -106,6 +106,7 @@ class LazyGroup(click.Group):
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             fail("interrupted", INTERRUPTED, "interrupted", _json_errors(ctx), prefix="")
+            leave_now(ctx)
             ctx.exit(INTERRUPTED)
         except BrokenPipeError:  # stdout's reader left: quiet, as Unix tools are
             ctx.exit(reader_gone())
@@ -191,6 +192,18 @@ def cli(ctx: click.Context, home: str | None, debug: bool, as_json: bool) -> Non
     ctx.obj["home"] = home
     ctx.obj["debug"] = debug
     ctx.obj["json"] = as_json
+
+
+def leave_now(ctx: click.Context) -> None:
+    """After Ctrl-C, once the command's cleanups ran: exit at once. The interpreter's own
+    teardown with chromadb loaded (and a model call left running in its thread, models/
+    local.py interruptible) took 1.9-3.4 s after the "kept" line at load 22-25 (issue #51
+    item 5); leaving here, as a kill would, loses nothing: every write is whole, the store
+    is closed first, and a batch still in the model was never added."""
+    ctx.close()  # the group's close callbacks: the store
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(INTERRUPTED)
 
 
 def interrupts_raise() -> None:
