@@ -193,6 +193,18 @@ def cli(ctx: click.Context, home: str | None, debug: bool, as_json: bool) -> Non
     ctx.obj["json"] = as_json
 
 
+def leave_now(code: int) -> None:
+    """After Ctrl-C, once the command's cleanups ran (its context closed: the store): exit
+    at once. The interpreter's own teardown with chromadb loaded (and a model call left
+    running in its thread, models/local.py interruptible) took 1.9-3.4 s after the "kept"
+    line at load 22-25 (issue #51 item 5); leaving here, as a kill would, loses nothing:
+    every write is whole and a batch still in the model was never added. Only for the
+    program (main), never a host running the CLI in-process."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def interrupts_raise() -> None:
     """From here on Ctrl-C raises KeyboardInterrupt (cleanups run; exit 130 in invoke).
     Before, __main__'s start-up handler exits at once: an interrupt inside imports and
@@ -238,6 +250,10 @@ def main() -> None:
             cli.main(prog_name="agenvoy", windows_expand_args=False)
         finally:  # what is still buffered, written while an error can still be handled
             sys.stdout.flush()
+    except SystemExit as done:
+        if done.code == INTERRUPTED:
+            leave_now(INTERRUPTED)
+        raise
     except KeyboardInterrupt:
         click.echo("agenvoy: interrupted", err=True)
         sys.exit(INTERRUPTED)

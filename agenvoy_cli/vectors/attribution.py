@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import base64
 from array import array
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agenvoy_cli.vectors import exact, guard
+from agenvoy_cli.vectors import context, exact, guard
 from agenvoy_cli.vectors.collection import before_write, message_id, writing
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 # metadata key of a message entry: the vector of its own text by the index's model (the
 # key homes have been written with)
 OWN_TEXT = "alone"
+DECODED_KEPT = 8192  # decoded kept vectors a holder keeps (~2 KB each)
 
 
 def _encode(vec: Sequence[float]) -> str:
@@ -84,13 +86,29 @@ def load_keys(store: Store, session_id: str, seqs: Sequence[int], keys: Sequence
         return out
     with guard.exclusive(store):
         got = _entries(store, session_id, [message_id(session_id, s) for s in seqs])
+    decoded = context.of(store).decoded
     for meta in got.get("metadatas") or []:
         if not meta or "seq" not in meta:
             continue
         for key in keys:
-            if isinstance(meta.get(key), str):
-                out[key][int(meta["seq"])] = _decode(meta[key])
+            text = meta.get(key)
+            if isinstance(text, str):
+                out[key][int(meta["seq"])] = _decoded(decoded, text)
     return out
+
+
+def _decoded(memo: OrderedDict[str, Sequence[float]], text: str) -> Sequence[float]:
+    """The vector of a kept text, decoded once per holder: a warm search reads ~300 kept
+    vectors (its hits, their neighbours, the background sample, for two models), ~30 us of
+    base64 each. The text is the key (a kept copy's strings hash once: vectors/exact.py)."""
+    found = memo.get(text)
+    if found is None:
+        found = memo[text] = _decode(text)
+        if len(memo) > DECODED_KEPT:
+            memo.popitem(last=False)
+    else:
+        memo.move_to_end(text)
+    return found
 
 
 def lacking(store: Store, session_id: str, seqs: Iterable[int], key: str = OWN_TEXT

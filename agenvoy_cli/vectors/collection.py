@@ -173,18 +173,18 @@ def embedder(store: Store) -> Embedder:
 
 def directory(store: Store) -> context.Directory:
     """This process's view of the store's Chroma (its server, else its local directory)."""
-    return context.directory(server_url(store) or str(store.layout.chroma_dir))
+    return context.directory(server_url(store) or guard.paths(store)[0])
 
 
 def client(store: Store) -> Any:
     """Chroma client: a server when AGENVOY_CHROMA_URL is set, else the embedded directory,
     reopened when another process wrote since this one last looked (call under the lock)."""
     url = server_url(store)
-    chroma = None if url else store.layout.chroma_dir
+    chroma = None if url else guard.paths(store)[0]
     key = url or str(chroma)
     here = context.directory(key)
     if chroma is not None and here.client is not None:
-        if not chroma.is_dir():
+        if not os.path.isdir(chroma):
             # The directory was deleted under a cached client. chromadb shares one
             # system per path inside a process, so only close() lets a new client
             # start afresh instead of reading tables that are gone.
@@ -316,7 +316,7 @@ def collection_names(store: Store) -> list[str]:
     """Every collection of this home, as Chroma names them (scoped on a server). Listing 50
     collections costs ~12 ms: the local list is kept while the generation token is the one it
     was read under (creating or deleting a collection writes a new token)."""
-    if not (server_url(store) or store.layout.chroma_dir.is_dir()):
+    if not (server_url(store) or os.path.isdir(guard.paths(store)[0])):
         return []
     with guard.exclusive(store):
         api = client(store)

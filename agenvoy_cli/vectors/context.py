@@ -31,10 +31,12 @@ second Embedders costs a second model load; a second registry costs wrong answer
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
+    from agenvoy_cli.home.layout import Layout
     from agenvoy_cli.models.embedders import Embedders
 
 
@@ -88,6 +90,19 @@ class VectorContext:
         self.caught_up: dict[str, tuple[Any, ...]] = {}
         # collection -> its vectors as one matrix, searched exactly (vectors/exact.py)
         self.exact: dict[str, Any] = {}
+        # kept vector text (base64) -> its vector, the last DECODED_KEPT read (attribution.py)
+        self.decoded: OrderedDict[str, Any] = OrderedDict()
+        self._paths: tuple[Any, str, str] | None = None  # (home, chroma dir, generation file)
+
+    def paths(self, layout: Layout) -> tuple[str, str]:
+        """(Chroma's directory, the generation file) of this Store's home, checked as the
+        layout checks them (no links, layout.py) once per Store: a warm search asks ~50 times
+        (~3 ms CPU of stat calls and paths). A client is opened on the directory with its
+        contents checked again (collection.py client)."""
+        if self._paths is None or self._paths[0] != layout.home:
+            chroma, gen = layout.chroma_dir, layout.store / "chroma.generation"
+            self._paths = (layout.home, str(chroma), str(gen))
+        return self._paths[1], self._paths[2]
 
     @property
     def models(self) -> Embedders:

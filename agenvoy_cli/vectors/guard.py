@@ -28,24 +28,33 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.home.faults import hit, os_error
 from agenvoy_cli.home.files import FILE_MODE, ensure_dir
-from agenvoy_cli.vectors.context import Directory, directory
+from agenvoy_cli.vectors.context import Directory, VectorContext, directory
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
+def paths(store: Store) -> tuple[str, str]:
+    """(the local Chroma directory, the generation file), checked once per Store."""
+    hooks = store.hooks
+    if isinstance(hooks, VectorContext):
+        return hooks.paths(store.layout)
+    return str(store.layout.chroma_dir), str(store.layout.store / "chroma.generation")
+
+
 def local(store: Store) -> Directory:
     """This process's view of the store's local Chroma directory."""
-    return directory(str(store.layout.chroma_dir))
+    return directory(paths(store)[0])
 
 
 def generation_file(store: Store) -> Path:
-    return store.layout.store / "chroma.generation"
+    return Path(paths(store)[1])
 
 
 def read_generation(store: Store) -> str:
     """The current token ("" when no process ever wrote vectors here)."""
     try:
-        return generation_file(store).read_text("ascii")
+        with open(paths(store)[1], "rb") as token:
+            return token.read().decode("ascii")
     except (FileNotFoundError, UnicodeDecodeError):
         return ""
 

@@ -11,6 +11,7 @@ older versions is moved over the first time a process opens the message index.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -321,7 +322,7 @@ def message_index(store: Store, *, create: bool = True) -> MessageIndex:
     if server_url(store):
         return MessageIndex(store, create=create)
     with guard.exclusive(store):
-        if store.layout.chroma_dir.is_dir():
+        if os.path.isdir(guard.paths(store)[0]):
             client(store)  # reopens now if another process wrote since
         ctx = context.of(store)
         key = (directory(store).epoch, guard.read_generation(store))

@@ -49,7 +49,9 @@ def main(home: str, rounds: int) -> None:
                 for sig, into in ((signal.SIGSTOP, quiet), (signal.SIGCONT, loaded)):
                     for proc in competitors:
                         os.kill(proc.pid, sig)
-                    into.extend(_timed(memory, q) for q in QUERIES[r % 2::2])
+                    # a new text each time: a local model keeps its last query vectors
+                    into.extend(_timed(memory, f"{q} ({r}, {len(into)})")
+                                for q in QUERIES[r % 2::2])
     finally:
         for proc in competitors:
             proc.kill()
