@@ -105,53 +105,35 @@ def test_backfill_vectors_failing_in_chroma_is_no_internal_error(tmp_path, failu
     assert fs.run(home, "doctor").returncode == 0
 
 
-def _with_vectors(home: Path, inputs: Path) -> None:
-    fs.with_vectors(home, 20)
-
-
 FAMILIES = {
-    # family: (what the home holds first, the command run on the full disk); the families
-    # that start from the same home share it (made once: `made`)
+    # family: (what the home holds first, the command run on the full disk)
     "summary": (lambda h, i: fs.conversation(h, n=20), lambda i: ["summarize", "s"]),
     "errors": (lambda h, i: fs.conversation(h),
                lambda i: ["errors", "record", "--tool", "make", "--symptom", "linker error",
                           "--action", "relinked", "--outcome", "resolved", "-k", "make"]),
     "rag": (lambda h, i: fs.ok(h, "rag", "create", "docs"),
             lambda i: ["rag", "add", "docs", str(fs._docs(i))]),
-    "compaction": (_with_vectors, lambda i: ["compact", "s", "--max-bytes", "1024"]),
-    "session": (_with_vectors, lambda i: ["session", "remove", "s", "-y"]),
+    "compaction": (lambda h, i: fs.with_vectors(h, 20),
+                   lambda i: ["compact", "s", "--max-bytes", "1024"]),
+    "session": (lambda h, i: fs.with_vectors(h), lambda i: ["session", "remove", "s", "-y"]),
 }
 
 
-@pytest.fixture(scope="module")
-def made(module_env: Path):
-    """family -> the home it starts from, made once per prepare function."""
-    homes: dict[object, Path] = {}
-
-    def get(family: str, inputs: Path) -> Path:
-        prepare = FAMILIES[family][0]
-        if prepare not in homes:
-            homes[prepare] = module_env / f"made-{family}"
-            prepare(homes[prepare], inputs)
-        return homes[prepare]
-
-    return get
-
-
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_every_family_on_a_full_disk(tmp_path, small_disk, llm, made, family):
+def test_every_family_on_a_full_disk(tmp_path, small_disk, llm, family):
     """The injector's findings cross-checked on a real full file system: per family of write
     paths, the command with 0 or 32 KiB free says so (or succeeds), loses nothing, and runs
     again to the end once there is space."""
-    argv = FAMILIES[family][1]
+    prepare, argv = FAMILIES[family]
     inputs = tmp_path / "inputs"
-    start = made(family, inputs)
+    made = tmp_path / "made"
+    prepare(made, inputs)
     import shutil
 
     codes = []
     for leave in (0, 32 << 10):
         home = small_disk / f"home-{leave}"
-        shutil.copytree(start, home, symlinks=True)
+        shutil.copytree(made, home, symlinks=True)
         kept = _archived(home)
         filler = fill(small_disk, leave)
         res = fs.run(home, *argv(inputs))
