@@ -26,10 +26,9 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("model-cache")
 
 
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_cache: Path) -> Path:
-    """Every test gets its own Agenvoy home; nothing leaks from the real one."""
-    home = tmp_path / "home"
+def isolate(monkeypatch: pytest.MonkeyPatch, home: Path, model_cache: Path) -> None:
+    """The environment every test runs in: `home` as the Agenvoy home, the run's model
+    cache, Taipei's time zone, nothing else of AGENVOY_* or OPENAI_* from outside."""
     monkeypatch.setenv("AGENVOY_HOME", str(home))
     monkeypatch.setenv("TZ", "Asia/Taipei")
     for name in list(os.environ):
@@ -39,7 +38,27 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_cache: Path) -> 
     import time
 
     time.tzset()
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model_cache: Path) -> Path:
+    """Every test gets its own Agenvoy home; nothing leaks from the real one."""
+    home = tmp_path / "home"
+    isolate(monkeypatch, home, model_cache)
     return home
+
+
+@pytest.fixture(scope="module")
+def module_env(tmp_path_factory: pytest.TempPathFactory, model_cache: Path):
+    """The tests' environment (isolate) for a module-scoped fixture that seeds a home once
+    (its tests copy it: fault_sweep.copy_home); yields a folder of its own."""
+    folder = tmp_path_factory.mktemp("module")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(monkeypatch, folder / "home", model_cache)
+        yield folder
+    import time
+
+    time.tzset()
 
 
 class Result:

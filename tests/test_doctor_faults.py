@@ -10,16 +10,23 @@ import sqlite3
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tests.helpers import fault_sweep as fs
 from tests.helpers.disk import fill
 
 
-def _home(at: Path) -> Path:
-    home = at / "home"
+@pytest.fixture(scope="module")
+def seeded(module_env: Path) -> Path:
+    """A healthy home with vectors, made once: each test takes a copy (_home)."""
+    home = module_env / "seeded"
     fs.conversation(home, n=8)
     fs.ok(home, "backfill", "--all", "--vectors")
     return home
+
+
+def _home(seeded: Path, at: Path) -> Path:
+    return fs.copy_home(seeded, at / "home")
 
 
 def _rows(home: Path) -> list[tuple]:
@@ -34,10 +41,10 @@ def _rows(home: Path) -> list[tuple]:
 
 
 
-def test_repair_on_a_full_disk_reports_it_and_moves_nothing(tmp_path, small_disk):
+def test_repair_on_a_full_disk_reports_it_and_moves_nothing(seeded, small_disk):
     import shutil
 
-    made = _home(tmp_path)
+    made = seeded
     for leave in (0, 32 << 10):
         home = small_disk / f"home-{leave}"
         shutil.copytree(made, home, symlinks=True)
@@ -57,9 +64,9 @@ def test_repair_on_a_full_disk_reports_it_and_moves_nothing(tmp_path, small_disk
         shutil.rmtree(home)
 
 
-def test_repair_failing_to_write_keeps_the_database_in_place(tmp_path):
+def test_repair_failing_to_write_keeps_the_database_in_place(tmp_path, seeded):
     """An I/O error during the repair of a healthy home is reported and touches nothing."""
-    home = _home(tmp_path)
+    home = _home(seeded, tmp_path)
     (home / "sessions/s/.history.json.1.dead.tmp").write_bytes(b"[]")  # something to repair
     rows = _rows(home)
     for failure in ("enospc", "eio"):
@@ -75,8 +82,8 @@ def test_repair_failing_to_write_keeps_the_database_in_place(tmp_path):
     assert fs.leftovers(home) == [] and fs.run(home, "doctor").returncode == 0
 
 
-def test_what_an_earlier_repair_left_is_removed_or_listed(tmp_path):
-    home = _home(tmp_path)
+def test_what_an_earlier_repair_left_is_removed_or_listed(tmp_path, seeded):
+    home = _home(seeded, tmp_path)
     store = home / ".store"
     (store / "history.db.salvage").write_bytes(b"")  # a salvage that died
     (store / "history.db.salvage-wal").write_bytes(b"")

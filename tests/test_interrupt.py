@@ -29,14 +29,14 @@ def _lines(stream, into: queue.Queue) -> None:
     into.put(None)
 
 
-def test_ctrl_c_stops_backfill_vectors_at_once_and_keeps_what_was_done(home):
-    from tests.conftest import agenvoy
-
+def test_ctrl_c_stops_backfill_vectors_at_once_and_keeps_what_was_done(home, run):
     # three batches of the model's: the signal comes while the second is in its C call
     text = "The deployment failed because the cache was cold and the migration ran twice. " * 3
     messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"{i} {text}"}
                 for i in range(160)]
-    assert agenvoy("append", "s", "--messages", "-", input=orjson.dumps(messages)).returncode == 0
+    # Only the interrupted command is the real program in a subprocess (Ctrl-C is its
+    # signal); the others run in this process, with the model it has loaded once.
+    assert run("append", "s", "--messages", "-", input=orjson.dumps(messages)).exit_code == 0
     env = {**os.environ, "AGENVOY_PROGRESS_SECONDS": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "agenvoy_cli", "backfill", "s", "--vectors"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
@@ -64,9 +64,9 @@ def test_ctrl_c_stops_backfill_vectors_at_once_and_keeps_what_was_done(home):
     assert proc.returncode == 130, text
     assert took <= BOUND, f"took {took:.1f} s to stop: {text}"
     assert "are kept" in text and "`agenvoy backfill s --vectors`" in text, text
-    doctor = agenvoy("doctor", "--json")
-    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
-    again = agenvoy("backfill", "s", "--vectors", "--json", timeout=600)
-    assert again.returncode == 0, again.stderr
-    assert 0 < orjson.loads(again.stdout)["embedded"] < len(messages)
-    assert agenvoy("doctor", "--json").returncode == 0
+    doctor = run("doctor", "--json")
+    assert doctor.exit_code == 0, doctor.stdout + doctor.stderr
+    again = run("backfill", "s", "--vectors", "--json")
+    assert again.exit_code == 0, again.stderr
+    assert 0 < again.json()["embedded"] < len(messages)
+    assert run("doctor", "--json").exit_code == 0

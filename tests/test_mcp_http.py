@@ -401,14 +401,25 @@ def as_local(stdout: bytes) -> str:
     return text.replace('"served_by": "server"', '"served_by": "local"')
 
 
-@pytest.mark.parametrize("mode", ["semantic", "hybrid", "keyword"])
-def test_cli_search_through_the_server_prints_the_local_document(home: Path, mode: str
-                                                                  ) -> None:
+@pytest.fixture(scope="module")
+def indexed(module_env: Path) -> Path:
+    """The seeded home, all indexed (made once; each test takes a copy): a document states
+    how much was (unindexed_count), and the server's background indexer would otherwise
+    change that between two runs."""
+    home = module_env / "indexed"
     seed(home)
+    assert cli("search", "main", "x", "--mode", "semantic", "--budget", "60",
+               env={"AGENVOY_HOME": str(home)}).returncode == 0
+    return home
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid", "keyword"])
+def test_cli_search_through_the_server_prints_the_local_document(home: Path, indexed: Path,
+                                                                  mode: str) -> None:
+    import shutil
+
+    shutil.copytree(indexed, home, symlinks=True)
     query = ["-q", "when is the database migration", "--mode", mode, "--json"]
-    # all indexed first: a document states how much was (unindexed_count), and the server's
-    # background indexer would otherwise change that between the two runs
-    assert cli("search", "main", "x", "--mode", "semantic", "--budget", "60").returncode == 0
     with HttpServer(home):
         served = cli("search", "main", *query, importtime=True)
         local = cli("search", "main", *query, "--no-server")

@@ -27,9 +27,12 @@ def archive_counts(home: Path) -> Counter:
                        for (c,) in conn.execute("SELECT content FROM messages"))
 
 
-def test_kill_9_during_append_compact_backfill(home):
+def test_kill_9_during_append_compact_backfill(home, run, monkeypatch):
     rng = random.Random(1234)
     env = {"AGENVOY_MAX_HISTORY_BYTES": "4096"}
+    # doctor runs in this process (the killed ones are the real program): the same code a
+    # fresh process runs, without its start-up twice an iteration
+    monkeypatch.setenv("AGENVOY_MAX_HISTORY_BYTES", "4096")
     acked: set[str] = set()
     agenvoy("append", "s", "--role", "user", "--content", "seed", env=env)
     kinds = Counter()
@@ -58,9 +61,9 @@ def test_kill_9_during_append_compact_backfill(home):
         for victim in victims:
             out, _ = victim.communicate()
             acked.update(line for line in out.decode().split() if line.startswith("i"))
-        repaired = agenvoy("doctor", "--repair", "--json", env=env)
-        assert repaired.returncode == 0, repaired.stdout.decode() + repaired.stderr.decode()
-        assert agenvoy("doctor", env=env).returncode == 0
+        repaired = run("doctor", "--repair", "--json")
+        assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+        assert run("doctor").exit_code == 0
         orjson.loads((home / "sessions/s/history.json").read_bytes())  # parses
         counts = archive_counts(home)
         lost = [a for a in acked if counts[a] != 1]
@@ -122,10 +125,12 @@ def test_failed_compaction_loses_nothing(run, home, monkeypatch, step):
     assert sum(archive_counts(home).values()) == 40
 
 
-def _repaired(env=None) -> None:
-    res = agenvoy("doctor", "--repair", "--json", env=env)
-    assert res.returncode == 0, res.stdout.decode() + res.stderr.decode()
-    assert agenvoy("doctor", env=env).returncode == 0
+def _repaired(run) -> None:
+    """doctor --repair exits 0 and doctor is then clean (in this process: the killed ones
+    are the real program)."""
+    res = run("doctor", "--repair", "--json")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    assert run("doctor").exit_code == 0
 
 
 def _first_line(proc, timeout: float) -> str:
@@ -133,7 +138,7 @@ def _first_line(proc, timeout: float) -> str:
     return proc.stdout.readline().decode() if ready else "(nothing within the timeout)"
 
 
-def test_kill_9_during_summarize_errors_rag_and_reset(home, tmp_path):
+def test_kill_9_during_summarize_errors_rag_and_reset(home, tmp_path, run):
     from tests.llm_server import FakeLLM
 
     rng = random.Random(99)
@@ -164,13 +169,13 @@ def test_kill_9_during_summarize_errors_rag_and_reset(home, tmp_path):
                 out, _ = victim.communicate()
                 recorded.update(line.split()[1] for line in out.decode().splitlines()
                                 if line.startswith("rec "))
-            _repaired(env)
+            _repaired(run)
             for path in (home / "sessions/chat").glob("summary*.json"):
                 orjson.loads(path.read_bytes())  # parses
         assert agenvoy("summarize", "chat", env=env).returncode == 0
-    for record_id in recorded:
-        assert agenvoy("errors", "show", record_id).returncode == 0, record_id
+    for record_id in recorded:  # in this process (a start-up per record otherwise)
+        assert run("errors", "show", record_id).exit_code == 0, record_id
     assert agenvoy("rag", "sync", "notes").returncode == 0
     files = orjson.loads(agenvoy("rag", "files", "notes", "--json").stdout)
     assert len(files["files"]) == 30
-    _repaired()
+    _repaired(run)

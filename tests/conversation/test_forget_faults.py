@@ -19,14 +19,24 @@ from tests.helpers.disk import fill
 SECRET = "sk-live-leaked0042"
 
 
-def _home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
+@pytest.fixture(scope="module")
+def seeded(module_env: Path) -> tuple[Path, list[str]]:
+    """The home every test starts from (a copy of it: it is made once) and the injection
+    points of `forget s 2` on it (a dry counting run on another copy)."""
+    home = module_env / "seeded"
     fs.ok(home, "append", "s", "--messages", "-", "--time", fs.TIME, stdin=fs.messages(
         "the database migration runs on Saturday", "noted, Saturday it is",
         f"my deploy key is {SECRET} oops", "please rotate that key",
         "the cat hides under the bed", "poor cat"))
     fs.ok(home, "backfill", "--all", "--vectors")
-    return home
+    copy = fs.copy_home(home, module_env / "count")
+    log = module_env / "count.log"
+    fs.ok(copy, "forget", "s", "2", "-y", env={"AGENVOY_FAULTS": f"log={log}"})
+    return home, fs.points(log)
+
+
+def _home(seeded: tuple[Path, list[str]], tmp_path: Path) -> Path:
+    return fs.copy_home(seeded[0], tmp_path / "home")
 
 
 def layers(home: Path) -> dict[str, bool]:
@@ -48,21 +58,16 @@ def layers(home: Path) -> dict[str, bool]:
             "vector": any(v.startswith("s:2=") for v in vectors)}
 
 
-def _point_after_history(home: Path, tmp_path: Path, point: str) -> int:
-    """The call number of the first `point` after history.json is replaced, found by a
-    dry counting run of the same forget on a copy."""
-    copy = fs.copy_home(home, tmp_path / "count")
-    log = tmp_path / "count.log"
-    fs.ok(copy, "forget", "s", "2", "-y", env={"AGENVOY_FAULTS": f"log={log}"})
-    seen = fs.points(log)
+def _point_after_history(seen: list[str], point: str) -> int:
+    """The call number of the first `point` after history.json is replaced."""
     start = next(i for i, p in enumerate(seen) if p.startswith("rename ")
                  and p.endswith("/history.json"))
     return next(i for i, p in enumerate(seen) if i > start and p.startswith(point)) + 1
 
 
-def test_a_failed_archive_commit_forgets_nothing(tmp_path):
-    home = _home(tmp_path)
-    at = _point_after_history(home, tmp_path, "commit")
+def test_a_failed_archive_commit_forgets_nothing(tmp_path, seeded):
+    home = _home(seeded, tmp_path)
+    at = _point_after_history(seeded[1], "commit")
     res = fs.run(home, "forget", "s", "2", "-y", env={"AGENVOY_FAULTS": f"at={at}"})
     said = res.stderr.decode()
     assert res.returncode == 1, said
@@ -75,12 +80,9 @@ def test_a_failed_archive_commit_forgets_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("point", ["commit", "chroma"])
-def test_a_killed_forget_is_reported_and_completed_by_repair(tmp_path, point):
-    home = _home(tmp_path)
-    copy = fs.copy_home(home, tmp_path / "count")
-    log = tmp_path / "count.log"
-    fs.ok(copy, "forget", "s", "2", "-y", env={"AGENVOY_FAULTS": f"log={log}"})
-    seen = fs.points(log)
+def test_a_killed_forget_is_reported_and_completed_by_repair(tmp_path, seeded, point):
+    home = _home(seeded, tmp_path)
+    seen = seeded[1]
     at = max(i for i, p in enumerate(seen) if p.startswith(point)) + 1  # the last one
     res = fs.run(home, "forget", "s", "2", "-y",
                  env={"AGENVOY_FAULTS": f"at={at},fail=kill"})
@@ -95,9 +97,9 @@ def test_a_killed_forget_is_reported_and_completed_by_repair(tmp_path, point):
     assert fs.leftovers(home) == []
 
 
-def test_forget_on_a_full_disk_is_all_or_nothing(tmp_path, small_disk):
+def test_forget_on_a_full_disk_is_all_or_nothing(seeded, small_disk):
     """The issue's reproduction: 32-64 KiB free on the home's file system."""
-    made = _home(tmp_path)
+    made = seeded[0]
     seen: set[str] = set()
     for leave in (0, 32 << 10, 64 << 10):
         home = small_disk / f"home-{leave}"

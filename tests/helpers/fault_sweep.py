@@ -589,15 +589,20 @@ class Reference:
     code: int | None
 
 
+def slug(path: WritePath) -> str:
+    """The path's name as a folder name (its base home is workdir/base-SLUG)."""
+    return "".join(c if c.isalnum() else "-" for c in path.name)
+
+
 def reference(path: WritePath, workdir: Path) -> Reference:
-    slug = "".join(c if c.isalnum() else "-" for c in path.name)
+    name = slug(path)
     inputs = workdir / "inputs"
-    base = workdir / f"base-{slug}"
+    base = workdir / f"base-{name}"
     if not base.exists():
         path.prepare(base, inputs)
         base.mkdir(parents=True, exist_ok=True)
-    home = copy_home(base, workdir / f"ref-{slug}")
-    log = workdir / f"ref-{slug}.log"
+    home = copy_home(base, workdir / f"ref-{name}")
+    log = workdir / f"ref-{name}.log"
     log.unlink(missing_ok=True)
     outcome = execute(path, home, inputs, f"log={log}")
     assert outcome.code == 0, f"{path.name}: the reference run failed: {outcome.stderr}"
