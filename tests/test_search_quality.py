@@ -13,6 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.helpers.search import ranked, search, turns
+
 FILLER = [{"role": "user" if i % 2 == 0 else "assistant",
            "content": f"ok, next item {i}" if i % 2 == 0 else "sure"} for i in range(16)]
 
@@ -20,24 +22,6 @@ FILLER = [{"role": "user" if i % 2 == 0 else "assistant",
 def append(run, sid: str, msgs: list[dict], time: str = "2026-01-05 10:00:00") -> None:
     res = run("append", sid, "--messages", "-", "--time", time, input=orjson.dumps(msgs))
     assert res.exit_code == 0, res.stderr
-
-
-def turns(*contents: str) -> list[dict]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
-            for i, c in enumerate(contents)]
-
-
-def search(run, sid: str, query: str, *extra: str) -> dict:
-    res = run("search", sid, *extra, "--json", "--", query)
-    assert res.exit_code == 0, res.stderr
-    return res.json()
-
-
-def ranked(doc: dict) -> list[int]:
-    """The hits' seqs, best first (each hit carries its rank)."""
-    hits = [r for r in doc["results"] if r["hit"]]
-    assert all("rank" in r for r in hits), hits
-    return [r["seq"] for r in sorted(hits, key=lambda r: r["rank"])]
 
 
 # --------------------------------------------------------------------------- keyword

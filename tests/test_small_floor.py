@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.test_search_quality import ranked, search, turns
+from tests.helpers.search import ranked, search, turns
 
 SESSIONS = {s["name"]: s for s in orjson.loads(
     (Path(__file__).resolve().parent.parent / "bench" / "small_floor_data" / "sessions.json")

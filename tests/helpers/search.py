@@ -58,3 +58,21 @@ def vector_ids(home: Path, sid: str = "s") -> dict[str, dict]:
     with store.write_lock():
         return vectors.open_index(store, vectors.MESSAGES, create=False).get(
             {"session_id": sid})
+
+
+def turns(*contents: str) -> list[dict]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": c}
+            for i, c in enumerate(contents)]
+
+
+def search(run, sid: str, query: str, *extra: str) -> dict:
+    res = run("search", sid, *extra, "--json", "--", query)
+    assert res.exit_code == 0, res.stderr
+    return res.json()
+
+
+def ranked(doc: dict) -> list[int]:
+    """The hits' seqs, best first (each hit carries its rank)."""
+    hits = [r for r in doc["results"] if r["hit"]]
+    assert all("rank" in r for r in hits), hits
+    return [r["seq"] for r in sorted(hits, key=lambda r: r["rank"])]
