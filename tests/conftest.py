@@ -204,7 +204,7 @@ SLOW_MODULES = {
     "tests.release.test_packaging", "tests.test_fault_sweep", "tests.test_disk_full",
     "tests.test_doctor_faults", "tests.conversation.test_forget_faults",
     "tests.vectors.test_doctor_vectors", "tests.test_server_lifecycle", "tests.test_interrupt",
-    "tests.test_contention",
+    "tests.test_contention", "tests.test_small_floor",
 }
 
 
