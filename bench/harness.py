@@ -20,6 +20,7 @@ tests/test_bench_harness.py checks there is no import circle).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib
 import json
@@ -31,7 +32,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -394,6 +395,28 @@ class Served:
 
     def __exit__(self, *exc: object) -> None:
         self.server.stop()
+
+
+@contextlib.contextmanager
+def searching(home: Path, path: str, cache: Path, log: Path) -> Iterator[Search]:
+    """search() over a built home by `path`: "process" (one `agenvoy search` process per
+    question, answered by the home's server) or in process (the cached embedder, saved at
+    the end)."""
+    if path == "process":
+        server = Server(home, cache, log)
+        try:
+            yield lambda session, query, mode, limit: search_process(home, session, mode,
+                                                                     query, limit)
+        finally:
+            server.stop()
+        return
+    wrap = cached_embedder(cache)
+    try:
+        yield lambda session, query, mode, limit: home_cli(
+            home, "search", session, "--mode", mode, "--limit", str(limit), "--json", "--",
+            query)
+    finally:
+        wrap.save()
 
 
 def load_line() -> str:

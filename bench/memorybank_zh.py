@@ -240,27 +240,11 @@ def run(args: argparse.Namespace) -> dict:
     if not (args.reuse and (home / "bench-built.json").exists()):
         build_home(home, users, args.cache)
     modes = args.modes.split(",")
-    server = None
-    if args.path == "process":
-        server = harness.Server(home, args.cache, home.parent / f"{args.split}-server.log")
-
-        def search(session: str, query: str, mode: str, limit: int) -> dict:
-            return harness.search_process(home, session, mode, query, limit)
-    else:
-        wrap = harness.cached_embedder(args.cache)
-
-        def search(session: str, query: str, mode: str, limit: int) -> dict:
-            return harness.home_cli(home, "search", session, "--mode", mode, "--limit",
-                                    str(limit), "--json", "--", query)
     load0 = os.getloadavg()
     t0 = time.perf_counter()
-    try:
+    with harness.searching(home, args.path, args.cache,
+                           home.parent / f"{args.split}-server.log") as search:
         res = harness.evaluate(rset, modes, search)
-    finally:
-        if server is not None:
-            server.stop()
-        else:
-            wrap.save()
     return {"split": args.split, "path": args.path, "n": len(rset.questions),
             "load": [load0[0], os.getloadavg()[0]], "wall_s": time.perf_counter() - t0,
             "results": res.summary(), "ranks": res.rankings}

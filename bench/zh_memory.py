@@ -179,29 +179,14 @@ def run(args) -> dict:
     if not (args.reuse and built.exists()):
         build_home(home, users, args.cache)
     modes = args.modes.split(",")
-    server = None
-    if args.path == "process":
-        server = harness.Server(home, args.cache, home.parent / f"{args.split}-server.log")
-
-        def search(session: str, query: str, mode: str, limit: int) -> dict:
-            return harness.search_process(home, session, mode, query, limit)
-    else:
-        wrap = harness.cached_embedder(args.cache)
+    if args.path != "process":
         apply_fusion(json.loads(args.fusion) if args.fusion else {})
-
-        def search(session: str, query: str, mode: str, limit: int) -> dict:
-            return harness.home_cli(home, "search", session, "--mode", mode, "--limit",
-                                    str(limit), "--json", "--", query)
     rset = questions(users, args.split)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    try:
+    with harness.searching(home, args.path, args.cache,
+                           home.parent / f"{args.split}-server.log") as search:
         res = harness.evaluate(rset, modes, search)
-    finally:
-        if server is not None:
-            server.stop()
-        else:
-            wrap.save()
     out = {"split": args.split, "path": args.path, "fusion": args.fusion or "shipped",
            "n": len(rset.questions), "load": [load0, os.getloadavg()[0]],
            "wall_s": time.perf_counter() - t0, "results": res.summary()}
