@@ -6,8 +6,9 @@
 
 A base home (under --work, kept between runs; delete it to rebuild) holds --messages short
 gendata messages, embedded by `agenvoy backfill --vectors`, never searched (so attribution
-has the hits' own texts to embed, as on the first search of a session). Each round copies it afresh for each arm, appends 400
-long messages (~1,500-2,500 characters, not timed) and times one search in a new process:
+has the hits' own texts to embed, as on the first search of a session). Each round copies
+it afresh for each arm, appends 400 long messages (~1,500-2,500 characters, not timed)
+and times one search in a new process:
 
   budget   `search s QUERY --budget B --json` (the catch-up and attribution within B)
   floor    the same with `--budget 0`: the cold start (imports, models, the query, the
