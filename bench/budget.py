@@ -4,11 +4,11 @@
     python bench/budget.py                       # 3 rounds, budget 1
     python bench/budget.py --rounds 5 --before /tmp/budget-before
 
-A base home (under --work, kept between runs; delete it to rebuild) holds --messages short
-gendata messages, embedded by `agenvoy backfill --vectors`, never searched (so attribution
-has the hits' own texts to embed, as on the first search of a session). Each round copies
-it afresh for each arm, appends 400 long messages (~1,500-2,500 characters, not timed)
-and times one search in a new process:
+A base home (under --work, kept between runs; delete it to rebuild) holds --messages
+gendata messages of 600-900 characters, embedded by `agenvoy backfill --vectors`, never
+searched (so attribution has the hits' own texts to embed, as on the first search of a
+session). Each round copies it afresh for each arm, appends 400 long messages (1,500-2,500
+characters, not timed) and times one search in a new process:
 
   budget   `search s QUERY --budget B --json` (the catch-up and attribution within B)
   floor    the same with `--budget 0`: the cold start (imports, models, the query, the
@@ -73,22 +73,21 @@ def base(work: Path, count: int) -> Path:
         return home
     home.mkdir(parents=True, exist_ok=True)
     env = environ(home, ROOT)
-    rng = random.Random(51)
-    batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": gendata.text(rng, i)}
-             for i in range(count)]
     run(agenvoy("append", "s", "--messages", "-", "--no-compact"), env,
-        json.dumps(batch).encode())
+        messages(0, count, 600, 900))
     run(agenvoy("backfill", "s", "--vectors"), env)  # no search yet: no own-text vectors
     (home / "built").write_text("ok")
     return home
 
 
-def long_messages(start: int) -> bytes:
+def messages(start: int, count: int, lo: int, hi: int) -> bytes:
+    """`count` messages of gendata text, each lo-hi characters."""
     rng = random.Random(start)
     out = []
-    for i in range(start, start + NEW):
+    for i in range(start, start + count):
         parts: list[str] = []
-        while sum(map(len, parts)) < rng.randint(1500, 2500):
+        size = rng.randint(lo, hi)
+        while sum(map(len, parts)) < size:
             parts.append(gendata.text(rng, i))
         out.append({"role": "user" if i % 2 == 0 else "assistant", "content": " ".join(parts)})
     return json.dumps(out).encode()
@@ -109,14 +108,14 @@ def one(src: Path, work: Path, code: Path, budget: str, new: bytes) -> dict[str,
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--messages", type=int, default=100)
+    ap.add_argument("--messages", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--budget", default="1")
     ap.add_argument("--before", type=Path, help="a copy of agenvoy_cli's parent dir to compare")
     ap.add_argument("--work", type=Path, default=Path("/tmp/agenvoy-bench-budget"))
     args = ap.parse_args()
     src = base(args.work, args.messages)
-    new = long_messages(args.messages)
+    new = messages(args.messages, NEW, 1500, 2500)
     arms = {"budget": (ROOT, args.budget), "floor": (ROOT, "0")}
     if args.before:
         arms["before"] = (args.before, args.budget)

@@ -283,11 +283,20 @@ def test_attribution_is_within_the_budget(run, tmp_path, monkeypatch) -> None:
     after the catch-up had spent the budget (issue #51 item 7: 1.1 s outside it)."""
     import types
 
-    from agenvoy_cli.search import catchup
+    from agenvoy_cli.search import catchup, engine
 
     clock = CharClock()
     words_embedder.use(monkeypatch, clock)
     monkeypatch.setattr(catchup, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    at_return: list[float] = []
+    real = engine.catch_up
+
+    def counted(*args, **kwargs):  # the work charged by the time the catch-up returns
+        out = real(*args, **kwargs)
+        at_return.append(clock.charged)
+        return out
+
+    monkeypatch.setattr(engine, "catch_up", counted)
     append(run, "s", 40, tmp_path)
     assert run("backfill", "s", "--vectors").exit_code == 0
     long = [{"role": "user" if i % 2 == 0 else "assistant",
@@ -302,6 +311,9 @@ def test_attribution_is_within_the_budget(run, tmp_path, monkeypatch) -> None:
     doc = res.json()
     assert 0 < doc["indexed"] < 400
     assert clock.charged <= 3.0 + max(clock.costs), (clock.charged, len(clock.costs))
+    # attribution spends only what the catch-up left (nothing once it is spent)
+    assert clock.charged - at_return[0] <= max(0.0, 3.0 - at_return[0]) + 1e-9, \
+        (at_return, clock.charged)
     assert doc["results"]
 
 
