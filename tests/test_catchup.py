@@ -199,7 +199,7 @@ def test_budget_is_a_promise_after_many_long_messages(run, tmp_path, monkeypatch
     left of the budget (per character: a rate per text let the batch after a few short
     texts run 2.5 s past it). The catch-up's embedding work, counted: at most the budget
     plus one long text (the first batch, which measures the rate, costs no more than that).
-    (Attribution's own-text embeddings after it are not bounded yet: issue #51.)"""
+    Attribution's own-text embeddings after it: test_attribution_is_within_the_budget."""
     import types
 
     from agenvoy_cli.search import catchup, engine
@@ -231,3 +231,106 @@ def test_budget_is_a_promise_after_many_long_messages(run, tmp_path, monkeypatch
     assert 0 < doc["indexed"] < 400 and doc["unindexed_count"] == 400 - doc["indexed"]
     assert spent and spent[0] <= 3.0 + max(clock.costs), (spent, len(clock.costs))
     assert any(r["hit"] and r["seq"] == 3 for r in doc["results"])
+
+
+class _Clock:
+    """A clock that moves only when told (the Pacer reads search/catchup.py's `time`)."""
+
+    def __init__(self) -> None:
+        self.now = 50.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_pacer_sizes_batches_to_what_is_left(monkeypatch) -> None:
+    """Unit: a small first batch measures the rate; then each batch is what fits in what is
+    left of the budget, keeping back the reserve; nothing once it is spent; everything
+    without a budget."""
+    import types
+
+    from agenvoy_cli.search import catchup
+
+    clock = _Clock()
+    monkeypatch.setattr(catchup, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    long = ["x" * 1900] * 64  # cost 2,000 characters each
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        clock.now += 0.0001 * sum(catchup._cost(t) for t in texts)  # 0.2 s a long text
+        return [[1.0] for _ in texts]
+
+    pacer = catchup.Pacer(1.0, reserve=1000)  # the reserve: half a long text, 0.1 s
+    sizes = []
+    while size := pacer.fits(long):
+        pacer.embed(embed, long[:size])
+        sizes.append(size)
+    # the first batch measures (no more than one long text); then what fits in the 0.8 s
+    # left less the reserve (0.7 s): 3 of 0.2 s; then nothing (0.1 s)
+    assert sizes == [1, 3], sizes
+    assert abs(pacer.left() - 0.2) < 1e-9  # the reserve and the rest are left
+    assert pacer.fits(long) == 0
+    shorter = ["x" * 1400] * 4  # 0.15 s each: the stage after the catch-up may take one
+    assert pacer.fits(shorter, keep_reserve=False) == 1
+    pacer.embed(embed, shorter[:1])
+    assert pacer.fits(shorter, keep_reserve=False) == 0
+    assert catchup.Pacer(None).fits(long) == 64
+
+
+def test_attribution_is_within_the_budget(run, tmp_path, monkeypatch) -> None:
+    """400 new long messages, `search --budget 3`: all the embedding of message texts after
+    the query (the catch-up, then attribution's own-text vectors of the hits) comes to at
+    most the budget plus one long text; attribution used to embed the hits' texts again
+    after the catch-up had spent the budget (issue #51 item 7: 1.1 s outside it)."""
+    import types
+
+    from agenvoy_cli.search import catchup, engine
+
+    clock = CharClock()
+    words_embedder.use(monkeypatch, clock)
+    monkeypatch.setattr(catchup, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    at_return: list[float] = []
+    real = engine.catch_up
+
+    def counted(*args, **kwargs):  # the work charged by the time the catch-up returns
+        out = real(*args, **kwargs)
+        at_return.append(clock.charged)
+        return out
+
+    monkeypatch.setattr(engine, "catch_up", counted)
+    append(run, "s", 40, tmp_path)
+    assert run("backfill", "s", "--vectors").exit_code == 0
+    long = [{"role": "user" if i % 2 == 0 else "assistant",
+             "content": f"long turn {i}: " + "Mochi and the vacuum cleaner again " * 60}
+            for i in range(400)]
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(long))
+    assert run("append", "s", "--messages", str(path)).exit_code == 0
+    clock.charged, clock.costs = 0.0, []
+    res = run("search", "s", "Mochi vacuum", "--budget", "3", "--json")
+    assert res.exit_code == 0, res.stderr
+    doc = res.json()
+    assert 0 < doc["indexed"] < 400
+    assert clock.charged <= 3.0 + max(clock.costs), (clock.charged, len(clock.costs))
+    # attribution spends only what the catch-up left (nothing once it is spent)
+    assert clock.charged - at_return[0] <= max(0.0, 3.0 - at_return[0]) + 1e-9, \
+        (at_return, clock.charged)
+    assert doc["results"]
+
+
+def test_a_spent_budget_embeds_no_attribution_text(run, home, words) -> None:
+    """Every message has a vector; `--budget 0` (nothing may be embedded) embeds no message
+    text for attribution either (only the query) and says the hits were not checked; a
+    budget checks them."""
+    from tests.helpers.search import add, find
+
+    add(run, "s", "Where does your sister live these days?", "In Lisbon, near the old harbour.",
+        "And your brother?", "He moved to Oslo for a job in shipping.",
+        *[f"filler line {i} about nothing much" for i in range(24)])
+    assert run("backfill", "s", "--vectors").exit_code == 0
+    words.texts.clear()
+    doc = find(run, "s", "Lisbon harbour sister", mode="semantic", extra=("--budget", "0"))
+    assert doc["results"] and words.texts == []
+    assert any(n["code"] == "budget_spent" and "attribut" in n["message"]
+               for n in doc["notes"]), doc["notes"]
+    doc = find(run, "s", "Lisbon harbour sister", mode="semantic", extra=("--budget", "60"))
+    assert words.texts and not any(n["code"] == "budget_spent" for n in doc["notes"])

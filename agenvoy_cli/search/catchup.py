@@ -12,7 +12,8 @@ A search must never stall on it: embedding runs at ~9 realistic messages per CPU
 a few hundred new messages would cost a minute. With a budget the catch-up stops when the
 time is up (batches are sized from the measured cost per character so that the last one
 ends in time: Pacer) and reports the messages still without a vector; search then ranks
-those by keyword.
+those by keyword. The same Pacer then bounds attribution's embeddings (search/engine.py):
+the catch-up keeps a small reserve of the budget for them.
 
 The vector index's modules are imported by the functions that use them: keyword search
 imports this module (engine.py says what importing them costs it).
@@ -272,6 +273,10 @@ def pending_vectors(store: Store, session_id: str, *, full: bool = False) -> int
 COST_CHARS = 2000
 TEXT_CHARS = 100
 FIRST_BATCH = 8  # the first batch of a budgeted run measures the rate
+# At most this share of a budget the catch-up keeps back for attribution's own-text vectors
+# of the top hits (the catch-up of many new messages spent all of it, and attribution ran
+# ~1.1 s past it: issue #51)
+RESERVE_SHARE = 0.25
 
 
 def _cost(text: str) -> int:
@@ -290,27 +295,39 @@ def _first(texts: Sequence[str]) -> int:
 
 
 class Pacer:
-    """The time a search's catch-up may spend embedding (its budget): how many of the next
-    texts fit in what is left. The cost of a text is measured per character
-    (a long message costs many short ones: a rate per text made the batch after a few short
-    ones run seconds past the budget); until a first batch was embedded and timed, a batch
-    of at most one long text's cost."""
+    """The seconds a search may spend embedding message texts (its budget), shared by the
+    catch-up and the stage after it that embeds the hits' own texts (attribution,
+    search/semantic.py): how many of the next texts fit in what is left. Only the embedding
+    (and the catch-up's adds) is counted, not the stages between. The cost of a text is
+    measured per character (a long message costs many short ones: a rate per text made the
+    batch after a few short ones run seconds past the budget); until a first batch was
+    embedded and timed, a batch of at most one long text's cost. The catch-up keeps back
+    `reserve` characters' worth (at most RESERVE_SHARE of the budget) for attribution."""
 
-    def __init__(self, deadline: float | None) -> None:
-        self.deadline = deadline
+    def __init__(self, budget: float | None, reserve: int = 0) -> None:
+        self.budget = budget
+        self.reserve = reserve
+        self.spent = 0.0
         self.per_char: float | None = None
 
     def left(self) -> float:
-        return math.inf if self.deadline is None else self.deadline - time.monotonic()
+        return math.inf if self.budget is None else self.budget - self.spent
 
-    def fits(self, texts: Sequence[str], most: int | None = None) -> int:
+    def kept_back(self) -> float:
+        """The seconds the catch-up leaves for the stage after it."""
+        if self.budget is None or self.per_char is None:
+            return 0.0
+        return min(self.reserve * self.per_char, RESERVE_SHARE * self.budget)
+
+    def fits(self, texts: Sequence[str], most: int | None = None, *,
+             keep_reserve: bool = True) -> int:
         """How many of these texts, in order, to embed now: all without a budget; none when
         it is spent; a small first batch while the rate is unknown; else those whose
-        predicted cost fits in what is left."""
+        predicted cost fits in what is left (less the reserve, for the catch-up)."""
         most = len(texts) if most is None else min(most, len(texts))
-        if self.deadline is None:
+        if self.budget is None:
             return most
-        left = self.left()
+        left = self.left() - (self.kept_back() if keep_reserve else 0.0)
         if left <= 0:
             return 0
         if self.per_char is None:  # a first batch of at most one long text's cost
@@ -326,21 +343,27 @@ class Pacer:
         rate = seconds / max(sum(_cost(t) for t in texts), 1)
         self.per_char = rate if self.per_char is None else 0.5 * (self.per_char + rate)
 
+    def charge(self, seconds: float) -> None:
+        self.spent += seconds
+
     def embed(self, embed: Callable[[list[str]], Any], texts: list[str]) -> Any:
-        """embed(texts), timed into the rate."""
+        """embed(texts), timed into the rate and charged to the budget."""
         began = time.monotonic()
         out = embed(texts)
-        self.measured(texts, time.monotonic() - began)
+        took = time.monotonic() - began
+        self.measured(texts, took)
+        self.charge(took)
         return out
 
 
 def catch_up(store: Store, session_id: str, budget: float | None = None, *,
              progress: Progress | None = None, notice: Notice | None = None,
-             full: bool = False) -> CatchUp:
+             full: bool = False, pacer: Pacer | None = None) -> CatchUp:
     """Embed the session's messages the index lacks, for at most `budget` seconds of
     embedding (None: all of them; 0: none, only count). progress(done, total) after each
     batch; notice(total) once, from a timer thread, when the run is still going after
-    NOTICE_AFTER seconds.
+    NOTICE_AFTER seconds. `pacer`: the search's (Pacer(budget) by default), which counts
+    what the catch-up spends for the stages after it.
 
     Embedding runs outside the store lock (appends are never held up for long); each batch
     is added under the lock after checking that its messages are still there, unchanged
@@ -362,7 +385,7 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
         return CatchUp(0, [t.msg.seq for t in todo])
     # the budget is for embedding: imports, opening the index and loading the model are
     # the cold start, paid once per process (the caller loads the model first)
-    pacer = Pacer(None if budget is None else time.monotonic() + budget)
+    pacer = Pacer(budget) if pacer is None else pacer
     timer = None
     if notice is not None:
         # counted from the first embedding, like the budget: importing chromadb and
@@ -393,8 +416,10 @@ def _embed_all(store: Store, index: Any, session_id: str, todo: Sequence[_Todo],
             break
         batch = todo[done:done + size]
         vecs = pacer.embed(emb.embed_documents, [t.text for t in batch])
+        began = time.monotonic()  # the add (and the wait for the lock) counts too
         with store.write_lock():
             added += _add_checked(store, index, session_id, batch, vecs)
+        pacer.charge(time.monotonic() - began)
         done += len(batch)
         if progress is not None:
             progress(done, len(todo))

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.errors import BadInput
 from agenvoy_cli.search import fusion, semantic
-from agenvoy_cli.search.catchup import CatchUp, Notice, Progress, catch_up
+from agenvoy_cli.search.catchup import TEXT_CHARS, CatchUp, Notice, Pacer, Progress, catch_up
 from agenvoy_cli.search.defaults import DEFAULT_LIMIT, MODES
 from agenvoy_cli.search.keyword import keyword_ranking, unarchived_ranking
 from agenvoy_cli.search.query import MATCHES, Query, about_the_user
@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from agenvoy_cli.search.relevance import Decision, Relevance
 
 OTHER_SCRIPT_SAMPLE = 50  # recent messages whose script a failed keyword search compares
+# What the catch-up keeps back of the budget (at most catchup.RESERVE_SHARE of it) for
+# attribution: the own texts of ATTRIBUTION_TOP hits, the best-ranked pairs' first
+ATTRIBUTION_RESERVE = semantic.ATTRIBUTION_TOP * (semantic.ATTRIBUTION_CHARS + TEXT_CHARS)
 
 # The vector pipeline's modules (candidates, relevance, the vector index's) are imported by the
 # functions that run it: at the top they cost every keyword search ~12 ms CPU (216 vs 204 ms
@@ -149,7 +152,10 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     needs = relevance.needs(emb.model_id)  # a bad setting fails before anything is embedded
     # the query first: it loads the model, so that the budget is spent on embedding only
     vector = query.vector(emb)  # outside the lock
-    caught = catch_up(store, session_id, budget, progress=progress, notice=notice)
+    # one budget for the catch-up and attribution's own-text vectors (search/catchup.py)
+    pacer = Pacer(budget, reserve=ATTRIBUTION_RESERVE)
+    caught = catch_up(store, session_id, budget, progress=progress, notice=notice,
+                      pacer=pacer)
     result.indexed, result.unindexed_count = caught.indexed, len(caught.unindexed)
     wanted = _wanted(mode, query, emb.model_id)
     with store.write_lock():
@@ -164,7 +170,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     state = semantic.Attribution(about_user=about_the_user(query.text), roles=cand.roles,
                                  index=dict(cand.vector),
                                  typical=cand.background.typical)
-    own_text = _own_text_embedder(emb, cand)
+    own_text = _own_text_embedder(emb, cand, pacer)
     vec = semantic.attribute(cand.vector, vector, own_text, cand.texts, state)
     # relevance over the hits as attribution left them (bench/floor_fit.py measured that)
     decision = _decide(relevance, query, cand, vec, vector, emb.model_id)
@@ -179,6 +185,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     if vec:  # a hit that owes its place to the hit before it is that hit's context
         ranked = semantic.credit(ranked, vector, own_text, cand.texts, state)
     _keep(store, session_id, cand.texts, own_text.new, OWN_TEXT)
+    _note_unchecked(result, len(own_text.skipped), budget)
     fill(result, store, session_id, scope, ranked[:limit], query, expand_lo=lo)
     if floored and not result.results:
         result.note("not_related", f"no message is related closely enough to: {query.text}")
@@ -269,16 +276,31 @@ def _searched(result: SearchResult, scope: Scope, mode: str) -> int:
     return lo
 
 
-def _own_text_embedder(emb: Any, cand: Candidates) -> Any:
+def _own_text_embedder(emb: Any, cand: Candidates, pacer: Pacer) -> Any:
     """The embedder attribution embeds message texts with: texts whose vector is kept cost
-    nothing (vectors/attribution.py). Not bounded by the search's budget: counting it
-    against the default budget left the first search of a session unattributed whenever
-    the catch-up used the budget (tests/test_attribution_roles.py, issue #51: not done)."""
+    nothing (vectors/attribution.py); the others are embedded within what is left of the
+    search's budget (`pacer`: the catch-up kept ATTRIBUTION_RESERVE back for them). The
+    stored index vectors cannot serve: they embed each message with the end of the one
+    before it (catchup.doc_text), and attribution compares the texts alone."""
     from agenvoy_cli.vectors.attribution import KeptEmbedder
 
     cut = semantic.ATTRIBUTION_CHARS
     return KeptEmbedder(emb, {cand.texts[s][:cut]: v for s, v in cand.text_vectors.items()
-                              if s in cand.texts})
+                              if s in cand.texts}, pacer)
+
+
+def _note_unchecked(result: SearchResult, skipped: int, budget: float | None) -> None:
+    """Say that attribution had no time for some hits (their own texts were not embedded
+    within the budget): added to the note on the budget when there is one."""
+    if not skipped:
+        return
+    said = (f"{skipped} message text(s) were not embedded for attribution (the hits and the "
+            "message before each are left in the index's order)")
+    for i, note in enumerate(result.notes):
+        if note.code in ("budget_spent", "unindexed"):
+            result.notes[i] = type(note)(note.code, f"{note.message}; {said}")
+            return
+    result.note("budget_spent", f"the {budget:g} s budget for embedding was spent: {said}")
 
 
 def _decide(relevance: Relevance, query: Query, cand: Candidates,

@@ -58,7 +58,8 @@ NOTE_CODES = {
     "nothing_searchable": "the query has no searchable word",
     "other_script": "keyword found nothing; the query and the memories are in different scripts",
     "unindexed": "messages without a vector yet, searched by keyword only",
-    "budget_spent": "the embedding budget ran out: the rest searched by keyword only",
+    "budget_spent": "the embedding budget ran out: the rest searched by keyword only, hits "
+                    "left unattributed",
     "unarchived": "messages of history.json not in SQLite yet: not searchable",
     "unsearchable": "vectors an inconsistent index left out (doctor --repair)",
     "uncalibrated": "the embedding model has no calibration profile: the relevance floor and "

@@ -105,9 +105,11 @@ class Attribution:
 def _own_text_similarity(need: Sequence[int], vector: Sequence[float], embedder: Any,
            bodies: dict[int, str]) -> dict[int, float]:
     """The query's similarity to each of these messages' own text (dot product: the
-    embedders return unit vectors)."""
+    embedders return unit vectors); those the embedder had no time for are left out (the
+    search's budget: vectors/attribution.py KeptEmbedder)."""
     vecs = embedder.embed_documents([bodies[s][:ATTRIBUTION_CHARS] for s in need])
-    return {s: sum(a * b for a, b in zip(v, vector)) for s, v in zip(need, vecs)}
+    return {s: sum(a * b for a, b in zip(v, vector)) for s, v in zip(need, vecs)
+            if v is not None}
 
 
 def _winner(seq: int, state: Attribution) -> int | None:
@@ -115,6 +117,8 @@ def _winner(seq: int, state: Attribution) -> int | None:
     the first time, kept after it); None when either already moved in another pair."""
     if seq in state.first:
         return state.first[seq]
+    if seq not in state.own or seq - 1 not in state.own:
+        return None  # not embedded within the budget: left as ranked
     # a question about the user and the user's message before the assistant's reply to it:
     # the statement of the user's own fact, checked even when the reply already moved (it
     # won its place from the turn after it; the fact it replies to is one step further)
@@ -157,10 +161,16 @@ def attribute(ranked: list[tuple[int, float]], vector: Sequence[float], embedder
     pairs = [s for s in attribution_pairs(ranked) if s in bodies and s - 1 in bodies]
     if not pairs:
         return ranked
-    need = sorted({x for s in pairs for x in (s - 1, s)} - set(state.own))
+    need = _needed(pairs, state)
     if need:
         state.own.update(_own_text_similarity(need, vector, embedder, bodies))
     return _reorder(ranked, pairs, state)
+
+
+def _needed(pairs: Sequence[int], state: Attribution) -> list[int]:
+    """The messages of these pairs whose own text is not embedded yet, the best-ranked
+    pair's first (a budget embeds a prefix of them)."""
+    return list(dict.fromkeys(x for s in pairs for x in (s - 1, s) if x not in state.own))
 
 
 def credit(ranked: list[tuple[int, float]], vector: Sequence[float], embedder: Any,
@@ -178,14 +188,15 @@ def credit(ranked: list[tuple[int, float]], vector: Sequence[float], embedder: A
     check = _follows_a_hit(ranked[:CREDIT_TOP], bodies)
     if not check:
         return ranked
-    need = sorted({x for s in check for x in (s - 1, s)} - set(state.own))
+    need = _needed([s for s, _ in ranked[:CREDIT_TOP] if s in check], state)
     if need:
         state.own.update(_own_text_similarity(need, vector, embedder, bodies))
     own = state.own
     kept: set[int] = set()
     dropped: set[int] = set()
     for seq, _ in ranked[:CREDIT_TOP]:
-        if (seq in check and seq - 1 in kept and own[seq] <= typical
+        if (seq in check and seq - 1 in kept and seq in own and seq - 1 in own
+                and own[seq] <= typical
                 and own[seq - 1] - own[seq] > CREDIT_MARGIN):
             dropped.add(seq)
         else:

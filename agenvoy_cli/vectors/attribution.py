@@ -155,12 +155,18 @@ def save(store: Store, session_id: str, vecs: dict[int, Sequence[float]],
 
 class KeptEmbedder:
     """The embedder as attribution sees it: texts whose vector is kept are answered from
-    it; the others are embedded and remembered in `new` (text -> vector) for save()."""
+    it; the others are embedded and remembered in `new` (text -> vector) for save().
+    With a `pacer` (search/catchup.py Pacer: what is left of a search's budget) only the
+    texts that fit in it are embedded, in the order asked; the others are answered None
+    (not known) and counted in `skipped`."""
 
-    def __init__(self, inner: Any, kept: dict[str, Sequence[float]]) -> None:
+    def __init__(self, inner: Any, kept: dict[str, Sequence[float]],
+                 pacer: Any = None) -> None:
         self.inner = inner
         self.kept = kept
+        self.pacer = pacer
         self.new: dict[str, Sequence[float]] = {}
+        self.skipped: set[str] = set()
 
     @property
     def model_id(self) -> str:
@@ -169,8 +175,17 @@ class KeptEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self.inner.embed_query(text)  # type: ignore[no-any-return]
 
-    def embed_documents(self, texts: list[str]) -> list[Sequence[float]]:
+    def embed_documents(self, texts: list[str]) -> list[Sequence[float] | None]:
         missing = [t for t in dict.fromkeys(texts) if t not in self.kept and t not in self.new]
-        if missing:
+        if missing and self.pacer is None:
             self.new.update(zip(missing, self.inner.embed_documents(missing)))
-        return [self.kept.get(t) or self.new[t] for t in texts]
+        while missing and self.pacer is not None:  # a small first batch, then what fits
+            take = self.pacer.fits(missing, keep_reserve=False)
+            if not take:
+                self.skipped.update(missing)
+                break
+            self.new.update(zip(missing[:take], self.pacer.embed(self.inner.embed_documents,
+                                                                 missing[:take])))
+            self.skipped.difference_update(missing[:take])
+            missing = missing[take:]
+        return [self.kept.get(t) or self.new.get(t) for t in texts]
