@@ -442,9 +442,12 @@ class TwoModelRule:
                                  dict(pool.kept))
             if ref.model_id != model.model_id:
                 return None
-            texts = model.embed_documents([str(c.text)[:ATTRIBUTION_CHARS] for c in seen])
+            got = model.embed_documents([str(c.text)[:ATTRIBUTION_CHARS] for c in seen])
             vector = query.vector(model)
         except EmbedderError:
+            return None
+        texts = [t for t in got if t is not None]  # None only past a pacer's budget: none here
+        if len(texts) != len(got):
             return None
         return Lift(cosines(texts[:k], vector), ref.hubness(texts[:k]),
                     cosines(texts[k:], vector), ref.hubness(texts[k:])), model.new
