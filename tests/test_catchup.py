@@ -194,12 +194,11 @@ class CharClock(WordsEmbedder):
         return super().embed_documents(texts)
 
 
-def test_budget_is_a_promise_after_many_long_messages(run, tmp_path, monkeypatch) -> None:
-    """400 new long messages after short ones: the catch-up's batches are sized to what is
-    left of the budget (per character: a rate per text let the batch after a few short
-    texts run 2.5 s past it). The catch-up's embedding work, counted: at most the budget
-    plus one long text (the first batch, which measures the rate, costs no more than that).
-    Attribution's own-text embeddings after it: test_attribution_is_within_the_budget."""
+def _search_after_long_messages(run, tmp_path, monkeypatch, phrase: str
+                                ) -> tuple[dict, CharClock, list[float]]:
+    """40 indexed messages, then 400 long ones (`phrase` repeated), then `search --budget 3`
+    on a clock charged per character: the document, the clock, and the work charged by the
+    time the catch-up returned."""
     import types
 
     from agenvoy_cli.search import catchup, engine
@@ -207,27 +206,36 @@ def test_budget_is_a_promise_after_many_long_messages(run, tmp_path, monkeypatch
     clock = CharClock()
     words_embedder.use(monkeypatch, clock)
     monkeypatch.setattr(catchup, "time", types.SimpleNamespace(monotonic=clock.monotonic))
-    spent: list[float] = []
+    at_return: list[float] = []
     real = engine.catch_up
 
     def counted(*args, **kwargs):  # the work charged by the time the catch-up returns
         out = real(*args, **kwargs)
-        spent.append(clock.charged)
+        at_return.append(clock.charged)
         return out
 
     monkeypatch.setattr(engine, "catch_up", counted)
     append(run, "s", 40, tmp_path)
     assert run("backfill", "s", "--vectors").exit_code == 0
     long = [{"role": "user" if i % 2 == 0 else "assistant",
-             "content": f"long turn {i}: " + "the weather and lunch plans again " * 60}
-            for i in range(400)]
+             "content": f"long turn {i}: " + phrase * 60} for i in range(400)]
     path = tmp_path / "long.json"
     path.write_text(json.dumps(long))
     assert run("append", "s", "--messages", str(path)).exit_code == 0
     clock.charged, clock.costs = 0.0, []
     res = run("search", "s", "Mochi vacuum", "--budget", "3", "--json")
     assert res.exit_code == 0, res.stderr
-    doc = res.json()
+    return res.json(), clock, at_return
+
+
+def test_budget_is_a_promise_after_many_long_messages(run, tmp_path, monkeypatch) -> None:
+    """400 new long messages after short ones: the catch-up's batches are sized to what is
+    left of the budget (per character: a rate per text let the batch after a few short
+    texts run 2.5 s past it). The catch-up's embedding work, counted: at most the budget
+    plus one long text (the first batch, which measures the rate, costs no more than that).
+    Attribution's own-text embeddings after it: test_attribution_is_within_the_budget."""
+    doc, clock, spent = _search_after_long_messages(
+        run, tmp_path, monkeypatch, "the weather and lunch plans again ")
     assert 0 < doc["indexed"] < 400 and doc["unindexed_count"] == 400 - doc["indexed"]
     assert spent and spent[0] <= 3.0 + max(clock.costs), (spent, len(clock.costs))
     assert any(r["hit"] and r["seq"] == 3 for r in doc["results"])
@@ -281,34 +289,8 @@ def test_attribution_is_within_the_budget(run, tmp_path, monkeypatch) -> None:
     the query (the catch-up, then attribution's own-text vectors of the hits) comes to at
     most the budget plus one long text; attribution used to embed the hits' texts again
     after the catch-up had spent the budget (issue #51 item 7: 1.1 s outside it)."""
-    import types
-
-    from agenvoy_cli.search import catchup, engine
-
-    clock = CharClock()
-    words_embedder.use(monkeypatch, clock)
-    monkeypatch.setattr(catchup, "time", types.SimpleNamespace(monotonic=clock.monotonic))
-    at_return: list[float] = []
-    real = engine.catch_up
-
-    def counted(*args, **kwargs):  # the work charged by the time the catch-up returns
-        out = real(*args, **kwargs)
-        at_return.append(clock.charged)
-        return out
-
-    monkeypatch.setattr(engine, "catch_up", counted)
-    append(run, "s", 40, tmp_path)
-    assert run("backfill", "s", "--vectors").exit_code == 0
-    long = [{"role": "user" if i % 2 == 0 else "assistant",
-             "content": f"long turn {i}: " + "Mochi and the vacuum cleaner again " * 60}
-            for i in range(400)]
-    path = tmp_path / "long.json"
-    path.write_text(json.dumps(long))
-    assert run("append", "s", "--messages", str(path)).exit_code == 0
-    clock.charged, clock.costs = 0.0, []
-    res = run("search", "s", "Mochi vacuum", "--budget", "3", "--json")
-    assert res.exit_code == 0, res.stderr
-    doc = res.json()
+    doc, clock, at_return = _search_after_long_messages(
+        run, tmp_path, monkeypatch, "Mochi and the vacuum cleaner again ")
     assert 0 < doc["indexed"] < 400
     assert clock.charged <= 3.0 + max(clock.costs), (clock.charged, len(clock.costs))
     # attribution spends only what the catch-up left (nothing once it is spent)
