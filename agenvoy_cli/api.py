@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from agenvoy_cli.contract import list_document, moment
 
 if TYPE_CHECKING:
+    from agenvoy_cli.conversation.action_log import Run
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.models.embedders import Embedders
     from agenvoy_cli.search.relevance import Relevance
@@ -406,6 +407,21 @@ class Memory:
                 "deleted_files": list(raw["agent_files_deleted"]),
                 "has_summary": bool(raw["summary_kept"]),
                 "summary": kept}
+
+    def action_log(self, session_id: str, *, limit: int | None = None,
+                   task_id: str | None = None) -> list[Run] | None:
+        """Agenvoy v0.32's action log of a session (conversation/action_log.py): its
+        finished runs, newest first, each with its record read (or its `problem`: why it
+        cannot be), the first `limit` of them, or the first of `task_id`; None when the
+        session has no action log (v0.32 keeps one in sessions/<id>/history/)."""
+        from agenvoy_cli.conversation import action_log
+
+        found = action_log.runs(self.store.layout.action_log(session_id))
+        if found is None:
+            return None
+        if task_id is not None:
+            found = [r for r in found if r.task_id == task_id][:1]
+        return [action_log.read(r) for r in found[:limit]]
 
     def doctor(self, session_id: str | None = None, *, repair: bool = False
                ) -> dict[str, Any]:

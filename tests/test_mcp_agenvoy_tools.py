@@ -248,3 +248,126 @@ def test_the_instructions_name_the_tools_served(which: str) -> None:
     named = set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text)) - {"time_range", "task_id"}
     assert named <= names, named - names  # no tool the server does not serve
     assert ("chat_history" in named) == (which != "spec")
+
+
+def test_memory_reads_the_action_log(home: Path) -> None:
+    """Memory.action_log, what chat_history mode=list|read ask: None without the folder, the
+    runs newest first with their records (or why one cannot be read), by task id."""
+    from agenvoy_cli import Memory
+
+    with Memory(home) as memory:
+        assert memory.action_log("s") is None
+        folder = action_log(home)
+        runs = memory.action_log("s")
+        assert runs is not None
+        assert [r.task_id for r in runs] == ["broken", TASK, "older"]
+        assert runs[0].record is None and runs[0].problem is not None
+        assert runs[0].problem.startswith(str(folder / "2026-01-06-10-00-broken.json"))
+        assert runs[1].record is not None and runs[1].record["model"] == "openai@gpt-5"
+        assert [r.task_id for r in memory.action_log("s", limit=2) or []] == ["broken", TASK]
+        (one,) = memory.action_log("s", task_id="older") or []
+        assert one.record == {"objective": "a<b & c"} and one.at.minute == 30
+        assert memory.action_log("s", task_id="nope") == []
+
+
+# ------------------------------------------------------------- every tool through Memory
+
+HANDLER_MODULES = ("handlers", "agenvoy_tools")
+# the server's own store, used by two steps that read no memory: the search budget's setting
+# (AGENVOY_SEARCH_BUDGET, as the CLI) and the sync of a history.json Agenvoy wrote before a
+# search (server/history_watch.py, which the server's poller runs too)
+STORE_USERS = {("handlers", "_budget"), ("handlers", "windowed_search")}
+FILE_CALLS = {"open", "read_bytes", "read_text", "write_bytes", "write_text", "iterdir",
+              "is_dir", "is_file", "exists", "stat", "glob", "rglob", "scandir", "listdir"}
+
+
+def _outside_memory(sources: dict[str, str]
+                    ) -> tuple[dict[str, list[str]], list[str], set[str]]:
+    """For each tool of the modules' TOOLS: what its handler, or a function of these modules
+    it calls, reaches other than Memory (a store, a file); the tools that never call
+    ctx.memory(); and the tools seen."""
+    import ast
+
+    funcs: dict[tuple[str, str], ast.FunctionDef] = {}
+    tools: dict[str, tuple[str, str]] = {}
+    for module, text in sources.items():
+        tree = ast.parse(text)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                funcs[(module, node.name)] = node
+            target = node.target if isinstance(node, ast.AnnAssign) else \
+                node.targets[0] if isinstance(node, ast.Assign) else None
+            if isinstance(target, ast.Name) and target.id == "TOOLS" and \
+                    isinstance(node.value, ast.Dict):
+                for key, value in zip(node.value.keys, node.value.values):
+                    assert isinstance(key, ast.Constant) and isinstance(value, ast.Name)
+                    tools[key.value] = (module, value.id)
+
+    def callees(module: str, func: ast.FunctionDef) -> set[tuple[str, str]]:
+        out = set()
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name):
+                out.add((module, node.func.id))
+            elif isinstance(node.func, ast.Attribute) and \
+                    isinstance(node.func.value, ast.Name) and node.func.value.id in sources:
+                out.add((node.func.value.id, node.func.attr))
+        return out & funcs.keys()
+
+    found: dict[str, list[str]] = {}
+    silent = []
+    for tool, start in sorted(tools.items()):
+        seen, todo = set(), [start]
+        while todo:
+            key = todo.pop()
+            if key not in seen:
+                seen.add(key)
+                todo.extend(callees(key[0], funcs[key]))
+        bad, memory = [], False
+        for module, name in sorted(seen):
+            for node in ast.walk(funcs[(module, name)]):
+                called = node.func if isinstance(node, ast.Call) else None
+                attr = called.attr if isinstance(called, ast.Attribute) else \
+                    called.id if isinstance(called, ast.Name) else None
+                memory = memory or attr == "memory"
+                if attr in FILE_CALLS:
+                    bad.append(f"{module}.{name} calls {attr}()")
+                if isinstance(node, ast.Attribute) and node.attr in ("store", "layout") and \
+                        (module, name) not in STORE_USERS:
+                    bad.append(f"{module}.{name} uses .{node.attr}")
+        if bad:
+            found[tool] = bad
+        if not memory:
+            silent.append(tool)
+    return found, silent, set(tools)
+
+
+def _handler_sources() -> dict[str, str]:
+    root = Path(__file__).resolve().parent.parent / "agenvoy_cli" / "server"
+    return {m: (root / f"{m}.py").read_text("utf-8") for m in HANDLER_MODULES}
+
+
+def test_every_mcp_tool_goes_through_memory() -> None:
+    """Each tool's handler reaches the home only through Memory (ctx.memory()), as the CLI's
+    commands and the HTTP API do: none reads a file or the store's layout itself (#50)."""
+    from agenvoy_cli.server import agenvoy_tools, handlers
+
+    found, silent, tools = _outside_memory(_handler_sources())
+    assert tools == {*handlers.TOOLS, *agenvoy_tools.TOOLS}  # every tool served, checked
+    assert found == {} and silent == []
+
+
+def test_the_memory_check_sees_a_handler_that_reads_on_its_own() -> None:
+    """The check above fails on a handler that lists a folder, or reads the store, itself
+    (chat_history's list/read did, before #50), and on one that never asks Memory."""
+    sources = _handler_sources()
+    sources["agenvoy_tools"] += (
+        "\n\ndef _peek(ctx, sid):\n    return list(ctx.store.layout.action_log(sid).iterdir())"
+        "\n\n\ndef peek(ctx, raw):\n    return _peek(ctx, raw['session_id'])"
+        "\n\n\nTOOLS = {\n    'peek': peek,\n}\n")
+    found, silent, _ = _outside_memory(sources)
+    assert found == {"peek": ["agenvoy_tools._peek calls iterdir()",
+                              "agenvoy_tools._peek uses .layout",
+                              "agenvoy_tools._peek uses .store"]}
+    assert silent == ["peek"]

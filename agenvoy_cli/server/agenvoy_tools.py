@@ -9,10 +9,12 @@ them (the vocabulary: vocabulary()).
 
 - chat_history mode=list|read answer from Agenvoy's action log: the finished runs it keeps
   in sessions/<id>/history/<YYYY-MM-DD-HH-MM>-<task id>.json (a run's pending/<task>.json,
-  moved there when it ends; askUser.go CleanupPending). A session without that folder has
-  no action log (this tool's own appends write none): a tool error says so. mode=search is
-  this tool's conversation search (keyword over the archive and recent messages, semantic
-  over recent ones), upstream's limits (default 8, at most 32) and time ranges.
+  moved there when it ends; askUser.go CleanupPending), read by conversation/action_log.py
+  through Memory.action_log, as every tool reads through Memory. A session without that
+  folder has no action log (this tool's own appends write none): a tool error says so.
+  mode=search is this tool's conversation search (keyword over the archive and recent
+  messages, semantic over recent ones), upstream's limits (default 8, at most 32) and time
+  ranges.
 - error_history mode=search|read|write is the error memory (SQLite here; ToriiDB upstream).
 - find_knowledge mode=search|list|read (internal/tools/knowledge/findKnowledge.go): the
   knowledge notes, upstream's parameters, limits and answers (search: keywords as
@@ -26,8 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -37,6 +38,9 @@ from agenvoy_cli.server import handlers
 from agenvoy_cli.server import tools as T
 from agenvoy_cli.server.args import Args
 from agenvoy_cli.server.handlers import Context, Reply
+
+if TYPE_CHECKING:
+    from agenvoy_cli.conversation.action_log import Run
 
 VOCABULARIES = ("spec", "agenvoy", "both")
 SPEC_ONLY = ("search_chat_history", "remember_error", "search_error_history", "read_error",
@@ -49,8 +53,6 @@ LIST_LIMIT, SEARCH_LIMIT, SEARCH_MAX = 10, 8, 32  # chat_history
 ERROR_LIMIT, ERROR_MAX = 4, 16  # error_history
 KNOWLEDGE_MODES = ["search", "list", "read"]
 KNOWLEDGE_LIMIT, KNOWLEDGE_MAX = 5, 20  # knowledge.DefaultLimit, knowledge.MaxLimit
-NAME_LAYOUT = "%Y-%m-%d-%H-%M"  # a task file's name: YYYY-MM-DD-HH-MM-<task id>.json
-NAME_LEN = len("2006-01-02-15-04")
 
 
 def _string(description: str, **extra: Any) -> dict[str, Any]:
@@ -195,34 +197,15 @@ def _limit(a: Args, default: int, most: int) -> int:
 # ----------------------------------------------------------------------------- chat_history
 
 
-def _tasks(ctx: Context, session_id: str) -> list[tuple[Path, str, datetime]]:
-    """The action log's finished runs, newest first (entriesOf: names sorted descending)."""
-    folder = ctx.store.layout.action_log(session_id)
-    if not folder.is_dir():
+def _runs(ctx: Context, session_id: str, *, limit: int | None = None,
+          task_id: str | None = None) -> list[Run]:
+    """The action log's finished runs, newest first, through Memory."""
+    found = ctx.memory().action_log(session_id, limit=limit, task_id=task_id)
+    if found is None:
         raise NotFound(f"chat_history: session {session_id!r} has no action log (Agenvoy "
                        f"v0.32 keeps one in sessions/{session_id}/history/ when its runs "
                        "finish); mode=search searches its messages")
-    out = []
-    for path in folder.iterdir():
-        stem = path.stem
-        if path.suffix != ".json" or not path.is_file() or len(stem) <= NAME_LEN + 1:
-            continue
-        try:
-            at = datetime.strptime(stem[:NAME_LEN], NAME_LAYOUT)
-        except ValueError:
-            continue
-        out.append((path, stem[NAME_LEN + 1:], at))
-    return sorted(out, key=lambda t: str(t[0]), reverse=True)
-
-
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise BadInput(f"{path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise BadInput(f"{path}: not a JSON object")
-    return data
+    return found
 
 
 def _items(record: dict[str, Any], key: str) -> list[dict[str, Any]]:
@@ -245,14 +228,13 @@ def _at(at: datetime) -> str:
 
 def _list(ctx: Context, session_id: str, limit: int) -> Reply:
     rows, docs = [], []
-    for path, task_id, at in _tasks(ctx, session_id)[:limit]:
+    for run in _runs(ctx, session_id, limit=limit):
+        task_id, at, record = run.task_id, run.at, run.record
         row: dict[str, Any] = {"task_id": task_id, "at": at.strftime("%Y-%m-%d %H:%M")}
         doc: dict[str, Any] = {"task_id": task_id, "finished_at": _at(at), "objective": None,
                                "tools": [], "model": None, "problem": None}
-        try:
-            record = _load(path)
-        except BadInput as exc:
-            row["unreadable"] = doc["problem"] = str(exc)
+        if record is None:
+            row["unreadable"] = doc["problem"] = run.problem
         else:
             used = _tools_used(record)  # Go: a nil slice, null when the run called none
             row.update(objective=record.get("objective", ""), did=used or None,
@@ -304,12 +286,12 @@ def render_task(task_id: str, at: datetime, r: dict[str, Any]) -> str:
 
 
 def _read(ctx: Context, session_id: str, task_id: str) -> Reply:
-    for path, tid, at in _tasks(ctx, session_id):
-        if tid == task_id:
-            record = _load(path)
-            return render_task(tid, at, record), {
-                "session_id": session_id, "task_id": tid, "finished_at": _at(at),
-                "path": str(path), "record": record}
+    for run in _runs(ctx, session_id, task_id=task_id):
+        if run.record is None:
+            raise BadInput(str(run.problem))
+        return render_task(run.task_id, run.at, run.record), {
+            "session_id": session_id, "task_id": run.task_id, "finished_at": _at(run.at),
+            "path": str(run.path), "record": run.record}
     raise NotFound(f"no finished task with id {task_id} in this session")
 
 

@@ -39,6 +39,8 @@ from agenvoy_cli.transfer.inputs import (
 from agenvoy_cli.transfer.records import (
     OPEN_FROM,
     OWED,
+    Item,
+    Learnt,
     Record,
     Unit,
     decode_error,
@@ -209,8 +211,8 @@ def _message_id(entry: dict[str, Any]) -> str | None:
 class _Reader:
     """read()'s state over one pass: the records yielded, the message held open."""
 
-    def __init__(self, sidechain: bool, meta: dict[str, Any], limit: int, skip: int) -> None:
-        self.sidechain, self.meta, self.limit, self.skip = sidechain, meta, limit, skip
+    def __init__(self, sidechain: bool, limit: int, skip: int) -> None:
+        self.sidechain, self.limit, self.skip = sidechain, limit, skip
         self.count = 0  # records yielded
         self.current: _Open | None = None
 
@@ -238,19 +240,15 @@ class _Reader:
             return None, Record(raw, [])
         return entry, None
 
-    def _learn(self, entry: dict[str, Any]) -> None:
-        for name, key in (("cwd", "cwd"), ("gitBranch", "git_branch")):
-            value = entry.get(name)
-            if value and isinstance(value, str):
-                self.meta[key] = value
-
-    def line(self, line: Line) -> list[Record]:
-        """The records this line completes (none while a message is held open)."""
+    def line(self, line: Line) -> list[Item]:
+        """What this line tells: the meta its record carries, then the records it
+        completes (none while a message is held open)."""
         raw = line.data if line.data is not None else line.raw
         entry, record = self._entry(line, raw)
         messages: list[dict[str, Any]] = []
+        learnt: list[Item] = []
         if entry is not None:
-            self._learn(entry)
+            learnt = _learnt(entry)
             try:
                 messages = convert(entry)
             except _CONVERT_ERRORS as exc:
@@ -258,9 +256,9 @@ class _Reader:
         if record is not None:  # bookkeeping: it neither opens nor closes a message
             if self.current is not None:
                 self.current.records.append(record)
-                return []
-            return self._out([record])
-        return self._message(entry, raw, messages)
+                return learnt
+            return [*learnt, *self._out([record])]
+        return [*learnt, *self._message(entry, raw, messages)]
 
     def _message(self, entry: dict[str, Any], raw: bytes,
                  messages: list[dict[str, Any]]) -> list[Record]:
@@ -281,42 +279,52 @@ class _Reader:
             return out
         return out + self._out([Record(raw, [(m, moment) for m in messages])])
 
-    def end(self, settled: bool, report: dict[str, Any]) -> list[Record]:
+    def end(self, settled: bool) -> list[Item]:
         """What is held open at the end: yielded when the transcript is settled, and
-        its first record named (OPEN_FROM) so that the next import reads it again (#49)."""
-        self.meta.pop(OPEN_FROM, None)
+        its first record named (OPEN_FROM) so that the next import reads it again (#49);
+        else counted as `open` in the result."""
         if self.current is None:
-            return []
+            return [Learnt(dropped=(OPEN_FROM,))]
         if settled:
-            self.meta[OPEN_FROM] = self.current.first
-            return self._out(self.current.done())
-        report["open"] = len(self.current.records)
-        return []
+            first = self.current.first
+            return [Learnt(dropped=(OPEN_FROM,), meta={OPEN_FROM: first}),
+                    *self._out(self.current.done())]
+        return [Learnt(dropped=(OPEN_FROM,), report={"open": len(self.current.records)})]
 
 
-def read(path: Path, sidechain: bool, meta: dict[str, Any], settled: bool,
-         report: dict[str, Any], limit: int = MAX_RECORD_BYTES, owes: str | None = None,
-         skip: int = 0, *, ready: bool = True) -> Iterator[Record]:
+def _learnt(entry: dict[str, Any]) -> list[Item]:
+    """The meta a message record carries (its cwd, its git branch)."""
+    found = {key: value for name, key in (("cwd", "cwd"), ("gitBranch", "git_branch"))
+             if (value := entry.get(name)) and isinstance(value, str)}
+    return [Learnt(meta=found)] if found else []
+
+
+def read(path: Path, sidechain: bool, settled: bool, limit: int = MAX_RECORD_BYTES,
+         owes: str | None = None, skip: int = 0, *, ready: bool = True) -> Iterator[Item]:
     """The records of a transcript for the main conversation or for its sidechains; an
     assistant message still being written (see the module) is held back, with the records
     after it. The first `skip` records are passed unparsed (Unit.skips). `owes`: the key
     of the side pass the main one's cursor names (records.OWED) when it read a sidechain.
     Not `ready` (its head held no message record): nothing, so that no cursor names its
-    session before what it is named after is known."""
-    reader = _Reader(sidechain, meta, limit, skip)
-    report["open"] = 0
+    session before what it is named after is known. Learnt: `open` (records held back at
+    the end), `sidechain` (the main pass saw a sidechain record), its records' meta."""
+    reader = _Reader(sidechain, limit, skip)
+    yield Learnt(report={"open": 0})
     if not ready:
         return
+    side = False
     with open_input(path) as handle:
         for line in lines(handle, limit):
             if not line.complete:
                 break  # still being written: the next import reads it whole
-            if not sidechain and line.data is not None and _SIDE.search(line.data):
-                report["sidechain"] = True  # its sidechains' pass is worth reading
+            if not sidechain and not side and line.data is not None and \
+                    _SIDE.search(line.data):
+                side = True  # its sidechains' pass is worth reading
+                yield Learnt(report={"sidechain": True})
             yield from reader.line(line)
-    yield from reader.end(settled, report)
-    if owes is not None and report.get("sidechain"):
-        meta[OWED] = owes
+    yield from reader.end(settled)
+    if owes is not None and side:
+        yield Learnt(meta={OWED: owes})
 
 
 HEAD_LINES = 1000  # read for the first message record at most
@@ -405,15 +413,15 @@ class _Transcript:
         sid = (self.session or f"cc-{self.name}-{self.stem[:8]}") + ("-side" if side else "")
         return sid, f"{KIND}:{self.stem}" if side else None
 
-    def unit(self, side: bool, report: dict[str, Any], resume_only: bool = False) -> Unit:
+    def unit(self, side: bool, resume_only: bool = False) -> Unit:
         meta: dict[str, Any] = {"path": str(self.file.resolve()), "project": self.project}
         sid, parent = self._session(side)
         owes = f"{KIND}:{self.stem}#sidechain" if not side and self.sidechains != "skip" \
             else None
         return Unit(f"{KIND}:{self.stem}" + ("#sidechain" if side else ""), KIND, sid,
-                    partial(read, self.file, side, meta, self.settled, report, self.limit,
-                            owes, ready=self.ready), meta,
-                    self.stat.st_size, self.stat.st_mtime_ns, report=report, part_of=part_of,
+                    partial(read, self.file, side, self.settled, self.limit, owes,
+                            ready=self.ready), meta,
+                    self.stat.st_size, self.stat.st_mtime_ns, part_of=part_of,
                     rescan=True, skips=True, parent=parent, resume_only=resume_only)
 
 
@@ -427,16 +435,16 @@ def file_units(file: Path, session: str | None, sidechains: str, *,
     transcript = _Transcript(file, session, sidechains, settled, limit, stat)
     if transcript.agent:
         if sidechains != "skip":
-            yield transcript.unit(True, {})
+            yield transcript.unit(True)
         return
-    main: dict[str, Any] = {}
-    yield transcript.unit(False, main)  # its report is read once the main pass is done
-    if sidechains == "skip" or main.get("sidechain"):
+    main = transcript.unit(False)
+    yield main  # its report (what the engine folded in) is read once the main pass is done
+    if sidechains == "skip" or main.report.get("sidechain"):
         if sidechains != "skip":
-            yield transcript.unit(True, {})
+            yield transcript.unit(True)
         return
     # the main pass read no sidechain record: no side pass; when it read nothing (the file
     # unchanged since it was read whole), one only to finish a side pass an earlier run
     # began and did not end (killed, a full disk)
-    if "open" not in main:
-        yield transcript.unit(True, {}, resume_only=True)
+    if "open" not in main.report:
+        yield transcript.unit(True, resume_only=True)

@@ -30,6 +30,8 @@ from agenvoy_cli.transfer.inputs import (
     too_long,
 )
 from agenvoy_cli.transfer.records import (
+    Item,
+    Learnt,
     Record,
     Unit,
     decode_error,
@@ -164,28 +166,31 @@ def _merged(held: list[Record], first: int) -> list[Record]:
 class _Rollout:
     """read()'s state over one pass: the records yielded and those held back."""
 
-    def __init__(self, meta: dict[str, Any], limit: int) -> None:
-        self.meta, self.limit = meta, limit
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
         self.reasoning: list[str] = []
         self.held: list[Record] = []  # from a call whose output, or reasoning whose
         # message, is not there
         self.since = 0  # the place in held of the record that began the waiting reasoning
         self.count = 0  # records yielded
 
-    def line(self, line: Line) -> list[Record]:
-        """The records this line lets go (none while it is held back)."""
+    def line(self, line: Line) -> list[Item]:
+        """What this line tells: the meta it carries, then the records it lets go (none
+        while it is held back)."""
         waiting = bool(self.reasoning)  # before this record
+        learnt: list[Item] = []
         if line.data is None:
             record = Record(line.raw, [], too_long(line, self.limit))
         else:
-            record = _record(line.raw, line.number, self.meta, self.reasoning)
+            record, learnt = _record(line.raw, line.number, self.reasoning)
         calls = [m for m, _ in record.messages if m.get("tool_calls")]
         answered = any(m.get("role") != "assistant" or not m.get("tool_calls")
                        for m, _ in record.messages)
-        out = []
+        out: list[Item] = learnt
         if self.held and answered:
-            out = _merged(self.held, self.count + 1)
-            self.count += len(out)
+            merged = _merged(self.held, self.count + 1)
+            self.count += len(merged)
+            out = [*out, *merged]
             self.held = []
         if self.held or (calls and not answered) or self.reasoning:
             self.since = self.since if waiting else len(self.held)
@@ -195,16 +200,16 @@ class _Rollout:
         return [*out, record]
 
 
-def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any],
-         limit: int = MAX_RECORD_BYTES, skip: int = 0, *, quiet: bool = True
-         ) -> Iterator[Record]:
+def read(path: Path, settled: bool, limit: int = MAX_RECORD_BYTES, skip: int = 0, *,
+         quiet: bool = True) -> Iterator[Item]:
     """The records of a rollout; a call without its output, or reasoning without the message
     it leads to, is held back with what follows it. The first `skip` records are passed
     unparsed (Unit.skips). `settled` and not `quiet` (the caller says the turn ended, the
     file is fresh): reasoning at the end still waits for its message (Codex notifies the
-    turn's end before it has written the last one, at times)."""
-    rollout = _Rollout(meta, limit)
-    report["open"] = 0
+    turn's end before it has written the last one, at times). Learnt: `open` (records held
+    back at the end), the session's cwd and git branch."""
+    rollout = _Rollout(limit)
+    yield Learnt(report={"open": 0})
     with open_input(path) as handle:
         for line in lines(handle, limit):
             if not line.complete:
@@ -219,28 +224,35 @@ def read(path: Path, meta: dict[str, Any], settled: bool, report: dict[str, Any]
     if settled:
         yield from _merged(held[:keep], rollout.count + 1)
         held = held[keep:]
-    report["open"] = len(held)
+    yield Learnt(report={"open": len(held)})
 
 
-def _record(raw: bytes, number: int, meta: dict[str, Any], reasoning: list[str]) -> Record:
+def _record(raw: bytes, number: int, reasoning: list[str]) -> tuple[Record, list[Item]]:
+    """A line's record, and the meta it carries (a session_meta line's)."""
     try:
         entry = orjson.loads(raw)
         payload = entry.get("payload") if isinstance(entry, dict) else None
         if not isinstance(payload, dict):
             raise ValueError("no payload object")
     except ValueError as exc:
-        return Record(raw, [], f"line {number}: {decode_error(exc)}")
+        return Record(raw, [], f"line {number}: {decode_error(exc)}"), []
     if entry.get("type") == "session_meta":
-        if isinstance(payload.get("cwd"), str):
-            meta["cwd"] = payload["cwd"]
-        git = payload.get("git")
-        branch = git.get("branch") if isinstance(git, dict) else None
-        if isinstance(branch, str) and branch:
-            meta["git_branch"] = branch
+        return Record(raw, []), _session_meta(payload)
     if entry.get("type") != "response_item":
-        return Record(raw, [])
+        return Record(raw, []), []
     moment = moment_ns(entry.get("timestamp"))
-    return Record(raw, [(m, moment) for m in convert(payload, reasoning)])
+    return Record(raw, [(m, moment) for m in convert(payload, reasoning)]), []
+
+
+def _session_meta(payload: dict[str, Any]) -> list[Item]:
+    found: dict[str, Any] = {}
+    if isinstance(payload.get("cwd"), str):
+        found["cwd"] = payload["cwd"]
+    git = payload.get("git")
+    branch = git.get("branch") if isinstance(git, dict) else None
+    if isinstance(branch, str) and branch:
+        found["git_branch"] = branch
+    return [Learnt(meta=found)] if found else []
 
 
 def _meta_line(file: Path, limit: int) -> dict[str, Any]:
@@ -272,9 +284,7 @@ def file_unit(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
     cwd = head.get("cwd")
     cwd = cwd if isinstance(cwd, str) else ""
     name = slug(Path(cwd).name) or "session"
-    report: dict[str, Any] = {}
     still = time.time() - stat.st_mtime >= quiet
     return Unit(f"codex:{ident}", "codex", session or f"codex-{name}-{ident[:8]}",
-                partial(read, file, meta, now or still, report, limit, quiet=still), meta,
-                stat.st_size,
-                stat.st_mtime_ns, report=report, part_of=part_of, skips=True)
+                partial(read, file, now or still, limit, quiet=still), meta, stat.st_size,
+                stat.st_mtime_ns, part_of=part_of, skips=True)

@@ -38,6 +38,7 @@ from agenvoy_cli.transfer.records import (
     MIN_NS,
     OPEN_FROM,
     OWED,
+    Learnt,
     ReadFailure,
     Record,
     Timed,
@@ -123,6 +124,30 @@ def guarded(make: Callable[[], Iterable[T]]) -> Iterator[T]:
         raise ReadFailure(read_error(exc)) from None
 
 
+def fold(unit: Unit, learnt: Learnt) -> None:
+    """What the reader learnt, into the unit's meta and report: the one place either is
+    written while the unit is read (readers return, they never write)."""
+    for key in learnt.dropped:
+        unit.meta.pop(key, None)
+    unit.meta.update(learnt.meta)
+    for key, values in learnt.lists.items():
+        kept = unit.meta.setdefault(key, [])
+        for value in values:
+            if value not in kept:
+                kept.append(value)
+    unit.report.update(learnt.report)
+
+
+def records(unit: Unit, skip: int = 0) -> Iterator[Record]:
+    """The unit's records; what its reader learnt beside them folded in as it comes (before
+    the records read after it, as a reader that wrote it would have)."""
+    for item in unit.records(skip=skip) if skip else unit.records():
+        if isinstance(item, Learnt):
+            fold(unit, item)
+        else:
+            yield item
+
+
 class Outcome:
     def __init__(self, unit: Unit) -> None:
         self.doc: dict[str, Any] = {"source": unit.key, "format": unit.format,
@@ -143,7 +168,7 @@ class Outcome:
 
 def check_strict(unit: Unit) -> None:
     try:
-        bad = [r.error for r in guarded(unit.records) if r.error]
+        bad = [r.error for r in guarded(partial(records, unit)) if r.error]
     except ReadFailure as exc:
         raise BadInput(f"{unit.key}: cannot be read ({exc}), nothing imported "
                        "(--strict)") from None
@@ -400,9 +425,7 @@ class _Import:
         count = 0
         last: int | None = None  # the last record read past the cursor
         try:
-            reader = partial(self.unit.records, skip=self.skip) if self.skip else \
-                self.unit.records
-            for record in guarded(reader):
+            for record in guarded(partial(records, self.unit, self.skip)):
                 count += 1
                 self.total += len(record.messages)
                 self.seen.update(len(record.raw).to_bytes(8, "little") + record.raw)

@@ -26,6 +26,8 @@ import orjson
 from agenvoy_cli.conversation.messages import ORIGINAL, stored_form
 from agenvoy_cli.transfer.inputs import MAX_RECORD_BYTES, QUIET_SECONDS, lines, open_input, too_long
 from agenvoy_cli.transfer.records import (
+    Item,
+    Learnt,
     ReadFailure,
     Record,
     Timed,
@@ -118,16 +120,20 @@ def _message_record(raw: bytes, item: Any, where: str, legacy: Legacy) -> Record
     return Record(raw, [(legacy.form(item, where), None)])
 
 
-def _request_record(raw: bytes, item: Any, where: str,
-                    meta: dict[str, Any] | None = None) -> Record:
-    """A request's messages; what it carries beside them added to meta["requests"] (once:
-    requests gathered into one session mostly share their model and tools)."""
+def _gathered(raw: bytes, item: Any, where: str, gather: bool) -> list[Item]:
+    """A request's record; gathered with others into one session (`gather`), what it
+    carries beside its messages first, for meta["requests"] (each once: requests gathered
+    mostly share their model and tools)."""
+    record = _request_record(raw, item, where)
+    if not gather or request_messages(item) is None:
+        return [record]
+    carried = request_meta(item)
+    return [Learnt(lists={"requests": (carried,) if carried else ()}), record]
+
+
+def _request_record(raw: bytes, item: Any, where: str) -> Record:
+    """A request's messages."""
     found = request_messages(item)
-    if meta is not None and found is not None:
-        kept = meta.setdefault("requests", [])
-        carried = request_meta(item)
-        if carried and carried not in kept:
-            kept.append(carried)
     if found is None:
         return Record(raw, [], f"{where}: not a request with messages")
     out: list[Timed] = []
@@ -181,9 +187,9 @@ def _single(path: Path, limit: int) -> bool:
     return True
 
 
-def read_jsonl(path: Path, requests: bool, settled: bool, limit: int,
-               meta: dict[str, Any] | None = None) -> Iterator[Record]:
-    """The records of a JSON Lines file."""
+def read_jsonl(path: Path, requests: bool, settled: bool, limit: int, gather: bool = False
+               ) -> Iterator[Item]:
+    """The records of a JSON Lines file (`gather`: of requests into one session)."""
     legacy = Legacy()
     with open_input(path) as handle:
         for line in lines(handle, limit):
@@ -199,12 +205,14 @@ def read_jsonl(path: Path, requests: bool, settled: bool, limit: int,
                 yield Record(raw, [], f"line {line.number}: {decode_error(exc)}")
                 continue
             where = f"line {line.number}"
-            yield _request_record(raw, item, where, meta) if requests else \
-                _message_record(raw, item, where, legacy)
+            if requests:
+                yield from _gathered(raw, item, where, gather)
+            else:
+                yield _message_record(raw, item, where, legacy)
 
 
-def read_array(path: Path, requests: bool, limit: int,
-               meta: dict[str, Any] | None = None) -> Iterator[Record]:
+def read_array(path: Path, requests: bool, limit: int, gather: bool = False
+               ) -> Iterator[Item]:
     legacy = Legacy()
     with open_input(path) as handle:
         stream = JsonStream(handle, limit=limit)
@@ -212,18 +220,22 @@ def read_array(path: Path, requests: bool, limit: int,
             for index, item in enumerate(stream.array()):
                 where = f"element {index}"
                 raw = raw_bytes(item)
-                yield _request_record(raw, item, where, meta) if requests else \
-                    _message_record(raw, item, where, legacy)
+                if requests:
+                    yield from _gathered(raw, item, where, gather)
+                else:
+                    yield _message_record(raw, item, where, legacy)
         except Malformed as exc:
             raise ReadFailure(str(exc)) from None
 
 
-def read_request(path: Path, meta: dict[str, Any], limit: int) -> Iterator[Record]:
-    """The messages of a request object, streamed; the other members into meta."""
+def read_request(path: Path, limit: int) -> Iterator[Item]:
+    """The messages of a request object, streamed; the other members learnt as
+    meta["request"] (as they come: what was read of it when a batch is stored)."""
     legacy = Legacy()
     with open_input(path) as handle:
         stream = JsonStream(handle, limit=limit)
         request: dict[str, Any] = {}
+        told = False  # meta["request"] is there (after the first member)
         try:
             for key in stream.members():
                 holder = key in ("messages", "body") and stream.peek() in ("[", "{")
@@ -238,10 +250,14 @@ def read_request(path: Path, meta: dict[str, Any], limit: int) -> Iterator[Recor
                                 yield _message_record(raw_bytes(item), item,
                                                       f"message {index}", legacy)
                         else:
-                            request.setdefault("body", {})[sub] = stream.value()
+                            body = {**request.get("body", {}), sub: stream.value()}
+                            request = {**request, "body": body}
+                            if told:
+                                yield Learnt(meta={"request": request})
                 else:
-                    request[key] = stream.value()
-                meta["request"] = request
+                    request = {**request, key: stream.value()}
+                told = True
+                yield Learnt(meta={"request": request})
         except Malformed as exc:
             raise ReadFailure(str(exc)) from None
 
@@ -263,10 +279,10 @@ def file_units(file: Path, session: str | None, *, quiet: float = QUIET_SECONDS,
         elif form == "messages-array":
             records = partial(read_array, file, False, limit)
         elif form == "request":
-            records = partial(read_request, file, meta, limit)
+            records = partial(read_request, file, limit)
         else:
-            records = partial(read_jsonl, file, True, settled, limit, meta) \
-                if form == "requests-jsonl" else partial(read_array, file, True, limit, meta)
+            records = partial(read_jsonl, file, True, settled, limit, True) \
+                if form == "requests-jsonl" else partial(read_array, file, True, limit, True)
         yield Unit(f"openai:{where}", "openai", session or base, records, meta, stat.st_size,
                    stat.st_mtime_ns, report=report)
         return

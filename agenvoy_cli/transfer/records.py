@@ -7,7 +7,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
@@ -37,6 +37,23 @@ class Record(NamedTuple):
     start: int = 0
 
 
+@dataclass(frozen=True)
+class Learnt:
+    """What a reader found out beside its records, returned for the engine to fold into the
+    unit (engine.fold, the one writer of a unit's meta and report while it is read), in the
+    order read: `dropped` keys leave the meta, `meta` is set in it, each value of `lists`
+    joins the list under its key once (the list made when absent), `report` is set in the
+    result (claude-code's `open`, `sidechain`; codex's `open`)."""
+
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    dropped: tuple[str, ...] = ()
+    lists: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    report: Mapping[str, Any] = field(default_factory=dict)
+
+
+Item = Record | Learnt  # what a reader yields
+
+
 # in a cursor's meta: the key of a resume_only unit this source's read found work for, until
 # that unit is done (engine.import_unit drops it then): a run that fails before that unit's
 # first commit leaves nothing else to say so, and the next run finds this source unchanged
@@ -58,14 +75,16 @@ class Unit:
     key: str  # stable name of the source (survives a new export of the same data)
     format: str
     session_id: str  # the proposed readable id
-    records: Callable[..., Iterable[Record]]  # may be called twice (--strict checks first)
+    # its reader (may be called twice: --strict checks first): records, and what it learnt
+    # beside them (Learnt) for the engine to fold into meta and report; it writes neither
+    records: Callable[..., Iterable[Item]]
     meta: dict[str, Any] = field(default_factory=dict)  # kept with the cursor
     size: int | None = None  # of the file, when the unit is a whole file: unchanged = skip
     mtime_ns: int | None = None
     summary: tuple[Any, Any] | None = None  # (summary.json, summary.meta.json) to restore
     history_format: str | None = None  # the format of a new session (None: the home's)
     trim: int | None = None  # messages before the trim point to restore (None: compact)
-    report: dict[str, Any] = field(default_factory=dict)  # what the reader tells the result
+    report: dict[str, Any] = field(default_factory=dict)  # told in the result (and Learnt's)
     # whether an archived message is an incomplete form of a complete one (see Record.start)
     part_of: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None
     rescan: bool = False  # its older reader lost blocks: rows before the cursor checked once
