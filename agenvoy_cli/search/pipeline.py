@@ -7,7 +7,9 @@ written once, here, and serve every corpus:
 
     keyword   the every-term / any-term rule (search/query.py default_match): a short
               keyword query asks every term, unless none has them all; a longer one or a
-              question ranks any term (`keyword`)
+              question ranks any term (`keyword`); an any-term ranking whose best unit
+              holds only an incidental word or two of the query gives nothing
+              (`keyword_floor`)
     catch-up  the units without a vector embedded for at most the budget, the query
               embedded once; a corpus that degrades (notes, errors) goes on by keyword
               when the model or index fails, one that does not (RAG) raises (`embed`)
