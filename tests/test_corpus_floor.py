@@ -67,3 +67,39 @@ def test_one_shared_word_does_not_make_a_question_related(run, notes, mode):
     doc = run("notes", "search", "When does the dog need its walk?", "--mode", mode,
               "--json").json()
     assert doc["results"] and doc["results"][0]["name"] == "dog", doc
+
+
+def test_keyword_mode_answers_nothing_for_an_incidental_word(run, notes, rag_db):
+    """Keyword mode has a floor too (search/pipeline.py `keyword_floor`): a question that
+    shares one everyday word with a note ("release": the deploy note's release branch;
+    bench/corpus_floor_data's tune split) gets nothing; a paraphrase holding a good share
+    of the question's words, and a keyword typed to find, still get their note."""
+    query = "Which gas do plants release?"
+    doc = run("notes", "search", query, "--mode", "keyword", "--json").json()
+    assert doc["results"] == [], doc["results"]
+    assert "not_related" in [n["code"] for n in doc["notes"]]
+    doc = run("rag", "search", "docs", query, "--mode", "keyword", "--json").json()
+    assert doc["results"] == [], doc["results"]
+    assert "not_related" in [n["code"] for n in doc["notes"]]
+    related = "Which branch do production releases go out from?"
+    doc = run("notes", "search", related, "--mode", "keyword", "--json").json()
+    assert doc["results"] and doc["results"][0]["name"] == "deploy", doc
+    doc = run("rag", "search", "docs", related, "--mode", "keyword", "--json").json()
+    assert doc["results"] and doc["results"][0]["relpath"] == "deploy.md", doc
+    doc = run("notes", "search", "release", "--mode", "keyword", "--json").json()
+    assert [r["name"] for r in doc["results"]] == ["deploy"], doc
+
+
+def test_keyword_score_over_one_note_is_not_shown_as_zero(run):
+    """FTS5's BM25 gives ~0 to a word that half the notes or more hold (one note: every
+    word): the JSON keeps the value on its documented scale (docs/json-vocabulary.md, bm25:
+    0 to unbounded), the text says why it is ~0 instead of printing 0.000."""
+    assert run("notes", "add", "coffee", "--content", NOTES["coffee"]).exit_code == 0
+    doc = run("notes", "search", "coffee", "--mode", "keyword", "--json").json()
+    hit = doc["results"][0]
+    assert hit["score_kind"] == "bm25" and 0 < hit["score"] < 0.001, hit
+    res = run("notes", "search", "coffee", "--mode", "keyword")
+    assert res.exit_code == 0
+    row = next(line for line in res.stdout.splitlines() if "coffee" in line.split()[:2])
+    assert "0.000" not in row and "~0" in row, res.stdout
+    assert "half the notes or more" in res.stdout, res.stdout

@@ -180,11 +180,25 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
     if not as_json and fmt in (None, "table"):
         for note in doc["notes"]:
             warn(f"agenvoy: note: {note['message']}")
-    emit(doc, as_json, lambda d: table(
-        [(h["rank"], h["name"], f"{h['score']:.3f}", h["snippet"]) for h in d["results"]],
-        ["rank", "name", f"score ({d['results'][0]['score_kind']})", "snippet"])
-        if d["results"] else "no matching note",
-         fmt=fmt, rows="results")
+    emit(doc, as_json, _results_text, fmt=fmt, rows="results")
+
+
+# FTS5's BM25 weighs a word by how few notes hold it: a word that half the notes or more
+# hold (with one note, every word) scores ~0 (1e-6), which 0.000 would show as no match.
+_BM25_NIL = 0.0005
+_BM25_NIL_WHY = ("~0: the matched words are in half the notes or more, which BM25 gives no "
+                 "weight; the order is the index's")
+
+
+def _results_text(d: dict[str, Any]) -> str:
+    if not d["results"]:
+        return "no matching note"
+    kind = d["results"][0]["score_kind"]
+    nil = [kind == "bm25" and h["score"] < _BM25_NIL for h in d["results"]]
+    text = table([(h["rank"], h["name"], "~0" if z else f"{h['score']:.3f}", h["snippet"])
+                  for h, z in zip(d["results"], nil)],
+                 ["rank", "name", f"score ({kind})", "snippet"])
+    return text + ("\n" + _BM25_NIL_WHY if any(nil) else "")
 
 
 @command.command("edit")

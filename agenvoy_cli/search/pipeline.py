@@ -7,7 +7,9 @@ written once, here, and serve every corpus:
 
     keyword   the every-term / any-term rule (search/query.py default_match): a short
               keyword query asks every term, unless none has them all; a longer one or a
-              question ranks any term (`keyword`)
+              question ranks any term (`keyword`); an any-term ranking whose best unit
+              holds only an incidental word or two of the query gives nothing
+              (`keyword_floor`)
     catch-up  the units without a vector embedded for at most the budget, the query
               embedded once; a corpus that degrades (notes, errors) goes on by keyword
               when the model or index fails, one that does not (RAG) raises (`embed`)
@@ -64,7 +66,58 @@ def keyword(corpus: Corpus, query: Query, n: int, want: str | None, found: Found
         if how == "all" and ranked:
             found.note("any_term", f"no {corpus.unit} has every term of the query; showing "
                        f"{corpus.unit}s with any of them")
+        ranked = keyword_floor(corpus, query, ranked, found)
     return ranked
+
+
+# Keyword mode's floor (#50 item 4): a question (or a long text) ranked by any term gets
+# nothing when its best unit holds less than fusion.LOW_COVERAGE of the query's content
+# tokens (as its index matches them: stemmed) and none of them in its title line (a note's
+# name and heading, a chunk's first line when short). A general-knowledge question shares
+# one everyday word with some fact ("time", "year", "release", "ingredient"); a user's
+# paraphrase shares a larger part of its words, or the note's subject ("backups", "rent").
+# Chosen on the tune split of bench/corpus_floor_data (bench/corpus_floor_data/README.md,
+# "Third pass"); message search's constant, not refitted.
+KEYWORD_FLOOR = True
+TITLE_CHARS = 80  # a longer first line is a paragraph, not a title
+
+
+def keyword_floor(corpus: Corpus, query: Query, kw: Ranked, found: Found) -> Ranked:
+    """The any-term ranking, or nothing when its best unit holds only an incidental word
+    or two of the query (not for CJK queries: their bigram coverage was not measured)."""
+    from agenvoy_cli.search.fusion import CJK_QUERY, LOW_COVERAGE
+
+    tokens = query.tokens
+    if not KEYWORD_FLOOR or not kw or not tokens or query.cjk_share >= CJK_QUERY:
+        return kw
+    text = corpus.indexed_text(kw[0][0])
+    if text is None:
+        return kw
+    first = text.lstrip().split("\n", 1)[0]
+    if (len(_held(text, tokens)) / len(tokens) >= LOW_COVERAGE
+            or (len(first) <= TITLE_CHARS and _held(first, tokens))):
+        return kw
+    found.floored = True
+    found.note("not_related", f"no {corpus.unit} is related closely enough to: {query.text}")
+    return []
+
+
+def _held(text: str, tokens: frozenset[str]) -> set[str]:
+    """The tokens a text holds as the full-text index matches them (its tokenizer: porter
+    stems, CJK bigrams), through a one-row in-memory index."""
+    import sqlite3
+
+    from agenvoy_cli.home import fts
+    from agenvoy_cli.home.schema import FTS_TOKENIZE
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZE}')")
+        conn.execute("INSERT INTO t(x) VALUES (?)", (fts.index_text(text),))
+        return {t for t in tokens
+                if conn.execute("SELECT 1 FROM t WHERE t MATCH ?", (fts.quote(t),)).fetchone()}
+    finally:
+        conn.close()
 
 
 # --------------------------------------------------------------------------- catch-up
