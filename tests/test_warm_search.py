@@ -284,3 +284,44 @@ def test_the_server_embeds_the_second_models_query_beside_the_first(home, monkey
         assert len(vec) == model.dim and abs(sum(x * x for x in vec) - 1) < 1e-4
     finally:
         app.stop()
+
+
+def test_a_query_embedding_does_not_wait_for_the_store_thread(home, monkeypatch):
+    """Once chromadb is imported, the server embeds a query beside whatever the store thread
+    runs (another client's search, an indexing step): with 4 clients, each query's embedding
+    queued behind the searches ahead of it when it first asked the store thread (#51)."""
+    import threading
+
+    import anyio
+
+    from agenvoy_cli.home.layout import Layout
+    from agenvoy_cli.server.app import build_app
+
+    monkeypatch.delenv("AGENVOY_EMBEDDER", raising=False)
+    app = build_app(Layout(home), None)
+    try:
+        assert app.indexer.queries is not None
+        anyio.run(app.embed_query, "warm the model up", "semantic")  # imports, loads
+        gate = threading.Event()
+        busy = app.thread.pool.submit(gate.wait, 120)  # the store thread, busy
+        order: list[str] = []
+
+        async def main() -> None:
+            async def embed() -> None:
+                await app.embed_query("where did we deploy the cluster", "semantic")
+                order.append("embedded")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(embed)
+                with anyio.move_on_after(60):  # generous: the query alone, on a busy machine
+                    while not order:
+                        await anyio.sleep(0.02)
+                order.append("store thread free")
+                gate.set()
+
+        anyio.run(main)
+        busy.result()
+        assert order == ["embedded", "store thread free"]
+        assert "where did we deploy the cluster" in app.indexer.queries._lru
+    finally:
+        app.stop()

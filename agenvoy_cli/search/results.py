@@ -152,7 +152,8 @@ def rows_of(conn: sqlite3.Connection | None, session_id: str, seqs: Iterable[int
         marks = ",".join("?" * len(part))
         sql = (f"SELECT seq, send_at, role, content, message FROM messages "
                f"WHERE session_id = ? AND seq IN ({marks}) ORDER BY seq")
-        for seq, send_at, role, content, raw in conn.execute(sql, [session_id, *part]):
+        for seq, send_at, role, content, raw in conn.execute(sql, [session_id, *part]
+                                                             ).fetchall():  # one call
             out.append(Message(seq, send_at, role, content, orjson.loads(raw) if raw else {}))
     return out
 

@@ -134,7 +134,9 @@ class App:
 
     async def _embed_query(self, cache: Any, query: str) -> None:
         with contextlib.suppress(Exception):
-            await self.thread.run(self.indexer.import_heavy)  # first: worker.import_heavy
+            if not self.indexer.imported:  # first: worker.import_heavy; once done, never
+                # through the store thread again (a query queued behind other searches)
+                await self.thread.run(self.indexer.import_heavy)
             second = self._second_model(cache)
             async with anyio.create_task_group() as tg:
                 if second is not None:  # on the other core, kept by the model (local.py)
