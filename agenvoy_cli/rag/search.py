@@ -66,9 +66,7 @@ class SearchResult:
 
     def as_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"query": self.query, "mode": self.mode,
-                               "databases": self.databases}
-        if self.match is not None:
-            doc["match"] = self.match
+                               "databases": self.databases, "match": self.match}
         doc["unindexed_count"] = self.unindexed_count
         doc["results"] = [h.as_dict(i, self.score_kind)
                           for i, h in enumerate(self.results, 1)]
