@@ -196,10 +196,15 @@ class Memory:
 
     def tasks(self, session_id: str | None, query: str = "", *, since: str | None = None,
               until: str | None = None, range_: str | None = None, limit: int = 20,
-              full: bool = False) -> dict[str, Any]:
+              full: bool = False, mode: str | None = None, match: str | None = None,
+              budget: float | None = None, warn: Warn | None = None) -> dict[str, Any]:
         """Agenvoy 1.0's finished tasks (action_history) of one session (None: every one)
-        holding every word of `query`, in a time window, newest first. A home older than
-        1.0 has none ("layout" says which it is)."""
+        in a time window: without `mode`, those holding every word of `query` (in the
+        objective, the tools' results or the reply), newest first; with `mode` (keyword,
+        semantic, hybrid) those related to `query` by the retrieval pipeline, best first,
+        each with its rank, score and score_kind (`budget`: at most this many seconds
+        embedding tasks without a vector first). A home older than 1.0 has none ("layout"
+        says which it is)."""
         from agenvoy_cli.conversation.tasks import find
         from agenvoy_cli.timespec import window
 
@@ -208,11 +213,20 @@ class Memory:
             if session_id is not None:
                 self.store.require(session_id)
             conn = self.store.db_readonly()
-            found = find(conn, session_id, query.split(), since_ns=lo, until_ns=hi,
-                         limit=limit)
+            found = [] if mode is not None else find(
+                conn, session_id, query.split(), since_ns=lo, until_ns=hi, limit=limit)
             layout = self._layout_doc()
-        return {"session_id": session_id, "query": query, "layout": layout,
-                **list_document("tasks", [t.as_dict(full) for t in found])}
+        head = {"session_id": session_id, "query": query, "layout": layout}
+        if mode is None:
+            return {**head, **list_document("tasks", [t.as_dict(full) for t in found])}
+        from agenvoy_cli.search.task_corpus import search_tasks
+
+        doc = search_tasks(self.store, session_id, query, mode, limit=limit, window=(lo, hi),
+                           match=match, budget=budget, full=full,
+                           relevance=None if mode == "keyword" else self.relevance,
+                           **_warn(warn))
+        return {**head, **{k: v for k, v in doc.items() if k != "tasks"},
+                **list_document("tasks", doc["tasks"])}
 
     def session(self, session_id: str) -> dict[str, Any]:
         """One session with its archive row_count, trim point, path, where `import` brought
