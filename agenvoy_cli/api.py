@@ -643,16 +643,20 @@ class Memory:
 
     def search_notes(self, query: str, *, mode: str = "hybrid", limit: int = 5,
                      match: str | None = None, budget: float | None = None,
+                     range: str = "all", since: str | None = None, until: str | None = None,
                      warn: Warn | None = None) -> dict[str, Any]:
         """Notes related to a query, best first, each with a snippet: keyword, semantic or
         hybrid (default). `budget`: at most this many seconds embedding notes that have no
-        vector yet first (None: all)."""
+        vector yet first (None: all). `range`, `since`, `until` (as search's): only the
+        notes last changed (written, edited or replaced) in that window."""
         from agenvoy_cli.notes.search import search_notes
+        from agenvoy_cli.timespec import window
 
+        span = window(range, since, until)
         self._legacy(warn)
         return search_notes(self.store, query, mode, limit=limit, match=match, budget=budget,
                             relevance=None if mode == "keyword" else self.relevance,
-                            **_warn(warn)).as_dict()
+                            window=span, **_warn(warn)).as_dict()
 
     def note_named(self, name: str, *, warn: Warn | None = None) -> dict[str, Any] | None:
         """The note of exactly that name, no name rules applied (Agenvoy's find_knowledge
@@ -703,15 +707,21 @@ class Memory:
         return list_document("databases", rag.list_databases(self.store))
 
     def rag_search(self, query: str, databases: Sequence[str] | None = None, *,
-                   mode: str = "hybrid", limit: int = 8,
-                   match: str | None = None) -> dict[str, Any]:
+                   mode: str = "hybrid", limit: int = 8, match: str | None = None,
+                   range: str = "all", since: str | None = None,
+                   until: str | None = None) -> dict[str, Any]:
         """Search the named RAG databases (None: all of them): hybrid, keyword, semantic;
-        match ("all" | "any", keyword): every term or any term (default: by query length)."""
+        match ("all" | "any", keyword): every term or any term (default: by query length);
+        `range`, `since`, `until` (as search's): only the chunks of documents last
+        modified (the file's mtime at its sync) in that window."""
         from agenvoy_cli import rag
+        from agenvoy_cli.timespec import window
 
+        span = window(range, since, until)
         return rag.search(self.store, None if databases is None else list(databases),
                           query, mode, limit=limit, match=match,
-                          relevance=None if mode == "keyword" else self.relevance).as_dict()
+                          relevance=None if mode == "keyword" else self.relevance,
+                          window=span).as_dict()
 
     def rag_create(self, name: str, paths: Sequence[str] = (), *, index: bool = True,
                    max_file_bytes: int | None = None, hidden: bool | None = None,

@@ -212,6 +212,19 @@ def within(corpus: Corpus, lo: int | None, hi: int | None) -> Corpus:
     return cast("Corpus", Windowed(corpus, keep, total - len(keep)))
 
 
+def outside(corpus: Corpus) -> int:
+    """How many units a time window leaves out (0: no window)."""
+    return corpus.outside if isinstance(corpus, Windowed) else 0
+
+
+def inside(corpus: Corpus, ranked: Ranked, limit: int) -> Ranked:
+    """The fused ranking's units inside the time window, at most `limit`: fusion's
+    neighbour share (RAG) may bring in a unit no windowed ranking had."""
+    if isinstance(corpus, Windowed):
+        ranked = [(k, s) for k, s in ranked if k in corpus.keep]
+    return ranked[:limit]
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -247,5 +260,6 @@ def search(corpus: Corpus, query: Query, mode: str, *, limit: int, match: str | 
     kw = _keyword_side(corpus, query, mode, embedded, found)
     if found.floored:
         kw = holds_the_query(corpus, query, kw)
-    found.ranked = order(corpus, query, kw, vec, limit, found)
+    found.ranked = inside(corpus, order(corpus, query, kw, vec, limit + outside(corpus),
+                                        found), limit)
     return found

@@ -198,7 +198,7 @@ class TasksCorpus:
         return [(i, s) for i, s in ranked if i in self.tasks and i not in self.pending]
 
     def embedded_texts(self, keys: Sequence[Hashable]) -> dict[Hashable, str]:
-        return {k: text(self.tasks[k])[:EMBED_CHARS] for k in keys  # type: ignore[index]
+        return {k: text(self.tasks[k])[:EMBED_CHARS] for k in keys
                 if k in self.tasks}
 
     def indexed_text(self, key: Hashable) -> str | None:
@@ -209,7 +209,7 @@ class TasksCorpus:
                 vec: Sequence[tuple[Hashable, float]]) -> Weights:
         from agenvoy_cli.search.fusion import coverage, weights
 
-        memories = [text(self.tasks[k])[:500] for k, _ in vec[:5]  # type: ignore[index]
+        memories = [text(self.tasks[k])[:500] for k, _ in vec[:5]
                     if k in self.tasks]
         words = terms(query)
         best = self.tasks.get(kw[0][0]) if kw else None  # type: ignore[call-overload]
