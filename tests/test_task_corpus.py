@@ -122,3 +122,25 @@ def test_bad_input(run, tasks_home):
                  ("x", "--mode", "hybrid", "--budget", "-1"), ("x", "--mode", "fuzzy")):
         res = run("session", "tasks", SID, *args)
         assert res.exit_code == 2 and res.stderr.count("\n") == 1, (args, res.stderr)
+
+
+def test_text_output_and_the_python_api(run, tasks_home):
+    res = run("session", "tasks", SID, "redis", "password", "--mode", "hybrid")
+    assert res.exit_code == 0 and "(rrf)" in res.stdout.splitlines()[0]
+    assert "Rotate the Redis password" in res.stdout
+    from agenvoy_cli import Memory
+
+    with Memory() as mem:
+        doc = mem.tasks(None, "book a table for dinner", mode="semantic")
+        assert hashes(doc)[:1] == ["b1"] and doc["session_id"] is None
+        assert mem.tasks(SID, "dinner")["tasks"] == []  # today's filter: one session
+
+
+def test_a_new_embedder_remakes_the_task_vectors(run, tasks_home, monkeypatch):
+    from tests.words_embedder import WordsEmbedder  # noqa: F401 - importable for the spec
+
+    assert hashes(search(run, SID, "redis password", "--mode", "semantic"))[0] == "a1"
+    monkeypatch.setenv("AGENVOY_EMBEDDER", "python:tests.words_embedder:current")
+    doc = search(run, SID, "redis password", "--mode", "hybrid")
+    assert hashes(doc)[0] == "a1" and doc["unindexed_count"] == 0
+    assert "no_vectors" not in [n["code"] for n in doc["notes"]]

@@ -137,9 +137,10 @@ class TasksCorpus:
 
         with self.store.write_lock():  # Chroma needs the lock
             have: dict[str, dict[str, Any]] = {}
+            if vectors.index_exists(self.store, TASKS) and self._model_changed():
+                vectors.drop_index(self.store, TASKS)  # derived from Agenvoy's rows: remade
             if vectors.index_exists(self.store, TASKS):
                 index = vectors.open_index(self.store, TASKS, create=False)
-                _ = index.embedder  # a collection of another model: raised, keyword only
                 have = index.get()
                 alive = task_store.ids(self.store.db_readonly())
                 gone = sorted(v for v in have if int(v) not in alive)
@@ -164,6 +165,15 @@ class TasksCorpus:
         embed_within(self.store, todo, BATCH, budget, step, self.warn,
                      "could not embed the tasks without a vector; they are found by keyword")
         return len(self.pending)
+
+    def _model_changed(self) -> bool:
+        """Whether the collection was built with another model than the embedder's (the
+        embedder changed): its vectors are then made again. Hold the lock."""
+        from agenvoy_cli.vectors import api as vectors
+
+        index = vectors.open_index(self.store, TASKS, create=False)
+        built = (index.collection.metadata or {}).get("model_id")
+        return bool(built != vectors.embedder(self.store).model_id)
 
     def embedder(self) -> Embedder:
         from agenvoy_cli.vectors import api as vectors
