@@ -144,3 +144,15 @@ def test_a_new_embedder_remakes_the_task_vectors(run, tasks_home, monkeypatch):
     doc = search(run, SID, "redis password", "--mode", "hybrid")
     assert hashes(doc)[0] == "a1" and doc["unindexed_count"] == 0
     assert "no_vectors" not in [n["code"] for n in doc["notes"]]
+
+
+def test_a_home_older_than_1_0_has_no_task_in_any_mode(run, home):
+    from tests.agenvoy_sim_v032 import GoAgentV032
+
+    old = GoAgentV032(home)
+    old.say(SID, "user", "hello")
+    old.close()
+    for mode in ("keyword", "semantic", "hybrid"):
+        doc = search(run, SID, "redis password", "--mode", mode)
+        assert doc["tasks"] == [] and doc["layout"]["tasks_table"] is False
+    assert "keeps none" in run("session", "tasks", SID, "redis", "--mode", "hybrid").stdout
