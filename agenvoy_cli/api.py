@@ -197,10 +197,15 @@ class Memory:
 
     def tasks(self, session_id: str | None, query: str = "", *, since: str | None = None,
               until: str | None = None, range_: str | None = None, limit: int = 20,
-              full: bool = False) -> dict[str, Any]:
+              full: bool = False, mode: str | None = None, match: str | None = None,
+              budget: float | None = None, warn: Warn | None = None) -> dict[str, Any]:
         """Agenvoy 1.0's finished tasks (action_history) of one session (None: every one)
-        holding every word of `query`, in a time window, newest first. A home older than
-        1.0 has none ("layout" says which it is)."""
+        in a time window: without `mode`, those holding every word of `query` (in the
+        objective, the tools' results or the reply), newest first; with `mode` (keyword,
+        semantic, hybrid) those related to `query` by the retrieval pipeline, best first,
+        each with its rank, score and score_kind (`budget`: at most this many seconds
+        embedding tasks without a vector first). A home older than 1.0 has none ("layout"
+        says which it is)."""
         from agenvoy_cli.conversation.tasks import find
         from agenvoy_cli.timespec import window
 
@@ -209,11 +214,20 @@ class Memory:
             if session_id is not None:
                 self.store.require(session_id)
             conn = self.store.db_readonly()
-            found = find(conn, session_id, query.split(), since_ns=lo, until_ns=hi,
-                         limit=limit)
+            found = [] if mode is not None else find(
+                conn, session_id, query.split(), since_ns=lo, until_ns=hi, limit=limit)
             layout = self._layout_doc()
-        return {"session_id": session_id, "query": query, "layout": layout,
-                **list_document("tasks", [t.as_dict(full) for t in found])}
+        head = {"session_id": session_id, "query": query, "layout": layout}
+        if mode is None:
+            return {**head, **list_document("tasks", [t.as_dict(full) for t in found])}
+        from agenvoy_cli.search.task_corpus import search_tasks
+
+        doc = search_tasks(self.store, session_id, query, mode, limit=limit, window=(lo, hi),
+                           match=match, budget=budget, full=full,
+                           relevance=None if mode == "keyword" else self.relevance,
+                           **_warn(warn))
+        return {**head, **{k: v for k, v in doc.items() if k != "tasks"},
+                **list_document("tasks", doc["tasks"])}
 
     def session(self, session_id: str) -> dict[str, Any]:
         """One session with its archive row_count, trim point, path, where `import` brought
@@ -645,16 +659,20 @@ class Memory:
 
     def search_notes(self, query: str, *, mode: str = "hybrid", limit: int = 5,
                      match: str | None = None, budget: float | None = None,
+                     range: str = "all", since: str | None = None, until: str | None = None,
                      warn: Warn | None = None) -> dict[str, Any]:
         """Notes related to a query, best first, each with a snippet: keyword, semantic or
         hybrid (default). `budget`: at most this many seconds embedding notes that have no
-        vector yet first (None: all)."""
+        vector yet first (None: all). `range`, `since`, `until` (as search's): only the
+        notes last changed (written, edited or replaced) in that window."""
         from agenvoy_cli.notes.search import search_notes
+        from agenvoy_cli.timespec import window
 
+        span = window(range, since, until)
         self._legacy(warn)
         return search_notes(self.store, query, mode, limit=limit, match=match, budget=budget,
                             relevance=None if mode == "keyword" else self.relevance,
-                            **_warn(warn)).as_dict()
+                            window=span, **_warn(warn)).as_dict()
 
     def note_named(self, name: str, *, warn: Warn | None = None) -> dict[str, Any] | None:
         """The note of exactly that name, no name rules applied (Agenvoy's find_knowledge
@@ -705,15 +723,21 @@ class Memory:
         return list_document("databases", rag.list_databases(self.store))
 
     def rag_search(self, query: str, databases: Sequence[str] | None = None, *,
-                   mode: str = "hybrid", limit: int = 8,
-                   match: str | None = None) -> dict[str, Any]:
+                   mode: str = "hybrid", limit: int = 8, match: str | None = None,
+                   range: str = "all", since: str | None = None,
+                   until: str | None = None) -> dict[str, Any]:
         """Search the named RAG databases (None: all of them): hybrid, keyword, semantic;
-        match ("all" | "any", keyword): every term or any term (default: by query length)."""
+        match ("all" | "any", keyword): every term or any term (default: by query length);
+        `range`, `since`, `until` (as search's): only the chunks of documents last
+        modified (the file's mtime at its sync) in that window."""
         from agenvoy_cli import rag
+        from agenvoy_cli.timespec import window
 
+        span = window(range, since, until)
         return rag.search(self.store, None if databases is None else list(databases),
                           query, mode, limit=limit, match=match,
-                          relevance=None if mode == "keyword" else self.relevance).as_dict()
+                          relevance=None if mode == "keyword" else self.relevance,
+                          window=span).as_dict()
 
     def rag_create(self, name: str, paths: Sequence[str] = (), *, index: bool = True,
                    max_file_bytes: int | None = None, hidden: bool | None = None,

@@ -80,6 +80,25 @@ def json_option(func: F) -> F:
                         help="Print exactly one JSON document on stdout.")(func)
 
 
+def window_options(what: str) -> Callable[[F], F]:
+    """--range, --since and --until of a search (timespec.window parses them): only the
+    units whose time (`what`: "notes last changed", ...) is in that window."""
+
+    def wrap(func: F) -> F:
+        func = click.option("--until", metavar="TIME",
+                            help=f"Only {what} at or before TIME (a date alone means through "
+                                 "that day).")(func)
+        func = click.option("--since", metavar="TIME",
+                            help=f"Only {what} at or after TIME: a date/time, 'yesterday', "
+                                 "or a duration ago (90m, 7d ago, 1mo).")(func)
+        return click.option("--range", "range_", metavar="DURATION", default="all",
+                            show_default=True,
+                            help=f"Only {what} in the last DURATION: 30m, 12h, 7d, 2w, 1mo, "
+                                 "1y (m is minutes, mo months).")(func)
+
+    return wrap
+
+
 def session_argument(func: F) -> F:
     return click.argument("session_id", metavar="SESSION",
                           shell_complete=complete_session)(func)

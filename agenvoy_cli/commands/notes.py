@@ -13,6 +13,7 @@ from agenvoy_cli.commands.common import (
     memory,
     one_query,
     read_limited,
+    window_options,
 )
 from agenvoy_cli.errors import AgenvoyError, BadInput
 from agenvoy_cli.output import emit, format_option, human_time, table, warn
@@ -164,19 +165,21 @@ def show_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
               envvar="AGENVOY_SEARCH_BUDGET",
               help="At most this long embedding notes that have no vector yet; the rest "
                    "are found by keyword.")
+@window_options("notes last changed (written, edited or replaced)")
 @format_option
 @json_option
 @click.pass_context
 def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | None, mode: str,
-               limit: int, match: str | None, budget: float, as_json: bool,
-               fmt: str | None = None) -> None:
-    """Notes related to QUERY, best first, each with a snippet."""
+               limit: int, match: str | None, budget: float, range_: str, since: str | None,
+               until: str | None, as_json: bool, fmt: str | None = None) -> None:
+    """Notes related to QUERY, best first, each with a snippet; --range/--since/--until:
+    only the notes last changed in that window."""
     from agenvoy_cli.search.defaults import check_budget
 
     query = one_query(words, query_text)
     check_budget(budget)
     doc = memory(ctx).search_notes(query, mode=mode, limit=limit, match=match, budget=budget,
-                                   warn=warn)
+                                   range=range_, since=since, until=until, warn=warn)
     if not as_json and fmt in (None, "table"):
         for note in doc["notes"]:
             warn(f"agenvoy: note: {note['message']}")

@@ -15,6 +15,7 @@ from agenvoy_cli.commands.common import (
     memory,
     no_server_option,
     one_query,
+    window_options,
 )
 from agenvoy_cli.contract import list_document
 from agenvoy_cli.errors import BadInput
@@ -269,17 +270,20 @@ def _render_search(doc: dict[str, Any]) -> str:
               help="keyword: every term (default for 1-3 terms; any term when no chunk "
                    "has every term) or any term (default for longer queries and for "
                    "questions: a '?' last or what/when/where/who/why/how/which first).")
+@window_options("documents last modified (the file's time at its sync)")
 @format_option
 @json_option
 @no_server_option
 @click.pass_context
 def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | None, all_: bool,
-               mode: str, limit: int, match: str | None, as_json: bool,
-        fmt: str | None = None, no_server: bool = False) -> None:
+               mode: str, limit: int, match: str | None, range_: str, since: str | None,
+               until: str | None, as_json: bool, fmt: str | None = None,
+               no_server: bool = False) -> None:
     """Search the database NAME (or --all) for QUERY (several words are joined) (search_rag).
 
     Each result: path, line range, heading, score and the chunk's text. keyword never
-    loads the vector index. No match is not an error (exit 0)."""
+    loads the vector index. No match is not an error (exit 0). --range/--since/--until:
+    only the chunks of documents last modified in that window."""
     names: list[str] | None
     if all_:
         names, query = None, one_query(words, query_text)
@@ -287,10 +291,12 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
         if not words or (len(words) < 2 and query_text is None):
             raise BadInput("give NAME and QUERY (or --all QUERY; -q/--query TEXT for either)")
         names, query = [words[0]], one_query(words[1:], query_text)
+    when = {"range": range_, "since": since, "until": until}
     doc = from_server(ctx, no_server, "rag_search", [query, names],
-                      {"mode": mode, "limit": limit, "match": match})
+                      {"mode": mode, "limit": limit, "match": match, **when})
     doc = {**doc, "served_by": "server"} if doc is not None else {
-        **memory(ctx).rag_search(query, names, mode=mode, limit=limit, match=match),
+        **memory(ctx).rag_search(query, names, mode=mode, limit=limit, match=match,
+                                 range=range_, since=since, until=until),
         "served_by": "local"}
     for note in doc["notes"]:
         if note["code"] not in ON_STDOUT:  # those are in the text output

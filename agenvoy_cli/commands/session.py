@@ -158,16 +158,30 @@ def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove
 @click.option("--limit", type=click.IntRange(min=1, max=1000), default=20, show_default=True,
               help="At most this many tasks, newest first.")
 @click.option("--full", is_flag=True, help="Include each task's tool results.")
+@click.option("--mode", type=click.Choice(["hybrid", "keyword", "semantic"]), default=None,
+              help="Rank the tasks related to WORDS, best first, by their objective and "
+                   "reply: keyword (no model), semantic (meaning) or both fused (default: "
+                   "every word, newest first).")
+@click.option("--match", type=click.Choice(["all", "any"]), default=None,
+              help="--mode keyword: every term or any term (default: every term for 1-3 "
+                   "terms).")
+@click.option("--budget", type=float, default=3.0, show_default=True, metavar="SECONDS",
+              envvar="AGENVOY_SEARCH_BUDGET",
+              help="--mode semantic/hybrid: at most this long embedding tasks that have no "
+                   "vector yet; the rest are found by keyword.")
 @json_option
 @click.pass_context
 def tasks_cmd(ctx: click.Context, session_id: str | None, query: tuple[str, ...],
               all_sessions: bool, range_: str, since: str | None, until: str | None,
-              limit: int, full: bool, as_json: bool) -> None:
+              limit: int, full: bool, mode: str | None, match: str | None, budget: float,
+              as_json: bool) -> None:
     """What the agent did: Agenvoy 1.0's finished tasks (objective, reply, model, when it
     ended) holding every one of WORDS (any order, any case; Chinese by any substring) in
-    the objective, the tools' results or the reply. A home older than Agenvoy 1.0 keeps no
-    tasks: the list is empty."""
+    the objective, the tools' results or the reply, newest first; with --mode, the tasks
+    related to WORDS by their objective and reply, best first (as `notes search`). A home
+    older than Agenvoy 1.0 keeps no tasks: the list is empty."""
     from agenvoy_cli.errors import BadInput
+    from agenvoy_cli.search.defaults import check_budget
 
     if all_sessions:
         if session_id is not None:
@@ -175,8 +189,15 @@ def tasks_cmd(ctx: click.Context, session_id: str | None, query: tuple[str, ...]
         session_id = None
     elif session_id is None:
         raise BadInput("give a SESSION or --all-sessions")
+    if match is not None and mode != "keyword":
+        raise BadInput("--match goes with --mode keyword")
+    check_budget(budget)
     doc = memory(ctx).tasks(session_id, " ".join(query), since=since, until=until,
-                            range_=range_, limit=limit, full=full)
+                            range_=range_, limit=limit, full=full, mode=mode, match=match,
+                            budget=budget, warn=warn)
+    if mode is not None and not as_json:
+        for note in doc["notes"]:
+            warn(f"agenvoy: note: {note['message']}")
     emit(doc, as_json, _tasks_text)
 
 
@@ -188,8 +209,9 @@ def _tasks_text(doc: dict[str, Any]) -> str:
         return "no tasks: this home's layout keeps none (Agenvoy 1.0 records them)"
     lines = []
     for t in doc["tasks"]:
-        lines.append(f"{human_time(t['ended_at'])}  {t['session_id']}  {t['task_hash']}  "
-                     f"[{t['model']}]")
+        score = f"{t['score']:.3f} ({t['score_kind']})  " if "score" in t else ""
+        lines.append(f"{score}{human_time(t['ended_at'])}  {t['session_id']}  "
+                     f"{t['task_hash']}  [{t['model']}]")
         lines.append(f"  objective: {' '.join(t['objective'].split())[:300]}")
         if t["reply"]:
             lines.append(f"  reply: {' '.join(t['reply'].split())[:300]}")

@@ -4,11 +4,12 @@ the persona of each session (`session`: name, self_id, model, ...) and the finis
 model and when it ended). A home without those tables (v0.28-v0.32) has no persona and no
 task; home/generation.py says which tables the home has.
 
-Tasks are memory of what the agent *did*: `session tasks` finds them by keyword and time
-window. They are a store of their own (one module, one read function with a filter), not a
-corpus of `search`: a task is one record with fields, not a message with neighbours, and
-its words are mostly tool output, which would swamp the conversation's rankings. A later
-retrieval pipeline can take `find()`'s records as one more source.
+Tasks are memory of what the agent *did*: `session tasks WORDS` finds them by every word
+(substrings of the objective, the tools' results or the reply) in a time window, newest
+first (`find`). They are not mixed into the conversation's rankings (a task is one record
+with fields, not a message with neighbours, and its words are mostly tool output), but they
+are a corpus of their own of the retrieval pipeline (search/task_corpus.py: `session tasks
+--mode`), which reads them here (`every`): its text is the objective and the reply.
 """
 
 from __future__ import annotations
@@ -122,3 +123,34 @@ def find(conn: sqlite3.Connection | None, session_id: str | None, terms: Sequenc
             if len(out) >= limit:
                 break
     return out
+
+
+def every(conn: sqlite3.Connection | None, session_id: str | None = None
+          ) -> dict[int, Task]:
+    """Every finished task (of one session, None: of all) by its row id; {} on a home
+    without action_history. The tools' results are not read (the corpus does not use
+    them)."""
+    if conn is None or not generation.of(conn).tasks:
+        return {}
+    sql = ("SELECT id, session_id, task_hash, end_at, model, objective, reply "
+           "FROM action_history")
+    rows = conn.execute(sql + (" WHERE session_id = ?" if session_id is not None else ""),
+                        () if session_id is None else (session_id,))
+    return {i: Task(sid, task_hash, end_ns(end_at), model, objective, "", reply, [])
+            for i, sid, task_hash, end_at, model, objective, reply in rows}
+
+
+def ids(conn: sqlite3.Connection | None) -> set[int]:
+    """Every finished task's row id (of every session)."""
+    if conn is None or not generation.of(conn).tasks:
+        return set()
+    return {i for (i,) in conn.execute("SELECT id FROM action_history")}
+
+
+def tool_results(conn: sqlite3.Connection, task_ids: Sequence[int]) -> dict[int, str]:
+    """The tools' results of some tasks, by row id (`--full`)."""
+    if not task_ids:
+        return {}
+    marks = ",".join("?" * len(task_ids))
+    return dict(conn.execute(f"SELECT id, tool_results FROM action_history WHERE id IN "
+                             f"({marks})", list(task_ids)).fetchall())

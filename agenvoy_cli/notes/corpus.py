@@ -5,7 +5,8 @@ the name weighted 2:1); its vectors are its passages' (notes/vector_sync.py), a 
 ranking by its best passage, which the adapter remembers for the hit's snippet. A failing
 model or index leaves keyword results (`degrades`). Hybrid's weights follow the query
 (search/fusion.py `weights`: a query in another script than the notes leans on the
-vectors); no neighbour smoothing (a note's id neighbours are unrelated notes).
+vectors); no neighbour smoothing (a note's id neighbours are unrelated notes). A note's
+time (the time window) is when it last changed: written, edited or replaced (updated_at).
 """
 
 from __future__ import annotations
@@ -89,6 +90,14 @@ class NotesCorpus:
         with self.store.read_lock():
             return list(fts_ranking(self._conn(), fts.match_all(words) if every
                                     else fts.match_any(words), n))
+
+    def within(self, lo: int | None, hi: int | None) -> tuple[set[Hashable], int]:
+        """The notes last changed (updated_at: written, edited or replaced) in [lo, hi)."""
+        with self.store.read_lock():
+            rows = self._conn().execute("SELECT id, updated_at FROM notes").fetchall()
+        keep: set[Hashable] = {i for i, at in rows
+                               if (lo is None or at >= lo) and (hi is None or at < hi)}
+        return keep, len(rows)
 
     def catch_up(self, budget: float | None, found: Found) -> int | None:
         from agenvoy_cli.notes.vector_sync import catch_up

@@ -192,10 +192,12 @@ def _checked(query: str, mode: str, limit: int, match: str | None) -> str:
 
 def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: int = DEFAULT_LIMIT,
            match: str | None = None, budget: float | None = None,
-           warn: Warn = quiet, relevance: Relevance | None = None) -> SearchResult:
+           warn: Warn = quiet, relevance: Relevance | None = None,
+           window: tuple[int | None, int | None] = (None, None)) -> SearchResult:
     """Notes related to a query, best first (keyword, semantic or hybrid: the retrieval
     pipeline, search/pipeline.py, over the notes' corpus, notes/corpus.py); nothing by
-    meaning when the relevance floor finds nothing related (`relevance`: the holder's)."""
+    meaning when the relevance floor finds nothing related (`relevance`: the holder's);
+    `window`: only the notes last changed in [lo, hi) (UTC ns)."""
     from agenvoy_cli.notes.corpus import NotesCorpus
     from agenvoy_cli.search import pipeline
     from agenvoy_cli.search.query import Query
@@ -210,7 +212,7 @@ def search_notes(store: Store, query: str, mode: str = DEFAULT_MODE, *, limit: i
         return result
     corpus = NotesCorpus(store, warn)
     found = pipeline.search(corpus, Query.of(query), mode, limit=limit, match=match,
-                            budget=budget, relevance=relevance)
+                            budget=budget, relevance=relevance, window=window)
     result.match, result.score_kind = found.match, found.score_kind
     result.unindexed_count = found.unindexed_count
     for code, message in found.notes:

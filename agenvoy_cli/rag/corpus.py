@@ -7,7 +7,9 @@ phrases" whole and finds a one-character CJK term by its text (rag/search.py
 `match_every`). The chunks of files an interrupted sync left pending may have no vector:
 they are found by keyword until the next sync (no catch-up at search time). A broken index
 is raised with the rebuild command (it does not degrade). Fixed fusion weights; a chunk's
-neighbours by id are the chunks around it in its file (search/fusion.py NEIGHBOUR).
+neighbours by id are the chunks around it in its file (search/fusion.py NEIGHBOUR). A
+chunk's time (the time window) is its file's modification time as the last sync saw it:
+when the document was written or changed, not when it was indexed.
 """
 
 from __future__ import annotations
@@ -70,6 +72,17 @@ class RagCorpus:
                 match, singles, _ = match_every(query.text)
                 return list(fts_ranking(self._conn(), self.ids, match, n, singles))
             return list(fts_ranking(self._conn(), self.ids, fts.match_any(query.content), n))
+
+    def within(self, lo: int | None, hi: int | None) -> tuple[set[Hashable], int]:
+        """The chunks of the files last modified (their mtime when synced) in [lo, hi)."""
+        with self.store.read_lock():
+            marks = ",".join("?" * len(self.ids))
+            rows = self._conn().execute(
+                "SELECT c.id, f.mtime_ns FROM rag_chunks c JOIN rag_files f ON f.id = "
+                f"c.file_id WHERE f.db_id IN ({marks})", self.ids).fetchall()
+        keep: set[Hashable] = {i for i, at in rows
+                               if (lo is None or at >= lo) and (hi is None or at < hi)}
+        return keep, len(rows)
 
     def catch_up(self, budget: float | None, found: Found) -> int | None:
         """No catch-up: the pending files' chunks wait for `rag sync` (noted); None when no

@@ -66,9 +66,7 @@ class SearchResult:
 
     def as_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"query": self.query, "mode": self.mode,
-                               "databases": self.databases}
-        if self.match is not None:
-            doc["match"] = self.match
+                               "databases": self.databases, "match": self.match}
         doc["unindexed_count"] = self.unindexed_count
         doc["results"] = [h.as_dict(i, self.score_kind)
                           for i, h in enumerate(self.results, 1)]
@@ -90,11 +88,13 @@ def _databases(store: Store, conn: sqlite3.Connection | None, names: Sequence[st
 
 def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DEFAULT_MODE,
            *, limit: int = DEFAULT_LIMIT, match: str | None = None,
-           relevance: Relevance | None = None) -> SearchResult:
+           relevance: Relevance | None = None,
+           window: tuple[int | None, int | None] = (None, None)) -> SearchResult:
     """search_rag over the named databases (None: all of them), by the retrieval pipeline
     (search/pipeline.py) over their chunks (rag/corpus.py); `match` ("all" | "any"):
     keyword mode's every term or any term (default: by the query's length); nothing by
-    meaning when the relevance floor finds no chunk related (`relevance`: the holder's)."""
+    meaning when the relevance floor finds no chunk related (`relevance`: the holder's);
+    `window`: only the chunks of files last modified in [lo, hi) (UTC ns)."""
     from agenvoy_cli.rag.corpus import RagCorpus
     from agenvoy_cli.search import pipeline
 
@@ -115,7 +115,7 @@ def search(store: Store, names: Sequence[str] | None, query: str, mode: str = DE
         return result
     parsed = Query.of(text)
     found = pipeline.search(RagCorpus(store, dbs), parsed, mode, limit=limit, match=match,
-                            relevance=relevance)
+                            relevance=relevance, window=window)
     result.match, result.score_kind = found.match, found.score_kind
     result.unindexed_count = found.unindexed_count
     for code, message in found.notes:

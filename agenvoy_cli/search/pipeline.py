@@ -17,6 +17,9 @@ written once, here, and serve every corpus:
     floor     the holder's Relevance (search/corpus.py `decide`): nothing by meaning when
               nothing is related closely enough; the keyword matches then stay only when
               they hold the query (search/fusion.py `incidental`) (`floor`)
+    window    a time window (`within`): the units whose time is outside it are left out
+              of every ranking (a `Dated` corpus: notes by update, RAG chunks by their
+              file's change, tasks by their end)
     fusion    semantic: the cosine ranking (the units without a vector yet by keyword);
               hybrid: reciprocal-rank fusion of the two, each `score_kind` saying which
               scale the score is on (`order`)
@@ -29,7 +32,8 @@ class turns into its hits (its JSON shape kept). Message search keeps its own pa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from agenvoy_cli.search import corpus as relevance_stage
 from agenvoy_cli.search.corpus import Embedded, Found, Ranked
@@ -211,6 +215,69 @@ def order(corpus: Corpus, query: Query, kw: Ranked, vec: Ranked, limit: int,
     return list(fused[:limit])
 
 
+# --------------------------------------------------------------------------- time window
+
+
+class Dated(Protocol):
+    """A corpus whose units have a time (a note's update, a document's change, a task's
+    end): what the time-window stage asks of it."""
+
+    def within(self, lo: int | None, hi: int | None) -> tuple[set[Hashable], int]:
+        """The units whose time (UTC ns) is in [lo, hi) (None: open), and how many units
+        the corpus has in all."""
+        ...
+
+
+class Windowed:
+    """A corpus seen through a time window: each of its rankings keeps the units inside
+    the window, asked that much deeper (the units outside it) so that a window never
+    leaves fewer than it could; a vector ranking at most WINDOW_POOL deep."""
+
+    def __init__(self, corpus: Corpus, keep: set[Hashable], outside: int) -> None:
+        self.corpus = corpus
+        self.keep = keep
+        self.outside = outside
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.corpus, name)
+
+    def keyword(self, query: Query, n: int, every: bool) -> Ranked:
+        ranked = self.corpus.keyword(query, n + self.outside, every)
+        return [(k, s) for k, s in ranked if k in self.keep][:n]
+
+    def vectors(self, vector: Sequence[float], n: int, found: Found) -> Ranked:
+        ranked = self.corpus.vectors(vector, min(n + self.outside, WINDOW_POOL), found)
+        return [(k, s) for k, s in ranked if k in self.keep][:n]
+
+    def unembedded(self) -> set[Hashable]:
+        return self.corpus.unembedded() & self.keep
+
+
+WINDOW_POOL = 2_000  # a windowed vector ranking's depth at most (one exact query's worth)
+
+
+def within(corpus: Corpus, lo: int | None, hi: int | None) -> Corpus:
+    """The corpus as the stages see it inside the time window [lo, hi) (UTC ns, None:
+    open): itself when the window is open, else its units in the window only."""
+    if lo is None and hi is None:
+        return corpus
+    keep, total = cast("Dated", corpus).within(lo, hi)
+    return cast("Corpus", Windowed(corpus, keep, total - len(keep)))
+
+
+def outside(corpus: Corpus) -> int:
+    """How many units a time window leaves out (0: no window)."""
+    return corpus.outside if isinstance(corpus, Windowed) else 0
+
+
+def inside(corpus: Corpus, ranked: Ranked, limit: int) -> Ranked:
+    """The fused ranking's units inside the time window, at most `limit`: fusion's
+    neighbour share (RAG) may bring in a unit no windowed ranking had."""
+    if isinstance(corpus, Windowed):
+        ranked = [(k, s) for k, s in ranked if k in corpus.keep]
+    return ranked[:limit]
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -229,9 +296,12 @@ def _keyword_side(corpus: Corpus, query: Query, mode: str, embedded: Embedded | 
 
 
 def search(corpus: Corpus, query: Query, mode: str, *, limit: int, match: str | None = None,
-           budget: float | None = None, relevance: Relevance | None = None) -> Found:
-    """The corpus's units related to the query, best first, by keyword, semantic or hybrid."""
+           budget: float | None = None, relevance: Relevance | None = None,
+           window: tuple[int | None, int | None] = (None, None)) -> Found:
+    """The corpus's units related to the query, best first, by keyword, semantic or hybrid;
+    `window`: only units whose time is in [lo, hi) (UTC ns; the corpus is `Dated`)."""
     found = Found(mode)
+    corpus = within(corpus, *window)
     if mode == "keyword":
         found.ranked = keyword(corpus, query, limit, match, found)
         return found
@@ -243,5 +313,6 @@ def search(corpus: Corpus, query: Query, mode: str, *, limit: int, match: str | 
     kw = _keyword_side(corpus, query, mode, embedded, found)
     if found.floored:
         kw = holds_the_query(corpus, query, kw)
-    found.ranked = order(corpus, query, kw, vec, limit, found)
+    found.ranked = inside(corpus, order(corpus, query, kw, vec, limit + outside(corpus),
+                                        found), limit)
     return found

@@ -193,8 +193,9 @@ def search_notes(ctx: Context, raw: dict[str, Any]) -> Reply:
     mode = a.choice("mode", T.NOTE_MODES, "hybrid")
     limit = a.integer("limit", lo=1, hi=T.NOTE_LIMIT_MAX, default=5) or 5
     budget = _budget(ctx, a)
+    span = a.choice("time_range", T.TIME_RANGES, "all")
     doc = ctx.memory().search_notes(query, mode=mode, limit=limit, budget=budget,
-                                               warn=ctx.warn)
+                                    range="1mo" if span == "1m" else span, warn=ctx.warn)
     return render_notes(doc), doc
 
 
@@ -257,7 +258,9 @@ def search_rag(ctx: Context, raw: dict[str, Any]) -> Reply:
     mode = a.choice("mode", T.SEARCH_MODES, rag.DEFAULT_MODE)
     db = a.string("db")
     limit = a.integer("limit", lo=1, hi=T.RAG_LIMIT_MAX, default=10) or 10
-    doc = ctx.memory().rag_search(query, [db] if db else None, mode=mode, limit=limit)
+    span = a.choice("time_range", T.TIME_RANGES, "all")
+    doc = ctx.memory().rag_search(query, [db] if db else None, mode=mode, limit=limit,
+                                  range="1mo" if span == "1m" else span)  # 1m: 30 days
     return render_rag(doc), doc
 
 

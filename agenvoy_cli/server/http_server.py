@@ -43,7 +43,7 @@ GRACE = 10.0  # seconds requests in progress get to finish on SIGTERM
 MIN_TOKEN = 16  # characters a given token must have
 _FAST_OPTIONS = {"search": {"mode", "limit", "range", "since", "until", "budget", "match"},
                  "lookup_errors": {"tool", "error_type", "limit", "semantic", "budget"},
-                 "rag_search": {"mode", "limit", "match"}}
+                 "rag_search": {"mode", "limit", "match", "range", "since", "until"}}
 
 
 def parse_bind(text: str) -> tuple[str, int]:

@@ -26,6 +26,13 @@ MAX_APPEND = 1000  # messages per append_messages call
 MAX_BUDGET = 60.0  # seconds a search may be told to spend embedding (hosts time calls out)
 
 
+def _window(what: str) -> dict[str, Any]:
+    """A corpus's time_range (notes, RAG documents): all by default."""
+    return {"type": "string", "enum": TIME_RANGES, "default": "all",
+            "description": f"Only {what} in the last day, 7 days, 30 days or year (default: "
+                           "all)."}
+
+
 def _budget(what: str) -> dict[str, Any]:
     return {"type": "number", "minimum": 0, "maximum": MAX_BUDGET, "default": 3,
             "description": f"Seconds this search may spend embedding {what} not indexed yet "
@@ -158,6 +165,7 @@ def definitions(bound: str | None) -> list[dict[str, Any]]:
                 "q": {"type": "string", "description": "Search query."},
                 "limit": {"type": "integer", "minimum": 1, "maximum": RAG_LIMIT_MAX,
                           "default": 10, "description": "Max chunks to return (1-100)."},
+                "time_range": _window("documents last modified"),
             }, ["q"]),
         },
         {
@@ -178,6 +186,7 @@ def definitions(bound: str | None) -> list[dict[str, Any]]:
                 "limit": {"type": "integer", "minimum": 1, "maximum": NOTE_LIMIT_MAX,
                           "default": 5, "description": "Max notes (default 5, max 20)."},
                 "budget": _budget("notes"),
+                "time_range": _window("notes last changed"),
             }, ["query"]),
         },
         {

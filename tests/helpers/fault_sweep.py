@@ -327,6 +327,20 @@ def _v10_conversation(home: Path, inputs: Path) -> None:
     with_vectors(home, 20)
 
 
+def _v10_tasks(home: Path, inputs: Path) -> None:
+    """A 1.0 home with three finished tasks (action_history, Agenvoy's) and no task vector
+    yet: a semantic `session tasks` search writes their vectors first (its catch-up)."""
+    from tests.agenvoy_sim_v10 import GoAgentV10
+
+    go = GoAgentV10(home)
+    go.say("s", "user", "hello from Agenvoy 1.0")
+    go.finish_task("s", "a1", "Rotate the Redis password", reply="Rotated; clients back.")
+    go.finish_task("s", "a2", "Renew the TLS certificates", reply="Renewed with certbot.")
+    go.finish_task("s", "a3", "Bake sourdough bread", reply="A 75% hydration loaf.")
+    go.close()
+    ok(home, "session", "tasks", "s")  # our tables beside Agenvoy's
+
+
 def _docs(inputs: Path) -> Path:
     docs = inputs / "docs"
     if not docs.exists():
@@ -484,6 +498,9 @@ def paths(llm_url: str) -> list[WritePath]:
                   lambda i: ["notes", "remove", "oncall", "-y"], True),
         WritePath("compact (1.0)", "conversation", _v10_conversation,
                   lambda i: ["compact", "s", "--max-bytes", "1024"], False),
+        WritePath("session tasks --mode semantic (1.0: task vectors)", "vectors", _v10_tasks,
+                  lambda i: ["session", "tasks", "s", "redis password", "--mode", "semantic"],
+                  False),
     ]
     for fmt, source in (("claude-code", DATA / "claude"), ("codex", DATA / "codex"),
                         ("chatgpt", DATA / "chatgpt" / "conversations.json"),

@@ -1,0 +1,158 @@
+"""Agenvoy 1.0's finished tasks as a corpus of the retrieval pipeline (search/task_corpus.py):
+`session tasks WORDS --mode keyword|semantic|hybrid` on a 1.0 home Agenvoy wrote
+(tests/agenvoy_sim_v10.py), with real FTS5, real Chroma and the built-in model."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.agenvoy_sim_v10 import GoAgentV10
+from tests.helpers.schemas import validate
+
+SID = "s"
+DAY = 86_400
+
+TASKS = [  # (hash, session, objective, reply, tool output, days ago)
+    ("a1", SID, "Rotate the Redis password on the cache server",
+     "Rotated the password and restarted the cache; clients reconnected.",
+     "redis-cli CONFIG SET requirepass " + "x" * 3000, 2),
+    ("a2", SID, "Summarise the deployment checklist for the release",
+     "Wrote a five-step checklist: freeze, tag, build, canary, announce.", "", 10),
+    ("a3", SID, "Find a good recipe for sourdough bread",
+     "Suggested a 75% hydration loaf with an overnight cold proof.", "", 1),
+    ("a4", SID, "Renew the TLS certificates of the web servers",
+     "Renewed both certificates with certbot; they expire in 90 days.", "", 30),
+    ("b1", "other", "Book a table for dinner on Friday",
+     "Booked a table for four at 19:30.", "", 0),
+]
+
+
+def ok(res) -> Any:
+    assert res.exit_code == 0, res.stdout + res.stderr
+    return res.json()
+
+
+@pytest.fixture
+def tasks_home(home):
+    go = GoAgentV10(home)
+    go.say(SID, "user", "hello")
+    go.say("other", "user", "hello")
+    now = int(time.time())
+    for task_hash, sid, objective, reply, tools, ago in TASKS:
+        go.finish_task(sid, task_hash, objective, reply=reply, tool_results=tools,
+                       end_at=now - ago * DAY)
+    yield go
+    go.close()
+
+
+def hashes(doc: dict[str, Any]) -> list[str]:
+    return [t["task_hash"] for t in doc["tasks"]]
+
+
+def search(run, *args: str) -> dict[str, Any]:
+    return ok(run("session", "tasks", *args, "--json"))
+
+
+def test_each_mode_ranks_the_related_task_first(run, tasks_home):
+    for mode in ("keyword", "semantic", "hybrid"):
+        doc = search(run, SID, "redis", "password", "--mode", mode)
+        assert hashes(doc)[0] == "a1", mode
+        validate(doc, "session-tasks")
+        top = doc["tasks"][0]
+        assert top["rank"] == 1 and top["score_kind"] == {
+            "keyword": "bm25", "semantic": "cosine", "hybrid": "rrf"}[mode]
+        assert doc["mode"] == mode and "match" in doc and "unindexed_count" in doc
+    # by meaning: no word of the query is in the task
+    doc = search(run, SID, "how do I bake a loaf of bread at home", "--mode", "semantic")
+    assert hashes(doc)[:1] == ["a3"]
+    assert search(run, SID, "certbot", "--mode", "keyword")["tasks"][0]["matched_terms"] == \
+        ["certbot"]
+
+
+def test_unrelated_questions_get_nothing_by_meaning(run, tasks_home):
+    for question in ("What is the capital of France?",
+                     "who won the chess world championship in 1972"):
+        doc = search(run, SID, question, "--mode", "semantic")
+        assert doc["tasks"] == [], question
+        assert [n["code"] for n in doc["notes"]] == ["not_related"]
+
+
+def test_the_tools_output_is_not_ranked_but_still_filtered(run, tasks_home):
+    assert hashes(search(run, SID, "requirepass")) == ["a1"]  # today's word filter
+    assert search(run, SID, "requirepass", "--mode", "keyword")["tasks"] == []
+
+
+def test_time_window_session_and_full(run, tasks_home):
+    doc = search(run, SID, "checklist certificates sourdough password", "--mode", "keyword",
+                 "--range", "7d")
+    assert set(hashes(doc)) == {"a1", "a3"}
+    doc = search(run, SID, "checklist certificates sourdough password", "--mode", "hybrid",
+                 "--until", "5 days ago")
+    assert set(hashes(doc)) <= {"a2", "a4"} and hashes(doc)
+    assert hashes(search(run, "--all-sessions", "dinner", "--mode", "keyword")) == ["b1"]
+    assert search(run, SID, "dinner", "--mode", "keyword")["tasks"] == []
+    full = search(run, SID, "redis", "--mode", "hybrid", "--full")["tasks"][0]
+    assert full["tool_results"].startswith("redis-cli")
+
+
+def test_vectors_follow_agenvoys_changes(run, tasks_home, home):
+    assert hashes(search(run, SID, "redis password", "--mode", "semantic"))[0] == "a1"
+    # Agenvoy replaces a task (INSERT OR REPLACE: a new row id) and adds one
+    tasks_home.finish_task(SID, "a1", "Migrate the mailing list to a new provider",
+                           reply="Moved 2,000 subscribers to the new provider.",
+                           end_at=int(time.time()))
+    doc = search(run, SID, "move the newsletter subscribers", "--mode", "semantic")
+    assert hashes(doc)[0] == "a1" and doc["unindexed_count"] == 0
+    assert "Redis" not in doc["tasks"][0]["objective"]
+    doc = search(run, SID, "rotate the redis password", "--mode", "semantic", "--budget", "0")
+    assert "Redis" not in " ".join(t["objective"] for t in doc["tasks"])
+
+
+def test_budget_zero_finds_by_keyword_and_says_so(run, tasks_home):
+    doc = search(run, SID, "redis password", "--mode", "hybrid", "--budget", "0")
+    assert hashes(doc)[0] == "a1" and doc["unindexed_count"] == 4
+    assert "unindexed" in [n["code"] for n in doc["notes"]]
+
+
+def test_bad_input(run, tasks_home):
+    for args in (("--mode", "semantic"), ("x", "--mode", "semantic", "--match", "all"),
+                 ("x", "--mode", "hybrid", "--budget", "-1"), ("x", "--mode", "fuzzy")):
+        res = run("session", "tasks", SID, *args)
+        assert res.exit_code == 2 and res.stderr.count("\n") == 1, (args, res.stderr)
+
+
+def test_text_output_and_the_python_api(run, tasks_home):
+    res = run("session", "tasks", SID, "redis", "password", "--mode", "hybrid")
+    assert res.exit_code == 0 and "(rrf)" in res.stdout.splitlines()[0]
+    assert "Rotate the Redis password" in res.stdout
+    from agenvoy_cli import Memory
+
+    with Memory() as mem:
+        doc = mem.tasks(None, "book a table for dinner", mode="semantic")
+        assert hashes(doc)[:1] == ["b1"] and doc["session_id"] is None
+        assert mem.tasks(SID, "dinner")["tasks"] == []  # today's filter: one session
+
+
+def test_a_new_embedder_remakes_the_task_vectors(run, tasks_home, monkeypatch):
+    from tests.words_embedder import WordsEmbedder  # noqa: F401 - importable for the spec
+
+    assert hashes(search(run, SID, "redis password", "--mode", "semantic"))[0] == "a1"
+    monkeypatch.setenv("AGENVOY_EMBEDDER", "python:tests.words_embedder:current")
+    doc = search(run, SID, "redis password", "--mode", "hybrid")
+    assert hashes(doc)[0] == "a1" and doc["unindexed_count"] == 0
+    assert "no_vectors" not in [n["code"] for n in doc["notes"]]
+
+
+def test_a_home_older_than_1_0_has_no_task_in_any_mode(run, home):
+    from tests.agenvoy_sim_v032 import GoAgentV032
+
+    old = GoAgentV032(home)
+    old.say(SID, "user", "hello")
+    old.close()
+    for mode in ("keyword", "semantic", "hybrid"):
+        doc = search(run, SID, "redis password", "--mode", mode)
+        assert doc["tasks"] == [] and doc["layout"]["tasks_table"] is False
+    assert "keeps none" in run("session", "tasks", SID, "redis", "--mode", "hybrid").stdout
