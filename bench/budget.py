@@ -131,11 +131,14 @@ def main() -> None:
         k: {"wall_s": round(statistics.median(r["wall"] for r in v), 2),
             "cpu_s": round(statistics.median(r["cpu"] for r in v), 2),
             "indexed": [r["indexed"] for r in v], "notes": v[-1]["notes"],
+            "walls": [round(r["wall"], 2) for r in v], "cpus": [round(r["cpu"], 2) for r in v],
             "load": [round(r["load"], 2) for r in v]} for k, v in rows.items()}
     spent = med["budget"]["wall_s"] - med["floor"]["wall_s"]
+    cpu = med["budget"]["cpu_s"] - med["floor"]["cpu_s"]
     print(json.dumps({"messages": args.messages, "new_long": NEW, "budget_s": args.budget,
                       "rounds": args.rounds, **med,
-                      "budget_minus_floor_wall_s": round(spent, 2)}, indent=2))
+                      "budget_minus_floor_wall_s": round(spent, 2),
+                      "budget_minus_floor_cpu_s": round(cpu, 2)}, indent=2))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,9 @@ def _texts(n: int, seed: int) -> list[str]:
     """Messages as the catch-up embeds them (with the end of the one before), of every
     length up to past the window, in English, Chinese and mixed scripts."""
     rng = random.Random(seed)
-    words = ["the", "deploy", "timeout", "we", "agreed", "on", "was", "ninety", "seconds", "after", "lunch", "on", "Tuesday", "我们", "约定", "部署", "超时", "九十", "秒", "Lisbon", "harbour", "✓", "naïve", "café", "東京"]
+    english = "the deploy timeout we agreed on was ninety seconds after lunch on Tuesday"
+    words = [*english.split(), "我们", "约定", "部署", "超时", "九十", "秒", "Lisbon", "harbour",
+             "✓", "naïve", "café", "東京"]
     out, prev = [], None
     for _ in range(n):
         body = " ".join(rng.choice(words) for _ in range(rng.randrange(3, 250)))
