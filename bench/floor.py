@@ -7,6 +7,8 @@
     python bench/floor.py --split all --small # small sessions (20 messages) made from the sets
     python bench/floor.py --home /tmp/fh --features out.json   # keep the home, dump features
     python bench/floor.py --curve out.json    # the hide/nothing trade-off of those rows
+    python bench/floor.py --split all --sets E1,D1,D2,E6,G1 --features mid.json
+    python bench/floor.py --mid mid.json      # the mid-size gate replayed on those sets
     python bench/floor.py --found OFF.json out.json ...   # per split: answers the floor hid
         # that the search showed with the floor off (OFF.json: AGENVOY_SEARCH_FLOOR=0 rows)
 
@@ -51,6 +53,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import gendata  # noqa: E402
 from probes import cli, ranked_hits  # noqa: E402
+from small_floor import against_shipped  # noqa: E402
 
 DATA = ROOT / "bench" / "floor_data"
 # split -> its files; each set's session is seeded by its place in the split plus the offset
@@ -139,16 +142,19 @@ class Spy:
         from agenvoy_cli.search import candidates, relevance
 
         self.real, self.last = candidates.gather, None
-        self.dump, self.full, self.evidence = False, None, None
+        self.dump, self.full, self.evidence, self.ranked = False, None, None, []
+        self.mid = None
         candidates.gather = self
-        real_evidence = relevance.TwoModelRule.evidence
+        real_decide = relevance.TwoModelRule.decide
 
-        def evidence(rule, *args, **kwargs):  # what the two-model rule weighed
-            found = real_evidence(rule, *args, **kwargs)
-            self.evidence = found[0]
-            return found
+        def decide(rule, *args, **kwargs):  # what the two-model rule weighed
+            decision = real_decide(rule, *args, **kwargs)
+            self.evidence = decision.evidence
+            self.mid = against_shipped(rule, *args, decision)
+            self.ranked = [c.key for c in args[1].ranked if c.text is not None]
+            return decision
 
-        relevance.TwoModelRule.evidence = evidence
+        relevance.TwoModelRule.decide = decide
 
     def __call__(self, *args, **kwargs):
         cand = self.real(*args, **kwargs)
@@ -186,10 +192,14 @@ def small_sessions(fset: dict, seed: int) -> list[tuple[str, list[dict], list[di
     return out
 
 
-def sessions(split: str, small: bool) -> list[tuple[dict, str, list[dict], list[dict]]]:
-    """(fact set, session id, messages, questions) of every session of a split."""
+def sessions(split: str, small: bool, only: set[str] | None = None
+             ) -> list[tuple[dict, str, list[dict], list[dict]]]:
+    """(fact set, session id, messages, questions) of every session of a split (only:
+    these fact sets)."""
     out = []
     for fset, seed in fact_sets(split):
+        if only is not None and fset["name"] not in only:
+            continue
         if small:
             out += [(fset, f"floor-{fset['name']}{suffix}", msgs, asked)
                     for suffix, msgs, asked in small_sessions(fset, seed)]
@@ -200,9 +210,9 @@ def sessions(split: str, small: bool) -> list[tuple[dict, str, list[dict], list[
 
 
 def run(split: str, home: Path, spy: Spy, limit: int, small: bool = False,
-        mode: str = "semantic") -> list[dict]:
+        mode: str = "semantic", only: set[str] | None = None) -> list[dict]:
     rows = []
-    for fset, sid, msgs, asked in sessions(split, small):
+    for fset, sid, msgs, asked in sessions(split, small, only):
         built = home / f".bench-floor-{sid}"
         if not built.exists():
             cli("--home", str(home), "append", sid, "--messages", "-", "--no-compact",
@@ -213,6 +223,7 @@ def run(split: str, home: Path, spy: Spy, limit: int, small: bool = False,
             built.write_text("built by bench/floor.py\n")
         for q in asked:
             spy.last = spy.full = spy.evidence = None  # keyword mode gathers nothing
+            spy.ranked, spy.mid = [], None
             doc = cli("--home", str(home), "search", sid, q["q"], "--mode", mode,
                       "--limit", str(limit), "--json")
             hits = ranked_hits(doc)
@@ -228,6 +239,7 @@ def run(split: str, home: Path, spy: Spy, limit: int, small: bool = False,
                                             if s == q["gold"]), None),
                          "top_texts": top, "vec": [(s, round(x, 5)) for s, x in vec],
                          "second": second(spy.evidence),
+                         **per_hit(spy.evidence, spy.ranked, spy.mid),
                          **({"full": [(s, round(x, 5)) for s, x in spy.full]}
                             if spy.full is not None else {})})
     return rows
@@ -240,6 +252,20 @@ def second(ev) -> float | str | None:
     if ev.shared:
         return "shared"
     return round(ev.score(), 5) if ev.own.usable() and ev.second.usable() else None
+
+
+def per_hit(ev, ranked: list, mid) -> dict:
+    """Each top hit's two-model lift against the session's background and, in a mid-size
+    session (`mid`: small_floor.against_shipped), against the shipped one; for --mid."""
+    from agenvoy_cli.search.relevance import Evidence
+
+    if not isinstance(ev, Evidence) or not ev.weighed():
+        return {}
+    out = {"ranked": ranked[:len(ev.own.top)], "each": [round(x, 5) for x in ev.each()]}
+    if mid is not None:
+        out["shipped_each"] = ([round(x, 5) for x in mid.each()] if mid.weighed()
+                               else "shared")
+    return out
 
 
 def report(rows: list[dict]) -> dict:
@@ -332,6 +358,39 @@ def found(off_path: Path, paths: list[Path]) -> None:
                 print(f"   {pair:8} {ans}{nothing}")
 
 
+MID_TRIED = (0.18, 0.2, 0.22, 0.24, 0.26, 0.28, 0.3)
+
+
+def mid(paths: list[Path]) -> None:
+    """A replay of the mid-size gate (bench/small_floor.py fit_mid: results shown only when a
+    top hit lifts th against the shipped background, in sessions of 8-47 searched messages)
+    on --features rows: per split, and per fact set whose session it applies to, answerable
+    questions hidden (and of those, with the fact in the ranking's top 8) and unanswerable
+    ones answered with nothing, with no gate and per threshold."""
+    rows = [r for p in paths for r in json.loads(p.read_text(encoding="utf-8"))]
+
+    def empty(r: dict, th: float | None) -> bool:
+        each = r.get("shipped_each")
+        return r["empty"] or (th is not None and isinstance(each, list) and max(each) < th)
+
+    for split in SPLITS:
+        sel = [r for r in rows if r["split"] == split]
+        if not sel:
+            continue
+        gated = sorted({r["set"] for r in sel if "shipped_each" in r})
+        print(f"-- {split}: sets weighed against the shipped background too: {gated}")
+        for th in (None, *MID_TRIED):
+            for name in [*gated, "all"]:
+                part = [r for r in sel if name in ("all", r["set"])]
+                a = [r for r in part if r["gold"] is not None]
+                u = [r for r in part if r["gold"] is None]
+                hid = sum(empty(r, th) for r in a)
+                top8 = sum(empty(r, th) and (r["gold_rank"] or 99) <= LIMIT for r in a)
+                no = sum(empty(r, th) for r in u)
+                print(f"   gate {th!s:5} {name:4} hidden {hid}/{len(a)} (a top-8 {top8}), "
+                      f"unanswerable nothing {no}/{len(u)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("tune", "held-out", "fresh", "fresh2", "both", "all"),
@@ -344,11 +403,17 @@ def main() -> None:
     ap.add_argument("--small", action="store_true",
                     help="small sessions made from each split's fact sets (20 messages, 4 "
                          "searched: the floor on a newcomer's session)")
+    ap.add_argument("--sets", default="", help="only these fact sets (names, commas)")
+    ap.add_argument("--mid", type=Path, nargs="+", metavar="FEATURES",
+                    help="replay the mid-size gate on --record-mid features (no search run)")
     ap.add_argument("--found", type=Path, nargs="+", metavar=("OFF", "FEATURES"),
                     help="answers hidden that the floor-off search showed (no search run)")
     ap.add_argument("--curve", type=Path, metavar="FEATURES",
                     help="print the trade-off curve of a --features file (no search run)")
     args = ap.parse_args()
+    if args.mid:
+        mid(args.mid)
+        return
     if args.found:
         if len(args.found) < 2:
             ap.error("--found takes the floor-off rows and one or more features files")
@@ -366,7 +431,8 @@ def main() -> None:
         rows = []
         for split in splits:
             for mode in args.modes.split(","):
-                got = run(split, home, spy, args.limit, args.small, mode)
+                got = run(split, home, spy, args.limit, args.small, mode,
+                          set(args.sets.split(",")) if args.sets else None)
                 kind = " small sessions" if args.small else ""
                 print(f"== {split}{kind}, {mode} ({len(got)} questions, floor "
                       f"{os.environ.get('AGENVOY_SEARCH_FLOOR', 'default')})", flush=True)

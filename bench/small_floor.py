@@ -13,6 +13,9 @@ when there is no hit. The two-model rule's evidence of each search is recorded (
     python bench/small_floor.py fit /tmp/sem.json           # the threshold (tune rows only)
     python bench/small_floor.py --split all --modes hybrid --out /tmp/hyb.json
     python bench/small_floor.py report /tmp/sem.json /tmp/hyb.json   # per split and mode
+    python bench/small_floor.py --split all --modes semantic --sessions health,coding,family \
+        --out /tmp/mid.json
+    python bench/small_floor.py fit-mid /tmp/mid.json       # the mid-size gate, replayed
 
 Byte-compile first (`python -m compileall -q agenvoy_cli`). Say the load (`uptime`).
 """
@@ -97,16 +100,36 @@ class Spy:
 
         def decide(rule: Any, query: Any, pool: Any) -> Any:
             decision = real(rule, query, pool)
+            mid = against_shipped(rule, query, pool, decision)
             self.last = {"shipped": pool.typical is None, "rule": decision.rule,
                          "ranked": [c.key for c in pool.ranked if c.text is not None],
-                         "related": list(decision.related), **evidence(decision.evidence)}
+                         "related": list(decision.related),
+                         **evidence(decision.evidence, mid)}
             return decision
 
         relevance.TwoModelRule.decide = decide  # type: ignore[method-assign]
 
 
-def evidence(ev: Any) -> dict[str, Any]:
-    """Each top hit's hub-corrected lift by both models, and the summed best (the score)."""
+def against_shipped(rule: Any, query: Any, pool: Any, decision: Any) -> Any:
+    """A mid-size session's search (its background sample is all of it: 8 to
+    semantic.BACKGROUND - 1 searched messages) weighed against the shipped background too,
+    as the small sessions' rule weighs it (search/relevance.py each_hit): the Evidence, for
+    `fit-mid` and bench/floor.py --mid; None for other searches. Records, decides nothing."""
+    from dataclasses import replace
+
+    from agenvoy_cli.search import relevance, semantic
+
+    ev = decision.evidence
+    if (pool.typical is None or len(pool.background) >= semantic.BACKGROUND
+            or not isinstance(ev, relevance.Evidence) or not ev.weighed()):
+        return None
+    shipped = rule.shipped(replace(pool, kept={**pool.kept, **decision.embedded}))
+    return None if shipped is None else rule.evidence(query, shipped)[0]
+
+
+def evidence(ev: Any, mid: Any = None) -> dict[str, Any]:
+    """Each top hit's hub-corrected lift by both models, and the summed best (the score);
+    in a mid-size session, each top hit's lift against the shipped background (`mid`)."""
     from agenvoy_cli.search import relevance
 
     if not isinstance(ev, relevance.Evidence) or ev.shared or not (
@@ -117,7 +140,9 @@ def evidence(ev: Any) -> dict[str, Any]:
         bg = [s - relevance.HUB_WEIGHT * h for s, h in zip(lift.background, lift.background_hub)]
         mean = sum(bg) / len(bg)
         per.append([s - relevance.HUB_WEIGHT * h - mean for s, h in zip(lift.top, lift.top_hub)])
-    return {"score": ev.score(), "own": per[0], "second": per[1]}
+    against = ({"shipped_each": mid.each()} if mid is not None and mid.weighed() else
+               {"shipped_shared": True} if mid is not None else {})
+    return {"score": ev.score(), "own": per[0], "second": per[1], **against}
 
 
 def cli(*args: str, models: Any, input: bytes | None = None) -> dict[str, Any]:
@@ -143,13 +168,15 @@ def build(home: Path, models: Any) -> None:
         cli("--home", str(home), "backfill", s["name"], "--vectors", models=models)
 
 
-def run(which: str, home: Path, modes: list[str], models: Any) -> list[dict[str, Any]]:
+def run(which: str, home: Path, modes: list[str], models: Any,
+        only: set[str] | None = None) -> list[dict[str, Any]]:
     from probes import ranked_hits
 
     spy = Spy()
     rows = []
     for mode in modes:
-        for n, (s, q, gold) in enumerate(asked(which)):
+        for n, (s, q, gold) in enumerate(a for a in asked(which)
+                                         if only is None or a[0]["name"] in only):
             if n % 200 == 0:
                 print(f"{mode}: {n} asked", file=sys.stderr, flush=True)
             spy.last = None
@@ -220,6 +247,57 @@ def fit(path: str) -> None:
                   f"{sum(x >= th for x in rel)}/{len(rel)}")
 
 
+MID_TRIED = (0.18, 0.2, 0.22, 0.24, 0.26, 0.28, 0.3)
+
+
+def _mid_gate(row: dict[str, Any], th: float | None) -> bool:
+    """Whether a row keeps its hits under the mid-size gate at th (None: no gate, today's
+    rule): it has results, and one top hit lifts at least th against the shipped background
+    (against_shipped; not weighed there: kept)."""
+    each = (row["floor"] or {}).get("shipped_each")
+    return bool(row["hits"]) and (th is None or each is None or max(each) >= th)
+
+
+def _mid_counts(rows: list[dict[str, Any]], th: float | None) -> str:
+    un = [r for r in rows if r["gold"] is None]
+    rel = [r for r in rows if r["gold"] is not None]
+    nothing = sum(not _mid_gate(r, th) for r in un)
+    kept = sum(_mid_gate(r, th) and any(h in r["gold"] for h in r["hits"]) for r in rel)
+    return (f"unrelated -> nothing {nothing}/{len(un)} ({nothing / max(1, len(un)):.1%}), "
+            f"related kept {kept}/{len(rel)}")
+
+
+def fit_mid(path: str) -> None:
+    """The mid-size gate (a session of 8-47 searched messages also weighed against the
+    shipped background: its results shown only when a top hit lifts th there) from the tune
+    rows of a semantic run of the sessions with their own background: the unrelated questions
+    the summed rule lets through, their best hit's lift against the shipped background
+    (percentiles), the related answers' own, and the gate replayed per threshold, tune beside
+    held-out (never tuned on). bench/floor.py --mid replays it on its fact sets."""
+    used = seen()
+    rows = [r for r in json.loads(Path(path).read_text("utf-8"))
+            if r["floor"] and not r["floor"]["shipped"]]
+    tune = [r for r in rows if split(r["q"], used) == "tune"]
+    through = sorted(max(r["floor"]["shipped_each"]) for r in tune
+                     if r["gold"] is None and r["hits"] and "shipped_each" in r["floor"])
+    answers = sorted(max(e for k, e in zip(r["floor"]["ranked"], r["floor"]["shipped_each"])
+                         if k in r["gold"]) for r in tune
+                     if r["gold"] is not None and "shipped_each" in r["floor"]
+                     and set(r["floor"]["ranked"][:LIMIT]) & set(r["gold"]))
+    print(f"tune: {len(through)} unrelated let through by the summed rule; their best lift "
+          f"against the shipped background: 50th {through[len(through) // 2]:.3f}, 90th "
+          f"{through[int(0.9 * len(through))]:.3f}, 95th {through[int(0.95 * len(through))]:.3f}")
+    print(f"tune related answers' lifts against the shipped background: "
+          f"{' '.join(f'{x:.3f}' for x in answers)}")
+    for th in (None, *MID_TRIED):
+        for which in ("tune", "held-out"):
+            part = [r for r in rows if split(r["q"], used) == which]
+            print(f"  gate {th}: {which:8} {_mid_counts(part, th)}")
+            for name in sorted({r["session"] for r in part}):
+                mine = [r for r in part if r["session"] == name]
+                print(f"      {name:8} {_mid_counts(mine, th)}")
+
+
 def report(paths: list[str]) -> None:
     """Per split, mode and part: the figures of one or more runs' rows (--out files)."""
     used = seen()
@@ -231,15 +309,19 @@ def report(paths: list[str]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", nargs="?", choices=("run", "fit", "report"), default="run")
+    ap.add_argument("what", nargs="?", choices=("run", "fit", "fit-mid", "report"), default="run")
     ap.add_argument("files", nargs="*")
     ap.add_argument("--split", choices=("tune", "held-out", "all"), default="held-out")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--home", type=Path, help="keep the built sessions here (reused)")
     ap.add_argument("--out", type=Path, help="write every search's row as JSON")
+    ap.add_argument("--sessions", default="", help="only these sessions (names, commas)")
     args = ap.parse_args()
     if args.what == "fit":
         fit(args.files[0])
+        return 0
+    if args.what == "fit-mid":
+        fit_mid(args.files[0])
         return 0
     if args.what == "report":
         report(args.files)
@@ -253,7 +335,8 @@ def main() -> int:
             build(home, models)
             (home / ".bench-small-floor").write_text("built by bench/small_floor.py\n")
         start, cpu = time.perf_counter(), time.process_time()
-        rows = run(args.split, home, args.modes.split(","), models)
+        only = set(args.sessions.split(",")) if args.sessions else None
+        rows = run(args.split, home, args.modes.split(","), models, only)
         print(f"== {args.split}: {len(rows)} searches in {time.perf_counter() - start:.0f} s "
               f"wall, {time.process_time() - cpu:.0f} s CPU; load {os.getloadavg()[0]:.1f}")
         summarise(rows)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tests.helpers.search import ranked, search, turns
 
@@ -69,3 +70,35 @@ def test_quickstart_demo_shows_no_unrelated_hit(run, monkeypatch):
             if line.startswith("#")] == ["#1"], res.stdout
     marked = [line for line in res.stdout.splitlines() if line.startswith(">")]
     assert len(marked) == 1 and "password rotates" in marked[0], res.stdout
+
+
+# general-knowledge questions of the tune split that today's floor answers with messages of
+# the 60-message family chat (44 searched: the session is its own background sample, and a
+# question stands out from a few dozen messages on one topic by chance: summed lifts
+# 0.16-0.19 against its THRESHOLD 0.1489); none lifts a message 0.2 above the shipped
+# background (bench/small_floor.py fit-mid). Fails today: it holds the defect until a rule
+# that keeps bench/floor.py's answers is found (strict: a fix turns it red, to be unmarked)
+MID_UNSEEN = ["who won the chess world championship in 1972", "What is the capital of Canada?",
+              "how do airplanes stay in the air", "誰寫了紅樓夢？"]
+MID_RELATED = [("how long have we been married", (8, 9)),
+               ("when is the meeting with Lily's teacher", (10, 11))]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "#50 item 4, not met for sessions of 8-47 searched messages: every gate measured on the "
+    "tune sets that answers >= 90 % of general-knowledge questions with nothing here hides "
+    "bench/floor.py answers its 20-40-message sets show today (docs/benchmarks.md)"))
+def test_mid_size_session_floor_answers_nothing_to_general_knowledge(run):
+    append(run, "family", turns(*SESSIONS["family"]["turns"]))
+    # every message embedded first: on a busy machine a search's embedding budget would
+    # leave part of the session keyword-only and the floor would weigh fewer messages
+    res = run("backfill", "family", "--vectors")
+    assert res.exit_code == 0, res.stderr
+    for mode in ("semantic", "hybrid"):
+        got = {q: search(run, "family", q, "--mode", mode, "--limit", "8")
+               for q in MID_UNSEEN}
+        assert all(doc["searchable_count"] == 44 for doc in got.values()), got
+        assert {q: ranked(doc) for q, doc in got.items()} == dict.fromkeys(MID_UNSEEN, []), mode
+        for query, target in MID_RELATED:
+            hits = ranked(search(run, "family", query, "--mode", mode, "--limit", "8"))
+            assert hits and hits[0] in target, (query, mode, hits)
