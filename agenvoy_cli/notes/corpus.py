@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 from agenvoy_cli.home import fts
 from agenvoy_cli.notes import store as note_store
 from agenvoy_cli.notes.store import NOTES, Warn, one_line
+from agenvoy_cli.search.corpus import HomeModel
 
 if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
-    from agenvoy_cli.models.base import Embedder
     from agenvoy_cli.search.corpus import Found
     from agenvoy_cli.search.fusion import Weights
     from agenvoy_cli.search.query import Query
@@ -62,7 +62,7 @@ def _vector_ranking(store: Store, vector: Sequence[float], n: int
     return sorted(((i, s, p) for i, (s, p) in best.items()), key=lambda t: -t[1])
 
 
-class NotesCorpus:
+class NotesCorpus(HomeModel):
     """The notes of one home, for one search."""
 
     unit = "note"
@@ -103,22 +103,6 @@ class NotesCorpus:
         from agenvoy_cli.notes.vector_sync import catch_up
 
         return int(catch_up(self.store, budget, self.warn))
-
-    def embedder(self) -> Embedder:
-        from agenvoy_cli.vectors import api as vectors
-
-        return vectors.embedder(self.store)
-
-    def unavailable(self, exc: Exception, found: Found) -> None:
-        self.warn(f"agenvoy: warning: semantic matching unavailable ({one_line(exc)}); "
-                  "keyword matching only")
-        found.note("no_vectors", f"semantic matching unavailable ({one_line(exc)}): "
-                   "keyword results only")
-
-    def uncalibrated(self, model_id: str) -> str | None:
-        from agenvoy_cli.models.profiles import uncalibrated
-
-        return uncalibrated(model_id)
 
     def unembedded(self) -> set[Hashable]:
         with self.store.read_lock():

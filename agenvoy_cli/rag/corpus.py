@@ -18,13 +18,13 @@ import re
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
+from agenvoy_cli.search.corpus import HomeModel
 from agenvoy_cli.search.fusion import FUSION_NEIGHBOUR
 
 if TYPE_CHECKING:
     import sqlite3
 
     from agenvoy_cli.conversation.store import Store
-    from agenvoy_cli.models.base import Embedder
     from agenvoy_cli.rag.records import Database
     from agenvoy_cli.search.corpus import Found
     from agenvoy_cli.search.fusion import Weights
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from agenvoy_cli.search.relevance import Relevance
 
 
-class RagCorpus:
+class RagCorpus(HomeModel):
     """The chunks of some databases of one home, for one search."""
 
     unit = "chunk"
@@ -104,18 +104,8 @@ class RagCorpus:
             self.pending = set(_pending_chunks(conn, [db.id for db in self.dbs]))
         return len(self.pending)
 
-    def embedder(self) -> Embedder:
-        from agenvoy_cli.vectors import api as vectors
-
-        return vectors.embedder(self.store)
-
     def unavailable(self, exc: Exception, found: Found) -> None:  # pragma: no cover - raises
         raise exc
-
-    def uncalibrated(self, model_id: str) -> str | None:
-        from agenvoy_cli.models.profiles import uncalibrated
-
-        return uncalibrated(model_id)
 
     def unembedded(self) -> set[Hashable]:
         return self.pending

@@ -13,7 +13,7 @@ their texts (the same model, the same text: the same vector), outside the store 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,6 +30,7 @@ from agenvoy_cli.search.relevance import (
 from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
 
 if TYPE_CHECKING:
+    from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.models.base import Embedder
     from agenvoy_cli.search.fusion import Weights
 
@@ -91,6 +92,33 @@ class Embeds(Protocol):
     def uncalibrated(self, model_id: str) -> str | None:
         """Why the model's calibration is off for this corpus (models/profiles.py), or None."""
         ...
+
+
+class HomeModel:
+    """The `Embeds` methods that every adapter over the home's own model shares: the
+    home's embedder, the keyword fallback's warning and note, the model's calibration.
+    An adapter sets `store` and `warn`, and overrides what differs (RAG raises)."""
+
+    store: Store
+    warn: Callable[[str], None]
+
+    def embedder(self) -> Embedder:
+        from agenvoy_cli.vectors import api as vectors
+
+        return vectors.embedder(self.store)
+
+    def unavailable(self, exc: Exception, found: Found) -> None:
+        text = " ".join(str(exc).split())
+        why = (text if len(text) <= 300 else text[:299] + "…") or type(exc).__name__
+        self.warn(f"agenvoy: warning: semantic matching unavailable ({why}); keyword "
+                  "matching only")
+        found.note("no_vectors", f"semantic matching unavailable ({why}): keyword results "
+                   "only")
+
+    def uncalibrated(self, model_id: str) -> str | None:
+        from agenvoy_cli.models.profiles import uncalibrated
+
+        return uncalibrated(model_id)
 
 
 class Corpus(Embeds, Protocol):

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 from agenvoy_cli.conversation import tasks as task_store
 from agenvoy_cli.home import fts
 from agenvoy_cli.home.schema import FTS_TOKENIZE
+from agenvoy_cli.search.corpus import HomeModel
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agenvoy_cli.conversation.store import Store
     from agenvoy_cli.conversation.tasks import Task
-    from agenvoy_cli.models.base import Embedder
     from agenvoy_cli.search.corpus import Found
     from agenvoy_cli.search.fusion import Weights
     from agenvoy_cli.search.query import Query
@@ -62,7 +62,7 @@ def terms(query: Query) -> list[str]:
     return [t for t in query.content.split() if fts.term_tokens(t)]
 
 
-class TasksCorpus:
+class TasksCorpus(HomeModel):
     """The finished tasks of one session (None: of every session), for one search."""
 
     unit = "task"
@@ -174,23 +174,6 @@ class TasksCorpus:
         index = vectors.open_index(self.store, TASKS, create=False)
         built = (index.collection.metadata or {}).get("model_id")
         return bool(built != vectors.embedder(self.store).model_id)
-
-    def embedder(self) -> Embedder:
-        from agenvoy_cli.vectors import api as vectors
-
-        return vectors.embedder(self.store)
-
-    def unavailable(self, exc: Exception, found: Found) -> None:
-        why = " ".join(str(exc).split())[:300] or type(exc).__name__
-        self.warn(f"agenvoy: warning: semantic matching unavailable ({why}); keyword "
-                  "matching only")
-        found.note("no_vectors", f"semantic matching unavailable ({why}): keyword results "
-                   "only")
-
-    def uncalibrated(self, model_id: str) -> str | None:
-        from agenvoy_cli.models.profiles import uncalibrated
-
-        return uncalibrated(model_id)
 
     def unembedded(self) -> set[Hashable]:
         return set(self.pending)
