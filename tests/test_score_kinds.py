@@ -43,3 +43,18 @@ def test_text_output_shows_the_kind_beside_the_score(run, tmp_path):
     assert run("rag", "create", "d", "--path", str(docs), "--no-vectors").exit_code == 0
     out = run("rag", "search", "d", "deploy", "--mode", "keyword").stdout
     assert "(bm25 " in out, out
+
+
+def test_rag_keyword_score_over_one_file_is_not_shown_as_a_tiny_number(run, tmp_path):
+    """As notes search: FTS5's BM25 gives ~0 to words that half the chunks or more hold
+    (one chunk: every word). The JSON keeps the value; the text shows ~0 and says why,
+    not `bm25 1e-06`."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Deploy\n\nThe deploy script lives in ops/deploy.\n")
+    assert run("rag", "create", "d", "--path", str(docs), "--no-vectors").exit_code == 0
+    doc = run("rag", "search", "d", "deploy", "--mode", "keyword", "--json").json()
+    assert doc["results"][0]["score_kind"] == "bm25" and doc["results"][0]["score"] < 0.001
+    out = run("rag", "search", "d", "deploy", "--mode", "keyword").stdout
+    assert "(bm25 ~0)" in out and "e-06" not in out, out
+    assert "half the chunks or more" in out, out

@@ -75,6 +75,23 @@ def memory(ctx: click.Context) -> Memory:
     return Memory(store=get_store(ctx))
 
 
+# FTS5's BM25 weighs a word by how few units hold it: a word that half the units or more
+# hold (with one unit, every word) scores ~0 (1e-6), which 0.000 or 1e-06 would show as no
+# match. The JSON keeps the value (docs/json-vocabulary.md); the text says ~0 and why.
+_BM25_NIL = 0.0005
+
+
+def bm25_nil(kind: str, score: float) -> bool:
+    """Whether a score is BM25's ~0, shown as `~0` in text output."""
+    return kind == "bm25" and score < _BM25_NIL
+
+
+def bm25_nil_why(units: str) -> str:
+    """The line under a text output that shows a `~0` score (units: "notes", "chunks")."""
+    return (f"~0: the matched words are in half the {units} or more, which BM25 gives no "
+            "weight; the order is the index's")
+
+
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, callback=_root_json,
                         help="Print exactly one JSON document on stdout.")(func)

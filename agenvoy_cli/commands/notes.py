@@ -8,6 +8,8 @@ from typing import Any
 import click
 
 from agenvoy_cli.commands.common import (
+    bm25_nil,
+    bm25_nil_why,
     confirm_destructive,
     json_option,
     memory,
@@ -186,22 +188,15 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
     emit(doc, as_json, _results_text, fmt=fmt, rows="results")
 
 
-# FTS5's BM25 weighs a word by how few notes hold it: a word that half the notes or more
-# hold (with one note, every word) scores ~0 (1e-6), which 0.000 would show as no match.
-_BM25_NIL = 0.0005
-_BM25_NIL_WHY = ("~0: the matched words are in half the notes or more, which BM25 gives no "
-                 "weight; the order is the index's")
-
-
 def _results_text(d: dict[str, Any]) -> str:
     if not d["results"]:
         return "no matching note"
     kind = d["results"][0]["score_kind"]
-    nil = [kind == "bm25" and h["score"] < _BM25_NIL for h in d["results"]]
+    nil = [bm25_nil(kind, h["score"]) for h in d["results"]]
     text = table([(h["rank"], h["name"], "~0" if z else f"{h['score']:.3f}", h["snippet"])
                   for h, z in zip(d["results"], nil)],
                  ["rank", "name", f"score ({kind})", "snippet"])
-    return text + ("\n" + _BM25_NIL_WHY if any(nil) else "")
+    return text + ("\n" + bm25_nil_why("notes") if any(nil) else "")
 
 
 @command.command("edit")

@@ -8,6 +8,8 @@ import click
 
 from agenvoy_cli import rag
 from agenvoy_cli.commands.common import (
+    bm25_nil,
+    bm25_nil_why,
     confirm_destructive,
     from_server,
     get_store,
@@ -239,17 +241,22 @@ def _render_search(doc: dict[str, Any]) -> str:
         return f"no matches for: {doc['query']}"
     many = len(doc["databases"]) > 1
     out: list[str] = []
+    nil = False
     for hit in doc["results"]:
         where = f"{hit['path']}:{hit['line_start']}-{hit['line_end']}"
         head = f"  § {hit['heading']}" if hit["heading"] else ""
         prefix = f"[{hit['database']}] " if many else ""
-        out.append(f"{hit['rank']}. {prefix}{where}{head}  "
-                   f"({hit['score_kind']} {hit['score']:.4g})")
+        zero = bm25_nil(hit["score_kind"], hit["score"])
+        nil = nil or zero
+        score = "~0" if zero else f"{hit['score']:.4g}"
+        out.append(f"{hit['rank']}. {prefix}{where}{head}  ({hit['score_kind']} {score})")
         lines = hit["text"].split("\n")
         out.extend("    " + ln for ln in lines[:PREVIEW_LINES])
         if len(lines) > PREVIEW_LINES:
             out.append(f"    … ({len(lines) - PREVIEW_LINES} more lines)")
         out.append("")
+    if nil:
+        out.append(bm25_nil_why("chunks"))
     if "any_term" in codes:
         out.append("(no chunk has every term; showing chunks with any of them)")
     return "\n".join(out).rstrip("\n")
