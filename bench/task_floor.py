@@ -152,6 +152,7 @@ def scale(n: int, rounds: int) -> None:
             print(f"| {n} tasks | {mode} | median wall {statistics.median(wall) * 1000:.0f} ms "
                   f"| median CPU {statistics.median(cpu) * 1000:.0f} ms | load "
                   f"{os.getloadavg()[0]:.1f} |")
+        _stored_ab(home, rounds)
         import sqlite3
 
         from agenvoy_cli.conversation import tasks as task_store
@@ -167,6 +168,30 @@ def scale(n: int, rounds: int) -> None:
             times.append(time.perf_counter() - w0)
         print(f"read + in-memory FTS5 build alone, {n} tasks: median "
               f"{statistics.median(times) * 1000:.0f} ms")
+
+
+def _stored_ab(home: Path, rounds: int) -> None:
+    """Semantic search with the floor taking the stored task vectors (A) against embedding
+    the top tasks' texts again (B, as before), interleaved on one home."""
+    from agenvoy_cli.search.task_corpus import TasksCorpus
+
+    stored = TasksCorpus.stored_vectors
+    arms: dict[str, tuple[list[float], list[float]]] = {"stored": ([], []), "re-embed": ([], [])}
+    for r in range(rounds):
+        q = f"{WORDS[(r * 3) % len(WORDS)]} {WORDS[(r * 11) % len(WORDS)]} project"
+        for arm in (("stored", "re-embed") if r % 2 == 0 else ("re-embed", "stored")):
+            TasksCorpus.stored_vectors = (stored if arm == "stored"  # type: ignore[method-assign]
+                                          else lambda self, keys: {})
+            w0, c0 = time.perf_counter(), time.process_time()
+            ask(home, q, "semantic", limit=10)
+            arms[arm][0].append(time.perf_counter() - w0)
+            arms[arm][1].append(time.process_time() - c0)
+    TasksCorpus.stored_vectors = stored  # type: ignore[method-assign]
+    (aw, ac), (bw, bc) = ([statistics.median(x) * 1000 for x in arms[k]]
+                          for k in ("stored", "re-embed"))
+    print(f"floor's vectors, semantic, interleaved {rounds} rounds: stored median wall "
+          f"{aw:.0f} ms / CPU {ac:.0f} ms; re-embedded {bw:.0f} / {bc:.0f} ms; ratio of "
+          f"medians: wall {aw / bw:.2f}, CPU {ac / bc:.2f}; load {os.getloadavg()[0]:.1f}")
 
 
 def main() -> int:

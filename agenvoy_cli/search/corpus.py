@@ -7,8 +7,10 @@ the same `Relevance` that decides for message search (search/relevance.py: the h
 `Memory.relevance`) decides whether any of them is related closely enough. A corpus is not
 a session: it has no typical similarity to sample, so the pool goes without one and the
 floor compares the query with the shipped background (reference/background.txt), as it
-does for a session too small to sample. The top units' index vectors are made again from
-their texts (the same model, the same text: the same vector), outside the store lock.
+does for a session too small to sample. The top units' index vectors come from the store
+where the adapter knows the stored vector was made of exactly that text (tasks), else they are
+made again from their texts (the same model, the same text: the same vector), outside the
+store lock.
 """
 
 from __future__ import annotations
@@ -120,6 +122,9 @@ class HomeModel:
 
         return uncalibrated(model_id)
 
+    def stored_vectors(self, keys: Sequence[Hashable]) -> dict[Hashable, Sequence[float]]:
+        return {}  # a unit's vector may be a passage's, not its embedded text's: embed again
+
 
 class Corpus(Embeds, Protocol):
     """What the whole pipeline asks of a corpus (one adapter object per search: it may
@@ -154,6 +159,11 @@ class Corpus(Embeds, Protocol):
 
     def indexed_text(self, key: Hashable) -> str | None:
         """The text the full-text index holds for a unit (None: gone)."""
+        ...
+
+    def stored_vectors(self, keys: Sequence[Hashable]) -> dict[Hashable, Sequence[float]]:
+        """The index vectors of those units whose stored vector was made of exactly
+        their `embedded_texts` by the index model (the floor then embeds only the rest)."""
         ...
 
     def weights(self, query: Query, kw: Sequence[tuple[Hashable, float]],
@@ -224,16 +234,18 @@ class Unit:
 
 
 def decide(relevance: Relevance, query: Query, ranked: Sequence[Unit], model: Embedder,
-           query_vector: Sequence[float]) -> Decision:
+           query_vector: Sequence[float],
+           stored: dict[Hashable, Sequence[float]] | None = None) -> Decision:
     """Whether the units of a vector ranking (best first) are related closely enough to
     the query (all of them or none, as for messages). Outside the store lock: it may
-    embed. A model that fails: every unit is kept (a search never fails for its floor)."""
+    embed the top units' texts; `stored` gives the index vectors it need not make again.
+    A model that fails: every unit is kept (a search never fails for its floor)."""
     if not ranked:
         return Decision((), "none")
     top = list(ranked[:TOP_HITS])
     needs = relevance.needs(model.model_id)
     try:
-        vectors = (model.embed_documents([u.text for u in top]) if needs.top or
+        vectors = (_top_vectors(model, top, stored or {}) if needs.top or
                    needs.background else [None] * len(top))
     except EmbedderError:
         return Decision(tuple(u.key for u in ranked), "none")
@@ -250,3 +262,13 @@ def decide(relevance: Relevance, query: Query, ranked: Sequence[Unit], model: Em
         return decision
     return Decision(tuple(u.key for u in ranked), decision.rule, decision.evidence,
                     decision.embedded)
+
+
+def _top_vectors(model: Embedder, top: Sequence[Unit],
+                 stored: dict[Hashable, Sequence[float]]) -> list[Sequence[float]]:
+    """The top units' index vectors: the stored ones, the rest embedded from their texts
+    (the same model, the same text: the same vector)."""
+    missing = [u for u in top if u.key not in stored]
+    made = dict(zip((u.key for u in missing),
+                    model.embed_documents([u.text for u in missing]) if missing else []))
+    return [stored[u.key] if u.key in stored else made[u.key] for u in top]

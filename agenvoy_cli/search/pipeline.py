@@ -169,7 +169,8 @@ def floor(corpus: Corpus, relevance: Relevance, query: Query, vec: Ranked,
     texts = corpus.embedded_texts([k for k, _ in vec[:TOP_HITS]])
     units = [relevance_stage.Unit(k, s, texts[k]) for k, s in vec if k in texts]
     decision = relevance_stage.decide(relevance, query, units, embedded.model,
-                                      embedded.vector)
+                                      embedded.vector,
+                                      corpus.stored_vectors([u.key for u in units[:TOP_HITS]]))
     if decision.related:
         return vec
     found.floored = True

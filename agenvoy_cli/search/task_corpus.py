@@ -190,6 +190,18 @@ class TasksCorpus(HomeModel):
         ranked = [(int(h.id), 1.0 - float(h.distance)) for h in hits]
         return [(i, s) for i, s in ranked if i in self.tasks and i not in self.pending]
 
+    def stored_vectors(self, keys: Sequence[Hashable]) -> dict[Hashable, Sequence[float]]:
+        """The tasks' stored vectors: made of exactly their embedded text (a task whose
+        text changed is pending, never ranked), so the floor need not embed them again."""
+        from agenvoy_cli.vectors import api as vectors
+
+        with self.store.write_lock():
+            if not vectors.index_exists(self.store, TASKS):
+                return {}
+            got = vectors.open_index(self.store, TASKS, create=False).vectors(
+                [str(k) for k in keys])
+        return {int(k): v for k, v in got.items()}
+
     def embedded_texts(self, keys: Sequence[Hashable]) -> dict[Hashable, str]:
         return {k: text(self.tasks[k])[:EMBED_CHARS] for k in keys
                 if k in self.tasks}

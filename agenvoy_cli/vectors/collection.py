@@ -527,6 +527,19 @@ class VectorIndex:
         rows = exact.rows_where(kept, col, where, ids)
         return [Hit(i, d, m) for i, d, m in exact.nearest(kept, vector, n, rows)]
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, Sequence[float]]:
+        """id -> stored vector of those of `ids` the collection holds (the kept matrix's
+        row on the exact path, else Chroma's)."""
+        if not ids:
+            return {}
+        with guard.exclusive(self.store):
+            col = self.collection
+            if exact.path_of(self.store, self._count(col)) == "exact":
+                kept = exact.loaded(self.store, self.name, col)
+                return {i: v for i, (v, _) in exact.vectors_of(kept, ids).items()}
+            got = col.get(ids=list(ids), include=["embeddings"])
+            return dict(zip(got["ids"], got["embeddings"]))
+
     def path(self) -> str:
         """"exact" or "hnsw": how this collection is searched now (doctor says it)."""
         with guard.exclusive(self.store):
