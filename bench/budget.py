@@ -2,19 +2,23 @@
 --budget 1` after 400 new long messages, as a subprocess, with the real models.
 
     python bench/budget.py                       # 3 rounds, budget 1
-    python bench/budget.py --rounds 5 --before /tmp/budget-before
+    python bench/budget.py --rounds 6 --before d299edf --budget 1
 
 A base home (under --work, kept between runs; delete it to rebuild) holds --messages
-gendata messages of 600-900 characters, embedded by `agenvoy backfill --vectors`, never
-searched (so attribution has the hits' own texts to embed, as on the first search of a
-session). Each round copies it afresh for each arm, appends 400 long messages (1,500-2,500
-characters, not timed) and times one search in a new process:
+gendata messages of 600-900 characters, embedded by `agenvoy backfill --vectors` (which
+remembers the embedding rate it measured: .store/embed-rates.json), never searched (so
+attribution and the floor's second model have the hits' own texts to embed, as on the first
+search of a session). Each round copies it afresh for each arm, appends 400 long messages
+(1,500-2,500 characters, not timed) and times one search in a new process:
 
-  budget   `search s QUERY --budget B --json` (the catch-up and attribution within B)
+  budget   `search s QUERY --budget B --json` (the catch-up, attribution and the second
+           model within B), the rate remembered (a home that was searched or backfilled)
+  norate   the same without the remembered rate (the home's first budgeted search ever:
+           a probe learns it)
   floor    the same with `--budget 0`: the cold start (imports, models, the query, the
            ranking) with no message embedded; budget - floor is what the embedding cost
-  before   (--before DIR: a copy of agenvoy_cli from another commit, e.g.
-           `git worktree add DIR fd12850`) the budget arm on that code (each arm's
+  before, before0   (--before COMMIT or DIR: that commit's agenvoy_cli, extracted under
+           --work by `git archive`) the budget and floor arms on that code (each arm's
            process runs in its code's directory: `python -m` finds the package there first)
 
 Arms interleaved round by round; medians of wall and CPU (user + system of the child), the
@@ -72,7 +76,7 @@ def agenvoy(*args: str) -> list[str]:
 
 
 def base(work: Path, count: int) -> Path:
-    home = work / f"base-unsearched-{count}"
+    home = work / f"base-unsearched-rated-{count}"
     if (home / "built").exists():
         return home
     home.mkdir(parents=True, exist_ok=True)
@@ -97,17 +101,22 @@ def messages(start: int, count: int, lo: int, hi: int) -> bytes:
     return json.dumps(out).encode()
 
 
-def one(src: Path, work: Path, code: Path, budget: str, new: bytes) -> dict[str, Any]:
+def one(src: Path, work: Path, code: Path, budget: str, new: bytes, rate: bool = True,
+        query: str = QUERY) -> dict[str, Any]:
     home = work / "round"
     shutil.rmtree(home, ignore_errors=True)
     shutil.copytree(src, home)
+    if not rate:
+        (home / ".store" / "embed-rates.json").unlink(missing_ok=True)
     env = environ(home, code)
     run(agenvoy("append", "s", "--messages", "-", "--no-compact"), env, new)
     load = os.getloadavg()[0]
-    cpu, wall, out = run(agenvoy("search", "s", QUERY, "--budget", budget, "--json"), env)
+    cpu, wall, out = run(agenvoy("search", "s", query, "--budget", budget, "--json"), env)
     doc = json.loads(out)
+    said = " ".join(n["message"] for n in doc.get("notes", []))
     return {"cpu": cpu, "wall": wall, "load": load, "indexed": doc.get("indexed"),
-            "notes": [n["code"] for n in doc.get("notes", [])]}
+            "notes": [n["code"] for n in doc.get("notes", [])],
+            "floor_margin_only": "relevance floor" in said}
 
 
 def main() -> None:
@@ -115,30 +124,59 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--budget", default="1")
-    ap.add_argument("--before", type=Path, help="a copy of agenvoy_cli's parent dir to compare")
+    ap.add_argument("--query", default=QUERY)
+    ap.add_argument("--before", help="a commit (or a copy of agenvoy_cli's parent dir) to "
+                    "compare")
     ap.add_argument("--work", type=Path, default=Path("/tmp/agenvoy-bench-budget"))
     args = ap.parse_args()
     src = base(args.work, args.messages)
     new = messages(args.messages, NEW, 1500, 2500)
-    arms = {"budget": (ROOT, args.budget), "floor": (ROOT, "0")}
+    arms = {"budget": (ROOT, args.budget, True), "norate": (ROOT, args.budget, False),
+            "floor": (ROOT, "0", True)}
     if args.before:
-        arms["before"] = (args.before, args.budget)
+        before = checkout(args.before, args.work)
+        arms["before"] = (before, args.budget, True)
+        arms["before0"] = (before, "0", True)
     rows: dict[str, list[dict[str, Any]]] = {k: [] for k in arms}
     for _ in range(args.rounds):
-        for name, (code, budget) in arms.items():
-            rows[name].append(one(src, args.work, code, budget, new))
+        for name, (code, budget, rate) in arms.items():
+            rows[name].append(one(src, args.work, code, budget, new, rate, args.query))
     med: dict[str, dict[str, Any]] = {
         k: {"wall_s": round(statistics.median(r["wall"] for r in v), 2),
             "cpu_s": round(statistics.median(r["cpu"] for r in v), 2),
             "indexed": [r["indexed"] for r in v], "notes": v[-1]["notes"],
             "walls": [round(r["wall"], 2) for r in v], "cpus": [round(r["cpu"], 2) for r in v],
-            "load": [round(r["load"], 2) for r in v]} for k, v in rows.items()}
-    spent = med["budget"]["wall_s"] - med["floor"]["wall_s"]
-    cpu = med["budget"]["cpu_s"] - med["floor"]["cpu_s"]
+            "load": [round(r["load"], 2) for r in v],
+            "floor_margin_only": [r["floor_margin_only"] for r in v]} for k, v in rows.items()}
+    beyond = {f"{arm}_minus_{base}_{what}_s": round(med[arm][f"{what}_s"]
+                                                     - med[base][f"{what}_s"], 2)
+              for arm, base in (("budget", "floor"), ("norate", "floor"),
+                                ("before", "before0"), ("before", "floor"))
+              if arm in med for what in ("wall", "cpu")}
+    # the same difference within each round (the arms of a round ran back to back)
+    paired = {f"{arm}_minus_{base}_wall_paired_median_s": round(statistics.median(
+        a["wall"] - b["wall"] for a, b in zip(rows[arm], rows[base])), 2)
+        for arm, base in (("budget", "floor"), ("norate", "floor"), ("before", "before0"))
+        if arm in rows}
     print(json.dumps({"messages": args.messages, "new_long": NEW, "budget_s": args.budget,
-                      "rounds": args.rounds, **med,
-                      "budget_minus_floor_wall_s": round(spent, 2),
-                      "budget_minus_floor_cpu_s": round(cpu, 2)}, indent=2))
+                      "query": args.query,
+                      "rounds": args.rounds, **med, **beyond, **paired}, indent=2))
+
+
+def checkout(before: str, work: Path) -> Path:
+    """A directory holding agenvoy_cli as of `before` (a commit, extracted with git
+    archive under `work`, or a directory given as is)."""
+    if Path(before).is_dir():
+        return Path(before)
+    dest = work / f"code-{before}"
+    if not (dest / "agenvoy_cli").is_dir():
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", before, "agenvoy_cli"], cwd=ROOT,
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "agenvoy_cli"], cwd=dest,
+                       check=True)
+    return dest
 
 
 if __name__ == "__main__":

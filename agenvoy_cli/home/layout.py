@@ -210,6 +210,12 @@ class Layout(NamedTuple):
         return _checked(self.store / "chroma", "dir")
 
     @property
+    def embed_rates(self) -> Path:
+        """The embedding rate last measured per model (seconds per character), a hint that
+        sizes a fresh process's first budgeted batch (search/catchup.py Pacer.recall)."""
+        return _checked(self.store / "embed-rates.json")
+
+    @property
     def lock(self) -> Path:
         # Never deleted: deleting a flock file lets two holders in at once.
         return _checked(self.store / "agenvoy.lock")

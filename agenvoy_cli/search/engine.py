@@ -153,7 +153,7 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     # the query first: it loads the model, so that the budget is spent on embedding only
     vector = query.vector(emb)  # outside the lock
     # one budget for the catch-up and attribution's own-text vectors (search/catchup.py)
-    pacer = Pacer(budget, reserve=ATTRIBUTION_RESERVE)
+    pacer = Pacer(budget, reserve=ATTRIBUTION_RESERVE, floor=needs.kept_by)
     caught = catch_up(store, session_id, budget, progress=progress, notice=notice,
                       pacer=pacer)
     result.indexed, result.unindexed_count = caught.indexed, len(caught.unindexed)
@@ -173,7 +173,8 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     own_text = _own_text_embedder(emb, cand, pacer)
     vec = semantic.attribute(cand.vector, vector, own_text, cand.texts, state)
     # relevance over the hits as attribution left them (bench/floor_fit.py measured that)
-    decision = _decide(relevance, query, cand, vec, vector, emb.model_id)
+    decision = _decide(relevance, query, cand, vec, vector, emb.model_id, pacer)
+    _note_second(result, pacer, budget, "floor")
     note_uncalibrated(result, emb.model_id, store.settings.search_floor is not None)
     _keep(store, session_id, cand.texts, decision.embedded, needs.kept)
     related = set(decision.related)
@@ -181,7 +182,8 @@ def vector_search(store: Store, session_id: str, query: Query, mode: str = "sema
     vec = [(seq, score) for seq, score in vec if seq in related]
     ranked = _order(store, session_id, mode, query, cand, vec, decision, floored, result,
                     partial(semantic.attribute, vector=vector, embedder=own_text,
-                            bodies=cand.texts, state=state), window, scope)
+                            bodies=cand.texts, state=state), window, scope, pacer)
+    _note_second(result, pacer, budget, "ranking")
     if vec:  # a hit that owes its place to the hit before it is that hit's context
         ranked = semantic.credit(ranked, vector, own_text, cand.texts, state)
     _keep(store, session_id, cand.texts, own_text.new, OWN_TEXT)
@@ -196,7 +198,8 @@ def _order(store: Store, session_id: str, mode: str, query: Query, cand: Candida
            vec: list[tuple[int, float]], decision: Decision, floored: bool,
            result: SearchResult, attribute: Callable[[list[tuple[int, float]]],
                                                      list[tuple[int, float]]],
-           window: TimeWindow, scope: Scope) -> list[tuple[int, float]]:
+           window: TimeWindow, scope: Scope, pacer: Pacer | None = None
+           ) -> list[tuple[int, float]]:
     """The hits in order: the fitted ranking where it applies, else fusion, attributed.
     Nothing when the floor found nothing related by meaning and the keyword matches share
     only a word or two of the query (fusion.incidental: an unrelated question's "body").
@@ -208,7 +211,8 @@ def _order(store: Store, session_id: str, mode: str, query: Query, cand: Candida
             cand.coverage):
         mode = "semantic"
         result.score_kind = SCORE_KINDS[mode]
-    fitted = _rank(store, session_id, mode, query, cand, vec, decision) if vec else None
+    fitted = _rank(store, session_id, mode, query, cand, vec, decision, pacer) if vec \
+        else None
     if fitted is not None:
         result.score_kind = "fitted"
         return attribute(fitted)
@@ -289,13 +293,35 @@ def _own_text_embedder(emb: Any, cand: Candidates, pacer: Pacer) -> Any:
                               if s in cand.texts}, pacer)
 
 
+# What a stage did when its second model had no time for its texts (catchup.Pacer.paced)
+SECOND_SKIPPED = {
+    "floor": "the relevance floor's second model had no time for {} message text(s), so the "
+             "index model's measured margin decided alone what is related",
+    "ranking": "the fitted ranking's second model had no time for {} message text(s), so "
+               "the hits are ranked by similarity and keywords (fusion)"}
+
+
+def _note_second(result: SearchResult, pacer: Pacer, budget: float | None, stage: str
+                 ) -> None:
+    """Say that a stage's second model had no time for its texts within the budget."""
+    if stage == "floor":
+        pacer.floor_done = True  # what the stages before kept back for it is free now
+    if pacer.skipped.get(stage):
+        _note_budget(result, budget, SECOND_SKIPPED[stage].format(pacer.skipped[stage]))
+
+
 def _note_unchecked(result: SearchResult, skipped: int, budget: float | None) -> None:
     """Say that attribution had no time for some hits (their own texts were not embedded
     within the budget): added to the note on the budget when there is one."""
     if not skipped:
         return
-    said = (f"{skipped} message text(s) were not embedded for attribution (the hits and the "
-            "message before each are left in the index's order)")
+    _note_budget(result, budget, f"{skipped} message text(s) were not embedded for "
+                 "attribution (the hits and the message before each are left in the index's "
+                 "order)")
+
+
+def _note_budget(result: SearchResult, budget: float | None, said: str) -> None:
+    """`said` added to the note on the budget (one made when there is none)."""
     for i, note in enumerate(result.notes):
         if note.code in ("budget_spent", "unindexed"):
             result.notes[i] = type(note)(note.code, f"{note.message}; {said}")
@@ -304,8 +330,8 @@ def _note_unchecked(result: SearchResult, skipped: int, budget: float | None) ->
 
 
 def _decide(relevance: Relevance, query: Query, cand: Candidates,
-            vec: Sequence[tuple[int, float]], vector: Sequence[float], model_id: str
-            ) -> Decision:
+            vec: Sequence[tuple[int, float]], vector: Sequence[float], model_id: str,
+            pacer: Pacer | None = None) -> Decision:
     """The Relevance's decision over the ranking as attribution left it."""
     from agenvoy_cli.search.relevance import Candidate, Pool
 
@@ -317,7 +343,7 @@ def _decide(relevance: Relevance, query: Query, cand: Candidates,
     cut = semantic.ATTRIBUTION_CHARS
     kept = {texts[s][:cut]: v for s, v in ground.kept.items() if s in texts}
     return relevance.decide(query, Pool(ranked, sample, ground.typical, vector, model_id,
-                                        kept))
+                                        kept, pacer.paced if pacer else None))
 
 
 def _keep(store: Store, session_id: str, texts: Mapping[int, str],
@@ -345,7 +371,7 @@ def _wanted(mode: str, query: Query, model_id: str) -> Wanted:
 
 
 def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidates,
-          vec: Sequence[tuple[int, float]], decision: Decision
+          vec: Sequence[tuple[int, float]], decision: Decision, pacer: Pacer | None = None
           ) -> list[tuple[int, float]] | None:
     """The fitted ranking of the pool (search/ranking.py); None where it does not apply (the
     index model is not the one it was fitted for, no background sample to z-score against,
@@ -360,7 +386,7 @@ def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidat
     second: dict[int, float] = {}
     second_background: list[float] = []
     if "zu" in weights:
-        found = _second_similarities(store, session_id, query, cand, decision)
+        found = _second_similarities(store, session_id, query, cand, decision, pacer)
         if found is None:
             return None
         second, second_background = found
@@ -371,12 +397,13 @@ def _rank(store: Store, session_id: str, mode: str, query: Query, cand: Candidat
 
 
 def _second_similarities(store: Store, session_id: str, query: Query, cand: Candidates,
-                         decision: Decision
+                         decision: Decision, pacer: Pacer | None = None
                          ) -> tuple[dict[int, float], list[float]] | None:
     """The second model's similarity of the query to each pool message's own text and to
     each background message's: texts whose vector is kept (or the Relevance just made)
-    cost nothing, the others are embedded and kept (vectors/attribution.py). None when the
-    second model cannot be had."""
+    cost nothing, the others are embedded and kept (vectors/attribution.py), all within
+    what is left of the budget (`pacer`, catchup.Pacer.paced). None when the second model
+    cannot be had (or not within the budget)."""
     from agenvoy_cli.models.base import EmbedderError
     from agenvoy_cli.search.relevance import SECOND_KEY, SECOND_SPEC
     from agenvoy_cli.vectors.attribution import KeptEmbedder
@@ -388,7 +415,8 @@ def _second_similarities(store: Store, session_id: str, query: Query, cand: Cand
     kept = {cand.texts[s][:cut]: v for s, v in cand.second_vectors.items() if s in cand.texts}
     kept.update(decision.embedded)
     try:
-        model = KeptEmbedder(of(store).models.get(SECOND_SPEC, store.settings), kept)
+        inner = of(store).models.get(SECOND_SPEC, store.settings)
+        model = KeptEmbedder(pacer.paced(inner, "ranking") if pacer else inner, kept)
         texts = model.embed_documents([cand.texts[s][:cut] for s in seqs])
         sims = semantic.cosines(texts, query.vector(model))
     except EmbedderError:

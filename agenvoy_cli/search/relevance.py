@@ -42,7 +42,7 @@ The implementations:
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Mapping, Sequence, Set
+from collections.abc import Callable, Hashable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -165,6 +165,9 @@ class Pool:
     query_vector: Sequence[float]  # by the index's model
     model_id: str  # the index's model
     kept: Mapping[str, Sequence[float]] = field(default_factory=dict)  # text -> kept vector
+    # the search's budget over a model a rule embeds texts with (search/catchup.py Pacer.
+    # paced: all its texts or EmbedderError); None: no budget
+    paced: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -438,8 +441,8 @@ class TwoModelRule:
         """The second model's lift over the first k of `seen` (the top hits) and the rest
         (the background), texts kept before not embedded again."""
         try:
-            model = KeptEmbedder(self.models.get(SECOND_SPEC, self.settings),
-                                 dict(pool.kept))
+            inner = self.models.get(SECOND_SPEC, self.settings)
+            model = KeptEmbedder(pool.paced(inner) if pool.paced else inner, dict(pool.kept))
             if ref.model_id != model.model_id:
                 return None
             got = model.embed_documents([str(c.text)[:ATTRIBUTION_CHARS] for c in seen])
