@@ -67,6 +67,7 @@ class NotesCorpus(HomeModel):
 
     unit = "note"
     degrades = True
+    near_misses = True  # search/corpus.py `near_miss`
     unindexed_note = True
     neighbour = 0.0
 

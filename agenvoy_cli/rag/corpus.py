@@ -37,6 +37,7 @@ class RagCorpus(HomeModel):
 
     unit = "chunk"
     degrades = False
+    near_misses = True  # search/corpus.py `near_miss`
     unindexed_note = False
     neighbour = FUSION_NEIGHBOUR
 
