@@ -8,9 +8,9 @@ the same `Relevance` that decides for message search (search/relevance.py: the h
 a session: it has no typical similarity to sample, so the pool goes without one and the
 floor compares the query with the shipped background (reference/background.txt), as it
 does for a session too small to sample. The top units' index vectors come from the store
-where the adapter knows the stored vector was made of exactly that text (tasks), else they are
-made again from their texts (the same model, the same text: the same vector), outside the
-store lock.
+where the adapter knows the stored vector was made of exactly that text (tasks, notes),
+else they are made again from their texts (the same model, the same text: the same
+vector), outside the store lock.
 """
 
 from __future__ import annotations
