@@ -9,7 +9,7 @@ unrelated one gets nothing when nothing is returned. Each search's two-model evi
 
     python bench/corpus_floor.py --split tune --out /tmp/tune.json     # figures + scores
     python bench/corpus_floor.py fit /tmp/tune.json                    # the threshold
-    python bench/corpus_floor.py --speed 20     # the notes floor's stored vectors, A/B
+    python bench/corpus_floor.py --speed 20     # the floor's stored vectors, A/B
     python bench/corpus_floor.py --split held-out                      # the report
     python bench/corpus_floor.py --split held-out-2                    # the second report
     python bench/corpus_floor.py --split held-out-3                    # the third (near misses)
@@ -231,39 +231,47 @@ def fit_near_miss(path: str) -> None:
 
 
 def speed(rounds: int) -> None:
-    """The notes floor taking the stored passage vectors (A) against embedding the top
-    notes' passages again (B, as before), semantic, through the in-process CLI
-    (`agenvoy notes search Q --mode semantic --json`), interleaved on one 24-note home."""
-    import statistics
-
+    """The floor taking the stored vectors (A) against embedding the top units' texts
+    again (B, as before), semantic, through the in-process CLI (`agenvoy notes search Q
+    --mode semantic --json`, `agenvoy rag search docs Q ...`), interleaved on one home of
+    24 notes and one RAG database of 24 files."""
     sys.path.insert(0, str(ROOT / "bench"))
     import harness
 
     from agenvoy_cli.notes.corpus import NotesCorpus
+    from agenvoy_cli.rag.corpus import RagCorpus
 
     asked = [q for _, q in questions("tune")]
-    stored = NotesCorpus.stored_vectors
-    arms: dict[str, tuple[list[float], list[float]]] = {"stored": ([], []), "re-embed": ([], [])}
     with tempfile.TemporaryDirectory(prefix="corpus-floor-") as tmp:
         home = Path(tmp) / "full"
         build(home, list(json.loads((DATA / "notes.json").read_text("utf-8"))["notes"])).close()
-        harness.home_cli(home, "notes", "search", "warm up", "--mode", "semantic", "--json")
-        for r in range(rounds):
-            q = asked[(r * 7) % len(asked)]
-            for arm in (("stored", "re-embed") if r % 2 == 0 else ("re-embed", "stored")):
-                NotesCorpus.stored_vectors = (stored if arm == "stored"  # type: ignore[method-assign]
-                                              else lambda self, keys: {})
-                w0, c0 = time.perf_counter(), time.process_time()
-                harness.home_cli(home, "notes", "search", q, "--mode", "semantic", "--json")
-                arms[arm][0].append(time.perf_counter() - w0)
-                arms[arm][1].append(time.process_time() - c0)
-    NotesCorpus.stored_vectors = stored  # type: ignore[method-assign]
+        for name, cls, pre in (("notes", NotesCorpus, ("notes", "search")),
+                               ("rag", RagCorpus, ("rag", "search", "docs"))):
+            harness.home_cli(home, *pre, "warm up", "--mode", "semantic", "--json")
+            _speed_ab(name, cls, lambda q, pre=pre: harness.home_cli(  # type: ignore[misc]
+                home, *pre, q, "--mode", "semantic", "--json"), asked, rounds)
+
+
+def _speed_ab(name: str, cls: Any, ask: Any, asked: list[str], rounds: int) -> None:
+    import statistics
+
+    stored = cls.stored_vectors
+    arms: dict[str, tuple[list[float], list[float]]] = {"stored": ([], []), "re-embed": ([], [])}
+    for r in range(rounds):
+        q = asked[(r * 7) % len(asked)]
+        for arm in (("stored", "re-embed") if r % 2 == 0 else ("re-embed", "stored")):
+            cls.stored_vectors = stored if arm == "stored" else lambda self, keys: {}
+            w0, c0 = time.perf_counter(), time.process_time()
+            ask(q)
+            arms[arm][0].append(time.perf_counter() - w0)
+            arms[arm][1].append(time.process_time() - c0)
+    cls.stored_vectors = stored
     (aw, ac), (bw, bc) = ([statistics.median(x) * 1000 for x in arms[k]]
                           for k in ("stored", "re-embed"))
-    print(f"notes floor's vectors, semantic, 24 notes, {rounds} interleaved rounds: stored "
+    print(f"{name} floor's vectors, semantic, 24 units, {rounds} interleaved rounds: stored "
           f"median wall {aw:.0f} ms / CPU {ac:.0f} ms; re-embedded {bw:.0f} / {bc:.0f} ms; "
           f"ratio of medians: wall {aw / bw:.2f}, CPU {ac / bc:.2f}; "
-          f"load {os.getloadavg()[0]:.1f}")
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 def main() -> int:
@@ -283,7 +291,7 @@ def main() -> int:
                         help="override search/corpus.py NEAR_MISS (-1e9: record the drifts, "
                         "floor nothing by them); write it as --near-miss=-1e9")
     parser.add_argument("--speed", type=int, default=0, metavar="ROUNDS",
-                        help="time the notes floor's stored vectors against re-embedding")
+                        help="time the floor's stored vectors against re-embedding")
     args = parser.parse_args()
     print(f"load: {os.getloadavg()}", file=sys.stderr)
     if args.speed:

