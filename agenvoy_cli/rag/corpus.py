@@ -37,6 +37,7 @@ class RagCorpus(HomeModel):
 
     unit = "chunk"
     degrades = False
+    near_misses = True  # search/corpus.py `near_miss`
     unindexed_note = False
     neighbour = FUSION_NEIGHBOUR
 
@@ -123,6 +124,22 @@ class RagCorpus(HomeModel):
         with self.store.read_lock():
             hits = _hits(self._conn(), [(k, 0.0) for k in keys])  # type: ignore[misc]
         return {h.chunk_id: _embedded_text(h) for h in hits}
+
+    def stored_vectors(self, keys: Sequence[Hashable]) -> dict[Hashable, Sequence[float]]:
+        """The chunks' stored vectors: a chunk's vector was made of exactly its
+        `embedded_texts` by its database's (the index) model, and a changed file's chunks
+        are new rows whose old vectors are deleted first (rag/commit.py), so the floor
+        embeds none of them again."""
+        from agenvoy_cli.rag.records import _index
+
+        ids = [str(k) for k in keys]
+        out: dict[Hashable, Sequence[float]] = {}
+        with self.store.write_lock():  # Chroma needs the lock
+            for db in self.dbs:
+                index = _index(self.store, db, create=False)
+                if index is not None:
+                    out.update((int(i), v) for i, v in index.vectors(ids).items())
+        return out
 
     def indexed_text(self, key: Hashable) -> str | None:
         from agenvoy_cli.rag.chunks import _hits

@@ -16,7 +16,9 @@ written once, here, and serve every corpus:
     vectors   the corpus's nearest units (`Corpus.vectors`)
     floor     the holder's Relevance (search/corpus.py `decide`): nothing by meaning when
               nothing is related closely enough; the keyword matches then stay only when
-              they hold the query (search/fusion.py `incidental`) (`floor`)
+              they hold the query (search/fusion.py `incidental`), and none stays for
+              a near miss (a question related only by the words it names, search/corpus.py
+              `drift`; notes and RAG) (`floor`)
     window    a time window (`within`): the units whose time is outside it are left out
               of every ranking (a `Dated` corpus: notes by update, RAG chunks by their
               file's change, tasks by their end)
@@ -84,44 +86,35 @@ def keyword(corpus: Corpus, query: Query, n: int, want: str | None, found: Found
 # "Third pass"); message search's constant, not refitted.
 KEYWORD_FLOOR = True
 TITLE_CHARS = 80  # a longer first line is a paragraph, not a title
+KEYWORD_TOP = 1  # the best units the floor looks at
+KEYWORD_COVERAGE = 0.34  # fusion.LOW_COVERAGE
+ONE_CHAR_OUT = True  # tune: related 56 -> 57/61, general unrelated 37/39 kept, both corpora
 
 
 def keyword_floor(corpus: Corpus, query: Query, kw: Ranked, found: Found) -> Ranked:
-    """The any-term ranking, or nothing when its best unit holds only an incidental word
-    or two of the query (not for CJK queries: their bigram coverage was not measured)."""
-    from agenvoy_cli.search.fusion import CJK_QUERY, LOW_COVERAGE
+    """The any-term ranking, or nothing when none of its best KEYWORD_TOP units holds more
+    than an incidental word or two of the query (not for CJK queries: their bigram
+    coverage was not measured)."""
+    from agenvoy_cli.search.fusion import CJK_QUERY
 
-    tokens = query.tokens
+    tokens = frozenset(t for t in query.tokens if len(t) > 1 or not ONE_CHAR_OUT)
     if not KEYWORD_FLOOR or not kw or not tokens or query.cjk_share >= CJK_QUERY:
         return kw
-    text = corpus.indexed_text(kw[0][0])
-    if text is None:
-        return kw
-    first = text.lstrip().split("\n", 1)[0]
-    if (len(_held(text, tokens)) / len(tokens) >= LOW_COVERAGE
-            or (len(first) <= TITLE_CHARS and _held(first, tokens))):
+    texts = [corpus.indexed_text(k) for k, _ in kw[:KEYWORD_TOP]]
+    if texts[0] is None or any(_holds(text, tokens) for text in texts if text is not None):
         return kw
     found.floored = True
     found.note("not_related", f"no {corpus.unit} is related closely enough to: {query.text}")
     return []
 
 
-def _held(text: str, tokens: frozenset[str]) -> set[str]:
-    """The tokens a text holds as the full-text index matches them (its tokenizer: porter
-    stems, CJK bigrams), through a one-row in-memory index."""
-    import sqlite3
-
-    from agenvoy_cli.home import fts
-    from agenvoy_cli.home.schema import FTS_TOKENIZE
-
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS_TOKENIZE}')")
-        conn.execute("INSERT INTO t(x) VALUES (?)", (fts.index_text(text),))
-        return {t for t in tokens
-                if conn.execute("SELECT 1 FROM t WHERE t MATCH ?", (fts.quote(t),)).fetchone()}
-    finally:
-        conn.close()
+def _holds(text: str, tokens: frozenset[str]) -> bool:
+    """Whether a unit's indexed text holds KEYWORD_COVERAGE of the tokens, or one of them in
+    its title line."""
+    held = relevance_stage.held
+    first = text.lstrip().split("\n", 1)[0]
+    return (len(held(text, tokens)) / len(tokens) >= KEYWORD_COVERAGE
+            or (len(first) <= TITLE_CHARS and bool(held(first, tokens))))
 
 
 # --------------------------------------------------------------------------- catch-up
@@ -170,10 +163,12 @@ def floor(corpus: Corpus, relevance: Relevance, query: Query, vec: Ranked,
     units = [relevance_stage.Unit(k, s, texts[k]) for k, s in vec if k in texts]
     decision = relevance_stage.decide(relevance, query, units, embedded.model,
                                       embedded.vector,
-                                      corpus.stored_vectors([u.key for u in units[:TOP_HITS]]))
+                                      corpus.stored_vectors([u.key for u in units[:TOP_HITS]]),
+                                      getattr(corpus, "near_misses", False))
     if decision.related:
         return vec
     found.floored = True
+    found.near_miss = decision.rule == "near miss"
     found.note("not_related", f"no {corpus.unit} is related closely enough to: {query.text}")
     return []
 
@@ -312,8 +307,8 @@ def search(corpus: Corpus, query: Query, mode: str, *, limit: int, match: str | 
         vec = corpus.vectors(embedded.vector, POOL, found)
         vec = floor(corpus, relevance or corpus.relevance(), query, vec, embedded, found)
     kw = _keyword_side(corpus, query, mode, embedded, found)
-    if found.floored:
-        kw = holds_the_query(corpus, query, kw)
+    if found.floored:  # a near miss holds the words it names: its keyword matches go too
+        kw = [] if found.near_miss else holds_the_query(corpus, query, kw)
     found.ranked = inside(corpus, order(corpus, query, kw, vec, limit + outside(corpus),
                                         found), limit)
     return found
