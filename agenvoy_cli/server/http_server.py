@@ -46,7 +46,12 @@ GRACE = 10.0  # seconds requests in progress get to finish on SIGTERM
 MIN_TOKEN = 16  # characters a given token must have
 _FAST_OPTIONS = {"search": {"mode", "limit", "range", "since", "until", "budget", "match"},
                  "lookup_errors": {"tool", "error_type", "limit", "semantic", "budget"},
-                 "rag_search": {"mode", "limit", "match", "range", "since", "until"}}
+                 "rag_search": {"mode", "limit", "match", "range", "since", "until"},
+                 "search_notes": {"mode", "limit", "match", "budget", "range", "since",
+                                  "until"},
+                 "tasks": {"since", "until", "range_", "limit", "full", "mode", "match",
+                           "budget"}}
+_WARNS = {"lookup_errors", "search_notes", "tasks"}  # methods that take `warn`
 _EMBEDS_QUERY = {"search": 1}  # method: the index of the query its search embeds (App)
 
 
@@ -270,7 +275,7 @@ def fast_call(app: Any, method: str, args: list[Any], kwargs: dict[str, Any]
     from agenvoy_cli.api import Memory
 
     warnings: list[str] = []
-    if method == "lookup_errors":
+    if method in _WARNS:
         kwargs = {**kwargs, "warn": warnings.append}
     doc = getattr(Memory(store=app.store, relevance=app.relevance), method)(*args, **kwargs)
     if method == "search" and kwargs.get("mode", "semantic") != "keyword":
