@@ -103,8 +103,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("http_timeout", ("AGENVOY_HTTP_TIMEOUT",), None, "300",
          "seconds an HTTP tool call may take"),
     Knob("server", ("AGENVOY_SERVER",), "agenvoy.server", "`off`",
-         "`auto`: a semantic or hybrid `agenvoy search` with no server running starts the "
-         "home's background server (`agenvoy server start`) and is answered by it"),
+         "`auto`: a command that would load the models (a semantic or hybrid `search`, "
+         "`notes search`, `rag search` or `session tasks`, an `errors lookup` that embeds) "
+         "with no server running starts the home's background server (`agenvoy server "
+         "start`) and is answered by it (docs/server.md)"),
     Knob("server_idle", ("AGENVOY_SERVER_IDLE",), "agenvoy.server_idle", "1800",
          "seconds the background server waits for a request before it stops (0: never)"),
     Knob("no_server", ("AGENVOY_NO_SERVER",), None, "off",

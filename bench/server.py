@@ -9,7 +9,15 @@ one search before timing. Then, --runs times, interleaved: `agenvoy --version`, 
 ratio of the wall medians, and the load. --local adds `--no-server` searches (the cold
 path, a few runs) as an extra column.
 
+--start N --before TREE (issue #51 item 6, the start's cost): N interleaved pairs of a cold
+`agenvoy server start` to ready and the first search through it, with the code in TREE (a
+tree holding the agenvoy_cli package as it was before, e.g. `git archive d299edf agenvoy_cli
+| tar -x -C /tmp/before`) against this tree's. Per run: the start's wall, the server's CPU
+when it answers (/proc/PID/stat: user + system), the first search's wall, and the server's
+CPU it cost; medians, the load beside each.
+
 Usage: python bench/server.py [--runs 20] [--messages 300] [--local 3]
+       python bench/server.py --start 5 --before /tmp/before [--messages 300]
 """
 
 from __future__ import annotations
@@ -38,11 +46,11 @@ def agenvoy_exe() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "agenvoy_cli"]
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
     """(wall, child CPU) seconds of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
     spent = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return spent, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -59,16 +67,81 @@ def seed(exe: list[str], env: dict[str, str], count: int) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def cpu_of(pid: int) -> float:
+    """User + system CPU seconds process `pid` has spent (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_once(tree: Path, env: dict[str, str], query: str) -> dict[str, float]:
+    """One cold start with the code in `tree`, the first search through it, the stop."""
+    env = {**env, "PYTHONPATH": str(tree)}
+    exe = [sys.executable, "-m", "agenvoy_cli"]
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    run = subprocess.run(exe + ["server", "start", "--idle-timeout", "0", "--json"], env=env,
+                         check=True, capture_output=True, cwd=tree)
+    ready = time.perf_counter() - start
+    pid = json.loads(run.stdout)["pid"]
+    try:
+        at_ready = cpu_of(pid)
+        wall, client = timed(exe + ["search", "s", query, "--json"], env, tree)
+        searched = cpu_of(pid) - at_ready
+    finally:
+        subprocess.run(exe + ["server", "stop"], env=env, stdout=subprocess.DEVNULL, cwd=tree)
+    return {"ready": ready, "server_cpu": at_ready, "search": wall,
+            "search_cpu": searched + client, "total": ready + wall,
+            "total_cpu": at_ready + searched + client, "load": load}
+
+
+def compare_starts(args: argparse.Namespace, env: dict[str, str]) -> None:
+    before = Path(args.before).resolve()
+    assert (before / "agenvoy_cli" / "__init__.py").exists(), before
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(before / "agenvoy_cli")],
+                   check=True)
+    trees = {"before": before, "after": ROOT}
+    got: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for n in range(args.start):  # interleaved, the order alternating
+        for label in (("before", "after") if n % 2 == 0 else ("after", "before")):
+            got[label].append(start_once(trees[label], env, QUERIES[n % len(QUERIES)]))
+    print(f"cold starts: {args.start} per side, interleaved; session: {args.messages} "
+          f"messages; before = {before}")
+    for label, runs in got.items():
+        med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        print(f"{label:6s} start to ready: wall {med['ready']:6.2f} s, server CPU "
+              f"{med['server_cpu']:5.2f} s | first search via it: wall {med['search']:6.2f} s, "
+              f"CPU (server + client) {med['search_cpu']:5.2f} s | both: wall "
+              f"{med['total']:6.2f} s, CPU {med['total_cpu']:5.2f} s | load median "
+              f"{med['load']:.2f} (range {min(r['load'] for r in runs):.2f}-"
+              f"{max(r['load'] for r in runs):.2f})")
+    for key in ("ready", "server_cpu", "search", "search_cpu", "total", "total_cpu"):
+        ratio = statistics.median(a[key] / b[key] for a, b in zip(got["after"], got["before"]))
+        print(f"after/before {key:10s}: median of pair ratios {ratio:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--messages", type=int, default=300)
     parser.add_argument("--local", type=int, default=0, help="--no-server searches to add")
+    parser.add_argument("--start", type=int, default=0,
+                        help="cold start pairs, before (--before TREE) and after")
+    parser.add_argument("--before", help="a tree holding the agenvoy_cli package before")
     args = parser.parse_args()
     import agenvoy_cli
 
     subprocess.run([sys.executable, "-m", "compileall", "-q",
                     str(Path(agenvoy_cli.__file__).parent)], check=True)
+    if args.start:
+        home = Path(tempfile.mkdtemp(prefix="agenvoy-bench-start-"))
+        env = {**os.environ, "AGENVOY_HOME": str(home)}
+        env.pop("AGENVOY_NO_SERVER", None)
+        try:
+            seed(agenvoy_exe(), env, args.messages)
+            compare_starts(args, env)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+        return
     home = Path(tempfile.mkdtemp(prefix="agenvoy-bench-server-"))
     env = {**os.environ, "AGENVOY_HOME": str(home)}
     env.pop("AGENVOY_NO_SERVER", None)

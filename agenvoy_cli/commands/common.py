@@ -216,11 +216,12 @@ def no_server_option(func: F) -> F:
 
 def from_server(ctx: click.Context, no_server: bool, method: str, args: list[Any],
                 kwargs: dict[str, Any], wait: float = 0.0, *,
-                models: bool = False) -> dict[str, Any] | None:
+                models: bool | Callable[[], bool] = False) -> dict[str, Any] | None:
     """The document Memory.METHOD would return, from the home's running HTTP server (no
     chromadb, no model loaded here), or None: answer locally (server/fastpath.py).
-    `models`: the local answer would load the models; with the `server` setting `auto`
-    the home's background server is started first (server/lifecycle.py)."""
+    `models`: the local answer would load the models (or a function that says so, asked
+    only when no server runs); with the `server` setting `auto` the home's background
+    server is started first (server/lifecycle.py)."""
     if no_server:
         return None
     from agenvoy_cli.output import warn
@@ -232,7 +233,7 @@ def from_server(ctx: click.Context, no_server: bool, method: str, args: list[Any
         from agenvoy_cli.home.config import load_settings
 
         full = load_settings(layout, settings)  # `server` may be in config.json
-        if full.server_auto:
+        if full.server_auto and (models() if callable(models) else models):
             answer = _ask_started(layout, full, method, args, kwargs, wait)
     if answer is None:
         return None

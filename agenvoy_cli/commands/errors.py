@@ -193,9 +193,15 @@ def lookup_cmd(ctx: click.Context, query: tuple[str, ...], query_text: str | Non
     text = _read_query(query, query_text)
     budget = given_budget(ctx, budget)
     check_budget(budget)
+    def loads_model() -> bool:  # asked only under `server = auto` with no server running
+        from agenvoy_cli.errormem.ranking import loads_model
+
+        return loads_model(memory(ctx).store, text, tool=tool, error_type=error_type,
+                           semantic=semantic)
+
     doc = from_server(ctx, no_server, "lookup_errors", [text], {
         "tool": tool, "error_type": error_type, "limit": limit, "semantic": semantic,
-        "budget": budget}, wait=budget)
+        "budget": budget}, wait=budget, models=loads_model)
     doc = {**doc, "served_by": "server"} if doc is not None else {
         **memory(ctx).lookup_errors(text, tool=tool, error_type=error_type, limit=limit,
                                     semantic=semantic, warn=warn, budget=budget),

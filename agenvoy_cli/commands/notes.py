@@ -11,8 +11,10 @@ from agenvoy_cli.commands.common import (
     bm25_nil,
     bm25_nil_why,
     confirm_destructive,
+    from_server,
     json_option,
     memory,
+    no_server_option,
     one_query,
     read_limited,
     window_options,
@@ -170,18 +172,25 @@ def show_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
 @window_options("notes last changed (written, edited or replaced)")
 @format_option
 @json_option
+@no_server_option
 @click.pass_context
 def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | None, mode: str,
                limit: int, match: str | None, budget: float, range_: str, since: str | None,
-               until: str | None, as_json: bool, fmt: str | None = None) -> None:
+               until: str | None, as_json: bool, fmt: str | None = None,
+               no_server: bool = False) -> None:
     """Notes related to QUERY, best first, each with a snippet; --range/--since/--until:
     only the notes last changed in that window."""
     from agenvoy_cli.search.defaults import check_budget
 
     query = one_query(words, query_text)
     check_budget(budget)
-    doc = memory(ctx).search_notes(query, mode=mode, limit=limit, match=match, budget=budget,
-                                   range=range_, since=since, until=until, warn=warn)
+    when: dict[str, Any] = {"range": range_, "since": since, "until": until}
+    doc = from_server(ctx, no_server, "search_notes", [query], {
+        "mode": mode, "limit": limit, "match": match, "budget": budget, **when},
+        wait=budget, models=mode != "keyword")
+    doc = {**doc, "served_by": "server"} if doc is not None else {
+        **memory(ctx).search_notes(query, mode=mode, limit=limit, match=match, budget=budget,
+                                   warn=warn, **when), "served_by": "local"}
     if not as_json and fmt in (None, "table"):
         for note in doc["notes"]:
             warn(f"agenvoy: note: {note['message']}")

@@ -300,7 +300,8 @@ def search_cmd(ctx: click.Context, words: tuple[str, ...], query_text: str | Non
         names, query = [words[0]], one_query(words[1:], query_text)
     when = {"range": range_, "since": since, "until": until}
     doc = from_server(ctx, no_server, "rag_search", [query, names],
-                      {"mode": mode, "limit": limit, "match": match, **when})
+                      {"mode": mode, "limit": limit, "match": match, **when},
+                      models=mode != "keyword")
     doc = {**doc, "served_by": "server"} if doc is not None else {
         **memory(ctx).rag_search(query, names, mode=mode, limit=limit, match=match,
                                  range=range_, since=since, until=until),

@@ -22,9 +22,10 @@ def _render(doc: dict[str, Any]) -> str:
 def command() -> None:
     """The home's background server: `agenvoy mcp --http` run detached, one per home, with
     its pid file (.store/server.pid) and log (.store/server.log) in the home. While it runs,
-    `agenvoy search`, `errors lookup` and `rag search` are answered by it with the models
-    warm; with `agenvoy.server: "auto"` in config.json (or AGENVOY_SERVER=auto) the first
-    semantic search starts it. See docs/server.md."""
+    `search`, `notes search`, `rag search`, `session tasks` and `errors lookup` are answered
+    by it with the models warm; with `agenvoy.server: "auto"` in config.json (or
+    AGENVOY_SERVER=auto) the first of them that would load the models starts it. See
+    docs/server.md."""
 
 
 @command.command("start")

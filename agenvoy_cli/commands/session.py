@@ -10,8 +10,10 @@ import click
 from agenvoy_cli.commands.common import (
     complete_session,
     confirm_destructive,
+    from_server,
     json_option,
     memory,
+    no_server_option,
     session_argument,
 )
 from agenvoy_cli.output import emit, format_option, human_time, plain_table, table, warn
@@ -170,11 +172,12 @@ def _clear(ctx: click.Context, session_id: str, yes: bool, as_json: bool, remove
               help="--mode semantic/hybrid: at most this long embedding tasks that have no "
                    "vector yet; the rest are found by keyword.")
 @json_option
+@no_server_option
 @click.pass_context
 def tasks_cmd(ctx: click.Context, session_id: str | None, query: tuple[str, ...],
               all_sessions: bool, range_: str, since: str | None, until: str | None,
               limit: int, full: bool, mode: str | None, match: str | None, budget: float,
-              as_json: bool) -> None:
+              as_json: bool, no_server: bool = False) -> None:
     """What the agent did: Agenvoy 1.0's finished tasks (objective, reply, model, when it
     ended) holding every one of WORDS (any order, any case; Chinese by any substring) in
     the objective, the tools' results or the reply, newest first; with --mode, the tasks
@@ -192,9 +195,14 @@ def tasks_cmd(ctx: click.Context, session_id: str | None, query: tuple[str, ...]
     if match is not None and mode != "keyword":
         raise BadInput("--match goes with --mode keyword")
     check_budget(budget)
-    doc = memory(ctx).tasks(session_id, " ".join(query), since=since, until=until,
-                            range_=range_, limit=limit, full=full, mode=mode, match=match,
-                            budget=budget, warn=warn)
+    options: dict[str, Any] = {"since": since, "until": until, "range_": range_,
+                               "limit": limit, "full": full, "mode": mode, "match": match,
+                               "budget": budget}
+    doc = from_server(ctx, no_server, "tasks", [session_id, " ".join(query)], options,
+                      wait=budget, models=mode in ("semantic", "hybrid"))
+    doc = {**doc, "served_by": "server"} if doc is not None else {
+        **memory(ctx).tasks(session_id, " ".join(query), warn=warn, **options),
+        "served_by": "local"}
     if mode is not None and not as_json:
         for note in doc["notes"]:
             warn(f"agenvoy: note: {note['message']}")

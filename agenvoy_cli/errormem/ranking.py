@@ -352,12 +352,25 @@ def _query_vector(store: Store, q: ErrorQuery, tool: str | None, semantic: bool 
     semantic: more than keywords and tool names, or asked for."""
     from agenvoy_cli.search import pipeline
 
+    want = _wants_vectors(store, q, tool, semantic)
+    return pipeline.embed(corpus, q.query, budget, found) if want else None
+
+
+def _wants_vectors(store: Store, q: ErrorQuery, tool: str | None, semantic: bool | None
+                   ) -> bool:
     with store.read_lock():
         conn = store.db_readonly()
         want = semantic_default(store) if semantic is None else semantic
-        want = bool(want and q.text and conn is not None
+        return bool(want and q.text and conn is not None
                     and (semantic or not _keyword_only(conn, q, tool)))
-    return pipeline.embed(corpus, q.query, budget, found) if want else None
+
+
+def loads_model(store: Store, query: str, *, tool: str | None = None,
+                error_type: str | None = None, semantic: bool | None = None) -> bool:
+    """Whether lookup() would embed the query (load a model): what `server = auto` asks
+    before it starts the background server for `errors lookup`. Reads only SQLite."""
+    q, tool = _asked(query, tool, error_type, 1)
+    return _wants_vectors(store, q, tool, semantic)
 
 
 @dataclass

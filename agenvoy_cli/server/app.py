@@ -16,12 +16,9 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import mcp_types as types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from agenvoy_cli.contract import error_document
 from agenvoy_cli.conversation.store import Store
@@ -37,6 +34,11 @@ from agenvoy_cli.vectors import context
 from agenvoy_cli.vectors.hooks import VectorHooks
 from agenvoy_cli.version import __version__
 
+if TYPE_CHECKING:  # the SDK is imported when an MCP server is built (App.server), not
+    # before: `agenvoy server` answers the CLI's route without it (server/http_server.py)
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
 INSTRUCTIONS = (
     "Agenvoy memory: this conversation's history (search_chat_history, get_context, "
     "append_messages), a cross-session memory of tool failures (search_error_history before "
@@ -50,6 +52,8 @@ _KINDS = {2: "bad_input", 3: "not_found", 4: "corrupt", 75: "busy", 1: "failed"}
 
 
 def _error(message: str, code: int, kind: str) -> types.CallToolResult:
+    import mcp_types as types
+
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=message)], is_error=True,
         structured_content=error_document(code, kind, message))
@@ -71,16 +75,27 @@ class App:
         self.timeout: float | None = None  # seconds per tool call (the HTTP server's limit)
         self.index = True  # False: another server (HTTP) indexes this home
         self.ctx = handlers.Context(store, bound, self._touched, relevance=self.relevance)
-        self.server: Server[Any] = Server(
-            "agenvoy", version=__version__,
-            instructions=agenvoy_tools.instructions(INSTRUCTIONS, vocabulary),
-            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
-            on_list_resources=self.list_resources, on_read_resource=self.read_resource)
+        self._server: Server[Any] | None = None
+
+    @property
+    def server(self) -> Server[Any]:
+        """The SDK's MCP server, built (and the SDK imported) at first use."""
+        if self._server is None:
+            from mcp.server.lowlevel import Server
+
+            self._server = Server(
+                "agenvoy", version=__version__,
+                instructions=agenvoy_tools.instructions(INSTRUCTIONS, self.vocabulary),
+                on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+                on_list_resources=self.list_resources, on_read_resource=self.read_resource)
+        return self._server
 
     def _touched(self, session_id: str) -> None:
         self.indexer.touched(session_id)  # on the store thread, like the indexer itself
 
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        import mcp_types as types
+
         return types.ListToolsResult(tools=[
             types.Tool(name=t["name"], description=t["description"],
                        input_schema=t["inputSchema"])
@@ -88,6 +103,8 @@ class App:
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams
                         ) -> types.CallToolResult:
+        import mcp_types as types
+
         self.calls += 1
         self.idle.clear()
         try:
@@ -160,6 +177,8 @@ class App:
             await anyio.to_thread.run_sync(model.embed_query, query, abandon_on_cancel=True)
 
     async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        import mcp_types as types
+
         names = await self.thread.run(handlers.summaries, self.store)
         return types.ListResourcesResult(resources=[
             types.Resource(uri=SUMMARY_URI.format(n), name=f"summary of {n}",
@@ -168,6 +187,7 @@ class App:
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams
                             ) -> types.ReadResourceResult:
+        import mcp_types as types
         from mcp.shared.exceptions import MCPError
 
         uri = str(params.uri)
@@ -183,6 +203,8 @@ class App:
             uri=uri, text=text, mime_type="application/json")])
 
     async def serve(self) -> None:
+        from mcp.server.stdio import stdio_server
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._signals)
             if self.index:

@@ -38,7 +38,8 @@ from agenvoy_cli.settings import Settings
 
 ROUTE = "/agenvoy/v1/call"
 PING = "/agenvoy/v1/ping"
-METHODS = ("search", "lookup_errors", "rag_search")  # Memory methods the route runs
+METHODS = ("search", "lookup_errors", "rag_search", "search_notes",
+           "tasks")  # Memory methods the route runs
 NO_SERVER_ENV = "AGENVOY_NO_SERVER"
 TOKEN_ENV = "AGENVOY_HTTP_TOKEN"
 CONNECT_TIMEOUT = 1.0  # seconds to connect and to answer PING (a hung server is skipped)

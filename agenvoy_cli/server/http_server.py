@@ -7,7 +7,10 @@ home's token file, made at the first start with mode 0600, or --token-file /
 AGENVOY_HTTP_TOKEN; never on the command line); a bind beyond loopback needs an explicit
 token; Host/Origin matched exactly; request bodies of at most MAX_BODY; each tool call at
 most REQUEST_TIMEOUT seconds (or AGENVOY_HTTP_TIMEOUT). The CLI's routes are also served on
-the home's owner-only Unix socket, without a token (UnixListener). A refused start writes
+the home's owner-only Unix socket, without a token (UnixListener). The CLI's routes are
+answered without the MCP SDK: it is imported at the first request to /mcp (LazyMCP), and
+Host/Origin are checked on every route before it, by our own exact match (refusal) and
+again by the SDK's, once loaded, on /mcp. A refused start writes
 nothing. SIGTERM/SIGINT: no new request is accepted, the ones in progress finish (for at
 most GRACE seconds), the store is closed, the announcement and the socket removed, exit 0.
 """
@@ -43,7 +46,13 @@ GRACE = 10.0  # seconds requests in progress get to finish on SIGTERM
 MIN_TOKEN = 16  # characters a given token must have
 _FAST_OPTIONS = {"search": {"mode", "limit", "range", "since", "until", "budget", "match"},
                  "lookup_errors": {"tool", "error_type", "limit", "semantic", "budget"},
-                 "rag_search": {"mode", "limit", "match", "range", "since", "until"}}
+                 "rag_search": {"mode", "limit", "match", "range", "since", "until"},
+                 "search_notes": {"mode", "limit", "match", "budget", "range", "since",
+                                  "until"},
+                 "tasks": {"since", "until", "range_", "limit", "full", "mode", "match",
+                           "budget"}}
+_WARNS = {"lookup_errors", "search_notes", "tasks"}  # methods that take `warn`
+_EMBEDS_QUERY = {"search": 1}  # method: the index of the query its search embeds (App)
 
 
 def parse_bind(text: str) -> tuple[str, int]:
@@ -173,14 +182,17 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def security(host: str, port: int, allowed: list[str]) -> Any:
-    """The SDK's DNS-rebinding protection, given exact values only: its `name:*` patterns
-    match by prefix (`Host: 127.0.0.1:PORT@evil.com` passed). Host must be `name:PORT` of
-    this server (127.0.0.1, localhost, [::1] on loopback; the bind address otherwise) or a
-    name --allow-host gave (as given, or with this port: a TLS reverse proxy forwards its
-    own name), Origin the http(s) URL of one of them."""
-    from mcp.server.transport_security import TransportSecuritySettings
+class Allowed(NamedTuple):
+    """The Host and Origin values a request may carry (exact matches only)."""
 
+    hosts: frozenset[str]
+    origins: frozenset[str]
+
+
+def allowed_names(host: str, port: int, allowed: list[str]) -> Allowed:
+    """Host must be `name:PORT` of this server (127.0.0.1, localhost, [::1] on loopback;
+    the bind address otherwise) or a name --allow-host gave (as given, or with this port: a
+    TLS reverse proxy forwards its own name), Origin the http(s) URL of one of them."""
     names = {"127.0.0.1", "localhost", "[::1]"} if loopback(host) else {
         f"[{host}]" if ":" in host else host}
     hosts = {f"{name}:{port}" for name in names}
@@ -189,9 +201,42 @@ def security(host: str, port: int, allowed: list[str]) -> Any:
         given = {name} if _has_port(name) else {name, f"{name}:{port}"}
         hosts |= given
         origins |= {f"{scheme}://{h}" for h in given for scheme in ("http", "https")}
+    return Allowed(frozenset(hosts), frozenset(origins))
+
+
+def security(host: str, port: int, allowed: list[str]) -> Any:
+    """allowed_names as the SDK's DNS-rebinding settings, given exact values only: its
+    `name:*` patterns match by prefix (`Host: 127.0.0.1:PORT@evil.com` passed). Imports the
+    SDK (its pydantic models)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = allowed_names(host, port, allowed)
     return TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                     allowed_hosts=sorted(hosts),
-                                     allowed_origins=sorted(origins))
+                                     allowed_hosts=sorted(names.hosts),
+                                     allowed_origins=sorted(names.origins))
+
+
+def refusal(allowed: Allowed, headers: list[tuple[bytes, bytes]], json_post: bool
+            ) -> tuple[int, bytes] | None:
+    """(status, body) refusing a request, or None: the SDK's checks (TransportSecurity-
+    Middleware.validate_request, same statuses and texts) without the SDK, for every route:
+    a JSON body where one is posted (400), Host exactly allowed (421; DNS rebinding), Origin
+    absent or exactly allowed (403)."""
+    def first(name: bytes) -> str | None:
+        for key, value in headers:
+            if key.lower() == name:
+                return value.decode("latin-1")
+        return None
+
+    if json_post and not (first(b"content-type") or "").lower().startswith(
+            "application/json"):
+        return 400, b"Invalid Content-Type header"
+    if first(b"host") not in allowed.hosts:
+        return 421, b"Invalid Host header"
+    origin = first(b"origin")
+    if origin and origin not in allowed.origins:
+        return 403, b"Invalid Origin header"
+    return None
 
 
 _HOST_NAME = re.compile(r"\A(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
@@ -230,7 +275,7 @@ def fast_call(app: Any, method: str, args: list[Any], kwargs: dict[str, Any]
     from agenvoy_cli.api import Memory
 
     warnings: list[str] = []
-    if method == "lookup_errors":
+    if method in _WARNS:
         kwargs = {**kwargs, "warn": warnings.append}
     doc = getattr(Memory(store=app.store, relevance=app.relevance), method)(*args, **kwargs)
     if method == "search" and kwargs.get("mode", "semantic") != "keyword":
@@ -238,58 +283,144 @@ def fast_call(app: Any, method: str, args: list[Any], kwargs: dict[str, Any]
     return {"ok": True, "doc": doc, "warnings": warnings}
 
 
-def fast_route(app: Any, checks: Any) -> Any:
-    from starlette.requests import Request
-    from starlette.responses import Response
-    from starlette.routing import Route
+async def _respond(send: Any, status: int, body: bytes,
+                   kind: bytes = b"application/json") -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", kind), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
-    def reply(obj: Any, status: int = 200) -> Response:
-        return Response(orjson.dumps(obj), status, media_type="application/json")
 
-    async def endpoint(request: Request) -> Response:
-        refused = await checks.validate_request(request, is_post=True)
+async def _read_body(receive: Any, limit: int) -> bytes | None:
+    """The request's body; None when it passes `limit` bytes or the client left."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body += message.get("body", b"")
+        if len(body) > limit:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def _fast_request(body: bytes) -> tuple[str, list[Any], dict[str, Any]]:
+    """(method, args, kwargs) of a fast-path request; ValueError when malformed."""
+    try:
+        payload = orjson.loads(body)
+        method, args, kwargs = payload["method"], payload["args"], payload["kwargs"]
+    except (ValueError, KeyError, TypeError):
+        raise ValueError("bad fast-path request") from None
+    if method not in _FAST_OPTIONS or not isinstance(args, list) or \
+            not isinstance(kwargs, dict) or set(kwargs) - _FAST_OPTIONS[method]:
+        raise ValueError(method)
+    return method, args, kwargs
+
+
+async def fast_answer(app: Any, method: str, args: list[Any], kwargs: dict[str, Any]
+                      ) -> dict[str, Any]:
+    """The fast route's answer: the Memory method's document, or the CLI's error."""
+    app.calls += 1
+    app.idle.clear()
+    try:
+        with anyio.fail_after(app.timeout):
+            if method in _EMBEDS_QUERY and len(args) > _EMBEDS_QUERY[method]:
+                await app.embed_query(args[_EMBEDS_QUERY[method]],
+                                      kwargs.get("mode", "semantic"))
+            answer: dict[str, Any] = await app.thread.run(fast_call, app, method, args, kwargs)
+    except AgenvoyError as exc:
+        answer = {"ok": False, "exit_code": exc.exit_code, "message": str(exc)}
+    except TimeoutError:
+        answer = {"ok": False, "exit_code": 1,
+                  "message": f"the server took more than {app.timeout:g} s"}
+    finally:
+        app.calls -= 1
+        if not app.calls:
+            app.idle.set()
+    app.wake.set()
+    return answer
+
+
+class LazyMCP:
+    """ASGI for /mcp: the SDK's streamable-HTTP app, built (the SDK imported, off the event
+    loop) at the first request there, its session manager run until the server stops. A
+    start, and the CLI's route, never pay the SDK's import (~1.2 CPU-seconds of pydantic
+    schemas)."""
+
+    def __init__(self, build: Any) -> None:
+        self.build = build  # () -> the SDK's Starlette app
+        self.web: Any = None
+        self.lock: anyio.Lock | None = None
+        self.group: Any = None  # the server's task group: the session manager runs in it
+
+    def attach(self, group: Any) -> None:
+        self.lock, self.group = anyio.Lock(), group
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.web is None:
+            assert self.lock is not None
+            async with self.lock:
+                if self.web is None:
+                    await anyio.to_thread.run_sync(_import_sdk)
+                    web = self.build()
+                    await self.group.start(self._lifespan, web)
+                    self.web = web
+        await self.web(scope, receive, send)
+
+    @staticmethod
+    async def _lifespan(web: Any, *, task_status: Any) -> None:
+        async with web.router.lifespan_context(web):  # the SDK's session manager
+            task_status.started()
+            await anyio.sleep_forever()
+
+
+def _import_sdk() -> None:
+    import mcp.server.lowlevel  # noqa: F401
+    import mcp.server.streamable_http_manager  # noqa: F401
+
+
+class Routes:
+    """ASGI: the CLI's route and ping, answered here without the SDK, and /mcp (LazyMCP).
+    Every request's Host and Origin are checked first (refusal), on every route, whether
+    the SDK is loaded or not."""
+
+    def __init__(self, app: Any, allowed: Allowed, mcp: LazyMCP) -> None:
+        self.app, self.allowed, self.mcp = app, allowed, mcp
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return  # no lifespan (uvicorn runs with lifespan off), no websockets
+        path, method = scope.get("path", ""), scope.get("method", "")
+        refused = refusal(self.allowed, scope.get("headers") or [],
+                          path == fastpath.ROUTE and method == "POST")
         if refused is not None:
-            return refused  # type: ignore[no-any-return]  # the SDK's checks are untyped
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > FAST_MAX_BODY:
-                return reply({"ok": False, "exit_code": 2, "message": "request too large"},
-                             413)
-        try:
-            payload = orjson.loads(body)
-            method, args, kwargs = payload["method"], payload["args"], payload["kwargs"]
-            if method not in _FAST_OPTIONS or not isinstance(args, list) or \
-                    not isinstance(kwargs, dict) or set(kwargs) - _FAST_OPTIONS[method]:
-                raise ValueError(method)
-        except (ValueError, KeyError, TypeError):
-            return reply({"ok": False, "exit_code": 2, "message": "bad fast-path request"},
-                         400)
-        app.calls += 1
-        app.idle.clear()
-        try:
-            with anyio.fail_after(app.timeout):
-                if method == "search" and len(args) > 1:
-                    await app.embed_query(args[1], kwargs.get("mode", "semantic"))
-                answer = await app.thread.run(fast_call, app, method, args, kwargs)
-        except AgenvoyError as exc:
-            answer = {"ok": False, "exit_code": exc.exit_code, "message": str(exc)}
-        except TimeoutError:
-            answer = {"ok": False, "exit_code": 1,
-                      "message": f"the server took more than {app.timeout:g} s"}
-        finally:
-            app.calls -= 1
-            if not app.calls:
-                app.idle.set()
-        app.wake.set()
-        return reply(answer)
+            await _respond(send, refused[0], refused[1], b"text/plain; charset=utf-8")
+        elif path in ("/mcp", "/mcp/"):
+            await self.mcp(scope, receive, send)
+        elif path not in (fastpath.ROUTE, fastpath.PING):
+            await _respond(send, 404, b'{"error":"not found"}')
+        elif method != ("POST" if path == fastpath.ROUTE else "GET"):
+            await _respond(send, 405, b'{"error":"method not allowed"}')
+        elif path == fastpath.PING:
+            await _respond(send, 200, orjson.dumps(
+                {"ok": True, "mcp_loaded": "mcp.server.lowlevel" in sys.modules}))
+        else:
+            await self._call(receive, send)
 
-    async def ping(request: Request) -> Response:
-        refused = await checks.validate_request(request)
-        return refused if refused is not None else reply({"ok": True})
-
-    return [Route(fastpath.ROUTE, endpoint, methods=["POST"]),
-            Route(fastpath.PING, ping, methods=["GET"])]
+    async def _call(self, receive: Any, send: Any) -> None:
+        body = await _read_body(receive, FAST_MAX_BODY)
+        if body is None:
+            await _respond(send, 413, orjson.dumps(
+                {"ok": False, "exit_code": 2, "message": "request too large"}))
+            return
+        try:
+            method, args, kwargs = _fast_request(body)
+        except ValueError:
+            await _respond(send, 400, orjson.dumps(
+                {"ok": False, "exit_code": 2, "message": "bad fast-path request"}))
+            return
+        await _respond(send, 200, orjson.dumps(await fast_answer(self.app, method, args,
+                                                                 kwargs)))
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -352,15 +483,19 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
     app: App = build_app(layout, bound, vocabulary, settings)
     unix = _listen_unix(layout)
     app.timeout = timeout
-    checks = security(host, port, allow_hosts)
-    web = app.server.streamable_http_app(
-        streamable_http_path="/mcp", json_response=True, transport_security=checks,
-        max_request_body_size=MAX_BODY,
-        host=host, custom_starlette_routes=fast_route(app, _middleware(checks)))
-    activity = Activity(BearerAuth(web, token, unix.name if unix else None))
+
+    def build_mcp() -> Any:
+        return app.server.streamable_http_app(
+            streamable_http_path="/mcp", json_response=True,
+            transport_security=security(host, port, allow_hosts),
+            max_request_body_size=MAX_BODY, host=host)
+
+    mcp = LazyMCP(build_mcp)
+    routes = Routes(app, allowed_names(host, port, allow_hosts), mcp)
+    activity = Activity(BearerAuth(routes, token, unix.name if unix else None))
     config = uvicorn.Config(activity,
                             log_level="warning", access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=int(GRACE),
+                            lifespan="off", timeout_graceful_shutdown=int(GRACE),
                             server_header=False)
     server = uvicorn.Server(config)
     shown = f"[{host}]" if ":" in host else host
@@ -378,6 +513,7 @@ def run_http(layout: Layout, bound: str | None, bind: str, token_file: str | Non
         from agenvoy_cli.server.worker import index_forever
 
         async with anyio.create_task_group() as tg:
+            mcp.attach(tg)
             tg.start_soon(index_forever, app.thread, app.indexer, app.wake, app.idle)
             if idle:
                 tg.start_soon(_stop_when_idle, activity, server, idle)
@@ -430,12 +566,6 @@ async def _stop_when_idle(activity: Activity, server: Any, idle: float) -> None:
         if activity.busy == 0 and activity.clock() - activity.last >= idle:
             sys.stderr.write(f"agenvoy: no request for {idle:g} s: stopping\n")
             server.should_exit = True
-
-
-def _middleware(settings: Any) -> Any:
-    from mcp.server.transport_security import TransportSecurityMiddleware
-
-    return TransportSecurityMiddleware(settings)
 
 
 def _remove_socket(unix: UnixListener) -> None:
