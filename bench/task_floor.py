@@ -53,7 +53,8 @@ def questions(which: str) -> list[tuple[str | None, str, str]]:
     doc = json.loads((DATA / "questions.json").read_text("utf-8"))
     general = json.loads(GENERAL.read_text("utf-8"))["unrelated"]
     every = [(t, q, "related") for t, q in doc["related"]] + \
-        [(None, q, "near") for q in doc["unrelated"]] + [(None, q, "general") for q in general]
+        [(None, q, "near") for q in doc["unrelated"] + doc.get("unrelated_added", [])] + \
+         [(None, q, "general") for q in general]
     return [r for r in every if which == "all" or split(r[1]) == which]
 
 
