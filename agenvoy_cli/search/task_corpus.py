@@ -17,6 +17,9 @@ action_history is Agenvoy's, never written here, so the index is our own:
   vector's metadata) for at most its budget, and drops the vectors of tasks gone; the rest
   are found by keyword meanwhile (`unindexed`). A failing model or index leaves keyword
   results (`degrades`).
+Keyword mode's floor is stricter than the notes' (`keyword_floor` below): a task's
+objective is always a short first line, so the notes' title rule kept any task whose
+objective shared one word with a question about another subject.
 A task's time is when it ended (the time window). Hybrid's weights follow the query
 (fusion.weights) as the notes' do; no neighbour smoothing (ids of unrelated tasks).
 """
@@ -229,6 +232,38 @@ class TasksCorpus(HomeModel):
         return choose(self.store.settings, of(self.store).models)
 
 
+# --------------------------------------------------------------------------- keyword floor
+
+# Task keyword mode's floor (#50): an any-term ranking whose best task holds less than
+# this share of the query's content tokens (as the index matches them: pipeline._held) is
+# nothing. The notes' rule (pipeline.keyword_floor: LOW_COVERAGE 0.34, or one token in the
+# title line) runs first; its title rule keeps every task (an objective is a short first
+# line) whose objective shares one everyday word with a near miss ("renew" a passport
+# appointment -> the TLS renewal). Chosen on the tune split of bench/task_floor_data
+# (README, "Keyword floor"): 0.45-0.5 gave the same; half the query's words, said plainly.
+TASK_COVERAGE = 0.5
+
+
+def keyword_floor(corpus: TasksCorpus, query: Query, found: Found) -> None:
+    """Keyword mode's any-term ranking emptied (with the `not_related` note) when its best
+    task holds less than TASK_COVERAGE of the query; not for CJK queries (as the notes'),
+    nor when the caller asked for any term (`--match any`: a list of subjects, one per
+    task, is then what it says), which the notes' floor still weighs."""
+    from agenvoy_cli.search.fusion import CJK_QUERY
+    from agenvoy_cli.search.pipeline import _held
+
+    tokens = query.tokens
+    if found.match != "any" or not found.ranked or found.floored or not tokens \
+            or query.cjk_share >= CJK_QUERY:
+        return
+    best = corpus.indexed_text(found.ranked[0][0])
+    if best is None or len(_held(best, tokens)) / len(tokens) >= TASK_COVERAGE:
+        return
+    found.ranked = []
+    found.floored = True
+    found.note("not_related", f"no {corpus.unit} is related closely enough to: {query.text}")
+
+
 # --------------------------------------------------------------------------- the search
 
 MODES = ("hybrid", "keyword", "semantic")
@@ -264,6 +299,8 @@ def search_tasks(store: Store, session_id: str | None, query: str, mode: str, *,
         return {**doc, "tasks": []}
     found = pipeline.search(corpus, parsed, mode, limit=limit, match=match, budget=budget,
                             relevance=relevance, window=window)
+    if mode == "keyword" and match is None:
+        keyword_floor(corpus, parsed, found)
     keys = [int(k) for k, _ in found.ranked]  # type: ignore[call-overload]
     held = corpus.matched(parsed, keys)
     extra: dict[int, str] = {}
