@@ -202,3 +202,35 @@ def test_keyword_mode_gives_nothing_for_a_near_miss(run, tasks_home):
     assert hashes(search(run, SID, "certbot", "--mode", "keyword")) == ["a4"]
     assert hashes(search(run, SID, "Did you renew my passport appointment?", "--mode",
                          "keyword", "--match", "any")) == ["a4"]
+
+
+def test_a_warm_holder_does_not_read_every_task_vector_again(tasks_home, home, monkeypatch):
+    """The catch-up's check (every task vector's metadata, every task's text hashed) is kept
+    with the holder's Store while the generation token and the database are unchanged: a
+    warm semantic search reads no metadata again; Agenvoy finishing a task is seen."""
+    from agenvoy_cli.api import Memory
+    from agenvoy_cli.vectors.collection import VectorIndex as Index
+
+    memory = Memory(home)
+    first = memory.tasks(SID, "redis password", mode="semantic", limit=5)
+    assert first["tasks"][0]["task_hash"] == "a1" and first["unindexed_count"] == 0
+    reads: list[Any] = []
+    get = Index.get
+
+    def counted(self, *args, **kwargs):
+        reads.append(self.name)
+        return get(self, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "get", counted)
+    memory.tasks(SID, "redis password", mode="semantic", limit=5)  # checks, finds it done
+    reads.clear()
+    for _ in range(2):
+        again = memory.tasks(SID, "redis password", mode="semantic", limit=5)
+        assert again["tasks"] == first["tasks"] and again["unindexed_count"] == 0
+    assert reads == []
+    tasks_home.finish_task(SID, "c1", "Rotate the Redis password on the queue server",
+                           reply="Rotated the Redis password of queue-02.",
+                           end_at=int(time.time()))
+    doc = memory.tasks(SID, "redis password of the queue server", mode="semantic", limit=5)
+    assert doc["tasks"][0]["task_hash"] == "c1" and doc["unindexed_count"] == 0
+    assert reads  # the database changed: checked again

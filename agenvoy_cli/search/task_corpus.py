@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     from agenvoy_cli.search.relevance import Relevance
 
 TASKS = "agenvoy_tasks"  # the Chroma collection of the tasks' vectors
+# A holder (the MCP server, a Memory) keeps the state in which a catch-up found every task
+# with its vector, and skips the check (every vector's metadata read, every text hashed:
+# bench/task_floor.py --scale) while it holds; the bench turns it off for its A/B.
+KEEP_CHECKED = True
 EMBED_CHARS = 2_000  # the embedders see this much of a text at most
 BATCH = 16  # tasks embedded per lock round-trip
 
@@ -58,6 +62,14 @@ def text(task: Task) -> str:
 
 def digest(task: Task) -> str:
     return hashlib.sha1(text(task)[:EMBED_CHARS].encode()).hexdigest()[:16]
+
+
+def checked(store: Store) -> dict[str, tuple[Any, ...]]:
+    """The Store's states a catch-up was found complete in (vectors/context.py caught_up,
+    the sessions' catch-up's: tasks under their own key)."""
+    from agenvoy_cli.vectors.context import of
+
+    return of(store).caught_up
 
 
 def terms(query: Query) -> list[str]:
@@ -75,11 +87,14 @@ class TasksCorpus(HomeModel):
 
     def __init__(self, store: Store, session_id: str | None,
                  warn: Callable[[str], None]) -> None:
+        from agenvoy_cli.home.sqlite import change_stamp
+
         self.store = store
         self.session_id = session_id
         self.warn = warn
         with store.read_lock():
-            self.tasks = task_store.every(store.db_readonly(), session_id)
+            self._stamp = change_stamp(store.layout.db)  # before the rows: a later write
+            self.tasks = task_store.every(store.db_readonly(), session_id)  # changes it
         self.pending: set[Hashable] = set()
         self._fts: sqlite3.Connection | None = None
 
@@ -139,6 +154,10 @@ class TasksCorpus(HomeModel):
         from agenvoy_cli.vectors.budget import embed_within
 
         with self.store.write_lock():  # Chroma needs the lock
+            state = self._state()
+            if KEEP_CHECKED and checked(self.store).get(self._key()) == state:
+                self.pending = set()  # nothing changed since a check found every vector
+                return 0
             have: dict[str, dict[str, Any]] = {}
             if vectors.index_exists(self.store, TASKS) and self._model_changed():
                 vectors.drop_index(self.store, TASKS)  # derived from Agenvoy's rows: remade
@@ -149,9 +168,13 @@ class TasksCorpus(HomeModel):
                 gone = sorted(v for v in have if int(v) not in alive)
                 if gone:
                     index.delete(gone)
+            else:
+                gone = []
         todo = [i for i, t in sorted(self.tasks.items())
                 if have.get(str(i), {}).get("hash") != digest(t)]
         self.pending = set(todo)
+        if not todo and not gone:  # nothing written: the state read is the one checked
+            checked(self.store)[self._key()] = state
         if not todo or budget == 0:
             return len(todo)
 
@@ -168,6 +191,18 @@ class TasksCorpus(HomeModel):
         embed_within(self.store, todo, BATCH, budget, step, self.warn,
                      "could not embed the tasks without a vector; they are found by keyword")
         return len(self.pending)
+
+    def _key(self) -> str:
+        return f"{TASKS}\0{self.session_id or ''}"  # beside the sessions' (no NUL in an id)
+
+    def _state(self) -> tuple[Any, ...]:
+        """What a change the catch-up cares about changes (hold the lock): Chroma's
+        generation token (every vector writer writes a new one first), the database as it
+        was when the tasks were read (Agenvoy finishing or replacing a task), the model."""
+        from agenvoy_cli.vectors import api as vectors
+
+        return (vectors.read_generation(self.store), *self._stamp,
+                vectors.embedder(self.store).model_id)
 
     def _model_changed(self) -> bool:
         """Whether the collection was built with another model than the embedder's (the
