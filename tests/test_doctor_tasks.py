@@ -141,3 +141,30 @@ def test_a_home_without_1_0_tasks_says_nothing_of_them(run, home):
     code, doc = doctor(run)
     assert code == 0 and doc["tasks"] is None and doc["problems"] == []
     assert "task" not in run("doctor").stdout
+
+
+def test_the_tasks_repair_under_injected_faults(run, tasks_home, home):
+    """A full or failing disk during the tasks' repair (the catch-up's writes) is said, never
+    an internal error, and leaves what the next repair finishes."""
+    from agenvoy_cli.models.embedders import DEFAULT_SPEC
+    from tests.helpers import fault_sweep as fs
+
+    model = {"AGENVOY_EMBEDDER": DEFAULT_SPEC}  # the one the vectors were made with
+    embed_all(run)
+    store, index = task_index(home)
+    with store.write_lock():
+        index.delete([row_id(home, "a2"), row_id(home, "a3")])
+    store.close()
+    failed = []
+    for failure in ("enospc", "eio"):
+        for at in (1, 2, 3):
+            res = fs.run(home, "doctor", "--repair",
+                         env={**model, "AGENVOY_FAULTS": f"at={at},fail={failure}"})
+            said = (res.stdout + res.stderr).decode()
+            assert "internal error" not in said and res.returncode in (0, 1), said
+            assert "damaged" not in said, said
+            failed += [said] if res.returncode == 1 else []
+    assert any("no space left" in s or "input/output error" in s.lower() for s in failed), failed
+    fs.ok(home, "doctor", "--repair", env=model)
+    code, doc = doctor(run)
+    assert code == 0 and doc["tasks"]["vector_count"] == 5 and doc["problems"] == []
