@@ -443,21 +443,24 @@ class Memory:
         fixed from what is on disk. "remaining": the problems left (0: healthy);
         "kept_aside": damaged files a repair kept (path, bytes, remove_with);
         "vector_paths": per vector collection checked, how it is searched ("exact" or
-        "hnsw", vectors/exact.py)."""
+        "hnsw", vectors/exact.py); "tasks": the 1.0 finished tasks' vectors (null without
+        them: doctor/tasks.py)."""
         from agenvoy_cli.doctor.checks import kept_aside, run_doctor
 
         if session_id is not None:
             self.store.require(session_id)
         ids = [session_id] if session_id else self.store.session_ids()
         paths: list[dict[str, Any]] = []
-        problems = [p.as_dict() for p in run_doctor(self.store, ids, repair, paths)]
+        summary: dict[str, Any] = {}
+        problems = [p.as_dict() for p in run_doctor(self.store, ids, repair, paths, summary)]
         with self.store.read_lock():
             layout = self._layout_doc()
         return {"session_count": len(ids), "layout": layout,
                 **list_document("problems", problems),
                 "remaining": sum(1 for p in problems if not p["repaired"]
                                  and not p.get("note")),
-                "kept_aside": kept_aside(self.store, ids), "vector_paths": paths}
+                "kept_aside": kept_aside(self.store, ids), "vector_paths": paths,
+                "tasks": summary.get("tasks")}
 
     def import_(self, format: str, paths: Sequence[str], *, session: str | None = None,
                 dry_run: bool = False, strict: bool = False, sidechains: str = "apart",

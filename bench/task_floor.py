@@ -13,7 +13,9 @@ kept when its task is returned; an unrelated one gets nothing when nothing is re
 
 --scale times keyword, semantic and hybrid searches over N generated tasks (the in-memory
 FTS5 index built per search; the vectors caught up once first, with --budget 600, then the
-catch-up's check of the collection on every search): median wall and CPU per search.
+catch-up's check of the collection on every search): median wall and CPU per search; then
+A/B, interleaved: the floor's stored vectors against embedding again, and (one holder) the
+catch-up's check kept per generation token against reading every vector's metadata again.
 Byte-compile first (`python -m compileall -q agenvoy_cli`). Say the load (`uptime`).
 """
 
@@ -53,7 +55,8 @@ def questions(which: str) -> list[tuple[str | None, str, str]]:
     doc = json.loads((DATA / "questions.json").read_text("utf-8"))
     general = json.loads(GENERAL.read_text("utf-8"))["unrelated"]
     every = [(t, q, "related") for t, q in doc["related"]] + \
-        [(None, q, "near") for q in doc["unrelated"]] + [(None, q, "general") for q in general]
+        [(None, q, "near") for q in doc["unrelated"] + doc.get("unrelated_added", [])] + \
+        [(None, q, "general") for q in general]
     return [r for r in every if which == "all" or split(r[1]) == which]
 
 
@@ -138,7 +141,8 @@ def scale(n: int, rounds: int) -> None:
         home = Path(tmp) / "home"
         build(home, tasks)
         w0, c0 = time.perf_counter(), time.process_time()
-        ask(home, "warm up", "semantic", budget="600")
+        while ask(home, "warm up", "semantic", budget="600")["unindexed_count"]:
+            pass  # every task embedded before anything is timed
         print(f"catch-up of {n} tasks: wall {time.perf_counter() - w0:.1f} s, CPU "
               f"{time.process_time() - c0:.1f} s, load {os.getloadavg()[0]:.1f}")
         for mode in MODES:
@@ -153,6 +157,7 @@ def scale(n: int, rounds: int) -> None:
                   f"| median CPU {statistics.median(cpu) * 1000:.0f} ms | load "
                   f"{os.getloadavg()[0]:.1f} |")
         _stored_ab(home, rounds)
+        _checked_ab(home, rounds)
         import sqlite3
 
         from agenvoy_cli.conversation import tasks as task_store
@@ -192,6 +197,33 @@ def _stored_ab(home: Path, rounds: int) -> None:
     print(f"floor's vectors, semantic, interleaved {rounds} rounds: stored median wall "
           f"{aw:.0f} ms / CPU {ac:.0f} ms; re-embedded {bw:.0f} / {bc:.0f} ms; ratio of "
           f"medians: wall {aw / bw:.2f}, CPU {ac / bc:.2f}; load {os.getloadavg()[0]:.1f}")
+
+
+def _checked_ab(home: Path, rounds: int) -> None:
+    """Warm semantic search in one holder (a Memory, as the MCP server holds one) with the
+    catch-up's check kept per generation token (A: search/task_corpus.py KEEP_CHECKED) against
+    reading every task vector's metadata and hashing every task on each search (B, as
+    before), interleaved."""
+    from agenvoy_cli.search import task_corpus
+
+    search = asker(home)
+    search("warm up", "semantic")
+    arms: dict[str, tuple[list[float], list[float]]] = {"kept": ([], []), "checked": ([], [])}
+    for r in range(rounds):
+        q = f"{WORDS[(r * 5) % len(WORDS)]} {WORDS[(r * 13) % len(WORDS)]} project"
+        for arm in (("kept", "checked") if r % 2 == 0 else ("checked", "kept")):
+            task_corpus.KEEP_CHECKED = arm == "kept"
+            w0, c0 = time.perf_counter(), time.process_time()
+            search(q, "semantic")
+            arms[arm][0].append(time.perf_counter() - w0)
+            arms[arm][1].append(time.process_time() - c0)
+    task_corpus.KEEP_CHECKED = True
+    (aw, ac), (bw, bc) = ([statistics.median(x) * 1000 for x in arms[k]]
+                          for k in ("kept", "checked"))
+    print(f"catch-up check, warm holder, semantic, interleaved {rounds} rounds: kept median "
+          f"wall {aw:.0f} ms / CPU {ac:.0f} ms; checked every search {bw:.0f} / {bc:.0f} ms; "
+          f"ratio of medians: wall {aw / bw:.2f}, CPU {ac / bc:.2f}; load "
+          f"{os.getloadavg()[0]:.1f}")
 
 
 def main() -> int:

@@ -86,8 +86,9 @@ def test_the_tools_output_is_not_ranked_but_still_filtered(run, tasks_home):
 
 
 def test_time_window_session_and_full(run, tasks_home):
+    # four subjects, one per task: any of them, as asked (the keyword floor needs half)
     doc = search(run, SID, "checklist certificates sourdough password", "--mode", "keyword",
-                 "--range", "7d")
+                 "--range", "7d", "--match", "any")
     assert set(hashes(doc)) == {"a1", "a3"}
     doc = search(run, SID, "checklist certificates sourdough password", "--mode", "hybrid",
                  "--until", "5 days ago")
@@ -179,3 +180,57 @@ def test_the_floor_takes_the_stored_task_vectors(run, tasks_home, monkeypatch):
     unrelated = search(run, SID, "What is the capital of France?", "--mode", "semantic")
     assert unrelated["tasks"] == []
     assert texts == [], texts
+
+
+def test_keyword_mode_gives_nothing_for_a_near_miss(run, tasks_home):
+    """A task's objective is its first line: the notes' title rule kept any task whose
+    objective shared one word with a question about another subject ("renew" a passport
+    appointment -> the TLS renewal). Keyword mode now needs half of the question's content
+    words in the best task (TASK_COVERAGE); a paraphrase of the task keeps it."""
+    for question in ("Did you renew my passport appointment?",
+                     "Can you find a pizza dough recipe for the party?",
+                     "What is the release date of the new phone?"):
+        doc = search(run, SID, question, "--mode", "keyword")
+        assert doc["tasks"] == [], (question, hashes(doc))
+        assert doc["match"] == "any"
+        assert "not_related" in [n["code"] for n in doc["notes"]]
+    for question, want in (("When do the renewed TLS certificates expire?", "a4"),
+                           ("Which sourdough bread recipe did you find?", "a3"),
+                           ("did we rotate the redis password", "a1")):
+        assert hashes(search(run, SID, question, "--mode", "keyword"))[:1] == [want], question
+    # a short query whose every term is in a task is not floored, nor --match any (asked)
+    assert hashes(search(run, SID, "certbot", "--mode", "keyword")) == ["a4"]
+    assert hashes(search(run, SID, "Did you renew my passport appointment?", "--mode",
+                         "keyword", "--match", "any")) == ["a4"]
+
+
+def test_a_warm_holder_does_not_read_every_task_vector_again(tasks_home, home, monkeypatch):
+    """The catch-up's check (every task vector's metadata, every task's text hashed) is kept
+    with the holder's Store while the generation token and the database are unchanged: a
+    warm semantic search reads no metadata again; Agenvoy finishing a task is seen."""
+    from agenvoy_cli.api import Memory
+    from agenvoy_cli.vectors.collection import VectorIndex as Index
+
+    memory = Memory(home)
+    first = memory.tasks(SID, "redis password", mode="semantic", limit=5)
+    assert first["tasks"][0]["task_hash"] == "a1" and first["unindexed_count"] == 0
+    reads: list[Any] = []
+    get = Index.get
+
+    def counted(self, *args, **kwargs):
+        reads.append(self.name)
+        return get(self, *args, **kwargs)
+
+    monkeypatch.setattr(Index, "get", counted)
+    memory.tasks(SID, "redis password", mode="semantic", limit=5)  # checks, finds it done
+    reads.clear()
+    for _ in range(2):
+        again = memory.tasks(SID, "redis password", mode="semantic", limit=5)
+        assert again["tasks"] == first["tasks"] and again["unindexed_count"] == 0
+    assert reads == []
+    tasks_home.finish_task(SID, "c1", "Rotate the Redis password on the queue server",
+                           reply="Rotated the Redis password of queue-02.",
+                           end_at=int(time.time()))
+    doc = memory.tasks(SID, "redis password of the queue server", mode="semantic", limit=5)
+    assert doc["tasks"][0]["task_hash"] == "c1" and doc["unindexed_count"] == 0
+    assert reads  # the database changed: checked again

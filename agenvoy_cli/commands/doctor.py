@@ -30,7 +30,10 @@ def _render(doc: dict) -> str:
     if paths:  # how semantic search reaches the vectors (vectors/exact.py)
         kept.append(f"vector search: exact for {paths.count('exact')} collection(s), "
                     f"hnsw for {paths.count('hnsw')}")
-    return "\n".join(lines + kept)
+    from agenvoy_cli.doctor.tasks import summary_line
+
+    tasks = summary_line(doc.get("tasks"))
+    return "\n".join(lines + kept + ([tasks] if tasks else []))
 
 
 @click.command("doctor")

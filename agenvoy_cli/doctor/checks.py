@@ -278,9 +278,11 @@ def _size(path: Any) -> int:
 
 
 def run_doctor(store: Store, session_ids: list[str], repair: bool,
-               paths: list[dict[str, Any]] | None = None) -> list[Problem]:
+               paths: list[dict[str, Any]] | None = None,
+               summary: dict[str, Any] | None = None) -> list[Problem]:
     """The problems found (repaired when `repair`); `paths` receives how each vector
-    collection checked is searched (Report.vector_paths)."""
+    collection checked is searched (Report.vector_paths); `summary` the finished tasks'
+    vectors under "tasks" (doctor/tasks.py; None without 1.0 tasks)."""
     doctor = Doctor(store, repair)
     doctor.vector_paths = paths if paths is not None else []
     if not session_ids and not store.layout.db.exists():
@@ -290,6 +292,7 @@ def run_doctor(store: Store, session_ids: list[str], repair: bool,
         doctor.check_session_folders()
         if doctor.check_database():
             from agenvoy_cli.doctor import vectors
+            from agenvoy_cli.vectors.location import has_vectors
 
             doctor.vectors_usable = vectors.check_home(doctor, session_ids)
             for sid in session_ids:
@@ -301,6 +304,10 @@ def run_doctor(store: Store, session_ids: list[str], repair: bool,
                     doctor.check_forget(sid)
             doctor.check_error_memory()
             doctor.check_notes()
+            if not has_vectors(store) or doctor.vectors_usable:
+                from agenvoy_cli.doctor.tasks import check
+
+                (summary if summary is not None else {})["tasks"] = check(doctor)
             if doctor.vectors_usable:
                 doctor.check_embedder()
     return doctor.problems

@@ -178,7 +178,10 @@ def _check_other(doctor: Report, name: str) -> None:
         base = dict(index.collection.metadata or {})
         kept = vectors.rebuild_index(
             index, set(meta) - missing, lambda: vectors.make_index(doctor.store, name, base))
+        from agenvoy_cli.search.task_corpus import TASKS
+
         owner = "the error memory's repair embeds them again" if name == vectors.ERRORS else \
+            "the tasks' check below embeds them again" if name == TASKS else \
             "run `agenvoy rag sync NAME --rebuild` to embed them again"
         if not missing:
             fresh = vectors.open_index(doctor.store, name, create=False)

@@ -17,6 +17,9 @@ action_history is Agenvoy's, never written here, so the index is our own:
   vector's metadata) for at most its budget, and drops the vectors of tasks gone; the rest
   are found by keyword meanwhile (`unindexed`). A failing model or index leaves keyword
   results (`degrades`).
+Keyword mode's floor is stricter than the notes' (`keyword_floor` below): a task's
+objective is always a short first line, so the notes' title rule kept any task whose
+objective shared one word with a question about another subject.
 A task's time is when it ended (the time window). Hybrid's weights follow the query
 (fusion.weights) as the notes' do; no neighbour smoothing (ids of unrelated tasks).
 """
@@ -44,6 +47,10 @@ if TYPE_CHECKING:
     from agenvoy_cli.search.relevance import Relevance
 
 TASKS = "agenvoy_tasks"  # the Chroma collection of the tasks' vectors
+# A holder (the MCP server, a Memory) keeps the state in which a catch-up found every task
+# with its vector, and skips the check (every vector's metadata read, every text hashed:
+# bench/task_floor.py --scale) while it holds; the bench turns it off for its A/B.
+KEEP_CHECKED = True
 EMBED_CHARS = 2_000  # the embedders see this much of a text at most
 BATCH = 16  # tasks embedded per lock round-trip
 
@@ -55,6 +62,14 @@ def text(task: Task) -> str:
 
 def digest(task: Task) -> str:
     return hashlib.sha1(text(task)[:EMBED_CHARS].encode()).hexdigest()[:16]
+
+
+def checked(store: Store) -> dict[str, tuple[Any, ...]]:
+    """The Store's states a catch-up was found complete in (vectors/context.py caught_up,
+    the sessions' catch-up's: tasks under their own key)."""
+    from agenvoy_cli.vectors.context import of
+
+    return of(store).caught_up
 
 
 def terms(query: Query) -> list[str]:
@@ -72,11 +87,14 @@ class TasksCorpus(HomeModel):
 
     def __init__(self, store: Store, session_id: str | None,
                  warn: Callable[[str], None]) -> None:
+        from agenvoy_cli.home.sqlite import change_stamp
+
         self.store = store
         self.session_id = session_id
         self.warn = warn
         with store.read_lock():
-            self.tasks = task_store.every(store.db_readonly(), session_id)
+            self._stamp = change_stamp(store.layout.db)  # before the rows: a later write
+            self.tasks = task_store.every(store.db_readonly(), session_id)  # changes it
         self.pending: set[Hashable] = set()
         self._fts: sqlite3.Connection | None = None
 
@@ -136,6 +154,10 @@ class TasksCorpus(HomeModel):
         from agenvoy_cli.vectors.budget import embed_within
 
         with self.store.write_lock():  # Chroma needs the lock
+            state = self._state()
+            if KEEP_CHECKED and checked(self.store).get(self._key()) == state:
+                self.pending = set()  # nothing changed since a check found every vector
+                return 0
             have: dict[str, dict[str, Any]] = {}
             if vectors.index_exists(self.store, TASKS) and self._model_changed():
                 vectors.drop_index(self.store, TASKS)  # derived from Agenvoy's rows: remade
@@ -146,9 +168,13 @@ class TasksCorpus(HomeModel):
                 gone = sorted(v for v in have if int(v) not in alive)
                 if gone:
                     index.delete(gone)
+            else:
+                gone = []
         todo = [i for i, t in sorted(self.tasks.items())
                 if have.get(str(i), {}).get("hash") != digest(t)]
         self.pending = set(todo)
+        if not todo and not gone:  # nothing written: the state read is the one checked
+            checked(self.store)[self._key()] = state
         if not todo or budget == 0:
             return len(todo)
 
@@ -165,6 +191,18 @@ class TasksCorpus(HomeModel):
         embed_within(self.store, todo, BATCH, budget, step, self.warn,
                      "could not embed the tasks without a vector; they are found by keyword")
         return len(self.pending)
+
+    def _key(self) -> str:
+        return f"{TASKS}\0{self.session_id or ''}"  # beside the sessions' (no NUL in an id)
+
+    def _state(self) -> tuple[Any, ...]:
+        """What a change the catch-up cares about changes (hold the lock): Chroma's
+        generation token (every vector writer writes a new one first), the database as it
+        was when the tasks were read (Agenvoy finishing or replacing a task), the model."""
+        from agenvoy_cli.vectors import api as vectors
+
+        return (vectors.read_generation(self.store), *self._stamp,
+                vectors.embedder(self.store).model_id)
 
     def _model_changed(self) -> bool:
         """Whether the collection was built with another model than the embedder's (the
@@ -229,6 +267,38 @@ class TasksCorpus(HomeModel):
         return choose(self.store.settings, of(self.store).models)
 
 
+# --------------------------------------------------------------------------- keyword floor
+
+# Task keyword mode's floor (#50): an any-term ranking whose best task holds less than
+# this share of the query's content tokens (as the index matches them: pipeline._held) is
+# nothing. The notes' rule (pipeline.keyword_floor: LOW_COVERAGE 0.34, or one token in the
+# title line) runs first; its title rule keeps every task (an objective is a short first
+# line) whose objective shares one everyday word with a near miss ("renew" a passport
+# appointment -> the TLS renewal). Chosen on the tune split of bench/task_floor_data
+# (README, "Keyword floor"): 0.45-0.5 gave the same; half the query's words, said plainly.
+TASK_COVERAGE = 0.5
+
+
+def keyword_floor(corpus: TasksCorpus, query: Query, found: Found) -> None:
+    """Keyword mode's any-term ranking emptied (with the `not_related` note) when its best
+    task holds less than TASK_COVERAGE of the query; not for CJK queries (as the notes'),
+    nor when the caller asked for any term (`--match any`: a list of subjects, one per
+    task, is then what it says), which the notes' floor still weighs."""
+    from agenvoy_cli.search.fusion import CJK_QUERY
+    from agenvoy_cli.search.pipeline import _held
+
+    tokens = query.tokens
+    if found.match != "any" or not found.ranked or found.floored or not tokens \
+            or query.cjk_share >= CJK_QUERY:
+        return
+    best = corpus.indexed_text(found.ranked[0][0])
+    if best is None or len(_held(best, tokens)) / len(tokens) >= TASK_COVERAGE:
+        return
+    found.ranked = []
+    found.floored = True
+    found.note("not_related", f"no {corpus.unit} is related closely enough to: {query.text}")
+
+
 # --------------------------------------------------------------------------- the search
 
 MODES = ("hybrid", "keyword", "semantic")
@@ -264,6 +334,8 @@ def search_tasks(store: Store, session_id: str | None, query: str, mode: str, *,
         return {**doc, "tasks": []}
     found = pipeline.search(corpus, parsed, mode, limit=limit, match=match, budget=budget,
                             relevance=relevance, window=window)
+    if mode == "keyword" and match is None:
+        keyword_floor(corpus, parsed, found)
     keys = [int(k) for k, _ in found.ranked]  # type: ignore[call-overload]
     held = corpus.matched(parsed, keys)
     extra: dict[int, str] = {}
