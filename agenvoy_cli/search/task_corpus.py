@@ -270,7 +270,7 @@ class TasksCorpus(HomeModel):
 # --------------------------------------------------------------------------- keyword floor
 
 # Task keyword mode's floor (#50): an any-term ranking whose best task holds less than
-# this share of the query's content tokens (as the index matches them: pipeline._held) is
+# this share of the query's content tokens (as the index matches them: corpus.held) is
 # nothing. The notes' rule (pipeline.keyword_floor: LOW_COVERAGE 0.34, or one token in the
 # title line) runs first; its title rule keeps every task (an objective is a short first
 # line) whose objective shares one everyday word with a near miss ("renew" a passport
@@ -284,15 +284,15 @@ def keyword_floor(corpus: TasksCorpus, query: Query, found: Found) -> None:
     task holds less than TASK_COVERAGE of the query; not for CJK queries (as the notes'),
     nor when the caller asked for any term (`--match any`: a list of subjects, one per
     task, is then what it says), which the notes' floor still weighs."""
+    from agenvoy_cli.search.corpus import held
     from agenvoy_cli.search.fusion import CJK_QUERY
-    from agenvoy_cli.search.pipeline import _held
 
     tokens = query.tokens
     if found.match != "any" or not found.ranked or found.floored or not tokens \
             or query.cjk_share >= CJK_QUERY:
         return
     best = corpus.indexed_text(found.ranked[0][0])
-    if best is None or len(_held(best, tokens)) / len(tokens) >= TASK_COVERAGE:
+    if best is None or len(held(best, tokens)) / len(tokens) >= TASK_COVERAGE:
         return
     found.ranked = []
     found.floored = True
