@@ -95,7 +95,10 @@ class App:
             with anyio.fail_after(self.timeout):
                 if params.name == "search_chat_history":
                     args = params.arguments or {}
-                    await self.embed_query(args.get("keyword"), args.get("mode", "semantic"))
+                    embedding = self.start_query(args.get("keyword"),
+                                                 args.get("mode", "semantic"))
+                    if embedding is not None and not self.indexer.imported:
+                        await asyncio.shield(embedding)  # the heavy imports come first
                 text, doc = await self.thread.run(self._job, params.name, params.arguments)
         except AgenvoyError as exc:
             return _error(str(exc), exc.exit_code, _KINDS.get(exc.exit_code, "failed"))
@@ -126,19 +129,29 @@ class App:
         return answer
 
     async def embed_query(self, query: Any, mode: Any) -> None:
-        """A semantic or hybrid search's query embedded before the job reaches the store
-        thread, beside it (the query cache answers the search's own call: the store thread
-        does only index and database work). Failures are the search's to report."""
+        """A semantic or hybrid search's query embedded beside the store thread (the query
+        cache answers the search's own call: the store thread does only index and database
+        work). Failures are the search's to report."""
+        job = self.start_query(query, mode)
+        if job is not None:
+            await asyncio.shield(job)
+
+    def start_query(self, query: Any, mode: Any) -> asyncio.Future[None] | None:
+        """The query's embedding started (None: nothing to embed). Once the heavy imports
+        are done, a search's job goes to the store thread at once, without waiting for it:
+        the job's query-independent start runs meanwhile, and its own ask of the query
+        cache waits for this embedding rather than running the model again (QueryCache):
+        no hop through the event loop between the two (#51)."""
         cache = self.indexer.queries
         if cache is None or mode == "keyword" or not isinstance(query, str) \
                 or not query.strip() or "\x00" in query:
-            return
+            return None
         # a task of its own: a call that runs out of time leaves it to finish (the vector
         # lands in the cache), as the embedding thread itself would
         job = asyncio.ensure_future(self._embed_query(cache, query.strip()))
         self.embedding.add(job)
         job.add_done_callback(self.embedding.discard)
-        await asyncio.shield(job)
+        return job
 
     async def _embed_query(self, cache: Any, query: str) -> None:
         with contextlib.suppress(Exception):
