@@ -68,7 +68,9 @@ def unarchived(conn: sqlite3.Connection | None, session_id: str, scope: Scope) -
     if conn is None:
         return len(scope.recent)
     nxt = archive.session_rows(conn, session_id).next_seq
-    return sum(1 for m in scope.recent if m.seq >= nxt)
+    counted = getattr(scope.recent, "at_or_after", None)  # a warm store's: kept per place
+    return counted(nxt) if counted is not None else sum(1 for m in scope.recent
+                                                         if m.seq >= nxt)
 
 
 def note_unarchived(result: SearchResult, missing: int) -> None:

@@ -50,6 +50,15 @@ class Recent(list[Message]):
         """place -> (position in the list, message); the last of a place wins."""
         return {m.seq: (i, m) for i, m in enumerate(self)}
 
+    def at_or_after(self, seq: int) -> int:
+        """How many of the messages have a place at or after `seq` (search/scope.py
+        unarchived: the archive's next place, the same for every search until a write)."""
+        counts = self.__dict__.setdefault("_counts", {})
+        if seq not in counts:
+            counts.clear()
+            counts[seq] = sum(1 for m in self if m.seq >= seq)
+        return int(counts[seq])
+
 
 class WarmStore(Store):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
