@@ -117,8 +117,9 @@ class _Arm:
     def __init__(self, label: str, home: Path, env: dict[str, str], code: Path | None) -> None:
         from mcp_http import Server
 
-        if code is not None:
-            env = {**env, "PYTHONPATH": str(code)}
+        # each server imports its own code: PYTHONSAFEPATH, or `python -m` would put the
+        # working directory (this checkout, for both arms) first on sys.path
+        env = {**env, "PYTHONPATH": str(code or ROOT), "PYTHONSAFEPATH": "1"}
         self.label, self.srv = label, Server(home, env=env)
         self.one: list[float] = []
         self.four: list[float] = []
@@ -243,7 +244,14 @@ def _report(floor: list[float], arms: list[_Arm]) -> None:
               f"{_pct(arm.four, 0.99) * ms:.1f}; 4/1 p50 {f50 / b50:.2f} (target 2.2); server "
               f"CPU {arm.cpu[4] / len(arm.four) * ms:.1f} ms/call; load (1 min) median "
               f"{statistics.median(arm.load):.1f}")
-    if len(arms) > 1:  # the same answers: each query's hits, this code's and the other's
+    if len(arms) > 1:  # paired by query (the calls alternate): robust to the load moving
+        pairs = list(zip(arms[0].one, arms[1].one))
+        ratios = [a / b for a, b in pairs]
+        print(f"1 client, paired by query ({len(pairs)}): this code / before median "
+              f"{statistics.median(ratios):.3f}, faster in {sum(a < b for a, b in pairs)} of "
+              f"{len(pairs)}, median difference "
+              f"{statistics.median(a - b for a, b in pairs) * ms:+.1f} ms")
+        # the same answers: each query's hits, this code's and the other's
         mine, other = arms[0].answers, arms[1].answers
         same = sum(mine[q] == other.get(q) for q in mine)
         print(f"answers: {same}/{len(mine)} queries with identical hits (seq and score) "

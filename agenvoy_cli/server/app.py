@@ -95,10 +95,7 @@ class App:
             with anyio.fail_after(self.timeout):
                 if params.name == "search_chat_history":
                     args = params.arguments or {}
-                    embedding = self.start_query(args.get("keyword"),
-                                                 args.get("mode", "semantic"))
-                    if embedding is not None and not self.indexer.imported:
-                        await asyncio.shield(embedding)  # the heavy imports come first
+                    await self.embed_query(args.get("keyword"), args.get("mode", "semantic"))
                 text, doc = await self.thread.run(self._job, params.name, params.arguments)
         except AgenvoyError as exc:
             return _error(str(exc), exc.exit_code, _KINDS.get(exc.exit_code, "failed"))
@@ -137,11 +134,11 @@ class App:
             await asyncio.shield(job)
 
     def start_query(self, query: Any, mode: Any) -> asyncio.Future[None] | None:
-        """The query's embedding started (None: nothing to embed). Once the heavy imports
-        are done, a search's job goes to the store thread at once, without waiting for it:
-        the job's query-independent start runs meanwhile, and its own ask of the query
-        cache waits for this embedding rather than running the model again (QueryCache):
-        no hop through the event loop between the two (#51)."""
+        """The query's embedding started (None: nothing to embed). The search's job goes to
+        the store thread once both models' vectors are made: started at once instead (#51),
+        the job met the second model's query still running, and embedded it again (the
+        model keeps only finished queries, models/local.py); the query cache itself waits
+        for a query another thread is embedding (QueryCache)."""
         cache = self.indexer.queries
         if cache is None or mode == "keyword" or not isinstance(query, str) \
                 or not query.strip() or "\x00" in query:
