@@ -328,9 +328,9 @@ def test_a_query_embedding_does_not_wait_for_the_store_thread(home, monkeypatch)
 
 
 def test_a_query_asked_while_it_is_being_embedded_is_embedded_once():
-    """The server starts a search's store job without waiting for its query's embedding
-    (server/app.py): the search then asks the query cache for a query another thread is
-    embedding, and waits for that vector instead of running the model again (#51)."""
+    """A caller that asks the query cache for a query another thread is embedding (the
+    server's embedding step still running) waits for that vector instead of running the
+    model again (#51)."""
     import threading
 
     from agenvoy_cli.server.attribution_vectors import QueryCache

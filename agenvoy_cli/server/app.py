@@ -126,29 +126,22 @@ class App:
         return answer
 
     async def embed_query(self, query: Any, mode: Any) -> None:
-        """A semantic or hybrid search's query embedded beside the store thread (the query
-        cache answers the search's own call: the store thread does only index and database
-        work). Failures are the search's to report."""
-        job = self.start_query(query, mode)
-        if job is not None:
-            await asyncio.shield(job)
-
-    def start_query(self, query: Any, mode: Any) -> asyncio.Future[None] | None:
-        """The query's embedding started (None: nothing to embed). The search's job goes to
-        the store thread once both models' vectors are made: started at once instead (#51),
-        the job met the second model's query still running, and embedded it again (the
-        model keeps only finished queries, models/local.py); the query cache itself waits
-        for a query another thread is embedding (QueryCache)."""
+        """A semantic or hybrid search's query embedded before the job reaches the store
+        thread, beside it (the query cache answers the search's own call: the store thread
+        does only index and database work). Failures are the search's to report. (Sending
+        the job at once, its ask of the query cache waiting for this embedding, showed no
+        gain, and a job that reaches the second model before its query is made embeds it
+        again: docs/benchmarks.md, fourth stop.)"""
         cache = self.indexer.queries
         if cache is None or mode == "keyword" or not isinstance(query, str) \
                 or not query.strip() or "\x00" in query:
-            return None
+            return
         # a task of its own: a call that runs out of time leaves it to finish (the vector
         # lands in the cache), as the embedding thread itself would
         job = asyncio.ensure_future(self._embed_query(cache, query.strip()))
         self.embedding.add(job)
         job.add_done_callback(self.embedding.discard)
-        return job
+        await asyncio.shield(job)
 
     async def _embed_query(self, cache: Any, query: str) -> None:
         with contextlib.suppress(Exception):

@@ -52,9 +52,10 @@ class QueryCache:
         return int(self.inner.dim)
 
     def embed_query(self, text: str) -> list[float]:
-        """The query's vector: kept, or being embedded by another thread (the server's
-        embedding step, which the search job no longer waits for: server/app.py): then
-        waited for; a failed one is embedded here (the search reports what fails)."""
+        """The query's vector: kept, or being embedded by another thread (a search whose
+        call ran out of time while the server's embedding step still runs, asked again):
+        then waited for, not embedded twice; a failed one is embedded here (the search
+        reports what fails)."""
         while True:
             with self._lock:
                 vec = self._lru.get(text)
