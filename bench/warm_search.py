@@ -117,12 +117,14 @@ class _Arm:
     def __init__(self, label: str, home: Path, env: dict[str, str], code: Path | None) -> None:
         from mcp_http import Server
 
-        if code is not None:
-            env = {**env, "PYTHONPATH": str(code)}
+        # each server imports its own code: PYTHONSAFEPATH, or `python -m` would put the
+        # working directory (this checkout, for both arms) first on sys.path
+        env = {**env, "PYTHONPATH": str(code or ROOT), "PYTHONSAFEPATH": "1"}
         self.label, self.srv = label, Server(home, env=env)
         self.one: list[float] = []
         self.four: list[float] = []
         self.cpu = {1: 0.0, 4: 0.0}
+        self.answers: dict[str, Any] = {}  # query -> its hits (seq, score), ranked
         self.load: list[float] = []
 
 
@@ -177,6 +179,7 @@ def measure(home: Path, rounds: int, embedder: str | None, label: str,
                     arm.load.append(os.getloadavg()[0])
                     if res.is_error:
                         raise SystemExit(str(res.content))
+                    arm.answers[q] = _hits(res)
 
     async def four_clients(arm: _Arm, qs: list[str]) -> None:
         async def calls(part: list[str]) -> None:
@@ -187,6 +190,7 @@ def measure(home: Path, rounds: int, embedder: str | None, label: str,
                     arm.four.append(time.perf_counter() - t)
                     if res.is_error:
                         raise SystemExit(str(res.content))
+                    arm.answers[q] = _hits(res)
 
         cpu = proc_cpu(arm.srv.proc.pid)
         async with anyio.create_task_group() as tg:
@@ -217,6 +221,12 @@ def measure(home: Path, rounds: int, embedder: str | None, label: str,
             arm.srv.stop()
 
 
+def _hits(res: Any) -> list[tuple[Any, Any]]:
+    """A search's hits as the agent gets them: (seq, score) of each hit row, in order."""
+    doc = res.structured_content or {}
+    return [(r.get("seq"), r.get("score")) for r in doc.get("results", []) if r.get("hit")]
+
+
 def _report(floor: list[float], arms: list[_Arm]) -> None:
     a50 = _pct(floor, 0.5)
     ms = 1e3
@@ -234,6 +244,18 @@ def _report(floor: list[float], arms: list[_Arm]) -> None:
               f"{_pct(arm.four, 0.99) * ms:.1f}; 4/1 p50 {f50 / b50:.2f} (target 2.2); server "
               f"CPU {arm.cpu[4] / len(arm.four) * ms:.1f} ms/call; load (1 min) median "
               f"{statistics.median(arm.load):.1f}")
+    if len(arms) > 1:  # paired by query (the calls alternate): robust to the load moving
+        pairs = list(zip(arms[0].one, arms[1].one))
+        ratios = [a / b for a, b in pairs]
+        print(f"1 client, paired by query ({len(pairs)}): this code / before median "
+              f"{statistics.median(ratios):.3f}, faster in {sum(a < b for a, b in pairs)} of "
+              f"{len(pairs)}, median difference "
+              f"{statistics.median(a - b for a, b in pairs) * ms:+.1f} ms")
+        # the same answers: each query's hits, this code's and the other's
+        mine, other = arms[0].answers, arms[1].answers
+        same = sum(mine[q] == other.get(q) for q in mine)
+        print(f"answers: {same}/{len(mine)} queries with identical hits (seq and score) "
+              f"in both arms; {sum(bool(h) for h in mine.values())} with any hit")
 
 
 def main() -> None:

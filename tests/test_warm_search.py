@@ -325,3 +325,82 @@ def test_a_query_embedding_does_not_wait_for_the_store_thread(home, monkeypatch)
         assert "where did we deploy the cluster" in app.indexer.queries._lru
     finally:
         app.stop()
+
+
+def test_a_query_asked_while_it_is_being_embedded_is_embedded_once():
+    """A caller that asks the query cache for a query another thread is embedding (the
+    server's embedding step still running) waits for that vector instead of running the
+    model again (#51)."""
+    import threading
+
+    from agenvoy_cli.server.attribution_vectors import QueryCache
+
+    started, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    class Slow:
+        model_id = "slow"
+        dim = 2
+
+        def embed_query(self, text: str) -> list[float]:
+            calls.append(text)
+            started.set()
+            release.wait(30)
+            return [0.6, 0.8]
+
+    cache = QueryCache(Slow())
+    got: list[list[float]] = []
+    first = threading.Thread(target=lambda: got.append(cache.embed_query("where")))
+    first.start()
+    assert started.wait(30)
+    second = threading.Thread(target=lambda: got.append(cache.embed_query("where")))
+    second.start()
+    second.join(0.2)  # waiting for the first (bounded: it must not finish on its own)
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert got == [[0.6, 0.8], [0.6, 0.8]]
+    assert calls == ["where"]
+
+
+def test_a_query_whose_embedding_failed_is_embedded_by_the_next_caller():
+    """The caller that waited for a failed embedding embeds the query itself (the search
+    reports what fails)."""
+    import threading
+
+    from agenvoy_cli.server.attribution_vectors import QueryCache
+
+    started, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    class Flaky:
+        model_id = "flaky"
+        dim = 2
+
+        def embed_query(self, text: str) -> list[float]:
+            calls.append(text)
+            if len(calls) == 1:
+                started.set()
+                release.wait(30)
+                raise RuntimeError("the model failed")
+            return [1.0, 0.0]
+
+    cache = QueryCache(Flaky())
+    errors: list[str] = []
+    got: list[list[float]] = []
+
+    def first_call() -> None:
+        try:
+            cache.embed_query("q")
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    first = threading.Thread(target=first_call)
+    first.start()
+    assert started.wait(30)
+    second = threading.Thread(target=lambda: got.append(cache.embed_query("q")))
+    second.start()
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert errors == ["the model failed"] and got == [[1.0, 0.0]] and calls == ["q", "q"]

@@ -49,6 +49,12 @@ class Locks:
     def __init__(self) -> None:
         self._held: dict[str, list[int]] = {}  # path -> [fd, mode, depth]
 
+    def holding(self, key: str) -> object | None:
+        """This holder's current hold of the lock file `key` (str of its path): the same
+        object for the whole of one outermost hold, a new one for the next (None: not
+        held). What is read under one hold can be kept for that hold (vectors/guard.py)."""
+        return self._held.get(key)
+
     def is_held(self, path: Path, *, exclusive: bool = False) -> bool:
         """Whether this holder holds the lock (exclusively, if asked)."""
         held = self._held.get(str(path))

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from agenvoy_cli.conversation.store import Store
 
 POOL = 50  # candidates per ranking before fusion
+ARCHIVED_KEPT = 50_000  # archived messages' (text, role) a holder keeps (a search reads ~150)
 
 
 @dataclass
@@ -99,8 +100,9 @@ def gather(store: Store, session_id: str, query: Query, mode: str, scope: Scope,
     if needs.kept:  # the Relevance reads their texts too (no sample: the tops' alone)
         relevance_at = set(ground.sample) | tops
     second_at = set(pool) | set(ground.sample) if wanted.second and ground.sample else set()
-    for m in rows_of(conn, session_id, (relevance_at | second_at | set(pool)) - set(texts)):
-        texts[m.seq], roles[m.seq] = m.body, m.role
+    more = _archived(store, conn, session_id, (relevance_at | second_at | set(pool)) - set(texts))
+    for seq, (body, role) in more.items():
+        texts[seq], roles[seq] = body, role
     found = Candidates(keyword, vec, late, cover, unsearchable, texts, roles, {}, ground, pool)
     if pool and ground.sample:
         found.similarity = _similarity(ground, near, vector)
@@ -119,8 +121,8 @@ def _pool(vec: Sequence[tuple[int, float]], keyword: Sequence[tuple[int, float]]
         return [], set()
     pool = ranking.pool(vec, keyword, 0 if mode == "hybrid" else scope.start,
                         scope.vector_hi, window.open)
-    return pool, {x for s in pool for x in (s - 1, s, s + 1)
-                  if scope.start <= x < scope.vector_hi}
+    lo, hi = scope.start, scope.vector_hi  # (a property: not once per place)
+    return pool, {x for s in pool for x in (s - 1, s, s + 1) if lo <= x < hi}
 
 
 def _background(store: Store, session_id: str, vector: Sequence[float], scope: Scope,
@@ -179,9 +181,33 @@ def _texts(conn: sqlite3.Connection | None, session_id: str, scope: Scope,
     top = [s for s, _ in [*vec[:2 * semantic.ATTRIBUTION_TOP],
                           *keyword[:2 * semantic.ATTRIBUTION_TOP]]]
     want = {x for s in top for x in (s - 2, s - 1, s, s + 1) if x >= 0}
-    found = [m for m in scope.recent if m.seq in want]
+    by_seq = getattr(scope.recent, "by_seq", None)  # a warm store's (server/recent_cache.py)
+    if by_seq is None:
+        found = [m for m in scope.recent if m.seq in want]
+    else:  # the same messages in the same order, without a walk of the whole list
+        found = [m for _, m in sorted(by_seq[s] for s in want if s in by_seq)]
     found += rows_of(conn, session_id, want - {m.seq for m in found})
     return {m.seq: m.body for m in found}, {m.seq: m.role for m in found}
+
+
+def _archived(store: Store, conn: sqlite3.Connection | None, session_id: str,
+              seqs: set[int]) -> dict[int, tuple[str, str]]:
+    """(text, role) of these archived messages, in place order, as rows_of reads them, kept
+    by the holder (vectors/context.py `archived`) while the database files are unchanged
+    (home/sqlite.py change_stamp: any process's commit changes it): a warm server's
+    searches read ~150 each, mostly the same. Hold the store lock."""
+    from agenvoy_cli.home.sqlite import change_stamp
+    from agenvoy_cli.vectors import context
+
+    held = context.of(store).archived
+    stamp = change_stamp(store.layout.db)
+    if held.get(None) != stamp or len(held) > ARCHIVED_KEPT:
+        held.clear()
+        held[None] = stamp
+    wanted = sorted(seqs)
+    for m in rows_of(conn, session_id, [s for s in wanted if (session_id, s) not in held]):
+        held[(session_id, m.seq)] = (m.body, m.role)
+    return {s: held[(session_id, s)] for s in wanted if (session_id, s) in held}
 
 
 def _unindexed(conn: sqlite3.Connection | None, session_id: str, query: Query, mode: str,

@@ -3,7 +3,7 @@ its hits become results."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,7 +35,10 @@ class Scope:
         return "recent" if seq in self.in_history else "archive"
 
     @property
-    def in_history(self) -> set[int]:
+    def in_history(self) -> Container[int]:
+        held = getattr(self.recent, "by_seq", None)  # a warm store's (server/recent_cache.py)
+        if held is not None:
+            return held  # type: ignore[no-any-return]
         if self._in_history is None:
             self._in_history = {m.seq for m in self.recent}
         return self._in_history
@@ -65,7 +68,9 @@ def unarchived(conn: sqlite3.Connection | None, session_id: str, scope: Scope) -
     if conn is None:
         return len(scope.recent)
     nxt = archive.session_rows(conn, session_id).next_seq
-    return sum(1 for m in scope.recent if m.seq >= nxt)
+    counted = getattr(scope.recent, "at_or_after", None)  # a warm store's: kept per place
+    return counted(nxt) if counted is not None else sum(1 for m in scope.recent
+                                                         if m.seq >= nxt)
 
 
 def note_unarchived(result: SearchResult, missing: int) -> None:
@@ -101,7 +106,9 @@ def fill(result: SearchResult, store: Store, session_id: str, scope: Scope,
     ranks = {seq: i for i, (seq, _) in enumerate(hits, 1)}
     scores = dict(hits)
     segments = _segments(scope, hits, ranks, expand_lo)
-    by_seq = {m.seq: m for m in scope.recent}
+    held = getattr(scope.recent, "by_seq", None)  # a warm store's: no walk of the list
+    by_seq = {m.seq: m for m in scope.recent} if held is None else \
+        {s: held[s][1] for seg in segments for s in seg if s in held}
     with store.read_lock():
         need = [s for seg in segments for s in seg if s not in by_seq]
         by_seq.update((m.seq, m) for m in rows_of(store.db_readonly(), session_id, need))

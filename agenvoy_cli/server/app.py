@@ -28,7 +28,7 @@ from agenvoy_cli.home.layout import Layout
 from agenvoy_cli.search.relevance import choose
 from agenvoy_cli.server import agenvoy_tools, handlers
 from agenvoy_cli.server.recent_cache import WarmStore
-from agenvoy_cli.server.worker import Indexer, StoreThread, index_forever
+from agenvoy_cli.server.worker import Heap, Indexer, StoreThread, index_forever
 from agenvoy_cli.settings import Settings
 from agenvoy_cli.vectors import context
 from agenvoy_cli.vectors.hooks import VectorHooks
@@ -64,6 +64,7 @@ class App:
         self.store, self.bound = store, bound
         self.vocabulary = vocabulary  # --tools: spec | agenvoy | both (server.agenvoy_tools)
         self.thread = StoreThread()
+        self.heap = Heap()
         # what decides that nothing is related closely enough: one for the server's life
         self.relevance = choose(store.settings, context.of(store).models)
         self.indexer = Indexer(store, bound, self.relevance)
@@ -112,8 +113,7 @@ class App:
                 if params.name == "search_chat_history":
                     args = params.arguments or {}
                     await self.embed_query(args.get("keyword"), args.get("mode", "semantic"))
-                text, doc = await self.thread.run(agenvoy_tools.call, self.ctx, params.name,
-                                                  params.arguments, self.vocabulary)
+                text, doc = await self.thread.run(self._job, params.name, params.arguments)
         except AgenvoyError as exc:
             return _error(str(exc), exc.exit_code, _KINDS.get(exc.exit_code, "failed"))
         except TimeoutError:
@@ -134,10 +134,21 @@ class App:
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=doc)
 
+    def _job(self, name: str, arguments: Any) -> tuple[str, Any]:
+        """A tool call on the store thread; after a search, the collector settled on what
+        the search keeps warm (worker.Heap)."""
+        answer = agenvoy_tools.call(self.ctx, name, arguments, self.vocabulary)
+        if name == "search_chat_history":
+            self.heap.settle(self.store)
+        return answer
+
     async def embed_query(self, query: Any, mode: Any) -> None:
         """A semantic or hybrid search's query embedded before the job reaches the store
         thread, beside it (the query cache answers the search's own call: the store thread
-        does only index and database work). Failures are the search's to report."""
+        does only index and database work). Failures are the search's to report. (Sending
+        the job at once, its ask of the query cache waiting for this embedding, showed no
+        gain, and a job that reaches the second model before its query is made embeds it
+        again: docs/benchmarks.md, fourth stop.)"""
         cache = self.indexer.queries
         if cache is None or mode == "keyword" or not isinstance(query, str) \
                 or not query.strip() or "\x00" in query:

@@ -40,6 +40,7 @@ class QueryCache:
         self.inner = inner
         self._lru: OrderedDict[str, array] = OrderedDict()
         self._lock = threading.Lock()
+        self._pending: dict[str, threading.Event] = {}  # queries being embedded now
         self.hits = self.misses = 0
 
     @property
@@ -51,18 +52,33 @@ class QueryCache:
         return int(self.inner.dim)
 
     def embed_query(self, text: str) -> list[float]:
-        with self._lock:
-            vec = self._lru.get(text)
-            if vec is not None:
-                self._lru.move_to_end(text)
-                self.hits += 1
-                return vec.tolist()
+        """The query's vector: kept, or being embedded by another thread (a search whose
+        call ran out of time while the server's embedding step still runs, asked again):
+        then waited for, not embedded twice; a failed one is embedded here (the search
+        reports what fails)."""
+        while True:
+            with self._lock:
+                vec = self._lru.get(text)
+                if vec is not None:
+                    self._lru.move_to_end(text)
+                    self.hits += 1
+                    return vec.tolist()
+                running = self._pending.get(text)
+                if running is None:
+                    running = self._pending[text] = threading.Event()
+                    break
+            running.wait()  # then kept, or it failed: this caller (or another) embeds it
         self.misses += 1
-        out: list[float] = self.inner.embed_query(text)
-        with self._lock:
-            self._lru[text] = array("d", out)
-            while len(self._lru) > QUERIES:
-                self._lru.popitem(last=False)
+        try:
+            out: list[float] = self.inner.embed_query(text)
+            with self._lock:
+                self._lru[text] = array("d", out)
+                while len(self._lru) > QUERIES:
+                    self._lru.popitem(last=False)
+        finally:
+            with self._lock:
+                del self._pending[text]
+            running.set()
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agenvoy_cli.conversation.store import Store
 from agenvoy_cli.home.sqlite import change_stamp
 from agenvoy_cli.server.history_watch import HISTORY_POLL, Watcher
+from agenvoy_cli.server.recent_cache import WarmStore
 
 if TYPE_CHECKING:
     from agenvoy_cli.search.relevance import Relevance
@@ -48,6 +49,37 @@ class StoreThread:
     def close(self) -> None:
         """Wait for the job in progress (a tool call or one indexing step), drop the rest."""
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class Heap:
+    """Python's cyclic collector in a long-lived server: what a warm search keeps (the
+    models, each session's kept matrix and metadata, its recent messages) is hundreds of
+    thousands of objects that every full collection walks again, a pause of tens of ms in
+    whichever search triggers it (the p99). Once that state changed (first search, a new
+    generation), everything is collected and the survivors frozen (gc.freeze: left out of
+    later collections); unfrozen first, so what the last freeze held and has since become
+    garbage is collected too. Run on the store thread after a tool call."""
+
+    def __init__(self) -> None:
+        self.seen: tuple[int, ...] = ()
+
+    def settle(self, store: Store) -> None:
+        import gc
+
+        from agenvoy_cli.vectors import context
+
+        try:
+            kept = list(context.of(store).exact.values())
+        except TypeError:  # a Store without the vector index
+            return
+        recent = store.kept_lists() if isinstance(store, WarmStore) else []
+        state = tuple(id(x) for x in [*kept, *recent])
+        if state == self.seen:
+            return
+        self.seen = state
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
 
 
 class Indexer:

@@ -92,17 +92,31 @@ class VectorContext:
         self.exact: dict[str, Any] = {}
         # kept vector text (base64) -> its vector, the last DECODED_KEPT read (attribution.py)
         self.decoded: OrderedDict[str, Any] = OrderedDict()
-        self._paths: tuple[Any, str, str] | None = None  # (home, chroma dir, generation file)
+        # (session, seq) -> (text, role) of archived messages, and None -> the database's
+        # change stamp they were read under (search/candidates.py _archived)
+        self.archived: dict[Any, Any] = {}
+        self._paths: tuple[Any, str, str, str] | None = None  # (home, chroma dir,
+        # generation file, lock file)
+        # (the store lock's current hold, the generation token read under it): no writer
+        # can change the token while this holder holds the lock (vectors/guard.py)
+        self.token: tuple[object, str] | None = None
 
     def paths(self, layout: Layout) -> tuple[str, str]:
         """(Chroma's directory, the generation file) of this Store's home, checked as the
         layout checks them (no links, layout.py) once per Store: a warm search asks ~50 times
         (~3 ms CPU of stat calls and paths). A client is opened on the directory with its
         contents checked again (collection.py client)."""
+        return self._checked(layout)[1:3]
+
+    def lock_key(self, layout: Layout) -> str:
+        """The store lock's key in the Store's Locks (str of its path), as paths()."""
+        return self._checked(layout)[3]
+
+    def _checked(self, layout: Layout) -> tuple[Any, str, str, str]:
         if self._paths is None or self._paths[0] != layout.home:
             chroma, gen = layout.chroma_dir, layout.store / "chroma.generation"
-            self._paths = (layout.home, str(chroma), str(gen))
-        return self._paths[1], self._paths[2]
+            self._paths = (layout.home, str(chroma), str(gen), str(layout.lock))
+        return self._paths
 
     @property
     def models(self) -> Embedders:
