@@ -33,7 +33,8 @@ The implementations:
   models' vectors shipped, tools/gen_reference.py): compared with the session's own few
   messages, an unrelated question found every one of them related. Against the shipped
   background each top hit is weighed on its own (`each_hit`): a small session's unrelated
-  messages are not shown beside its answer. A session of 8-47 searched messages is its own
+  messages are not shown beside its answer; a personal question's bar there is its language
+  pair's (SHIPPED_PAIR), a general one's the one bar. A session of 8-47 searched messages is its own
   background, all of it: there a question the query's own vector calls general knowledge
   (search/hubness.py QueryKind) needs a higher summed lift (GENERAL_THRESHOLD) than a
   personal one. When the second model or the reference vectors cannot be had, the margin
