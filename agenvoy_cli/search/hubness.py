@@ -99,3 +99,41 @@ def shipped_vectors(name: str) -> tuple[str, Any] | None:
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
         return None
     return (model_id, vectors) if vectors.ndim == 2 and len(vectors) else None
+
+
+class QueryKind:
+    """One built-in model's linear verdict on a query by its vector alone: general knowledge
+    ("the capital of Canada", "誰寫了紅樓夢？": a logit above 0) or about the user's own life,
+    people and plans (below 0). A logistic regression fitted on tune questions only
+    (bench/small_floor.py fit-kind; the split: bench/small_floor_data/README.md), shipped as
+    reference/kind-<spec>.npz; search/relevance.py asks a general question for a higher lift
+    in a session of a few dozen messages."""
+
+    def __init__(self, model_id: str, weights: Any, bias: float) -> None:
+        self.model_id = model_id
+        self.weights = weights
+        self.bias = bias
+
+    @classmethod
+    def load(cls, spec: str) -> QueryKind | None:
+        """None when missing or unreadable (the floor then weighs every query alike)."""
+        import zipfile
+
+        import numpy as np
+
+        try:
+            with np.load(REFERENCE / f"kind-{spec}.npz", allow_pickle=False) as data:
+                weights = data["weights"].astype(np.float32)
+                bias, model_id = float(data["bias"]), str(data["model_id"])
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+            return None
+        return cls(model_id, weights, bias) if weights.ndim == 1 and len(weights) else None
+
+    def logit(self, vector: Sequence[float]) -> float:
+        """Above 0: a general-knowledge question (the query's vector by this model)."""
+        import numpy as np
+
+        got = np.asarray(vector, dtype=np.float32)
+        if got.shape != self.weights.shape:
+            return 0.0
+        return float(got @ self.weights) + self.bias
