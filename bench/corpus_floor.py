@@ -253,25 +253,18 @@ def speed(rounds: int) -> None:
 
 
 def _speed_ab(name: str, cls: Any, ask: Any, asked: list[str], rounds: int) -> None:
-    import statistics
+    import harness
 
     stored = cls.stored_vectors
-    arms: dict[str, tuple[list[float], list[float]]] = {"stored": ([], []), "re-embed": ([], [])}
-    for r in range(rounds):
-        q = asked[(r * 7) % len(asked)]
-        for arm in (("stored", "re-embed") if r % 2 == 0 else ("re-embed", "stored")):
-            cls.stored_vectors = stored if arm == "stored" else lambda self, keys: {}
-            w0, c0 = time.perf_counter(), time.process_time()
-            ask(q)
-            arms[arm][0].append(time.perf_counter() - w0)
-            arms[arm][1].append(time.process_time() - c0)
+
+    def use(arm: str) -> None:
+        cls.stored_vectors = stored if arm == "stored" else lambda self, keys: {}
+
+    medians = harness.interleaved_ab(rounds, ("stored", "re-embed"), use,
+                                     lambda r: ask(asked[(r * 7) % len(asked)]))
     cls.stored_vectors = stored
-    (aw, ac), (bw, bc) = ([statistics.median(x) * 1000 for x in arms[k]]
-                          for k in ("stored", "re-embed"))
-    print(f"{name} floor's vectors, semantic, 24 units, {rounds} interleaved rounds: stored "
-          f"median wall {aw:.0f} ms / CPU {ac:.0f} ms; re-embedded {bw:.0f} / {bc:.0f} ms; "
-          f"ratio of medians: wall {aw / bw:.2f}, CPU {ac / bc:.2f}; "
-          f"load {os.getloadavg()[0]:.1f}", flush=True)
+    print(harness.ab_line(f"{name} floor's vectors, semantic, 24 units", rounds, medians,
+                          ("stored", "re-embedded")), flush=True)
 
 
 def main() -> int:

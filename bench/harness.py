@@ -419,6 +419,33 @@ def searching(home: Path, path: str, cache: Path, log: Path) -> Iterator[Search]
         wrap.save()
 
 
+def interleaved_ab(rounds: int, arms: tuple[str, str], use: Callable[[str], None],
+                   run: Callable[[int], object]) -> dict[str, tuple[float, float]]:
+    """Two arms of one in-process step, interleaved (the order swapped every round), after
+    `use(arm)` switches to the arm: each arm's median wall and CPU in ms."""
+    import statistics
+
+    times: dict[str, tuple[list[float], list[float]]] = {a: ([], []) for a in arms}
+    for r in range(rounds):
+        for arm in (arms if r % 2 == 0 else arms[::-1]):
+            use(arm)
+            w0, c0 = time.perf_counter(), time.process_time()
+            run(r)
+            times[arm][0].append(time.perf_counter() - w0)
+            times[arm][1].append(time.process_time() - c0)
+    return {a: (statistics.median(w) * 1000, statistics.median(c) * 1000)
+            for a, (w, c) in times.items()}
+
+
+def ab_line(what: str, rounds: int, medians: dict[str, tuple[float, float]],
+            labels: tuple[str, str]) -> str:
+    """One line for `interleaved_ab`'s medians: A and B, their ratio, the load."""
+    (a, (aw, ac)), (b, (bw, bc)) = medians.items()
+    return (f"{what}, interleaved {rounds} rounds: {labels[0]} median wall {aw:.0f} ms / CPU "
+            f"{ac:.0f} ms; {labels[1]} {bw:.0f} / {bc:.0f} ms; ratio of medians: wall "
+            f"{aw / bw:.2f}, CPU {ac / bc:.2f}; load {os.getloadavg()[0]:.1f}")
+
+
 def load_line() -> str:
     """The load average, to print beside every figure (the machine is shared)."""
     one, five, fifteen = os.getloadavg()

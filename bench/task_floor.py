@@ -181,22 +181,17 @@ def _stored_ab(home: Path, rounds: int) -> None:
     from agenvoy_cli.search.task_corpus import TasksCorpus
 
     stored = TasksCorpus.stored_vectors
-    arms: dict[str, tuple[list[float], list[float]]] = {"stored": ([], []), "re-embed": ([], [])}
-    for r in range(rounds):
-        q = f"{WORDS[(r * 3) % len(WORDS)]} {WORDS[(r * 11) % len(WORDS)]} project"
-        for arm in (("stored", "re-embed") if r % 2 == 0 else ("re-embed", "stored")):
-            TasksCorpus.stored_vectors = (stored if arm == "stored"  # type: ignore[method-assign]
-                                          else lambda self, keys: {})
-            w0, c0 = time.perf_counter(), time.process_time()
-            ask(home, q, "semantic", limit=10)
-            arms[arm][0].append(time.perf_counter() - w0)
-            arms[arm][1].append(time.process_time() - c0)
+
+    def use(arm: str) -> None:
+        TasksCorpus.stored_vectors = (stored if arm == "stored"  # type: ignore[method-assign]
+                                      else lambda self, keys: {})
+
+    medians = harness.interleaved_ab(rounds, ("stored", "re-embed"), use, lambda r: ask(
+        home, f"{WORDS[(r * 3) % len(WORDS)]} {WORDS[(r * 11) % len(WORDS)]} project",
+        "semantic", limit=10))
     TasksCorpus.stored_vectors = stored  # type: ignore[method-assign]
-    (aw, ac), (bw, bc) = ([statistics.median(x) * 1000 for x in arms[k]]
-                          for k in ("stored", "re-embed"))
-    print(f"floor's vectors, semantic, interleaved {rounds} rounds: stored median wall "
-          f"{aw:.0f} ms / CPU {ac:.0f} ms; re-embedded {bw:.0f} / {bc:.0f} ms; ratio of "
-          f"medians: wall {aw / bw:.2f}, CPU {ac / bc:.2f}; load {os.getloadavg()[0]:.1f}")
+    print(harness.ab_line("floor's vectors, semantic", rounds, medians,
+                          ("stored", "re-embedded")))
 
 
 def _checked_ab(home: Path, rounds: int) -> None:
@@ -208,22 +203,15 @@ def _checked_ab(home: Path, rounds: int) -> None:
 
     search = asker(home)
     search("warm up", "semantic")
-    arms: dict[str, tuple[list[float], list[float]]] = {"kept": ([], []), "checked": ([], [])}
-    for r in range(rounds):
-        q = f"{WORDS[(r * 5) % len(WORDS)]} {WORDS[(r * 13) % len(WORDS)]} project"
-        for arm in (("kept", "checked") if r % 2 == 0 else ("checked", "kept")):
-            task_corpus.KEEP_CHECKED = arm == "kept"
-            w0, c0 = time.perf_counter(), time.process_time()
-            search(q, "semantic")
-            arms[arm][0].append(time.perf_counter() - w0)
-            arms[arm][1].append(time.process_time() - c0)
+
+    def use(arm: str) -> None:
+        task_corpus.KEEP_CHECKED = arm == "kept"
+
+    medians = harness.interleaved_ab(rounds, ("kept", "checked"), use, lambda r: search(
+        f"{WORDS[(r * 5) % len(WORDS)]} {WORDS[(r * 13) % len(WORDS)]} project", "semantic"))
     task_corpus.KEEP_CHECKED = True
-    (aw, ac), (bw, bc) = ([statistics.median(x) * 1000 for x in arms[k]]
-                          for k in ("kept", "checked"))
-    print(f"catch-up check, warm holder, semantic, interleaved {rounds} rounds: kept median "
-          f"wall {aw:.0f} ms / CPU {ac:.0f} ms; checked every search {bw:.0f} / {bc:.0f} ms; "
-          f"ratio of medians: wall {aw / bw:.2f}, CPU {ac / bc:.2f}; load "
-          f"{os.getloadavg()[0]:.1f}")
+    print(harness.ab_line("catch-up check, warm holder, semantic", rounds, medians,
+                          ("kept", "checked every search")))
 
 
 def main() -> int:

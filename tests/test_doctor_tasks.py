@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.agenvoy_sim_v10 import GoAgentV10
 from tests.helpers.schemas import validate
+from tests.helpers.tasks import home_with_tasks
 
 SID = "s"
 TASKS = [  # (hash, session, objective, reply)
@@ -25,12 +25,9 @@ TASKS = [  # (hash, session, objective, reply)
 
 @pytest.fixture
 def tasks_home(home):
-    go = GoAgentV10(home)
-    go.say(SID, "user", "hello")
-    go.say("other", "user", "hello")
     now = int(time.time())
-    for n, (task_hash, sid, objective, reply) in enumerate(TASKS):
-        go.finish_task(sid, task_hash, objective, reply=reply, end_at=now - 100 + n)
+    go = home_with_tasks(home, [(h, sid, objective, {"reply": reply, "end_at": now - 100 + n})
+                                for n, (h, sid, objective, reply) in enumerate(TASKS)])
     yield go
     go.close()
 

