@@ -83,7 +83,7 @@ def test_memory_covers_sessions_forget_compact_errors_and_rag(home, tmp_path):
         checked = memory.doctor()
         assert checked.pop("layout")["version"] == "v0.28-v0.32"
         assert checked == {"session_count": 1, "problems": [], "count": 0,
-                           "remaining": 0, "kept_aside": [], "vector_paths": []}
+                           "remaining": 0, "kept_aside": [], "vector_paths": [], "tasks": None}
         reset = memory.reset_session("s", summarize=False)
         assert reset["action"] == "reset" and reset["deleted"] == 1
         assert memory.context("s")["messages"] == []

@@ -34,11 +34,11 @@ class WarmLayout(Layout):
     and the issue's rule for a long-lived process is a check once per process."""
 
     @cached_property
-    def lock(self) -> Path:  # type: ignore[override]
+    def lock(self) -> Path:
         return super().lock
 
     @cached_property
-    def db(self) -> Path:  # type: ignore[override]
+    def db(self) -> Path:
         return super().db
 
 
