@@ -36,6 +36,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# bench/harness.py (imported by locomo) pins OpenMP to one thread for the retrieval benches;
+# the servers measured here and the query embedding beside them run as a user's would
+USER_OMP = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "bench"))  # after site-packages: bench/mcp.py is no `mcp`
@@ -142,6 +145,11 @@ def measure(home: Path, rounds: int, embedder: str | None, label: str,
     from tests.mcp_client import connect_http
 
     deck = _questions()
+    for name, value in USER_OMP.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     random.Random(5).shuffle(deck)
     if len(deck) < 6 * rounds + 5:
         raise SystemExit(f"--rounds {rounds}: only {len(deck)} questions")
